@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Config } from '../shared/config.ts';
+import type { Db } from '../shared/db/db.ts';
+import { createTokenService } from './auth/tokens.ts';
+import type { AppContext } from './context.ts';
+import { registerAuth } from './plugins/auth.ts';
+import { registerEnvelope } from './plugins/envelope.ts';
+import { authRoutes } from './routes/auth.ts';
+import { userRoutes } from './routes/users.ts';
+import { orgRoutes } from './routes/orgs.ts';
+import { blobRoutes } from './routes/blobs.ts';
+import { revisionRoutes } from './routes/revisions.ts';
+import { metadataRoutes } from './routes/metadata.ts';
+
+export interface BuildAppOptions {
+  config: Config;
+  db: Db;
+  /** fastify's logger option; tests pass false or a stream. */
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** JSON bodies above this are refused with 413 (contract §1); command routes raise their own bound. */
+export const JSON_BODY_LIMIT = 1024 * 1024;
+
+/** Builds the REST + WebSocket app. Never listens: `main.ts` does, tests call `inject`. */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: options.config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["sec-websocket-protocol"]'],
+    },
+    bodyLimit: JSON_BODY_LIMIT,
+    genReqId: () => randomUUID(),
+    requestIdLogLabel: 'request_id',
+    // Never trust a client's id for log correlation; we mint our own and echo it back.
+    requestIdHeader: false,
+    return503OnClosing: true,
+  });
+  const ctx: AppContext = {
+    config: options.config,
+    db: options.db,
+    tokens: createTokenService(options.config.secrets.TOKEN_SIGNING_KEY, options.config.accessTokenSeconds),
+  };
+  app.decorate('ctx', ctx);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerEnvelope(app);
+  registerAuth(app);
+
+  await app.register(async (v1) => {
+    await v1.register(authRoutes);
+    await v1.register(userRoutes);
+    await v1.register(orgRoutes);
+    await v1.register(blobRoutes);
+    await v1.register(revisionRoutes);
+    await v1.register(metadataRoutes);
+  }, { prefix: '/v1' });
+  return app;
+}

@@ -1,0 +1,58 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AppContext } from '../context.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import type { Principal } from './principal.ts';
+import { authenticateApiKey } from './api-key-auth.ts';
+
+/** The credential a request carries, read from its headers (REST and WebSocket alike). */
+export type Credential = { type: 'bearer'; token: string } | { type: 'api_key'; key: string };
+
+/** Reads exactly one credential from the headers; two at once is ambiguous and refused. */
+export function credentialFromHeaders(headers: IncomingHttpHeaders): Credential | undefined {
+  const authorization = headers.authorization;
+  const apiKey = headers['x-api-key'];
+  if (authorization !== undefined && apiKey !== undefined) {
+    throw new ServiceError('unauthorized', 'Send one credential: Authorization or X-API-Key, not both.');
+  }
+  if (typeof authorization === 'string') {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match) throw new ServiceError('unauthorized', 'Authorization must be "Bearer <token>".');
+    return { type: 'bearer', token: match[1]! };
+  }
+  if (typeof apiKey === 'string') return { type: 'api_key', key: apiKey.trim() };
+  return undefined;
+}
+
+interface AccountRow {
+  id: string;
+  kind: 'human' | 'service';
+}
+
+async function loadAccount(ctx: AppContext, id: string): Promise<AccountRow | undefined> {
+  const { rows } = await ctx.db.query<AccountRow>('SELECT id, kind FROM users WHERE id = $1::uuid', [id]);
+  return rows[0];
+}
+
+/**
+ * Turns a credential into a principal, or throws 401. Accounts are read on every request so a
+ * deleted user's or retired service account's tokens stop working at once.
+ */
+export async function authenticate(ctx: AppContext, credential: Credential | undefined): Promise<Principal> {
+  if (!credential) throw new ServiceError('unauthorized', 'A credential is required.');
+  if (credential.type === 'api_key') return authenticateApiKey(ctx, credential.key);
+
+  const token = await ctx.tokens.verify(credential.token);
+  const account = await loadAccount(ctx, token.sub);
+  if (!account) throw new ServiceError('unauthorized', 'The account no longer exists.');
+  if (token.kind === 'access') {
+    if (account.kind !== 'human') throw new ServiceError('unauthorized');
+    return { userId: account.id, kind: 'human', credential: 'bearer', humanId: account.id };
+  }
+  // Acting token: valid only while its subject is still a service account owned by the minter.
+  const { rows } = await ctx.db.query<{ ok: boolean }>(
+    `SELECT true AS ok FROM users WHERE id = $1::uuid AND kind = 'service' AND owner_id = $2::uuid`,
+    [account.id, token.actor],
+  );
+  if (rows.length === 0) throw new ServiceError('unauthorized', 'The acting token no longer applies.');
+  return { userId: account.id, kind: 'service', credential: 'acting', humanId: token.actor! };
+}

@@ -1,0 +1,44 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ServiceError, type ErrorCode } from '../../shared/errors.ts';
+
+/** Maps fastify's own failures (body parsing, size) onto catalogued codes. */
+function fromFastify(error: FastifyError): ServiceError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ServiceError('payload_too_large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ServiceError('invalid_request_body', 'Unsupported Content-Type: send application/json.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ServiceError('invalid_request_body', 'The JSON body is empty.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ServiceError('invalid_request_body', 'The body is not valid JSON.');
+  }
+  if (error instanceof SyntaxError || (error as { statusCode?: number }).statusCode === 400) {
+    return new ServiceError('invalid_request_body', 'The request could not be parsed.');
+  }
+  const byStatus: Record<number, ErrorCode> = { 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 413: 'payload_too_large' };
+  const code = byStatus[(error as { statusCode?: number }).statusCode ?? 0];
+  return code ? new ServiceError(code) : undefined;
+}
+
+/**
+ * Puts every failure into the envelope: thrown service errors, fastify's parsing errors, unknown
+ * routes and anything unexpected (logged with its stack, answered without it).
+ */
+export function registerEnvelope(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const known = error instanceof ServiceError ? error : fromFastify(error);
+    if (known) {
+      if (known.status >= 500) request.log.error({ err: error }, 'request failed');
+      return reply.code(known.status).send(known.toEnvelope());
+    }
+    request.log.error({ err: error }, 'unexpected error');
+    const internal = new ServiceError('internal_error');
+    return reply.code(internal.status).send(internal.toEnvelope());
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const error = new ServiceError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+    return reply.code(404).send(error.toEnvelope());
+  });
+}

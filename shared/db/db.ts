@@ -1,0 +1,75 @@
+import pg from 'pg';
+import type { QueryResult, QueryResultRow } from 'pg';
+
+/** Anything that runs SQL: the pool, or one transaction's client. */
+export interface Queryable {
+  query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+}
+
+/** A transaction: queries on it share one connection; `client` is exposed for pg-boss `send`. */
+export interface Tx extends Queryable {
+  readonly client: pg.PoolClient;
+}
+
+/**
+ * The database seam: one pool, and transactions that let an operation and its quota change
+ * commit or roll back together.
+ */
+export interface Db extends Queryable {
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  readonly pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+// timestamptz → ISO 8601 UTC string (contract §4); int8 → number (counts never pass 2^53).
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === 1184) return (v: string) => new Date(v).toISOString();
+    if (oid === 20) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+export interface DbOptions {
+  connectionString: string;
+  max?: number;
+  applicationName?: string;
+}
+
+/** Opens a pool. Nothing connects until the first query. */
+export function createDb(options: DbOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'workspace-service',
+    types,
+  });
+  // An idle client that loses its connection emits here; without a listener it would crash the process.
+  pool.on('error', () => {});
+  return {
+    pool,
+    query: (text, values) => pool.query(text, values),
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const tx: Tx = { client, query: (text, values) => client.query(text, values) };
+        const result = await fn(tx);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** Runs `fn` inside `q` when it is already a transaction, or in a new one on `db`. */
+export function inTransaction<T>(db: Db, q: Queryable | undefined, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  if (q && 'client' in q) return fn(q as Tx);
+  return db.transaction(fn);
+}

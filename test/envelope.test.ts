@@ -1,0 +1,35 @@
+import t from 'tap';
+import { buildTestApp, call, signInAnonymous } from './helpers/app.ts';
+
+const { app } = await buildTestApp(t);
+
+t.test('unknown route answers the failure envelope with 404 not_found', async (t) => {
+  const { status, body, res } = await call(app, 'GET', '/v1/nope');
+  t.equal(status, 404);
+  t.match(body, { status: 'failure', error: 'not_found', message: String });
+  t.ok(res.headers['x-request-id'], 'carries a request id');
+});
+
+t.test('malformed JSON is invalid_request_body', async (t) => {
+  const res = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', headers: { 'content-type': 'application/json' }, payload: '{"a":' });
+  t.equal(res.statusCode, 400);
+  t.match(res.json(), { status: 'failure', error: 'invalid_request_body' });
+});
+
+t.test('a JSON body over 1 MiB is 413 payload_too_large', async (t) => {
+  const res = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ x: 'a'.repeat(1024 * 1024) }) });
+  t.equal(res.statusCode, 413);
+  t.match(res.json(), { status: 'failure', error: 'payload_too_large' });
+});
+
+t.test('unknown body fields are refused', async (t) => {
+  const { status, body } = await call(app, 'POST', '/v1/auth/anonymous', { body: { extra: 1 } });
+  t.equal(status, 400);
+  t.equal(body.error, 'invalid_request_body');
+});
+
+t.test('anonymous sign-in answers the success envelope', async (t) => {
+  const caller = await signInAnonymous(app);
+  t.match(caller.user, { kind: 'human', anonymous: true });
+  t.ok(caller.token);
+});

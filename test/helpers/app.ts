@@ -1,0 +1,81 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { Test } from 'tap';
+import { buildApp } from '../../control-plane/app.ts';
+import { loadConfig, type Config } from '../../shared/config.ts';
+import { createDb, type Db } from '../../shared/db/db.ts';
+import { createTestDatabase } from './db.ts';
+
+export interface TestApp {
+  app: FastifyInstance;
+  db: Db;
+  config: Config;
+  databaseUrl: string;
+}
+
+/**
+ * Builds the control plane against a fresh database of the test file's own. `env` overrides
+ * configuration (e.g. OIDC settings). Everything is closed at teardown.
+ */
+export async function buildTestApp(t: Test, env: Record<string, string> = {}): Promise<TestApp> {
+  const databaseUrl = await createTestDatabase(t);
+  const dataDir = await mkdtemp(join(tmpdir(), 'ws-test-data-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    TOKEN_SIGNING_KEY: 'test-signing-key-0123456789abcdef0123456789',
+    CURSOR_KEY: 'test-cursor-key-0123456789abcdef0123456789',
+    CREDENTIAL_KEY: 'test-credential-key-0123456789abcdef01234567',
+    OPS_TOKEN: 'test-ops-token',
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const db = createDb({ connectionString: databaseUrl, max: 20 });
+  const app = await buildApp({ config, db, logger: false });
+  t.teardown(async () => {
+    await app.close();
+    await db.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  return { app, db, config, databaseUrl };
+}
+
+export interface Caller {
+  user: Record<string, unknown> & { id: string };
+  token: string;
+  refreshToken: string;
+  headers: Record<string, string>;
+}
+
+/** Signs in anonymously and returns the caller with ready-to-use headers. */
+export async function signInAnonymous(app: FastifyInstance): Promise<Caller> {
+  const res = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {} });
+  if (res.statusCode !== 200) throw new Error(`anonymous sign-in failed: ${res.statusCode} ${res.body}`);
+  const body = res.json();
+  return { user: body.user, token: body.access_token, refreshToken: body.refresh_token, headers: { authorization: `Bearer ${body.access_token}` } };
+}
+
+export interface CallOptions {
+  headers?: Record<string, string>;
+  body?: unknown;
+  as?: Caller;
+}
+
+/** One JSON request through `inject`; returns the response and its parsed body. */
+export async function call(app: FastifyInstance, method: string, url: string, options: CallOptions = {}): Promise<{ res: LightMyRequestResponse; status: number; body: any }> {
+  const res = await app.inject({
+    method: method as 'GET',
+    url,
+    headers: { ...(options.as?.headers ?? {}), ...(options.headers ?? {}) },
+    ...(options.body !== undefined ? { payload: options.body as object } : {}),
+  });
+  let body: any;
+  try {
+    body = res.json();
+  } catch {
+    body = res.body;
+  }
+  return { res, status: res.statusCode, body };
+}
