@@ -12,6 +12,12 @@ import { orgRoutes } from './routes/orgs.ts';
 import { blobRoutes } from './routes/blobs.ts';
 import { revisionRoutes } from './routes/revisions.ts';
 import { metadataRoutes } from './routes/metadata.ts';
+import { memberRoutes } from './routes/members.ts';
+import { apiKeyRoutes } from './routes/api-keys.ts';
+import { credentialRoutes } from './routes/credentials.ts';
+import { serviceAccountRoutes } from './routes/service-accounts.ts';
+import { impersonateRoutes } from './routes/impersonate.ts';
+import { websocketPlugin } from './ws/plugin.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -49,6 +55,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerEnvelope(app);
   registerAuth(app);
 
+  await app.register(websocketPlugin);
   await app.register(async (v1) => {
     await v1.register(authRoutes);
     await v1.register(userRoutes);
@@ -56,6 +63,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await v1.register(blobRoutes);
     await v1.register(revisionRoutes);
     await v1.register(metadataRoutes);
+    await v1.register(memberRoutes);
+    await v1.register(apiKeyRoutes);
+    await v1.register(credentialRoutes);
+    await v1.register(serviceAccountRoutes);
+    await v1.register(impersonateRoutes);
   }, { prefix: '/v1' });
   return app;
 }
