@@ -6,6 +6,7 @@ import { createTokenService } from './auth/tokens.ts';
 import type { AppContext } from './context.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerEnvelope } from './plugins/envelope.ts';
+import { registerAudit } from './audit/audit-hook.ts';
 import { authRoutes } from './routes/auth.ts';
 import { userRoutes } from './routes/users.ts';
 import { orgRoutes } from './routes/orgs.ts';
@@ -18,12 +19,17 @@ import { credentialRoutes } from './routes/credentials.ts';
 import { serviceAccountRoutes } from './routes/service-accounts.ts';
 import { impersonateRoutes } from './routes/impersonate.ts';
 import { websocketPlugin } from './ws/plugin.ts';
+import { commandRoutes } from './routes/commands.ts';
+import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
+import type { CommandDefinition } from './commands/command.ts';
 
 export interface BuildAppOptions {
   config: Config;
   db: Db;
   /** fastify's logger option; tests pass false or a stream. */
   logger?: FastifyServerOptions['logger'];
+  /** The commands both transports answer; defaults to the service's own. Tests add their own to exercise the transports. */
+  commands?: readonly CommandDefinition[];
 }
 
 /** JSON bodies above this are refused with 413 (contract §1); command routes raise their own bound. */
@@ -54,8 +60,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   registerEnvelope(app);
   registerAuth(app);
+  registerAudit(app);
 
-  await app.register(websocketPlugin);
+  // One registry for both transports, so REST and JSON-RPC answer the same input alike.
+  const commands = createCommandRegistry(options.commands ?? COMMANDS);
+  await app.register(websocketPlugin, { commands });
   await app.register(async (v1) => {
     await v1.register(authRoutes);
     await v1.register(userRoutes);
@@ -68,6 +77,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await v1.register(credentialRoutes);
     await v1.register(serviceAccountRoutes);
     await v1.register(impersonateRoutes);
+    await v1.register(commandRoutes, { commands });
   }, { prefix: '/v1' });
   return app;
 }

@@ -48,9 +48,16 @@ export async function authenticate(ctx: AppContext, credential: Credential | und
     if (account.kind !== 'human') throw new ServiceError('unauthorized');
     return { userId: account.id, kind: 'human', credential: 'bearer', humanId: account.id };
   }
-  // Acting token: valid only while its subject is still a service account owned by the minter.
+  // Acting token: valid only while its subject is still a service account owned by the minter,
+  // directly or through service accounts it owns (a token minted while acting as one of them).
   const { rows } = await ctx.db.query<{ ok: boolean }>(
-    `SELECT true AS ok FROM users WHERE id = $1::uuid AND kind = 'service' AND owner_id = $2::uuid`,
+    `WITH RECURSIVE up(id, owner_id, depth) AS (
+       SELECT id, owner_id, 0 FROM users WHERE id = $1::uuid AND kind = 'service'
+       UNION ALL
+       SELECT u.id, u.owner_id, up.depth + 1 FROM users u JOIN up ON u.id = up.owner_id
+        WHERE u.kind = 'service' AND up.depth < 32
+     )
+     SELECT true AS ok FROM up WHERE owner_id = $2::uuid LIMIT 1`,
     [account.id, token.actor],
   );
   if (rows.length === 0) throw new ServiceError('unauthorized', 'The acting token no longer applies.');

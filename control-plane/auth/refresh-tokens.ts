@@ -33,6 +33,12 @@ interface TokenRow {
  * Rotates a refresh token: the presented one stops working and a new one in the same family is
  * returned. Presenting an already rotated token means it leaked (or a client replayed it), so the
  * whole family is revoked and the caller gets 401; the revocation commits before the refusal.
+ *
+ * Race: `FOR UPDATE` serialises two rotations of one token. The second waits for the first to
+ * commit, then re-reads the row (READ COMMITTED re-checks a locked row), sees `rotated_at` and is
+ * treated as a replay. So two concurrent refreshes never both succeed, and because a replay cannot
+ * be told apart from a thief racing the client, the family (the winner's new token included) is
+ * revoked. Clients must not refresh the same token twice in parallel.
  */
 export async function rotateRefreshToken(ctx: AppContext, token: string): Promise<{ userId: string; refreshToken: string }> {
   const outcome = await ctx.db.transaction(async (tx) => {
@@ -48,6 +54,9 @@ export async function rotateRefreshToken(ctx: AppContext, token: string): Promis
       return { refused: true as const };
     }
     await tx.query('UPDATE refresh_tokens SET rotated_at = now() WHERE id = $1::uuid', [row.id]);
+    // Rotated tokens are kept to detect replays, but an expired one is refused before that check
+    // matters, so the family's expired links can go: an active session's chain stays bounded.
+    await tx.query('DELETE FROM refresh_tokens WHERE family_id = $1::uuid AND expires_at <= now()', [row.family_id]);
     const refreshToken = await issueRefreshToken(ctx, tx, row.user_id, row.family_id);
     return { refused: false as const, userId: row.user_id, refreshToken };
   });

@@ -1,5 +1,6 @@
 import { SignJWT, decodeProtectedHeader, jwtVerify } from 'jose';
 import { ServiceError } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
 
 const ISSUER = 'workspace-service';
 const ALG = 'HS256';
@@ -55,9 +56,16 @@ export function createTokenService(signingKey: string, accessSeconds: number): T
       typ: KINDS[kind].typ,
       requiredClaims: ['sub', 'exp', 'iat'],
     });
-    const actor = (payload.act as { sub?: unknown } | undefined)?.sub;
-    if (kind === 'acting' && typeof actor !== 'string') throw new ServiceError('unauthorized');
-    return { kind, sub: payload.sub as string, ...(kind === 'acting' ? { actor: actor as string } : {}) };
+    // Subjects are looked up as uuid columns: a malformed one must be a 401 here, not a cast
+    // error (500) in the query that loads the account.
+    if (typeof payload.sub !== 'string' || !isUuid(payload.sub)) throw new ServiceError('unauthorized');
+    if (kind === 'access') {
+      if (payload.act !== undefined) throw new ServiceError('unauthorized');
+      return { kind, sub: payload.sub };
+    }
+    const actor = (payload.act as { sub?: unknown } | null | undefined)?.sub;
+    if (typeof actor !== 'string' || !isUuid(actor)) throw new ServiceError('unauthorized');
+    return { kind, sub: payload.sub, actor };
   }
 
   return {

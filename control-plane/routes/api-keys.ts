@@ -1,3 +1,98 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { ServiceError } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { ROLES, roleAtLeast } from '../../shared/roles.ts';
+import { parseInput } from '../../shared/validate.ts';
+import { requireHumanBehind } from '../access/perimeter.ts';
+import { markAudit } from '../audit/audit-hook.ts';
+import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, targetStanding, whileTargetExists } from '../access/targets.ts';
+import { generateApiKey } from '../auth/api-key-format.ts';
+import type { Principal } from '../auth/principal.ts';
+import { ok } from '../reply.ts';
+import { apiKeyRecord, deleteApiKey, findApiKey, insertApiKey, listApiKeys, type ApiKeyRow } from '../sql/api-keys.ts';
 
-export async function apiKeyRoutes(_app: FastifyInstance): Promise<void> {}
+const mintBody = z.strictObject({
+  target: targetSchema,
+  target_id: targetIdSchema,
+  role: z.enum(ROLES),
+  name: z.string().trim().max(200).optional(),
+});
+const revokeBody = z.strictObject({ id: z.string().min(1).max(200) });
+const listParams = z.strictObject({ target: targetSchema, target_id: targetIdSchema });
+
+/**
+ * The minter may revoke its own key whatever its standing is now (so a demoted member can still
+ * withdraw what it handed out), but only with full power: not through a capped key, nor through
+ * a key confined to some other target.
+ */
+function minterMayRevoke(principal: Principal, key: ApiKeyRow): boolean {
+  if (key.created_by !== principal.userId) return false;
+  const own = principal.key;
+  if (!own) return true;
+  if (own.role !== 'admin') return false;
+  return own.target === 'user' || (own.target === key.target && own.targetId === key.target_id);
+}
+
+/** Mint, revoke and list API keys (contract §6). Minting and revoking are perimeter operations. */
+export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
+  const ctx = app.ctx;
+
+  app.post('/api-keys', async (request, reply) => {
+    const principal = request.principal;
+    requireHumanBehind(principal, 'mint an API key');
+    const body = parseInput(mintBody, request.body ?? {});
+    // An acting token may give its service account a key of its own, but never hand out a key
+    // confined to an organization or blob that would authenticate as the service account.
+    if (principal.credential === 'acting' && body.target !== 'user') {
+      throw new ServiceError('cannot_mint_while_acting');
+    }
+    const fresh = generateApiKey();
+    const row = await ctx.db.transaction(async (tx) => {
+      const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
+      markAudit(request, { target: { type: body.target, id: target.id } });
+      return whileTargetExists(() => insertApiKey(tx, {
+        publicId: fresh.publicId,
+        secretHash: fresh.hash,
+        name: body.name ?? '',
+        target: body.target,
+        targetId: target.id,
+        role: body.role,
+        // A user key authenticates as that account; an organization or blob key as its minter.
+        userId: body.target === 'user' ? target.id : principal.userId,
+        createdBy: principal.userId,
+      }));
+    });
+    return reply.code(201).send(ok({ api_key: { ...apiKeyRecord(row), key: fresh.key } }));
+  });
+
+  app.delete('/api-keys', async (request) => {
+    const principal = request.principal;
+    requireHumanBehind(principal, 'revoke an API key');
+    const { id } = parseInput(revokeBody, request.body ?? {});
+    if (!isUuid(id)) throw new ServiceError('not_found', 'No such API key.');
+    const deleted = await ctx.db.transaction(async (tx) => {
+      const key = await findApiKey(tx, id);
+      if (!key) throw new ServiceError('not_found', 'No such API key.');
+      if (!minterMayRevoke(principal, key)) {
+        const found = await targetStanding(ctx, principal, key.target, key.target_id, tx);
+        const role = found?.role ?? null;
+        if (!roleAtLeast(role, secretsVisibleFrom(key.target))) throw new ServiceError('not_found', 'No such API key.');
+        if (!roleAtLeast(role, 'admin')) throw new ServiceError('forbidden', `Revoking this key needs admin on its ${key.target}, or to be its minter.`);
+      }
+      // The row is gone when this commits; the next request with the key finds nothing.
+      const deleted = await deleteApiKey(tx, id);
+      if (!deleted) throw new ServiceError('not_found', 'No such API key.');
+      return deleted;
+    });
+    return ok({ api_key: apiKeyRecord(deleted) });
+  });
+
+  app.get('/api-keys/target/:target/:target_id', async (request) => {
+    const params = parseInput(listParams, request.params, 'path');
+    const visible = secretsVisibleFrom(params.target);
+    const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, { visibleFrom: visible });
+    const keys = await listApiKeys(ctx.db, params.target, target.id);
+    return ok({ api_keys: keys.map(apiKeyRecord) });
+  });
+}

@@ -1,3 +1,106 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { isBlobType, type BlobType } from '../../shared/blob-types.ts';
+import type { Tx } from '../../shared/db/db.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import { aliasSchema, refSchema } from '../../shared/ids.ts';
+import { parseInput } from '../../shared/validate.ts';
+import { blobFor, orgFor, requireRole, type OrgRow } from '../access/standing.ts';
+import { governVisibilityChange } from '../access/visibility-change.ts';
+import type { AppContext } from '../context.ts';
+import { ok } from '../reply.ts';
+import { blobRecord, deleteBlob, insertBlob, lockBlobByRef, updateBlob } from '../sql/blobs.ts';
+import { lockOrgByRef } from '../sql/orgs.ts';
+import { insertNextRevision, revisionRecord } from '../sql/revisions.ts';
+import { claimingAlias } from '../sql/unique.ts';
+import { nameSchema, visibilitySchema } from './orgs.ts';
 
-export async function blobRoutes(_app: FastifyInstance): Promise<void> {}
+const orgParams = z.strictObject({ org_id: refSchema });
+const blobParams = z.strictObject({ org_id: refSchema, blob_id: refSchema });
+const createBody = z.strictObject({
+  // Any string passes the schema: a string that names no type is `invalid_blob_type`, not a body error.
+  type: z.string().max(200),
+  alias: aliasSchema,
+  name: nameSchema.optional(),
+  visibility: visibilitySchema.optional(),
+});
+const patchBody = z.strictObject({
+  name: nameSchema.optional(),
+  alias: aliasSchema.optional(),
+  visibility: visibilitySchema.optional(),
+});
+
+/**
+ * Where Create Blob's limits are checked: the type's `<family>.enabled` entitlement
+ * (`invalid_blob_type` with `limit`) and `platform.blobs_per_org`. It runs under the
+ * organization's row lock inside the creating transaction. The limits issue fills it in.
+ */
+async function checkBlobCreation(_ctx: AppContext, _tx: Tx, _org: OrgRow, _type: BlobType): Promise<void> {}
+
+/** Blobs: create (with revision 1), read, update, delete (contract §6). */
+export async function blobRoutes(app: FastifyInstance): Promise<void> {
+  const ctx = app.ctx;
+
+  app.post('/blobs/:org_id', async (request, reply) => {
+    const { org_id } = parseInput(orgParams, request.params, 'path');
+    const body = parseInput(createBody, request.body ?? {});
+    const principal = request.principal;
+    const { blob, revision } = await ctx.db.transaction(async (tx) => {
+      await lockOrgByRef(tx, org_id);
+      const { org } = await orgFor(ctx, principal, org_id, 'write', tx);
+      const type = body.type;
+      if (!isBlobType(type)) throw new ServiceError('invalid_blob_type', `No blob type is called "${type}".`);
+      await checkBlobCreation(ctx, tx, org, type);
+      const blob = await claimingAlias('blob', () => insertBlob(tx, {
+        orgId: org.id,
+        type,
+        alias: body.alias,
+        name: body.name ?? '',
+        visibility: body.visibility ?? 'private',
+      }));
+      // The first revision is part of the blob: created (and counted) in the same transaction.
+      return { blob, revision: await insertNextRevision(tx, blob.id) };
+    });
+    return reply.code(201).send(ok({ blob: blobRecord(blob), revision: revisionRecord(revision) }));
+  });
+
+  app.get('/blobs/:org_id/:blob_id', async (request) => {
+    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+    const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
+    return ok({ blob: blobRecord(blob) });
+  });
+
+  app.patch('/blobs/:org_id/:blob_id', async (request) => {
+    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+    const body = parseInput(patchBody, request.body ?? {});
+    const principal = request.principal;
+    const blob = await ctx.db.transaction(async (tx) => {
+      await lockBlobByRef(tx, org_id, blob_id);
+      const { blob, role } = await blobFor(ctx, principal, org_id, blob_id, 'read', tx);
+      // The perimeter first: a governed change is audited even when the role check would refuse it.
+      governVisibilityChange(request, { type: 'blob', id: blob.id }, blob.visibility, body.visibility);
+      // A field set to its stored value is not a change (specification, access perimeter rule 2).
+      const aliasChanges = body.alias !== undefined && body.alias !== blob.alias;
+      const visibilityChanges = body.visibility !== undefined && body.visibility !== blob.visibility;
+      requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'blob');
+      const updated = await claimingAlias('blob', () => updateBlob(tx, blob.id, body));
+      if (!updated) throw new ServiceError('not_found', 'No such blob.');
+      return updated;
+    });
+    return ok({ blob: blobRecord(blob) });
+  });
+
+  app.delete('/blobs/:org_id/:blob_id', async (request) => {
+    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+    const principal = request.principal;
+    const blob = await ctx.db.transaction(async (tx) => {
+      await lockBlobByRef(tx, org_id, blob_id);
+      // Deleting takes every revision and all content with it: admin, not write.
+      const { blob } = await blobFor(ctx, principal, org_id, blob_id, 'admin', tx);
+      const deleted = await deleteBlob(tx, blob.id);
+      if (!deleted) throw new ServiceError('not_found', 'No such blob.');
+      return deleted;
+    });
+    return ok({ blob: blobRecord(blob) });
+  });
+}

@@ -1,3 +1,86 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { createCredentialCipher } from '../../shared/crypto/credential-cipher.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { roleAtLeast } from '../../shared/roles.ts';
+import { parseInput } from '../../shared/validate.ts';
+import { requireHumanBehind } from '../access/perimeter.ts';
+import { markAudit } from '../audit/audit-hook.ts';
+import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, targetStanding, whileTargetExists } from '../access/targets.ts';
+import { ok } from '../reply.ts';
+import { credentialRecord, deleteCredential, findCredential, insertCredential, listCredentials } from '../sql/credentials.ts';
+import { isUniqueViolation } from '../sql/unique.ts';
 
-export async function credentialRoutes(_app: FastifyInstance): Promise<void> {}
+/** Names are referenced from workflow configuration, so they keep to a conservative grammar. */
+const credentialName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'name must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit');
+/** Secrets are tokens, passwords and private keys; 64 KiB holds any of them. */
+const MAX_SECRET_BYTES = 64 * 1024;
+
+const storeBody = z.strictObject({
+  target: targetSchema,
+  target_id: targetIdSchema,
+  name: credentialName,
+  secret: z.string().min(1).refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_SECRET_BYTES, `secret must be at most ${MAX_SECRET_BYTES} bytes`),
+});
+const deleteBody = z.strictObject({ id: z.string().min(1).max(200) });
+const listParams = z.strictObject({ target: targetSchema, target_id: targetIdSchema });
+
+/**
+ * Store, delete and list credentials (contract §6). The secret is sealed before it reaches the
+ * database and no route ever answers with it; only the runners open it. Storing and deleting
+ * are perimeter operations.
+ */
+export async function credentialRoutes(app: FastifyInstance): Promise<void> {
+  const ctx = app.ctx;
+  const cipher = createCredentialCipher(ctx.config.secrets.CREDENTIAL_KEY);
+
+  app.post('/credentials', async (request, reply) => {
+    const principal = request.principal;
+    requireHumanBehind(principal, 'store a credential');
+    const body = parseInput(storeBody, request.body ?? {});
+    const id = randomUUID();
+    const sealed = cipher.encrypt(body.secret, id);
+    const row = await ctx.db.transaction(async (tx) => {
+      const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
+      markAudit(request, { target: { type: body.target, id: target.id } });
+      try {
+        return await whileTargetExists(() => insertCredential(tx, { id, name: body.name, target: body.target, targetId: target.id, sealed, createdBy: principal.userId }));
+      } catch (error) {
+        if (isUniqueViolation(error, /^credentials_.*_name_key$/)) {
+          throw new ServiceError('conflict', `The ${body.target} already has a credential named ${body.name}; delete it first to replace it.`, {}, { cause: error });
+        }
+        throw error;
+      }
+    });
+    return reply.code(201).send(ok({ credential: credentialRecord(row) }));
+  });
+
+  app.delete('/credentials', async (request) => {
+    const principal = request.principal;
+    requireHumanBehind(principal, 'delete a credential');
+    const { id } = parseInput(deleteBody, request.body ?? {});
+    if (!isUuid(id)) throw new ServiceError('not_found', 'No such credential.');
+    const deleted = await ctx.db.transaction(async (tx) => {
+      const credential = await findCredential(tx, id);
+      if (!credential) throw new ServiceError('not_found', 'No such credential.');
+      const found = await targetStanding(ctx, principal, credential.target, credential.target_id, tx);
+      const role = found?.role ?? null;
+      if (!roleAtLeast(role, secretsVisibleFrom(credential.target))) throw new ServiceError('not_found', 'No such credential.');
+      if (!roleAtLeast(role, 'admin')) throw new ServiceError('forbidden', `Deleting a credential needs admin on its ${credential.target}.`);
+      const deleted = await deleteCredential(tx, id);
+      if (!deleted) throw new ServiceError('not_found', 'No such credential.');
+      return deleted;
+    });
+    return ok({ credential: credentialRecord(deleted) });
+  });
+
+  app.get('/credentials/target/:target/:target_id', async (request) => {
+    const params = parseInput(listParams, request.params, 'path');
+    const visible = secretsVisibleFrom(params.target);
+    const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, { visibleFrom: visible });
+    const rows = await listCredentials(ctx.db, params.target, target.id);
+    return ok({ credentials: rows.map(credentialRecord) });
+  });
+}

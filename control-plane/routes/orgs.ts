@@ -1,3 +1,142 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Tx } from '../../shared/db/db.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import { aliasSchema, refSchema } from '../../shared/ids.ts';
+import { roleAtLeast, type Role } from '../../shared/roles.ts';
+import { parseInput } from '../../shared/validate.ts';
+import { attachBlobGrants, blobStanding, orgFor, requireRole, userStanding, type OrgRow } from '../access/standing.ts';
+import { governVisibilityChange } from '../access/visibility-change.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { AppContext } from '../context.ts';
+import { ok } from '../reply.ts';
+import { blobRecord, listOrgBlobs } from '../sql/blobs.ts';
+import { deleteOrg, insertOrg, lockOrgByRef, lockOrgOwner, orgRecord, updateOrg } from '../sql/orgs.ts';
+import { claimingAlias } from '../sql/unique.ts';
+import { findUser } from '../sql/users.ts';
 
-export async function orgRoutes(_app: FastifyInstance): Promise<void> {}
+/** Shared by organizations and blobs: a display name, and the two visibilities (contract §4). */
+export const nameSchema = z.string().max(200);
+export const visibilitySchema = z.enum(['private', 'public']);
+
+const idParams = z.strictObject({ id: refSchema });
+const createBody = z.strictObject({
+  alias: aliasSchema,
+  name: nameSchema.optional(),
+  visibility: visibilitySchema.optional(),
+});
+const patchBody = z.strictObject({
+  name: nameSchema.optional(),
+  alias: aliasSchema.optional(),
+  visibility: visibilitySchema.optional(),
+  owner_id: refSchema.optional(),
+});
+
+/**
+ * Where Create Organization's limit (`platform.orgs_per_user`) is checked. It runs under the
+ * owner's row lock inside the creating transaction, so the count and the insert commit together.
+ * The limits issue fills it in.
+ */
+async function checkOrgCreation(_ctx: AppContext, _tx: Tx, _ownerId: string): Promise<void> {}
+
+/**
+ * Only the owner may delete or transfer an organization. The owner's own standing is checked
+ * too, so a `read` API key minted by the owner cannot act as the owner (role cap).
+ */
+function requireOwner(principal: Principal, org: OrgRow, role: Role, what: string): void {
+  requireRole(role, 'admin', 'organization');
+  if (org.owner_id !== principal.userId) throw new ServiceError('forbidden', `Only the organization's owner may ${what}.`);
+}
+
+/** The new owner of a transfer: an existing human user, by id, alias or `me`. */
+async function resolveNewOwner(ctx: AppContext, tx: Tx, principal: Principal, ref: string): Promise<string> {
+  const user = await findUser(tx, ref === 'me' ? principal.userId : ref);
+  if (!user) throw new ServiceError('not_found', 'owner_id names no user.');
+  // A service account is owned by a human and disappears with it; an organization owned by one
+  // would block that cascade, and no quota of its own would answer for the organization.
+  if (user.kind !== 'human') throw new ServiceError('invalid_request_body', 'owner_id must name a human user, not a service account.');
+  return user.id;
+}
+
+/** Organizations: create, read, update (rename, visibility, transfer), delete, list blobs (contract §6). */
+export async function orgRoutes(app: FastifyInstance): Promise<void> {
+  const ctx = app.ctx;
+
+  app.post('/orgs', async (request, reply) => {
+    const body = parseInput(createBody, request.body ?? {});
+    const principal = request.principal;
+    // The new organization is the caller's own: that needs write over its own account, which a
+    // `read` key lacks and a key confined to an organization or blob does not reach.
+    const self = userStanding(principal, { id: principal.userId, kind: principal.kind, owner_id: null });
+    if (!roleAtLeast(self, 'write')) throw new ServiceError('forbidden', 'Creating an organization needs write over your own account.');
+    const org = await ctx.db.transaction(async (tx) => {
+      if (!(await lockOrgOwner(tx, principal.userId))) throw new ServiceError('unauthorized', 'The account no longer exists.');
+      await checkOrgCreation(ctx, tx, principal.userId);
+      return claimingAlias('organization', () => insertOrg(tx, {
+        alias: body.alias,
+        name: body.name ?? '',
+        visibility: body.visibility ?? 'private',
+        ownerId: principal.userId,
+      }));
+    });
+    return reply.code(201).send(ok({ org: orgRecord(org) }));
+  });
+
+  app.get('/orgs/:id', async (request) => {
+    const { id } = parseInput(idParams, request.params, 'path');
+    const { org } = await orgFor(ctx, request.principal, id, 'read');
+    return ok({ org: orgRecord(org) });
+  });
+
+  app.patch('/orgs/:id', async (request) => {
+    const { id } = parseInput(idParams, request.params, 'path');
+    const body = parseInput(patchBody, request.body ?? {});
+    const principal = request.principal;
+    const org = await ctx.db.transaction(async (tx) => {
+      await lockOrgByRef(tx, id);
+      const { org, role } = await orgFor(ctx, principal, id, 'read', tx);
+      // The perimeter first: a governed change is audited even when the role check would refuse it.
+      governVisibilityChange(request, { type: 'organization', id: org.id }, org.visibility, body.visibility);
+      // A field set to its stored value is not a change and needs no more than `write`
+      // (specification, access perimeter rule 2).
+      const aliasChanges = body.alias !== undefined && body.alias !== org.alias;
+      const visibilityChanges = body.visibility !== undefined && body.visibility !== org.visibility;
+      requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'organization');
+      const ownerId = body.owner_id === undefined ? undefined : await resolveNewOwner(ctx, tx, principal, body.owner_id);
+      if (ownerId !== undefined && ownerId !== org.owner_id) requireOwner(principal, org, role, 'transfer it');
+      const updated = await claimingAlias('organization', () => updateOrg(tx, org.id, {
+        name: body.name,
+        alias: body.alias,
+        visibility: body.visibility,
+        ownerId,
+      }));
+      if (!updated) throw new ServiceError('not_found', 'No such organization.');
+      return updated;
+    });
+    return ok({ org: orgRecord(org) });
+  });
+
+  app.delete('/orgs/:id', async (request) => {
+    const { id } = parseInput(idParams, request.params, 'path');
+    const principal = request.principal;
+    const org = await ctx.db.transaction(async (tx) => {
+      await lockOrgByRef(tx, id);
+      const { org, role } = await orgFor(ctx, principal, id, 'read', tx);
+      requireOwner(principal, org, role, 'delete it');
+      const deleted = await deleteOrg(tx, org.id);
+      if (!deleted) throw new ServiceError('not_found', 'No such organization.');
+      return deleted;
+    });
+    return ok({ org: orgRecord(org) });
+  });
+
+  app.get('/orgs/:id/blobs', async (request) => {
+    const { id } = parseInput(idParams, request.params, 'path');
+    const principal = request.principal;
+    const { org } = await orgFor(ctx, principal, id, 'read');
+    // Read first, filter after: a blob the caller may not read is left out, never reported.
+    const rows = await attachBlobGrants(ctx.db, principal, await listOrgBlobs(ctx.db, org.id));
+    const readable = rows.filter((blob) => roleAtLeast(blobStanding(principal, org, blob), 'read'));
+    return ok({ blobs: readable.map(blobRecord) });
+  });
+}

@@ -1,3 +1,105 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { BLOB_TYPES, isBlobType } from '../../shared/blob-types.ts';
+import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared/cursor.ts';
+import type { Tx } from '../../shared/db/db.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import { isUuid, refSchema } from '../../shared/ids.ts';
+import { parseInput } from '../../shared/validate.ts';
+import { blobFor, revisionFor, type BlobRow, type RevisionRow } from '../access/standing.ts';
+import type { AppContext } from '../context.ts';
+import { ok } from '../reply.ts';
+import { lockBlobByRef } from '../sql/blobs.ts';
+import {
+  copyRevisionContent, countRevisions, deleteRevision, findBlobRevision, insertNextRevision,
+  listRevisions, revisionHeld, revisionRecord,
+} from '../sql/revisions.ts';
 
-export async function revisionRoutes(_app: FastifyInstance): Promise<void> {}
+/** The listing name List Revisions' cursors are bound to. */
+const LISTING = 'revisions';
+/** Specification: default 50, maximum 200, out of range refused. */
+const LIMIT_RANGE = { fallback: 50, max: 200 };
+
+const blobParams = z.strictObject({ org_id: refSchema, blob_id: refSchema });
+const idParams = z.strictObject({ id: refSchema });
+const createBody = z.strictObject({ copy_from: z.string().min(1).max(200).optional() });
+const listQuery = z.strictObject({
+  cursor: z.string().optional(),
+  // Checked by parseLimit so that every malformed limit is `invalid_limit`, not a body error.
+  limit: z.unknown().optional(),
+});
+/** A List Revisions position: the number of the last revision returned. */
+const position = z.number().int().nonnegative();
+
+/**
+ * Where Create Revision's limit (`platform.revisions_per_blob`) is checked. It runs under the
+ * blob's row lock inside the creating transaction. The limits issue fills it in.
+ */
+async function checkRevisionCreation(_ctx: AppContext, _tx: Tx, _blob: BlobRow): Promise<void> {}
+
+/** Revisions: create (optionally copying one), list with an opaque cursor, read, delete (contract §6). */
+export async function revisionRoutes(app: FastifyInstance): Promise<void> {
+  const ctx = app.ctx;
+
+  app.post('/blobs/:org_id/:blob_id/revisions', async (request, reply) => {
+    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+    const body = parseInput(createBody, request.body ?? {});
+    const principal = request.principal;
+    const revision = await ctx.db.transaction(async (tx) => {
+      // The lock serialises creations on this blob, so `max + 1` never collides.
+      await lockBlobByRef(tx, org_id, blob_id);
+      const { blob } = await blobFor(ctx, principal, org_id, blob_id, 'write', tx);
+      if (isBlobType(blob.type) && BLOB_TYPES[blob.type].singleRevision && (await countRevisions(tx, blob.id)) > 0) {
+        throw new ServiceError('conflict', `A ${blob.type} blob has exactly one revision.`);
+      }
+      let source: RevisionRow | undefined;
+      if (body.copy_from !== undefined) {
+        source = isUuid(body.copy_from) ? await findBlobRevision(tx, blob.id, body.copy_from) : undefined;
+        if (!source) throw new ServiceError('not_found', 'copy_from names no revision of this blob.');
+      }
+      await checkRevisionCreation(ctx, tx, blob);
+      const revision = await insertNextRevision(tx, blob.id);
+      if (source) await copyRevisionContent(tx, source.id, revision.id);
+      return revision;
+    });
+    return reply.code(201).send(ok({ revision: revisionRecord(revision) }));
+  });
+
+  app.get('/blobs/:org_id/:blob_id/revisions', async (request) => {
+    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+    const query = parseInput(listQuery, request.query ?? {}, 'query');
+    const limit = parseLimit(query.limit, LIMIT_RANGE);
+    const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
+    // Bound to this blob: a cursor from another blob's listing is refused, not resumed.
+    const filters = { blob_id: blob.id };
+    let after = 0;
+    if (query.cursor !== undefined) {
+      const decoded = position.safeParse(decodeCursor(ctx.config.secrets.CURSOR_KEY, LISTING, filters, query.cursor));
+      if (!decoded.success) throw new ServiceError('invalid_cursor');
+      after = decoded.data;
+    }
+    const { page, last, more } = keysetPage(await listRevisions(ctx.db, blob.id, after, limit), limit);
+    return ok({
+      revisions: page.map(revisionRecord),
+      cursor: more && last ? encodeCursor(ctx.config.secrets.CURSOR_KEY, LISTING, filters, last.number) : null,
+    });
+  });
+
+  app.get('/revisions/:id', async (request) => {
+    const { id } = parseInput(idParams, request.params, 'path');
+    const { revision } = await revisionFor(ctx, request.principal, id, 'read');
+    return ok({ revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id) } });
+  });
+
+  app.delete('/revisions/:id', async (request) => {
+    const { id } = parseInput(idParams, request.params, 'path');
+    const principal = request.principal;
+    const revision = await ctx.db.transaction(async (tx) => {
+      const { revision } = await revisionFor(ctx, principal, id, 'write', tx);
+      const deleted = await deleteRevision(tx, revision.id);
+      if (!deleted) throw new ServiceError('not_found', 'No such revision.');
+      return deleted;
+    });
+    return ok({ revision: revisionRecord(revision) });
+  });
+}

@@ -1,4 +1,63 @@
-import type { FastifyInstance } from 'fastify';
+import fastifyWebsocket from '@fastify/websocket';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ServiceError } from '../../shared/errors.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import { COMMAND_MESSAGE_LIMIT, createCommandRegistry, COMMANDS, type CommandRegistry } from '../commands/registry.ts';
+import { serveConnection } from './connection.ts';
+import { chooseProtocol, readHandshake, type Handshake } from './handshake.ts';
 
-/** The WebSocket JSON-RPC endpoint at `/v1` (access issue). */
-export async function websocketPlugin(_app: FastifyInstance): Promise<void> {}
+export interface WebsocketPluginOptions {
+  /** The commands the socket answers; the app passes the registry its REST command route uses. */
+  commands?: CommandRegistry;
+}
+
+/**
+ * The WebSocket JSON-RPC 2.0 endpoint: an upgrade on `GET /v1` (contract §1, §8).
+ *
+ * The upgrade is authenticated before it is accepted; a missing or invalid credential answers
+ * HTTP 401 with the failure envelope and no socket is opened. Registered without fastify-plugin,
+ * so @fastify/websocket's hooks stay inside this plugin and never touch the REST routes.
+ */
+export async function websocketPlugin(app: FastifyInstance, options: WebsocketPluginOptions): Promise<void> {
+  const ctx = app.ctx;
+  const registry = options.commands ?? createCommandRegistry(COMMANDS);
+  const handshakes = new WeakMap<FastifyRequest, Handshake>();
+
+  await app.register(fastifyWebsocket, {
+    options: {
+      // ws closes a bigger frame with 1009 before buffering it.
+      maxPayload: COMMAND_MESSAGE_LIMIT,
+      handleProtocols: chooseProtocol,
+    },
+    // Socket-level failures (an oversized or malformed frame, a reset) are already answered by
+    // ws with the right close code; terminating here would cut that close frame off.
+    errorHandler(error, socket, request) {
+      request.log.debug({ err: error }, 'websocket error');
+      if (socket.readyState === socket.OPEN) socket.terminate();
+    },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1',
+    // The default auth hook reads only native headers; this route authenticates the sub-protocol forms too.
+    config: { public: true },
+    async onRequest(request) {
+      if (!request.ws) return;
+      const handshake = readHandshake(request.headers);
+      request.principal = await authenticate(ctx, handshake.credential);
+      // The offer carried the credential; leave only the carrier's name for ws to answer with,
+      // so the secret is neither echoed nor logged past this point.
+      if (handshake.protocol !== null) request.raw.headers['sec-websocket-protocol'] = handshake.protocol;
+      handshakes.set(request, handshake);
+    },
+    handler() {
+      throw new ServiceError('not_found', 'GET /v1 is the WebSocket endpoint: send an Upgrade: websocket request.');
+    },
+    wsHandler(socket, request) {
+      const handshake = handshakes.get(request)!;
+      handshakes.delete(request);
+      serveConnection({ ctx, registry, socket, credential: handshake.credential, principal: request.principal, log: request.log });
+    },
+  });
+}

@@ -1,0 +1,72 @@
+import type { z } from 'zod';
+import type { BlobType } from '../../shared/blob-types.ts';
+import type { Role } from '../../shared/roles.ts';
+import type { BlobRow, OrgRow, RevisionRow } from '../access/standing.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { AppContext } from '../context.ts';
+
+/**
+ * The WebSocket connection a command arrived on, for commands that push to it later (issue 5's
+ * `subscribe`). Over REST there is none.
+ */
+export interface CommandConnection {
+  readonly id: string;
+  /** Sends a JSON-RPC notification (`{jsonrpc, method, params}`, no `id`) if the socket is open. */
+  notify(method: string, params: Record<string, unknown>): void;
+  /** Runs `listener` once when the socket closes (release subscriptions there). */
+  onClose(listener: () => void): void;
+}
+
+/** The revision a revision-scoped command runs against, resolved and access-checked. */
+export interface RevisionScope {
+  org: OrgRow;
+  blob: BlobRow;
+  revision: RevisionRow;
+  /** The caller's standing on the revision's blob (already at least the command's `role`). */
+  role: Role;
+}
+
+/** What a handler learns about the call beyond its params. */
+export interface CommandCall {
+  /** Null over REST. */
+  connection: CommandConnection | null;
+}
+
+/** A command's result: the response fields without `status` (REST adds it, JSON-RPC does not). */
+export type CommandResult = Record<string, unknown>;
+
+/** A command that names no revision (`get_user`). JSON-RPC only: the REST command route takes a revision. */
+export interface PlainCommand<S extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  /** A strict schema (`z.strictObject`) of the params; failures are `invalid_request_body` / -32602. */
+  readonly params: S;
+  readonly blobTypes?: undefined;
+  handler(ctx: AppContext, principal: Principal, params: z.output<S>, call: CommandCall): Promise<CommandResult>;
+}
+
+/**
+ * A command a revision answers. Its params arrive with `revision_id` (the REST path, or a param
+ * over JSON-RPC); the registry strips it, resolves the revision and checks access and blob type
+ * before the handler runs, so `params` never holds `revision_id`.
+ */
+export interface RevisionCommand<S extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly params: S;
+  /** The blob types whose revisions answer the command; any other type answers `unknown_command`. */
+  readonly blobTypes: readonly BlobType[];
+  /** The standing needed on the revision's blob: `read` for reads, `write` for product writes. */
+  readonly role: Role;
+  handler(ctx: AppContext, principal: Principal, params: z.output<S>, call: CommandCall & { revision: RevisionScope }): Promise<CommandResult>;
+}
+
+export type CommandDefinition = PlainCommand<any> | RevisionCommand<any>;
+
+/**
+ * Declares a command. Identity function: it exists so the handler's `params` is typed from the
+ * schema, and so every command reads the same way in `control-plane/commands/*.ts`.
+ */
+export function defineCommand<S extends z.ZodType>(definition: PlainCommand<S>): PlainCommand<S>;
+export function defineCommand<S extends z.ZodType>(definition: RevisionCommand<S>): RevisionCommand<S>;
+export function defineCommand(definition: CommandDefinition): CommandDefinition {
+  return definition;
+}

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import { ServiceError } from '../../shared/errors.ts';
+import { refSchema } from '../../shared/ids.ts';
+import { parseInput } from '../../shared/validate.ts';
+import { requireRole, revisionFor } from '../access/standing.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { AppContext } from '../context.ts';
+import type { CommandConnection, CommandDefinition, CommandResult } from './command.ts';
+import { userCommands } from './users.ts';
+
+/**
+ * A command request (REST body or WebSocket message) may be this large, so that each command's
+ * own ceilings answer with their own codes (`session_object_too_large` for a 5 MiB + 1 object)
+ * rather than 413 (contract §1).
+ */
+export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
+
+/** Every command the service answers, on both transports. Issue 5 appends its families here. */
+export const COMMANDS: readonly CommandDefinition[] = [...userCommands];
+
+/** Commands by name. Immutable once built; one per app, shared by the REST and JSON-RPC transports. */
+export interface CommandRegistry {
+  get(name: string): CommandDefinition | undefined;
+  readonly names: readonly string[];
+}
+
+/** Builds a registry; a name declared twice is a programming error and throws at startup. */
+export function createCommandRegistry(definitions: readonly CommandDefinition[]): CommandRegistry {
+  const byName = new Map<string, CommandDefinition>();
+  for (const definition of definitions) {
+    if (byName.has(definition.name)) throw new Error(`command ${definition.name} is defined twice`);
+    byName.set(definition.name, definition);
+  }
+  return { get: (name) => byName.get(name), names: [...byName.keys()] };
+}
+
+export interface RunOptions {
+  /** The WebSocket connection the call arrived on; absent over REST. */
+  connection?: CommandConnection | null;
+}
+
+// A method name is echoed in messages; an 8 MiB one must not come back whole.
+function shown(name: string): string {
+  return JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name);
+}
+
+/** Named params only: JSON-RPC's positional (array) form has no names to validate against. */
+function paramsObject(params: unknown): Record<string, unknown> {
+  if (params === undefined) return {};
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+    throw new ServiceError('invalid_request_body', 'Invalid params: params must be an object of named parameters.');
+  }
+  return params as Record<string, unknown>;
+}
+
+const revisionIdSchema = z.strictObject({ revision_id: refSchema });
+
+/**
+ * Runs a command called by name, as JSON-RPC does: a command that names no revision runs on its
+ * params; any other name is answered about the revision its `revision_id` names, exactly as
+ * `POST /v1/revisions/:revision_id/:command` would answer it (see runRevisionCommand).
+ */
+export async function runCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, name: string, params: unknown, options: RunOptions = {}): Promise<CommandResult> {
+  const input = paramsObject(params);
+  const command = registry.get(name);
+  if (command !== undefined && command.blobTypes === undefined) {
+    return command.handler(ctx, principal, parseInput(command.params, input, 'params'), { connection: options.connection ?? null });
+  }
+  if (!Object.hasOwn(input, 'revision_id')) {
+    if (command === undefined) throw new ServiceError('unknown_command', `No command ${shown(name)}.`);
+    throw new ServiceError('invalid_request_body', 'Invalid params: revision_id: this command needs the revision it runs on.');
+  }
+  const { revision_id, ...rest } = input;
+  const { revision_id: revisionId } = parseInput(revisionIdSchema, { revision_id }, 'params');
+  return runRevisionCommand(registry, ctx, principal, revisionId, name, rest, options);
+}
+
+/**
+ * Runs a command on a revision; REST's only entry and JSON-RPC's for revision commands, so both
+ * answer the same input with the same error. Order: the revision must be readable (404
+ * `not_found`, existence never leaks), then its blob type must answer the command (404
+ * `unknown_command`), then the caller needs the command's role (403 `forbidden`), then the
+ * params must pass the schema (400 `invalid_request_body`).
+ */
+export async function runRevisionCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, revisionId: string, name: string, params: unknown, options: RunOptions = {}): Promise<CommandResult> {
+  const scope = await revisionFor(ctx, principal, revisionId, 'read');
+  const command = registry.get(name);
+  if (command === undefined || command.blobTypes === undefined || !command.blobTypes.some((type) => type === scope.blob.type)) {
+    throw new ServiceError('unknown_command', `A ${scope.blob.type} revision has no command ${shown(name)}.`);
+  }
+  requireRole(scope.role, command.role, 'revision');
+  const parsed = parseInput(command.params, paramsObject(params), 'params');
+  return command.handler(ctx, principal, parsed, { connection: options.connection ?? null, revision: scope });
+}

@@ -1,0 +1,79 @@
+/**
+ * The control plane process: the REST + WebSocket API on HOST:PORT and the operations GraphQL API
+ * on OPS_HOST:OPS_PORT. With DATABASE_URL unset it starts the embedded PostgreSQL itself (under
+ * `npm start` the supervisor owns that server and passes DATABASE_URL instead).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { PgBoss } from 'pg-boss';
+import pino from 'pino';
+import { createBoss, createQueues } from '../runner/queue.ts';
+import { loadConfig } from '../shared/config.ts';
+import { createDb, type Db } from '../shared/db/db.ts';
+import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
+import { startLocalDatabase } from '../shared/db/local-database.ts';
+import { migrate } from '../shared/db/migrate.ts';
+import { onStopSignal } from '../shared/shutdown.ts';
+import { VERSION } from '../shared/version.ts';
+import { buildApp } from './app.ts';
+import { buildOpsApp } from './ops/app.ts';
+
+/** The process is out within this after a stop signal, forced if need be (requests cut short). */
+const GRACE_MS = 7_000;
+
+const config = loadConfig();
+const log = pino({ level: config.logLevel, base: { process: 'control-plane', pid: process.pid } });
+
+let embedded: EmbeddedDatabase | undefined;
+let db: Db | undefined;
+let boss: PgBoss | undefined;
+let app: FastifyInstance | undefined;
+let ops: FastifyInstance | undefined;
+let stopping: Promise<void> | undefined;
+
+/** Undoes whatever has started: listeners first, so requests in flight finish on a live database. */
+function stop(): Promise<void> {
+  stopping ??= (async () => {
+    await Promise.all([app?.close(), ops?.close()]);
+    await boss?.stop({ graceful: true, timeout: 2_000 });
+    await db?.close();
+    await embedded?.stop();
+  })();
+  return stopping;
+}
+
+async function start(): Promise<void> {
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info(line) });
+    databaseUrl = embedded.url;
+    log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
+  }
+  const applied = await migrate(databaseUrl);
+  if (applied.length) log.info({ applied }, 'migrations applied');
+
+  db = createDb({ connectionString: databaseUrl, max: 20, applicationName: 'workspace-control-plane' });
+  boss = createBoss(databaseUrl, 'control-plane');
+  boss.on('error', (err) => log.error({ err }, 'queue error'));
+  await boss.start();
+  await createQueues(boss);
+
+  app = await buildApp({ config, db });
+  ops = await buildOpsApp({ config, db, boss });
+  await app.listen({ host: config.host, port: config.port });
+  await ops.listen({ host: config.opsHost, port: config.opsPort });
+  log.info({ version: VERSION }, 'control plane started');
+}
+
+const started = start();
+
+onStopSignal(async () => {
+  await started.catch(() => {});
+  await stop();
+  log.info('control plane stopped');
+}, { graceMs: GRACE_MS, log: (message, err) => log.warn({ err }, message) });
+
+started.catch(async (err: unknown) => {
+  log.fatal({ err }, 'control plane failed to start');
+  await stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));
+  process.exit(1);
+});

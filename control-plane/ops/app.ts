@@ -1,0 +1,53 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import mercurius from 'mercurius';
+import { opsSchema, type OpsContext, type OpsModule } from './schema.ts';
+
+/** Where the operations API answers (contract §11). */
+export const OPS_PATH = '/graphql';
+
+export interface BuildOpsAppOptions extends OpsContext {
+  /** fastify's logger option; tests pass false. */
+  logger?: FastifyServerOptions['logger'];
+  /** Schema parts; defaults to every module of `OPS_MODULES`. */
+  modules?: OpsModule[];
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/**
+ * Every request must carry `Authorization: Bearer <OPS_TOKEN>`. Both sides are hashed before the
+ * constant-time compare, so neither the token's content nor its length shows in the timing.
+ */
+function opsAuth(app: FastifyInstance, token: string): void {
+  const expected = digest(token);
+  app.addHook('onRequest', async (request, reply) => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    if (match && timingSafeEqual(digest(match[1]!), expected)) return;
+    return reply.code(401).header('www-authenticate', 'Bearer').send({
+      errors: [{ message: 'Send Authorization: Bearer <OPS_TOKEN>.', extensions: { code: 'unauthorized' } }],
+    });
+  });
+}
+
+/**
+ * Builds the operations server: GraphQL (mercurius) at `/graphql` behind the ops token. A second
+ * fastify instance, so it listens on its own host and port (`OPS_HOST`, `OPS_PORT`) and nothing of
+ * the public API's auth or envelope applies to it. Never listens: `main.ts` does.
+ */
+export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? { level: options.config.logLevel, redact: ['req.headers.authorization'] },
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+  });
+  // On the root instance, so unknown paths are refused too rather than answering 404 to anyone.
+  opsAuth(app, options.config.secrets.OPS_TOKEN);
+  const { config, db, boss } = options;
+  const { schema, resolvers } = opsSchema({ config, db, boss }, options.modules);
+  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false });
+  return app;
+}

@@ -1,0 +1,78 @@
+import type { Queryable, Tx } from '../../shared/db/db.ts';
+import { REVISION_COLUMNS, type RevisionRow } from '../access/standing.ts';
+
+/** Contract §4: the revision record as every response shows it. */
+export function revisionRecord(row: RevisionRow): Record<string, unknown> {
+  return { id: row.id, blob_id: row.blob_id, number: row.number, status: row.status, created_at: row.created_at };
+}
+
+/** How many revisions the blob holds now. */
+export async function countRevisions(q: Queryable, blobId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', [blobId]);
+  return rows[0]!.n;
+}
+
+/**
+ * Inserts the blob's next revision, numbered one past the highest it holds. Call it under
+ * the blob's row lock (`lockBlobByRef`) in the same transaction, or two creations could read
+ * the same max.
+ */
+export async function insertNextRevision(q: Queryable, blobId: string): Promise<RevisionRow> {
+  const { rows } = await q.query<RevisionRow>(
+    `INSERT INTO revisions AS r (blob_id, number)
+     SELECT $1::uuid, COALESCE(max(number), 0) + 1 FROM revisions WHERE blob_id = $1::uuid
+     RETURNING ${REVISION_COLUMNS}`,
+    [blobId],
+  );
+  return rows[0]!;
+}
+
+/** The revision `id` if it belongs to `blobId` (a canonical UUID is the caller's to check). */
+export async function findBlobRevision(q: Queryable, blobId: string, id: string): Promise<RevisionRow | undefined> {
+  const { rows } = await q.query<RevisionRow>(
+    `SELECT ${REVISION_COLUMNS} FROM revisions r WHERE r.id = $1::uuid AND r.blob_id = $2::uuid`,
+    [id, blobId],
+  );
+  return rows[0];
+}
+
+/**
+ * A keyset page of the blob's revisions in ascending number, after `afterNumber` (exclusive).
+ * Reads `limit + 1` rows so the caller knows whether another page follows.
+ */
+export async function listRevisions(q: Queryable, blobId: string, afterNumber: number, limit: number): Promise<RevisionRow[]> {
+  const { rows } = await q.query<RevisionRow>(
+    `SELECT ${REVISION_COLUMNS} FROM revisions r
+      WHERE r.blob_id = $1::uuid AND r.number > $2::int
+      ORDER BY r.number LIMIT $3::int`,
+    [blobId, afterNumber, limit + 1],
+  );
+  return rows;
+}
+
+/** Deletes the revision; its metadata and everything under it go by FK cascade. */
+export async function deleteRevision(q: Queryable, id: string): Promise<RevisionRow | undefined> {
+  const { rows } = await q.query<RevisionRow>(`DELETE FROM revisions r WHERE r.id = $1::uuid RETURNING ${REVISION_COLUMNS}`, [id]);
+  return rows[0];
+}
+
+/**
+ * The `held` map of Get Revision: limit id → how many of it the revision holds. Empty until the
+ * limits issue counts definitions, playgrounds, sessions and schedules here.
+ */
+export async function revisionHeld(_q: Queryable, _revisionId: string): Promise<Record<string, number>> {
+  return {};
+}
+
+/**
+ * Copies what a revision holds into a new revision of the same blob (Create Revision with
+ * `copy_from`). Today that is its metadata listings; the workflow issue adds definitions here,
+ * inside the same transaction, so a copy is all or nothing.
+ */
+export async function copyRevisionContent(tx: Tx, fromId: string, toId: string): Promise<void> {
+  await tx.query(
+    `INSERT INTO revision_metadata (revision_id, alias, entries)
+     SELECT $2::uuid, alias, entries FROM revision_metadata WHERE revision_id = $1::uuid`,
+    [fromId, toId],
+  );
+}

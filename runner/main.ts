@@ -1,0 +1,69 @@
+/**
+ * A runner process: consumes the pg-boss queues (work arrives with the workflow engine), registers
+ * itself in `runners` and heartbeats. Any number of runners may share one database.
+ * `npm run runner`; `npm start` supervises one.
+ */
+import { hostname } from 'node:os';
+import type { PgBoss } from 'pg-boss';
+import pino from 'pino';
+import { loadConfig } from '../shared/config.ts';
+import { createDb, type Db } from '../shared/db/db.ts';
+import { databaseUrlFor } from '../shared/db/database-url.ts';
+import { migrate } from '../shared/db/migrate.ts';
+import { onStopSignal } from '../shared/shutdown.ts';
+import { VERSION } from '../shared/version.ts';
+import { createBoss, createQueues } from './queue.ts';
+import { registerRunner, type Registration } from './registry.ts';
+
+/** The runner leaves within this (jobs still running past it are retried by pg-boss elsewhere). */
+const GRACE_MS = 8_000;
+/** Part of the grace left to jobs in flight; the rest is for deregistering and closing. */
+const JOBS_GRACE_MS = 5_000;
+
+const config = loadConfig();
+const log = pino({ level: config.logLevel, base: { process: 'runner', pid: process.pid } });
+const databaseUrl = databaseUrlFor(config);
+
+let db: Db | undefined;
+let boss: PgBoss | undefined;
+let registration: Registration | undefined;
+let stopping: Promise<void> | undefined;
+
+/** Undoes whatever has started, in the order that keeps `stopped_at` honest. Runs once. */
+function stop(): Promise<void> {
+  stopping ??= (async () => {
+    await boss?.stop({ graceful: true, timeout: JOBS_GRACE_MS });
+    // Only after the queue stopped: `stopped_at` then means no job runs here any more.
+    await registration?.stop();
+    await db?.close();
+  })();
+  return stopping;
+}
+
+async function start(): Promise<void> {
+  // Every process migrates: runners may start before the control plane (migrate is advisory-locked).
+  await migrate(databaseUrl);
+  db = createDb({ connectionString: databaseUrl, max: 4, applicationName: 'workspace-runner' });
+  boss = createBoss(databaseUrl, 'runner');
+  boss.on('error', (err) => log.error({ err }, 'queue error'));
+  boss.on('warning', (warning) => log.warn({ warning }, 'queue warning'));
+  await boss.start();
+  await createQueues(boss);
+  registration = await registerRunner(db, { host: hostname(), pid: process.pid, version: VERSION },
+    (err) => log.warn({ err }, 'heartbeat failed'));
+  log.info({ runner_id: registration.id, version: VERSION }, 'runner started');
+}
+
+const started = start();
+
+onStopSignal(async () => {
+  await started.catch(() => {});
+  await stop();
+  log.info('runner stopped');
+}, { graceMs: GRACE_MS, log: (message, err) => log.warn({ err }, message) });
+
+started.catch(async (err: unknown) => {
+  log.fatal({ err }, 'runner failed to start');
+  await stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));
+  process.exit(1);
+});

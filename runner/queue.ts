@@ -1,0 +1,35 @@
+import { PgBoss, type ConstructorOptions, type Queue } from 'pg-boss';
+
+/**
+ * Every pg-boss queue the service uses, with its options. Producers (the control plane) and
+ * consumers (runners) both create them at start, so neither depends on the other starting first.
+ * `notify` wakes a listening runner the moment a job is sent instead of at its next poll.
+ */
+export const QUEUES = {
+  /** Work on one execution: run its next node runs (workflow engine). */
+  executions: { name: 'executions', notify: true },
+  /** One fire of a schedule: create the execution in its target session (scheduler). */
+  scheduleFires: { name: 'schedule-fires', notify: true },
+} as const satisfies Record<string, Queue>;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES]['name'];
+
+/** Which process a pg-boss instance serves: runners also run pg-boss maintenance and cron. */
+export type BossRole = 'control-plane' | 'runner';
+
+/**
+ * A pg-boss instance on `connectionString`; call `start()` then `createQueues()`. pg-boss installs
+ * or upgrades its own schema (`pgboss`) at start, under its own advisory lock.
+ */
+export function createBoss(connectionString: string, role: BossRole): PgBoss {
+  const options: ConstructorOptions = role === 'runner'
+    ? { connectionString, application_name: 'workspace-runner-queue', max: 5, useListenNotify: true }
+    // The control plane only sends and reads counts: maintenance and cron stay with the runners.
+    : { connectionString, application_name: 'workspace-control-plane-queue', max: 5, supervise: false, schedule: false };
+  return new PgBoss(options);
+}
+
+/** Creates every queue of `QUEUES` that does not exist yet (idempotent). */
+export async function createQueues(boss: PgBoss): Promise<void> {
+  for (const { name, ...options } of Object.values(QUEUES)) await boss.createQueue(name, options);
+}

@@ -1,0 +1,70 @@
+/**
+ * The local stack behind `npm start` (run by scripts/start.ts): the embedded PostgreSQL when
+ * DATABASE_URL is unset, migrations, then one control plane and one runner as child processes,
+ * each restarted with backoff if it dies. On a stop signal: children first, then PostgreSQL.
+ */
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { loadConfig } from '../shared/config.ts';
+import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
+import { startLocalDatabase } from '../shared/db/local-database.ts';
+import { migrate } from '../shared/db/migrate.ts';
+import { onStopSignal } from '../shared/shutdown.ts';
+import { superviseChild, type SupervisedChild } from './child-process.ts';
+
+/** Everything is down within this after a stop signal (the limit a terminal user waits). */
+const GRACE_MS = 10_000;
+/** Children stop themselves within 7 s; past this they are killed, leaving PostgreSQL time to stop. */
+const CHILD_GRACE_MS = 8_000;
+
+// Also generates `<DATA_DIR>/secrets.json` once here, before two children would race to.
+const config = loadConfig();
+const log = pino({ level: config.logLevel, base: { process: 'supervisor', pid: process.pid } });
+const entry = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+let embedded: EmbeddedDatabase | undefined;
+const children: SupervisedChild[] = [];
+let stopping: Promise<void> | undefined;
+
+function stop(): Promise<void> {
+  stopping ??= (async () => {
+    await Promise.all(children.map((child) => child.stop(CHILD_GRACE_MS)));
+    await embedded?.stop();
+  })();
+  return stopping;
+}
+
+async function start(): Promise<void> {
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info(line) });
+    databaseUrl = embedded.url;
+    log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
+  }
+  // Once here, so the children find the schema in place and start serving at once.
+  const applied = await migrate(databaseUrl);
+  if (applied.length) log.info({ applied }, 'migrations applied');
+
+  const env = { ...process.env, DATABASE_URL: databaseUrl };
+  const childLog = (message: string, fields: Record<string, unknown> = {}) => log.info(fields, message);
+  children.push(
+    superviseChild({ name: 'control-plane', args: [entry('control-plane/main.ts')], env, log: childLog }),
+    // isolated-vm needs Node's startup snapshot off.
+    superviseChild({ name: 'runner', args: ['--no-node-snapshot', entry('runner/main.ts')], env, log: childLog }),
+  );
+  log.info({ api: `http://${config.host}:${config.port}/v1`, ops: `http://${config.opsHost}:${config.opsPort}/graphql` }, 'started');
+}
+
+const started = start();
+
+onStopSignal(async () => {
+  await started.catch(() => {});
+  await stop();
+  log.info('stopped');
+}, { graceMs: GRACE_MS, log: (message, err) => log.warn({ err }, message) });
+
+started.catch(async (err: unknown) => {
+  log.fatal({ err }, 'failed to start');
+  await stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));
+  process.exit(1);
+});

