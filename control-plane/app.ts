@@ -13,6 +13,7 @@ import { orgRoutes } from './routes/orgs.ts';
 import { blobRoutes } from './routes/blobs.ts';
 import { revisionRoutes } from './routes/revisions.ts';
 import { metadataRoutes } from './routes/metadata.ts';
+import { limitsRoutes } from './routes/limits.ts';
 import { memberRoutes } from './routes/members.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { credentialRoutes } from './routes/credentials.ts';
@@ -72,6 +73,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await v1.register(blobRoutes);
     await v1.register(revisionRoutes);
     await v1.register(metadataRoutes);
+    await v1.register(limitsRoutes);
     await v1.register(memberRoutes);
     await v1.register(apiKeyRoutes);
     await v1.register(credentialRoutes);

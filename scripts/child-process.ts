@@ -36,7 +36,8 @@ export function superviseChild(spec: ChildSpec): SupervisedChild {
 
   const run = () => {
     const startedAt = Date.now();
-    const proc = spawn(process.execPath, spec.args, { env: spec.env, stdio: 'inherit' });
+    // The IPC channel is how the child notices the supervisor died (shared/shutdown.ts).
+    const proc = spawn(process.execPath, spec.args, { env: spec.env, stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });
     child = proc;
     proc.on('error', (error) => spec.log(`${spec.name} could not be spawned`, { err: error }));
     proc.on('exit', (code, signal) => {

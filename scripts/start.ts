@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { STOP_SIGNALS } from '../shared/shutdown.ts';
 
 const supervisor = spawn(process.execPath, [fileURLToPath(new URL('./supervisor.ts', import.meta.url))], {
-  stdio: 'inherit',
+  // The IPC channel lets the supervisor notice if this process is killed (shared/shutdown.ts).
+  stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   detached: true,
 });
 

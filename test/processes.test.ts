@@ -120,7 +120,11 @@ t.test('SIGTERM stops every process of the stack and exits 0', async (t) => {
   // supervisor, control plane, runner, postgres and its workers
   t.ok(pids.length >= 5, `found the process tree (${pids.length} processes)`);
   launcher.kill('SIGTERM');
-  const [code] = await Promise.race([exited, sleep(30_000).then(() => { throw new Error(`npm start did not exit:\n${output.join('\n')}`); })]);
+  // An unref'd deadline: it fails the test if the stack hangs, and keeps nothing alive otherwise.
+  const deadline = sleep(30_000, undefined, { ref: false }).then(() => {
+    throw new Error(`npm start did not exit:\n${output.join('\n')}`);
+  });
+  const [code] = await Promise.race([exited, deadline]);
   t.equal(code, 0, 'exit code');
   const left = [];
   for (const pid of pids) if (await running(pid)) left.push(pid);

@@ -25,7 +25,10 @@ t.test('Get Revision adds held; Delete Revision removes it', async (t) => {
   const { blob, revision } = await createBlob(app, owner, org.id);
   const got = await call(app, 'GET', `/v1/revisions/${revision.id}`, { as: owner });
   t.equal(got.status, 200);
-  t.same(got.body, { status: 'success', revision: { ...revision, held: {} } });
+  t.same(got.body, {
+    status: 'success',
+    revision: { ...revision, held: { 'workflow.definitions_per_revision': 0, 'workflow.playgrounds_per_revision': 0, 'workflow.sessions_per_revision': 0 } },
+  });
   const second = await createRevision(app, owner, org.id, blob.id);
   const deleted = await call(app, 'DELETE', `/v1/revisions/${second.id}`, { as: owner });
   t.equal(deleted.status, 200);

@@ -16,16 +16,11 @@ function tokenLasting(seconds: number, userId: string): Promise<string> {
   return createTokenService(config.secrets.TOKEN_SIGNING_KEY, seconds).signAccess(userId);
 }
 
-/**
- * Mints an admin API key for the caller's own account. Undefined while API keys are not built
- * (the route answers 404), in which case the key forms can only show that the key reached API-key
- * authentication.
- */
-async function userKey(caller: Caller): Promise<string | undefined> {
+/** Mints an admin API key for the caller's own account. */
+async function userKey(caller: Caller): Promise<{ key: string; id: string }> {
   const { status, body } = await call(app, 'POST', '/v1/api-keys', { as: caller, body: { target: 'user', target_id: caller.user.id, role: 'admin' } });
-  if (status === 404 && body.error === 'not_found' && /No route/.test(body.message)) return undefined;
   if (status !== 200 && status !== 201) throw new Error(`minting a key failed: ${status} ${JSON.stringify(body)}`);
-  return body.api_key.key;
+  return { key: body.api_key.key, id: body.api_key.id };
 }
 
 const getMe = { jsonrpc: '2.0', id: 1, method: 'get_user', params: { user_id: 'me' } };
@@ -91,16 +86,7 @@ t.test('handshake', async (t) => {
   });
 
   t.test('native X-API-Key and sub-protocol x-api-key.base64', async (t) => {
-    const key = await userKey(alice);
-    if (key === undefined) {
-      // Until API keys exist every key is refused, but by API-key authentication: the key got there.
-      for (const options of [{ headers: { 'x-api-key': 'wsk_nope' } }, { protocols: ['x-api-key.base64', b64url('wsk_nope')] }]) {
-        const refusal = await refusedUpgrade(url, options);
-        t.equal(refusal.status, 401);
-        t.match(refusal.body, { status: 'failure', error: 'unauthorized', message: 'Unknown API key.' });
-      }
-      return;
-    }
+    const { key } = await userKey(alice);
     const native = await connect(t, url, { headers: { 'x-api-key': key } });
     t.equal(native.protocol, '');
     t.equal((await native.call(getMe)).result.user.id, alice.user.id);
@@ -118,6 +104,8 @@ t.test('handshake', async (t) => {
     ['an unknown sub-protocol beside a valid header', async () => ({ headers: { authorization: `Bearer ${alice.token}` }, protocols: ['graphql-ws'] }), /Sec-WebSocket-Protocol/],
     ['a carrier without its credential', async () => ({ protocols: ['authorization.bearer.base64'] }), /Sec-WebSocket-Protocol/],
     ['a header and a sub-protocol at once', async () => ({ headers: { authorization: `Bearer ${alice.token}` }, protocols: ['authorization.bearer.base64', b64url(alice.token)] }), /one credential/],
+    ['an unknown API key', async () => ({ headers: { 'x-api-key': 'wsk_nope_nope' } })],
+    ['an unknown API key in the sub-protocol', async () => ({ protocols: ['x-api-key.base64', b64url('wsk_nope_nope')] })],
     ['an expired token', async () => ({ headers: { authorization: `Bearer ${await tokenLasting(-60, alice.user.id)}` } })],
     ['an expired token in the sub-protocol', async () => ({ protocols: ['authorization.bearer.base64', b64url(await tokenLasting(-60, alice.user.id))] })],
   ];
@@ -154,6 +142,17 @@ t.test('an account deleted while its socket is open: the next call answers unaut
   t.equal(deleted.status, 200, 'the account is deleted');
   const reply = await client.call(getMe);
   t.match(reply, { jsonrpc: '2.0', id: 1, error: { code: -32001, data: { error: 'unauthorized', http_status: 401 } } });
+  t.equal((await client.closed).code, 4001);
+});
+
+t.test('an API key revoked while its socket is open: the next call answers unauthorized and the socket closes 4001', async (t) => {
+  const { key, id } = await userKey(alice);
+  const client = await connect(t, url, { protocols: ['x-api-key.base64', b64url(key)] });
+  t.equal((await client.call(getMe)).result.user.id, alice.user.id);
+  const revoked = await call(app, 'DELETE', '/v1/api-keys', { as: alice, body: { id } });
+  t.equal(revoked.status, 200, 'the key is revoked');
+  const reply = await client.call(getMe);
+  t.match(reply, { id: 1, error: { code: -32001, data: { error: 'unauthorized', http_status: 401 } } });
   t.equal((await client.closed).code, 4001);
 });
 
@@ -229,6 +228,12 @@ t.test('JSON-RPC 2.0', async (t) => {
     const reply = await client.call([]);
     t.same(reply.id, null);
     t.match(reply, { jsonrpc: '2.0', error: { code: -32600 } });
+  });
+
+  t.test('a batch over 1000 entries is one -32600 error and runs nothing', async (t) => {
+    const reply = await client.call(Array.from({ length: 1001 }, (_, id) => ({ ...getMe, id })));
+    t.same(reply.id, null);
+    t.match(reply, { error: { code: -32600, message: /at most 1000/ } });
   });
 
   t.test('notifications, alone or in an all-notification batch, get no reply', async (t) => {
@@ -327,4 +332,13 @@ t.test('REST and JSON-RPC give the same error for the same bad input on a revisi
     }
     t.same(reply.error, { code: expected.rpc, message: rest.body.message, data: { error: rest.body.error, message: rest.body.message, http_status: rest.status } }, `${name}: JSON-RPC error`);
   }
+});
+
+t.test('server shutdown closes open sockets with 1001', async (t) => {
+  const other = await buildTestApp(t);
+  const caller = await signInAnonymous(other.app);
+  const client = await connect(t, await wsUrl(other.app), { headers: caller.headers });
+  t.equal((await client.call(getMe)).result.user.id, caller.user.id);
+  await other.app.close();
+  t.equal((await client.closed).code, 1001);
 });

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { recordAuditEntry } from './audit-log.ts';
+import { recordAuditEntry, type NewAuditEntry } from './audit-log.ts';
 
 /** Names of the audited perimeter operations (specification: Access perimeter). */
 export const PERIMETER_OPERATIONS = [
@@ -88,46 +88,62 @@ function errorCode(payload: unknown): string | null {
   }
 }
 
+function entry(request: FastifyRequest, operation: string, route: string, target: { type: string | null; id: string | null }, status: number, error: string | null): NewAuditEntry {
+  const principal = request.principal;
+  return {
+    request_id: request.id,
+    actor_id: principal.userId,
+    human_id: principal.humanId,
+    credential: principal.credential,
+    api_key_id: principal.key?.id ?? null,
+    operation,
+    method: request.method,
+    route,
+    target_type: target.type,
+    target_id: target.id,
+    outcome: error === null ? 'allowed' : 'refused',
+    error,
+    status,
+  };
+}
+
 /**
  * Records every perimeter operation and every request made with an acting token in `audit_log`,
  * allowed or refused. The entry is written in `onSend`, before the answer leaves, so a caller
  * that has its answer can find the entry. A failed write is logged, never turned into a failed
  * answer: the operation itself has already committed or been refused. Requests that did not
- * authenticate are not audited (there is no actor to record).
+ * authenticate are not audited (there is no actor to record). A WebSocket upgrade never reaches
+ * `onSend`; an accepted one made with an acting token is recorded when it is handed to the socket
+ * (`websocket.connect`, status 101); the frames on it are not audited one by one.
  */
 export function registerAudit(app: FastifyInstance): void {
+  const write = async (request: FastifyRequest, row: NewAuditEntry): Promise<void> => {
+    try {
+      await recordAuditEntry(app.ctx.db, row);
+    } catch (error) {
+      request.log.error({ err: error, operation: row.operation }, 'audit entry not recorded');
+    }
+  };
+
   app.decorateRequest('auditMark', null);
+
+  app.addHook('preHandler', async (request) => {
+    if (!(request as { ws?: boolean }).ws || request.principal?.credential !== 'acting') return;
+    await write(request, entry(request, 'websocket.connect', request.routeOptions.url ?? '/v1', { type: null, id: null }, 101, null));
+  });
+
   app.addHook('onSend', async (request, reply, payload) => {
-    const principal = request.principal;
-    if (!principal) return payload;
+    if (!request.principal) return payload;
     const route = request.routeOptions.url ?? request.url.split('?')[0]!;
     const byRoute = PERIMETER_ROUTES[`${request.method} ${route}`];
     const mark = request.auditMark;
     const operation = mark?.operation ?? request.routeOptions.config.audit ?? byRoute?.operation ??
-      (principal.credential === 'acting' ? `${request.method} ${route}` : null);
+      (request.principal.credential === 'acting' ? `${request.method} ${route}` : null);
     if (operation === null) return payload;
 
     const target = mark?.target ?? byRoute?.target(request) ?? { type: null, id: null };
     const refused = reply.statusCode >= 400;
-    try {
-      await recordAuditEntry(app.ctx.db, {
-        request_id: request.id,
-        actor_id: principal.userId,
-        human_id: principal.humanId,
-        credential: principal.credential,
-        api_key_id: principal.key?.id ?? null,
-        operation,
-        method: request.method,
-        route,
-        target_type: target.type,
-        target_id: target.id,
-        outcome: refused ? 'refused' : 'allowed',
-        error: refused ? errorCode(payload) ?? 'unknown' : null,
-        status: reply.statusCode,
-      });
-    } catch (error) {
-      request.log.error({ err: error, operation }, 'audit entry not recorded');
-    }
+    await write(request, entry(request, operation, route, target, reply.statusCode, refused ? errorCode(payload) ?? 'unknown' : null));
     return payload;
   });
 }

@@ -1,3 +1,6 @@
+import { limitsInForce } from '../limits/in-force.ts';
+import { takeSlot } from '../limits/holdings.ts';
+import { enabledLimitOf, entitlementRefusal } from '../../shared/limits/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { isBlobType, type BlobType } from '../../shared/blob-types.ts';
@@ -33,9 +36,14 @@ const patchBody = z.strictObject({
 /**
  * Where Create Blob's limits are checked: the type's `<family>.enabled` entitlement
  * (`invalid_blob_type` with `limit`) and `platform.blobs_per_org`. It runs under the
- * organization's row lock inside the creating transaction. The limits issue fills it in.
+ * organization's row lock inside the creating transaction.
  */
-async function checkBlobCreation(_ctx: AppContext, _tx: Tx, _org: OrgRow, _type: BlobType): Promise<void> {}
+async function checkBlobCreation(_ctx: AppContext, tx: Tx, org: OrgRow, type: BlobType): Promise<void> {
+  const limits = await limitsInForce(tx, { orgId: org.id });
+  const enabled = limits[enabledLimitOf(type)];
+  if (enabled.value !== true) throw entitlementRefusal(enabled);
+  await takeSlot(tx, 'platform.blobs_per_org', org.id, limits['platform.blobs_per_org']);
+}
 
 /** Blobs: create (with revision 1), read, update, delete (contract §6). */
 export async function blobRoutes(app: FastifyInstance): Promise<void> {

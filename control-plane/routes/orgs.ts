@@ -1,3 +1,5 @@
+import { limitInForce } from '../limits/in-force.ts';
+import { takeSlot } from '../limits/holdings.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Tx } from '../../shared/db/db.ts';
@@ -35,9 +37,11 @@ const patchBody = z.strictObject({
 /**
  * Where Create Organization's limit (`platform.orgs_per_user`) is checked. It runs under the
  * owner's row lock inside the creating transaction, so the count and the insert commit together.
- * The limits issue fills it in.
  */
-async function checkOrgCreation(_ctx: AppContext, _tx: Tx, _ownerId: string): Promise<void> {}
+async function checkOrgCreation(_ctx: AppContext, tx: Tx, ownerId: string): Promise<void> {
+  const inForce = await limitInForce(tx, { userId: ownerId }, 'platform.orgs_per_user');
+  await takeSlot(tx, 'platform.orgs_per_user', ownerId, inForce);
+}
 
 /**
  * Only the owner may delete or transfer an organization. The owner's own standing is checked
@@ -52,8 +56,8 @@ function requireOwner(principal: Principal, org: OrgRow, role: Role, what: strin
 async function resolveNewOwner(ctx: AppContext, tx: Tx, principal: Principal, ref: string): Promise<string> {
   const user = await findUser(tx, ref === 'me' ? principal.userId : ref);
   if (!user) throw new ServiceError('not_found', 'owner_id names no user.');
-  // A service account is owned by a human and disappears with it; an organization owned by one
-  // would block that cascade, and no quota of its own would answer for the organization.
+  // A service account is owned by a human and is removed with it; an organization handed to one
+  // would stand in the way of that cascade.
   if (user.kind !== 'human') throw new ServiceError('invalid_request_body', 'owner_id must name a human user, not a service account.');
   return user.id;
 }

@@ -1,3 +1,5 @@
+import { limitInForce } from '../limits/in-force.ts';
+import { takeSlot } from '../limits/holdings.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { BLOB_TYPES, isBlobType } from '../../shared/blob-types.ts';
@@ -33,9 +35,12 @@ const position = z.number().int().nonnegative();
 
 /**
  * Where Create Revision's limit (`platform.revisions_per_blob`) is checked. It runs under the
- * blob's row lock inside the creating transaction. The limits issue fills it in.
+ * blob's row lock inside the creating transaction.
  */
-async function checkRevisionCreation(_ctx: AppContext, _tx: Tx, _blob: BlobRow): Promise<void> {}
+async function checkRevisionCreation(_ctx: AppContext, tx: Tx, blob: BlobRow): Promise<void> {
+  const inForce = await limitInForce(tx, { blobId: blob.id }, 'platform.revisions_per_blob');
+  await takeSlot(tx, 'platform.revisions_per_blob', blob.id, inForce);
+}
 
 /** Revisions: create (optionally copying one), list with an opaque cursor, read, delete (contract §6). */
 export async function revisionRoutes(app: FastifyInstance): Promise<void> {
@@ -87,8 +92,8 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/revisions/:id', async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
-    const { revision } = await revisionFor(ctx, request.principal, id, 'read');
-    return ok({ revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id) } });
+    const { revision, blob } = await revisionFor(ctx, request.principal, id, 'read');
+    return ok({ revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id, blob.type) } });
   });
 
   app.delete('/revisions/:id', async (request) => {

@@ -22,6 +22,9 @@ export async function lockOrgOwner(q: Queryable, userId: string): Promise<boolea
  * Locks the organization named by id or alias, before it is resolved and its standing checked,
  * so the check and the change that follows see the same row (a concurrent transfer, visibility
  * change or delete waits). Locks nothing when there is no such organization.
+ *
+ * `NO KEY UPDATE` serialises the writers that take it without blocking unrelated inserts whose
+ * foreign keys reference the row (memberships, keys), which only take `KEY SHARE`.
  */
 export async function lockOrgByRef(q: Queryable, ref: string): Promise<void> {
   await q.query(`SELECT 1 FROM orgs WHERE ${refColumn(ref)} = $1 FOR NO KEY UPDATE`, [ref]);

@@ -1,3 +1,4 @@
+import { heldCount, type QuotaId } from '../limits/holdings.ts';
 import type { Queryable, Tx } from '../../shared/db/db.ts';
 import { REVISION_COLUMNS, type RevisionRow } from '../access/standing.ts';
 
@@ -57,12 +58,19 @@ export async function deleteRevision(q: Queryable, id: string): Promise<Revision
 }
 
 /**
- * The `held` map of Get Revision: limit id → how many of it the revision holds. Empty until the
- * limits issue counts definitions, playgrounds, sessions and schedules here.
+ * The `held` map of Get Revision: limit id → how many of it the revision holds, for the quotas
+ * its blob type has (a workflow revision's definitions, playgrounds and sessions).
  */
-export async function revisionHeld(_q: Queryable, _revisionId: string): Promise<Record<string, number>> {
-  return {};
+export async function revisionHeld(q: Queryable, revisionId: string, blobType: string): Promise<Record<string, number>> {
+  const quotas = REVISION_QUOTAS[blobType] ?? [];
+  const counts = await Promise.all(quotas.map((id) => heldCount(q, id, revisionId)));
+  return Object.fromEntries(quotas.map((id, i) => [id, counts[i]!]));
 }
+
+// Schedules join this list when scheduler revisions gain their commands.
+const REVISION_QUOTAS: Record<string, readonly QuotaId[]> = {
+  'svc.compute.workflow': ['workflow.definitions_per_revision', 'workflow.playgrounds_per_revision', 'workflow.sessions_per_revision'],
+};
 
 /**
  * Copies what a revision holds into a new revision of the same blob (Create Revision with

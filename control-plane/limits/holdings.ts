@@ -1,0 +1,68 @@
+import type { Queryable } from '../../shared/db/db.ts';
+import { limitExceeded, type LimitInForce, type QuotaIdHeldBy } from '../../shared/limits/index.ts';
+
+type HolderKind = 'user' | 'org' | 'blob' | 'revision' | 'session';
+
+interface Holding {
+  holder: HolderKind;
+  /** Counts what the holder holds now, `$1` being the holder's id. */
+  count: string;
+}
+
+// A quota counts live rows rather than keeping a counter: the count can never drift from what
+// exists, deleting a record frees its slot by construction, and deleting a holder deletes its
+// counts with it. Concurrency is handled by locking the holder row first (see takeSlot).
+const HOLDINGS = {
+  'platform.orgs_per_user': { holder: 'user', count: 'SELECT count(*)::int AS n FROM orgs WHERE owner_id = $1::uuid' },
+  'platform.blobs_per_org': { holder: 'org', count: 'SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid' },
+  'platform.revisions_per_blob': { holder: 'blob', count: 'SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid' },
+  'workflow.definitions_per_revision': { holder: 'revision', count: `SELECT count(*)::int AS n FROM definitions WHERE revision_id = $1::uuid AND category = 'workflow'` },
+  'workflow.playgrounds_per_revision': { holder: 'revision', count: `SELECT count(*)::int AS n FROM definitions WHERE revision_id = $1::uuid AND category = 'playground'` },
+  // A session entering `deleting` frees its slot at that moment.
+  'workflow.sessions_per_revision': { holder: 'revision', count: `SELECT count(*)::int AS n FROM sessions WHERE revision_id = $1::uuid AND status = 'active'` },
+  'workflow.executions_per_session': { holder: 'session', count: 'SELECT count(*)::int AS n FROM executions WHERE session_id = $1::uuid' },
+  'workflow.running_executions_per_org': { holder: 'org', count: `SELECT count(*)::int AS n FROM executions WHERE org_id = $1::uuid AND ended_at IS NULL` },
+  'workflow.session_objects_per_session': { holder: 'session', count: 'SELECT count(*)::int AS n FROM session_objects WHERE session_id = $1::uuid' },
+  'scheduler.schedules_per_revision': { holder: 'revision', count: 'SELECT count(*)::int AS n FROM schedules WHERE revision_id = $1::uuid' },
+} as const satisfies Record<string, Holding>;
+
+export type QuotaId = keyof typeof HOLDINGS;
+
+const LOCKS: Record<HolderKind, string> = {
+  user: 'SELECT 1 FROM users WHERE id = $1::uuid FOR UPDATE',
+  org: 'SELECT 1 FROM orgs WHERE id = $1::uuid FOR UPDATE',
+  blob: 'SELECT 1 FROM blobs WHERE id = $1::uuid FOR UPDATE',
+  revision: 'SELECT 1 FROM revisions WHERE id = $1::uuid FOR UPDATE',
+  session: 'SELECT 1 FROM sessions WHERE id = $1::uuid FOR UPDATE',
+};
+
+/** How many `quota` the holder holds now. */
+export async function heldCount(q: Queryable, quota: QuotaId, holderId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(HOLDINGS[quota].count, [holderId]);
+  return rows[0]!.n;
+}
+
+/**
+ * Takes one slot of `quota` for the holder inside the caller's transaction, or throws
+ * `limit_exceeded` with `held` = the count when the request arrived. The holder row is locked
+ * first, so concurrent takers on one holder queue up and each sees the rows the previous one
+ * committed: nobody can take the holder past its value. The caller inserts the counted row in
+ * the same transaction; a refusal rolls back and takes nothing.
+ */
+export async function takeSlot(tx: Queryable, quota: QuotaId, holderId: string, inForce: LimitInForce): Promise<number> {
+  await tx.query(LOCKS[HOLDINGS[quota].holder], [holderId]);
+  const held = await heldCount(tx, quota, holderId);
+  const value = inForce.value;
+  if (typeof value === 'number' && held >= value) throw limitExceeded(inForce, held);
+  return held;
+}
+
+/** The counts of every quota `kind` holds, for limits reads and `held` maps. */
+export async function heldBy<K extends HolderKind>(q: Queryable, kind: K, holderId: string): Promise<Record<Extract<QuotaId, QuotaIdHeldBy<PerOf<K>>>, number>> {
+  const quotas = (Object.keys(HOLDINGS) as QuotaId[]).filter((id) => HOLDINGS[id].holder === kind);
+  const counts = await Promise.all(quotas.map((id) => heldCount(q, id, holderId)));
+  return Object.fromEntries(quotas.map((id, i) => [id, counts[i]])) as never;
+}
+
+// The catalog's `per` names differ from holder kinds only for organizations.
+type PerOf<K extends HolderKind> = K extends 'org' ? 'org' : K;

@@ -1,0 +1,334 @@
+/**
+ * The host side of `ctx`: how a fresh context is wired to the host, and how a run's ctx calls,
+ * logs and random draws are served. The isolate side is sandbox/isolate-source.ts.
+ *
+ * Messages are plain text both ways: the isolate calls `send(call, op, json)` (an isolated-vm
+ * Callback in "ignored" mode, arguments copied), the host answers with
+ * `deliver(call, ok, json)` through a Reference to an isolate function. So no host object,
+ * function or Reference is ever inside the isolate, and every value the host takes from it is
+ * parsed and re-validated here.
+ */
+import { randomBytes } from 'node:crypto';
+import ivm from 'isolated-vm';
+import { isServiceError } from '../shared/errors.ts';
+import { ISOLATE_SOURCE } from './isolate-source.ts';
+import { logLevels, type CodeError, type LogLevel, type SandboxBounds } from './messages.ts';
+
+/**
+ * What a run's code may do to the world, supplied by the runner per run. Each method receives
+ * arguments already parsed from JSON and must validate them as the REST command would; a
+ * `ServiceError` it throws reaches the code as an `Error` with the same `code` (and `limit`),
+ * `limit_exceeded` as `LimitExceeded`. Any other throw reaches the code as `internal_error`
+ * without details, and is passed to `reportError`.
+ */
+export interface HostApi {
+  readonly objects: {
+    get(alias: string): Promise<unknown>;
+    put(alias: string, value: unknown): Promise<unknown>;
+    list(options: unknown): Promise<unknown>;
+  };
+  readonly thread: { post(item: unknown): Promise<unknown> };
+  readonly graph: {
+    mutate(mutations: unknown): Promise<unknown>;
+    query(query: unknown): Promise<unknown>;
+  };
+  /** Receives `ctx.log` and `console` output, already bounded and truncated. */
+  log(level: LogLevel, message: string): void;
+  /** Receives host failures that were hidden from the code as `internal_error`. */
+  reportError?(error: unknown): void;
+}
+
+type Operation = {
+  /** Returns a message when the arguments have the wrong shape. */
+  check(args: unknown[]): string | null;
+  call(host: HostApi, args: unknown[]): Promise<unknown>;
+};
+
+const isAlias = (args: unknown[]) => (args.length === 1 || args.length === 2) && typeof args[0] === 'string';
+
+const operations: Record<string, Operation> = {
+  'objects.get': {
+    check: (a) => (a.length === 1 && isAlias(a) ? null : 'ctx.objects.get takes an alias string.'),
+    call: (h, a) => h.objects.get(a[0] as string),
+  },
+  'objects.put': {
+    check: (a) => (a.length === 2 && isAlias(a) ? null : 'ctx.objects.put takes an alias string and a value.'),
+    call: (h, a) => h.objects.put(a[0] as string, a[1]),
+  },
+  'objects.list': { check: (a) => (a.length === 1 ? null : 'ctx.objects.list takes one options object.'), call: (h, a) => h.objects.list(a[0]) },
+  'thread.post': { check: (a) => (a.length === 1 ? null : 'ctx.thread.post takes one item.'), call: (h, a) => h.thread.post(a[0]) },
+  'graph.mutate': { check: (a) => (a.length === 1 ? null : 'ctx.graph.mutate takes one list of mutations.'), call: (h, a) => h.graph.mutate(a[0]) },
+  'graph.query': { check: (a) => (a.length === 1 ? null : 'ctx.graph.query takes one query.'), call: (h, a) => h.graph.query(a[0]) },
+};
+
+/**
+ * The host end of one context's callbacks. A context is prepared before its run is known (the
+ * pool keeps one ready), so the callbacks reach the run through this slot; before a run attaches
+ * and after it detaches, everything the isolate sends is dropped.
+ */
+export class BridgePort {
+  bridge: HostBridge | null = null;
+
+  onSend(call: unknown, op: unknown, json: unknown): void {
+    this.bridge?.receive(call, op, json);
+  }
+
+  onLog(level: unknown, text: unknown): void {
+    this.bridge?.log(level, text);
+  }
+
+  onEntropy(size: unknown): string {
+    return this.bridge?.entropy(size) ?? '';
+  }
+}
+
+/** A context with the bootstrap run in it, ready for one run. */
+export interface PreparedContext {
+  readonly context: ivm.Context;
+  /** The isolate's `run(namespace, inputJson, executionId, sessionId, node)`. */
+  readonly run: ivm.Reference;
+  /** The isolate's `deliver(call, ok, json)`. */
+  readonly deliver: ivm.Reference;
+  readonly port: BridgePort;
+  /** Frees the context and the references into it; safe on a disposed isolate. */
+  release(): void;
+}
+
+/** Compiles the bootstrap once per isolate; the Script runs in every context of it. */
+export function compileBootstrap(isolate: ivm.Isolate): ivm.Script {
+  return isolate.compileScriptSync(ISOLATE_SOURCE, { filename: 'sandbox:bootstrap' });
+}
+
+/**
+ * Creates a fresh context and runs the bootstrap in it. Synchronous: it runs only our own code,
+ * on an idle isolate, and takes a fraction of a millisecond (bench/sandbox.ts).
+ */
+export function prepareContext(isolate: ivm.Isolate, bootstrap: ivm.Script, bounds: SandboxBounds): PreparedContext {
+  const port = new BridgePort();
+  const context = isolate.createContextSync();
+  let boot: ivm.Reference | undefined;
+  let api: ivm.Reference | undefined;
+  try {
+    boot = bootstrap.runSync(context, { reference: true, timeout: 1000 }) as ivm.Reference;
+    api = boot.applySync(undefined, [
+      new ivm.Callback((call: unknown, op: unknown, json: unknown) => port.onSend(call, op, json), { ignored: true }),
+      new ivm.Callback((level: unknown, text: unknown) => port.onLog(level, text), { ignored: true }),
+      new ivm.Callback((size: unknown) => port.onEntropy(size)),
+      JSON.stringify(bounds),
+    ], { result: { reference: true }, timeout: 1000 }) as ivm.Reference;
+    const run = api.getSync(0, { reference: true }) as ivm.Reference;
+    const deliver = api.getSync(1, { reference: true }) as ivm.Reference;
+    return {
+      context, run, deliver, port,
+      release() {
+        port.bridge = null;
+        for (const handle of [run, deliver, context]) {
+          try {
+            handle.release();
+          } catch {
+            // Already gone with a disposed isolate.
+          }
+        }
+      },
+    };
+  } catch (error) {
+    context.release();
+    throw error;
+  } finally {
+    boot?.release();
+    api?.release();
+  }
+}
+
+/** Host-side view of an error thrown by a HostApi method, as the code will see it. */
+export function toCodeError(error: unknown, maxMessageChars: number): CodeError | null {
+  if (!isServiceError(error)) return null;
+  const result: CodeError = { code: error.code, message: truncateChars(error.message, maxMessageChars) };
+  if (error.extras.limit) result.limit = error.extras.limit;
+  return result;
+}
+
+export interface HostBridgeOptions {
+  port: BridgePort;
+  deliver: ivm.Reference;
+  host: HostApi;
+  bounds: SandboxBounds;
+  /** `performance.now()` value at which the run stops; deliveries are bounded by it. */
+  deadline: number;
+  /** Called when answering the isolate failed (it timed out or was disposed meanwhile). */
+  onFault(error: unknown): void;
+}
+
+/** Serves the ctx calls, logs and random draws of one run. */
+export class HostBridge {
+  readonly #o: HostBridgeOptions;
+  #open = true;
+  #calls = 0;
+  #inFlight = 0;
+  #logs = 0;
+  #logsDropped = 0;
+  #random = 0;
+  readonly #pending = new Set<Promise<void>>();
+  readonly #failures = new Map<number, CodeError>();
+
+  constructor(options: HostBridgeOptions) {
+    this.#o = options;
+    options.port.bridge = this;
+  }
+
+  get hostCalls(): number {
+    return this.#calls;
+  }
+
+  get logs(): number {
+    return this.#logs;
+  }
+
+  get logsDropped(): number {
+    return this.#logsDropped;
+  }
+
+  /** The error the host answered call `call` with, if it failed. */
+  failureOf(call: number): CodeError | undefined {
+    return this.#failures.get(call);
+  }
+
+  receive(call: unknown, op: unknown, json: unknown): void {
+    if (!this.#open) return;
+    // The bootstrap only ever sends this shape; anything else is not worth an answer.
+    if (typeof call !== 'number' || !Number.isSafeInteger(call) || call <= 0 || typeof op !== 'string' || typeof json !== 'string') return;
+    const { bounds } = this.#o;
+    if (++this.#calls > bounds.maxCalls) {
+      this.#fail(call, { code: 'call_refused', message: `A run may make at most ${bounds.maxCalls} ctx calls.` });
+      return;
+    }
+    // The isolate queues calls past maxCallsInFlight itself; this guards the host regardless.
+    if (this.#inFlight >= bounds.maxCallsInFlight) {
+      this.#fail(call, { code: 'call_refused', message: `At most ${bounds.maxCallsInFlight} ctx calls may wait for the host at once.` });
+      return;
+    }
+    if (Buffer.byteLength(json) > bounds.maxCallBytes) {
+      this.#fail(call, { code: 'payload_too_large', message: `ctx.${op} arguments are larger than ${bounds.maxCallBytes} bytes.` });
+      return;
+    }
+    const operation = Object.hasOwn(operations, op) ? operations[op] : undefined;
+    let args: unknown;
+    try {
+      args = parseJson(json);
+    } catch {
+      args = undefined;
+    }
+    const problem = !operation ? `ctx.${op} does not exist.` : !Array.isArray(args) ? 'The call arguments are not a list.' : operation.check(args);
+    if (problem !== null || !operation || !Array.isArray(args)) {
+      this.#fail(call, { code: 'invalid_request_body', message: problem ?? 'The call is malformed.' });
+      return;
+    }
+    this.#inFlight++;
+    const task = this.#serve(call, operation, args).finally(() => {
+      this.#inFlight--;
+      this.#pending.delete(task);
+    });
+    this.#pending.add(task);
+  }
+
+  log(level: unknown, text: unknown): void {
+    if (!this.#open || typeof text !== 'string' || !logLevels.includes(level as LogLevel)) return;
+    if (this.#logs >= this.#o.bounds.maxLogEntries) {
+      this.#logsDropped++;
+      return;
+    }
+    this.#logs++;
+    try {
+      this.#o.host.log(level as LogLevel, truncateBytes(text, this.#o.bounds.maxLogEntryBytes));
+    } catch (error) {
+      this.#o.host.reportError?.(error);
+    }
+  }
+
+  /** Up to `size` (≤ 256) random bytes as a latin1 string; empty once the run's budget is spent. */
+  entropy(size: unknown): string {
+    if (!this.#open || typeof size !== 'number' || !Number.isInteger(size) || size <= 0) return '';
+    const n = Math.min(size, 256, this.#o.bounds.maxRandomBytes - this.#random);
+    if (n <= 0) return '';
+    this.#random += n;
+    return randomBytes(n).toString('latin1');
+  }
+
+  /** Counts isolate-side dropped logs (the isolate stops sending past the bound). */
+  addDroppedLogs(count: number): void {
+    if (Number.isSafeInteger(count) && count > 0) this.#logsDropped += count;
+  }
+
+  /**
+   * Stops serving the isolate and waits (at most `graceMs`) for host calls already started, so
+   * their effects have landed before the node is reported finished. Calls the code did not
+   * await may or may not have happened.
+   */
+  async close(graceMs: number): Promise<void> {
+    this.#open = false;
+    if (this.#o.port.bridge === this) this.#o.port.bridge = null;
+    if (this.#pending.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.#pending]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  async #serve(call: number, operation: Operation, args: unknown[]): Promise<void> {
+    let value: unknown;
+    try {
+      value = await operation.call(this.#o.host, args);
+    } catch (error) {
+      const known = toCodeError(error, this.#o.bounds.maxMessageChars);
+      if (!known) this.#o.host.reportError?.(error);
+      this.#fail(call, known ?? { code: 'internal_error', message: 'The host call failed.' });
+      return;
+    }
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(value ?? null);
+    } catch (error) {
+      this.#o.host.reportError?.(error);
+    }
+    if (json === undefined) this.#fail(call, { code: 'internal_error', message: 'The host call failed.' });
+    else this.#answer(call, true, json);
+  }
+
+  #fail(call: number, error: CodeError): void {
+    this.#failures.set(call, error);
+    this.#answer(call, false, JSON.stringify(error));
+  }
+
+  #answer(call: number, ok: boolean, json: string): void {
+    if (!this.#open) return;
+    const remaining = Math.ceil(this.#o.deadline - performance.now());
+    // Past the deadline the watchdog is already stopping the run.
+    if (remaining <= 0) return;
+    this.#o.deliver.apply(undefined, [call, ok, json], { timeout: remaining }).catch((error: unknown) => {
+      if (this.#open) this.#o.onFault(error);
+    });
+  }
+}
+
+/** JSON.parse that drops `__proto__` keys, so parsed data is safe to merge anywhere. */
+export function parseJson(json: string): unknown {
+  return json.includes('"__proto__"')
+    ? JSON.parse(json, (key, value: unknown) => (key === '__proto__' ? undefined : value))
+    : JSON.parse(json);
+}
+
+export function truncateChars(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** Cuts `text` to at most `max` UTF-8 bytes (plus an ellipsis) without splitting a character. */
+export function truncateBytes(text: string, max: number): string {
+  if (text.length <= max / 3 || Buffer.byteLength(text) <= max) return text;
+  let cut = Buffer.from(text, 'utf8').subarray(0, max).toString('utf8');
+  if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}

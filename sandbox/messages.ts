@@ -1,0 +1,107 @@
+/**
+ * What crosses the sandbox boundary, in both directions: the request for one `logic.code` node
+ * run, its result, and the `{code, message}` errors. Everything here is plain data, so the runner
+ * can post it between worker threads unchanged. Match errors on `code`, never on a class.
+ */
+import type { LimitObject } from '../shared/errors.ts';
+
+/** JSON data: the only kind of value that enters or leaves an isolate. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** Levels of `ctx.log` and `console` inside the isolate. */
+export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof logLevels)[number];
+
+/**
+ * Codes a run ends with when it does not produce an output. Errors raised by a host call that the
+ * code did not catch keep the host's code instead (`limit_exceeded`, `session_object_too_large`,
+ * `call_refused`, ...): see docs/sandbox.md.
+ */
+export const runErrorCodes = {
+  code_error: 'The code failed to compile, threw, or has no default export function.',
+  code_timeout: 'The run was stopped at workflow.code_run_seconds.',
+  code_memory: 'The run was stopped at the sandbox memory bound.',
+  import_refused: 'The code imports a module that is not granted by workflow.code_imports.',
+  output_invalid: 'The returned value is not JSON data within the output bound.',
+  internal_error: 'The sandbox failed for a reason of its own.',
+} as const satisfies Record<string, string>;
+
+export type RunErrorCode = keyof typeof runErrorCodes;
+
+/** An error crossing the boundary. `limit` rides along when a limit refused a host call. */
+export interface CodeError {
+  code: string;
+  message: string;
+  limit?: LimitObject;
+}
+
+/** The execution's identifiers, readable inside the isolate as `ctx.ids`. */
+export interface RunIds {
+  executionId: string;
+  sessionId: string;
+  node: string;
+}
+
+/** One `logic.code` node run. */
+export interface CodeRequest {
+  /** ES module source; its default export `(input, ctx)` is called. */
+  code: string;
+  /** The node's input (the previous node's output, or the execution's `input_data`). */
+  input: JsonValue;
+  /** `workflow.code_imports` as resolved when the execution was created. */
+  imports: readonly string[];
+  /** Wall-clock bound of the whole run (`workflow.code_run_seconds` × 1000). */
+  timeoutMs: number;
+  ids: RunIds;
+}
+
+/** Measurements of one run, for logs and metrics; nothing depends on them. */
+export interface RunStats {
+  /** Wall-clock time from the isolate being leased to the result. */
+  wallMs: number;
+  /** CPU time the isolate spent, or null when it was disposed before it could be read. */
+  cpuMs: number | null;
+  hostCalls: number;
+  logs: number;
+  logsDropped: number;
+}
+
+/** How a run ended: an output on `success`, an output on a named route, or an error (`failure`). */
+export type CodeResult =
+  | { kind: 'output'; output: JsonValue; stats: RunStats }
+  | { kind: 'route'; route: string; output: JsonValue; stats: RunStats }
+  | { kind: 'error'; error: CodeError; stats: RunStats };
+
+/**
+ * Bounds a pool applies to every run. Sizes are measured on the serialized JSON. Defaults are in
+ * `defaultBounds`; docs/sandbox.md explains each.
+ */
+export interface SandboxBounds {
+  /** Largest serialized output (bytes). */
+  maxOutputBytes: number;
+  /** Log entries kept per run; later ones are counted as dropped. */
+  maxLogEntries: number;
+  /** Longest log entry (bytes); longer ones are truncated. */
+  maxLogEntryBytes: number;
+  /** Largest serialized argument list of one ctx call (bytes). */
+  maxCallBytes: number;
+  /** ctx calls per run. */
+  maxCalls: number;
+  /** ctx calls awaiting the host at once; more wait inside the isolate. */
+  maxCallsInFlight: number;
+  /** Random bytes `crypto.getRandomValues` may draw from the host per run. */
+  maxRandomBytes: number;
+  /** Longest error message kept (characters). */
+  maxMessageChars: number;
+}
+
+export const defaultBounds: Readonly<SandboxBounds> = Object.freeze({
+  maxOutputBytes: 5 * 1024 * 1024,
+  maxLogEntries: 200,
+  maxLogEntryBytes: 8 * 1024,
+  maxCallBytes: 8 * 1024 * 1024,
+  maxCalls: 10_000,
+  maxCallsInFlight: 16,
+  maxRandomBytes: 1024 * 1024,
+  maxMessageChars: 2048,
+});
