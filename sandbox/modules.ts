@@ -78,6 +78,12 @@ export async function linkModule(
   vetted: VettedSet,
 ): Promise<ivm.Module[]> {
   const compiled = new Map<string, ivm.Module>();
+  if (module.dependencySpecifiers.length === 0) {
+    module.instantiateSync(context, () => {
+      throw new ImportRefused('no imports');
+    });
+    return [];
+  }
   try {
     await module.instantiate(context, async (specifier) => {
       const verdict = checkImport(specifier, granted, vetted);

@@ -1,0 +1,325 @@
+/**
+ * Warm isolates for `logic.code` runs. An isolate serves one run at a time, each run in a fresh
+ * context (so globals never outlive a run), and keeps a spare context bootstrapped while idle so
+ * a run does not wait for one. An isolate is retired after `maxRunsPerIsolate` runs, when its
+ * heap passes `maxHeapBytes`, and after any run that was stopped (timeout, memory, shutdown): a
+ * stopped isolate is never handed out again.
+ *
+ * isolated-vm cannot always stop a run: some allocations inside V8 builtins outrun the memory
+ * bound, and isolated-vm then parks the isolate's thread forever (reporting a "catastrophic
+ * error") instead of aborting the process. The pool counts those as abandoned, marks itself
+ * degraded and calls `onDegraded`; the runner process should then drain and exit so its
+ * supervisor starts a clean one (docs/sandbox.md).
+ */
+import ivm from 'isolated-vm';
+import { compileBootstrap, prepareContext, type PreparedContext } from './host-bridge.ts';
+import { defaultBounds, type SandboxBounds } from './messages.ts';
+import { vettedSet, type VettedSet } from './modules.ts';
+
+const MiB = 1024 * 1024;
+
+export interface IsolatePoolOptions {
+  /** Most isolates alive at once, which is also the most concurrent runs. Default 2. */
+  size?: number;
+  /** Idle isolates `warm()` prepares ahead of demand. Default 1. */
+  warm?: number;
+  /** Heap bound of each isolate in MiB (isolated-vm `memoryLimit`, minimum 8). Default 64. */
+  memoryMb?: number;
+  /** Runs after which an isolate is retired. Default 500. */
+  maxRunsPerIsolate?: number;
+  /** Heap use (bytes, after a run) past which an isolate is retired. Default half of memoryMb. */
+  maxHeapBytes?: number;
+  /** How long a finished run waits for host calls still in progress. Default 5000 ms. */
+  hostSettleMs?: number;
+  /** How long a stopped run's isolate may take to unwind before it counts as abandoned. Default 2000 ms. */
+  abandonGraceMs?: number;
+  /** Bounds applied to every run; see messages.ts. */
+  bounds?: Partial<SandboxBounds>;
+  /** The vetted module set (default: sandbox/vetted/). */
+  vetted?: VettedSet;
+  /** Called once per reason when the pool can no longer promise a clean process. */
+  onDegraded?: (reason: string) => void;
+}
+
+export interface PoolStats {
+  size: number;
+  live: number;
+  idle: number;
+  busy: number;
+  waiting: number;
+  created: number;
+  retired: number;
+  /** Isolates created by this pool that are not disposed (should be 0 after `dispose()`). */
+  undisposed: number;
+  runs: number;
+  recycled: number;
+  abandoned: number;
+  catastrophic: number;
+  degraded: boolean;
+  reasons: string[];
+}
+
+type Waiter = { resolve: (lease: IsolateLease) => void; reject: (error: Error) => void };
+
+/** Why an isolate was disposed by us; null while it is alive or when isolated-vm disposed it. */
+export type DisposeCause = 'pool' | 'stopped' | 'recycled' | null;
+
+/** One pooled isolate, leased to one run at a time. */
+export class IsolateLease {
+  readonly isolate: ivm.Isolate;
+  readonly #bootstrap: ivm.Script;
+  readonly #bounds: SandboxBounds;
+  #spare: PreparedContext | null = null;
+  runs = 0;
+  disposedBy: DisposeCause = null;
+  /** Message of isolated-vm's catastrophic error, once one was reported for this isolate. */
+  catastrophe: string | null = null;
+  /** Set by the run holding the lease, to hear of a catastrophic error at once. */
+  onCatastrophe: ((message: string) => void) | null = null;
+
+  constructor(isolate: ivm.Isolate, bounds: SandboxBounds) {
+    this.isolate = isolate;
+    this.#bounds = bounds;
+    this.#bootstrap = compileBootstrap(isolate);
+  }
+
+  /** A fresh bootstrapped context: the spare one, or a new one. */
+  takeContext(): PreparedContext {
+    const spare = this.#spare;
+    this.#spare = null;
+    return spare ?? prepareContext(this.isolate, this.#bootstrap, this.#bounds);
+  }
+
+  prepareSpare(): void {
+    this.#spare ??= prepareContext(this.isolate, this.#bootstrap, this.#bounds);
+  }
+
+  /** Disposes the isolate unless isolated-vm already did, or parked its thread (disposing could block). */
+  dispose(cause: Exclude<DisposeCause, null>): void {
+    this.#spare?.release();
+    this.#spare = null;
+    if (this.isolate.isDisposed || this.catastrophe !== null) return;
+    this.disposedBy = cause;
+    try {
+      this.isolate.dispose();
+    } catch {
+      // Disposed concurrently by isolated-vm (memory bound).
+    }
+  }
+}
+
+/** A pool of warm isolates; see the module comment. Creates nothing until asked. */
+export class IsolatePool {
+  readonly bounds: Readonly<SandboxBounds>;
+  readonly vetted: VettedSet;
+  readonly memoryMb: number;
+  readonly hostSettleMs: number;
+  readonly #size: number;
+  readonly #warm: number;
+  readonly #maxRuns: number;
+  readonly #maxHeapBytes: number;
+  readonly #abandonGraceMs: number;
+  readonly #onDegraded: ((reason: string) => void) | undefined;
+  readonly #live = new Set<IsolateLease>();
+  readonly #created = new Set<ivm.Isolate>();
+  readonly #idle: IsolateLease[] = [];
+  readonly #waiters: Waiter[] = [];
+  readonly #background = new Set<Promise<void>>();
+  readonly #zombies = new Set<NodeJS.Timeout>();
+  readonly #reasons: string[] = [];
+  #closed = false;
+  #stats = { created: 0, retired: 0, runs: 0, recycled: 0, abandoned: 0, catastrophic: 0 };
+
+  constructor(options: IsolatePoolOptions = {}) {
+    this.#size = Math.max(1, options.size ?? 2);
+    this.#warm = Math.min(this.#size, Math.max(0, options.warm ?? 1));
+    this.memoryMb = Math.max(8, options.memoryMb ?? 64);
+    this.#maxRuns = Math.max(1, options.maxRunsPerIsolate ?? 500);
+    this.#maxHeapBytes = options.maxHeapBytes ?? (this.memoryMb * MiB) / 2;
+    this.hostSettleMs = options.hostSettleMs ?? 5000;
+    this.#abandonGraceMs = options.abandonGraceMs ?? 2000;
+    this.bounds = Object.freeze({ ...defaultBounds, ...options.bounds });
+    this.vetted = options.vetted ?? vettedSet();
+    this.#onDegraded = options.onDegraded;
+  }
+
+  /** True once an isolate thread was lost; the process should be replaced (see module comment). */
+  get degraded(): boolean {
+    return this.#reasons.length > 0;
+  }
+
+  /** Creates idle isolates, each with a spare context, up to the `warm` option. */
+  async warm(): Promise<void> {
+    while (!this.#closed && this.#idle.length < this.#warm && this.#live.size < this.#size) {
+      const lease = this.#create();
+      lease.prepareSpare();
+      this.#idle.push(lease);
+    }
+  }
+
+  /** Leases an isolate: an idle one, a new one while under `size`, or the next one released. */
+  acquire(): Promise<IsolateLease> {
+    if (this.#closed) return Promise.reject(new Error('The sandbox pool is shut down.'));
+    const idle = this.#idle.pop();
+    if (idle) return Promise.resolve(idle);
+    if (this.#live.size < this.#size) {
+      try {
+        return Promise.resolve(this.#create());
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+    }
+    return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
+  }
+
+  /**
+   * Takes a lease back. A healthy isolate goes back to the idle list (or to a waiting run) once
+   * its heap is checked; anything else is retired.
+   */
+  release(lease: IsolateLease, healthy: boolean): void {
+    lease.runs++;
+    lease.onCatastrophe = null;
+    this.#stats.runs++;
+    if (!healthy || this.#closed || lease.isolate.isDisposed || lease.catastrophe !== null) {
+      this.#retire(lease, 'stopped');
+      return;
+    }
+    if (lease.runs >= this.#maxRuns) {
+      this.#stats.recycled++;
+      this.#retire(lease, 'recycled');
+      return;
+    }
+    this.#track(this.#recheck(lease));
+  }
+
+  /**
+   * Watches the unfinished work of a stopped run: if it has not settled after the grace period,
+   * its isolate thread is lost and the pool is degraded.
+   */
+  watchStopped(work: Promise<unknown>): void {
+    let settled = false;
+    const timer = setTimeout(() => {
+      this.#zombies.delete(timer);
+      if (settled) return;
+      this.#stats.abandoned++;
+      this.#degrade('An isolate thread did not stop after its run was stopped; its memory and thread are lost until the process exits.');
+    }, this.#abandonGraceMs);
+    this.#zombies.add(timer);
+    const done = () => {
+      settled = true;
+      clearTimeout(timer);
+      this.#zombies.delete(timer);
+    };
+    work.then(done, done);
+  }
+
+  stats(): PoolStats {
+    let undisposed = 0;
+    for (const isolate of this.#created) if (!isolate.isDisposed) undisposed++;
+    return {
+      size: this.#size,
+      live: this.#live.size,
+      idle: this.#idle.length,
+      busy: this.#live.size - this.#idle.length,
+      waiting: this.#waiters.length,
+      ...this.#stats,
+      undisposed,
+      degraded: this.degraded,
+      reasons: [...this.#reasons],
+    };
+  }
+
+  /** Refuses new leases, fails waiting ones and disposes every isolate, busy ones included. */
+  async dispose(): Promise<void> {
+    this.#closed = true;
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(new Error('The sandbox pool is shut down.'));
+    for (const timer of this.#zombies) clearTimeout(timer);
+    this.#zombies.clear();
+    await Promise.allSettled([...this.#background]);
+    for (const lease of [...this.#live]) this.#retire(lease, 'pool');
+  }
+
+  #create(): IsolateLease {
+    let lease: IsolateLease | undefined;
+    const isolate = new ivm.Isolate({
+      memoryLimit: this.memoryMb,
+      onCatastrophicError: (message: string) => {
+        this.#stats.catastrophic++;
+        this.#degrade(`isolated-vm reported a catastrophic error: ${message}`);
+        if (!lease) return;
+        lease.catastrophe = message;
+        lease.onCatastrophe?.(message);
+      },
+    });
+    this.#created.add(isolate);
+    try {
+      lease = new IsolateLease(isolate, this.bounds);
+    } catch (error) {
+      isolate.dispose();
+      throw error;
+    }
+    this.#stats.created++;
+    this.#live.add(lease);
+    return lease;
+  }
+
+  async #recheck(lease: IsolateLease): Promise<void> {
+    let heap: ivm.HeapStatistics;
+    try {
+      heap = await lease.isolate.getHeapStatistics();
+    } catch {
+      this.#retire(lease, 'stopped');
+      return;
+    }
+    if (this.#closed) {
+      this.#retire(lease, 'pool');
+      return;
+    }
+    if (heap.used_heap_size + heap.externally_allocated_size > this.#maxHeapBytes) {
+      this.#stats.recycled++;
+      this.#retire(lease, 'recycled');
+      return;
+    }
+    const waiter = this.#waiters.shift();
+    if (waiter) {
+      waiter.resolve(lease);
+      return;
+    }
+    try {
+      lease.prepareSpare();
+    } catch {
+      this.#retire(lease, 'stopped');
+      return;
+    }
+    this.#idle.push(lease);
+  }
+
+  #retire(lease: IsolateLease, cause: Exclude<DisposeCause, null>): void {
+    if (!this.#live.delete(lease)) return;
+    const at = this.#idle.indexOf(lease);
+    if (at >= 0) this.#idle.splice(at, 1);
+    lease.dispose(cause);
+    if (lease.isolate.isDisposed) this.#created.delete(lease.isolate);
+    this.#stats.retired++;
+    // A waiting run takes the freed place.
+    if (!this.#closed && this.#waiters.length > 0 && this.#live.size < this.#size) {
+      const waiter = this.#waiters.shift() as Waiter;
+      try {
+        waiter.resolve(this.#create());
+      } catch (error) {
+        waiter.reject(error as Error);
+      }
+    }
+  }
+
+  #track(task: Promise<void>): void {
+    this.#background.add(task);
+    void task.finally(() => this.#background.delete(task));
+  }
+
+  #degrade(reason: string): void {
+    if (this.#reasons.includes(reason)) return;
+    this.#reasons.push(reason);
+    this.#onDegraded?.(reason);
+  }
+}

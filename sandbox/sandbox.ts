@@ -1,0 +1,274 @@
+/**
+ * Runs one `logic.code` node: leases an isolate, compiles the code as an ES module in a fresh
+ * context, links its granted imports, calls its default export with `(input, ctx)` and copies the
+ * result out as JSON. The run is bounded by `timeoutMs` of wall-clock time whatever the code does
+ * (sync loops, awaits that never settle, microtask storms): isolated-vm's `timeout` stops
+ * synchronous stretches, and a host-side watchdog stops everything else by disposing the isolate
+ * at the deadline. It never throws: every way a run can end is a `CodeResult`.
+ */
+import type ivm from 'isolated-vm';
+import { HostBridge, parseJson, truncateChars, type HostApi, type PreparedContext } from './host-bridge.ts';
+import type { IsolateLease, IsolatePool } from './isolate-pool.ts';
+import type { CodeError, CodeRequest, CodeResult, JsonValue, RunStats } from './messages.ts';
+import { linkModule, refusedImport } from './modules.ts';
+
+/** How often the watchdog looks for an isolate that isolated-vm disposed at its memory bound. */
+const POLL_MS = 25;
+/** Codes the isolate may end a run with by itself; anything else it claims is `code_error`. */
+const ISOLATE_CODES = new Set(['code_error', 'output_invalid', 'invalid_request_body', 'payload_too_large', 'call_refused']);
+/** Longest route name accepted from the code. */
+const MAX_ROUTE_CHARS = 128;
+
+type Stop = { reason: 'timeout' | 'memory' | 'shutdown' };
+type Outcome = { result: CodeResult } | Stop;
+
+/**
+ * Runs `request.code` against `host` in an isolate of `pool`. Resolves with the output, the
+ * route taken, or the error the node fails with.
+ */
+export async function runCode(pool: IsolatePool, request: CodeRequest, host: HostApi): Promise<CodeResult> {
+  const stats: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
+  let lease: IsolateLease;
+  try {
+    lease = await pool.acquire();
+  } catch {
+    return { kind: 'error', error: { code: 'internal_error', message: 'The sandbox is shut down.' }, stats };
+  }
+  return new CodeRun(pool, lease, request, host, stats).execute();
+}
+
+class CodeRun {
+  readonly #pool: IsolatePool;
+  readonly #lease: IsolateLease;
+  readonly #request: CodeRequest;
+  readonly #host: HostApi;
+  readonly #stats: RunStats;
+  readonly #started = performance.now();
+  readonly #deadline: number;
+  readonly #handles: Array<{ release(): void }> = [];
+  #stop: (stop: Stop) => void = () => {};
+  #bridge: HostBridge | null = null;
+
+  constructor(pool: IsolatePool, lease: IsolateLease, request: CodeRequest, host: HostApi, stats: RunStats) {
+    this.#pool = pool;
+    this.#lease = lease;
+    this.#request = request;
+    this.#host = host;
+    this.#stats = stats;
+    const timeoutMs = Number.isFinite(request.timeoutMs) && request.timeoutMs > 0 ? request.timeoutMs : 1;
+    this.#deadline = this.#started + timeoutMs;
+  }
+
+  async execute(): Promise<CodeResult> {
+    const { isolate } = this.#lease;
+    const cpuBefore = readCpu(isolate);
+    const stopped = new Promise<Stop>((resolve) => {
+      this.#stop = resolve;
+    });
+    const timer = setTimeout(() => this.#stop({ reason: 'timeout' }), this.#deadline - performance.now());
+    const poll = setInterval(() => {
+      if (isolate.isDisposed) this.#stop(this.#stopOfDisposed());
+    }, POLL_MS);
+    this.#lease.onCatastrophe = (message) => this.#stop({ reason: /memory/i.test(message) ? 'memory' : 'timeout' });
+
+    const work = this.#work();
+    const outcome: Outcome = await Promise.race([work, stopped]);
+    clearTimeout(timer);
+    clearInterval(poll);
+
+    const healthy = 'result' in outcome && !isolate.isDisposed && this.#lease.catastrophe === null;
+    if (!healthy) {
+      // Stop the isolate before anything else so it cannot run on past its deadline.
+      this.#lease.dispose('stopped');
+      this.#pool.watchStopped(work);
+    }
+    const cpuAfter = readCpu(isolate);
+    await this.#bridge?.close(this.#pool.hostSettleMs);
+    for (const handle of this.#handles.reverse()) {
+      try {
+        handle.release();
+      } catch {
+        // Released with its isolate.
+      }
+    }
+    this.#pool.release(this.#lease, healthy);
+
+    this.#stats.wallMs = performance.now() - this.#started;
+    this.#stats.cpuMs = cpuBefore !== null && cpuAfter !== null ? Number(cpuAfter - cpuBefore) / 1e6 : null;
+    if (this.#bridge) {
+      this.#stats.hostCalls = this.#bridge.hostCalls;
+      this.#stats.logs = this.#bridge.logs;
+      this.#stats.logsDropped = this.#bridge.logsDropped;
+    }
+    if ('result' in outcome) return { ...outcome.result, stats: this.#stats };
+    return this.#stopped(outcome.reason);
+  }
+
+  async #work(): Promise<Outcome> {
+    const { isolate } = this.#lease;
+    const request = this.#request;
+    try {
+      const prepared: PreparedContext = this.#lease.takeContext();
+      this.#handles.push(prepared);
+      this.#bridge = new HostBridge({
+        port: prepared.port,
+        deliver: prepared.deliver,
+        host: this.#host,
+        bounds: this.#pool.bounds,
+        deadline: this.#deadline,
+        onFault: (error) => this.#stop(this.#stopOfError(error) ?? { reason: 'timeout' }),
+      });
+
+      let module: ivm.Module;
+      try {
+        module = isolate.compileModuleSync(request.code, { filename: 'logic.code' });
+      } catch (error) {
+        return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
+      }
+      this.#handles.push(module);
+
+      const refused = refusedImport(module.dependencySpecifiers, request.imports, this.#pool.vetted);
+      if (refused !== null) return this.#error('import_refused', refused);
+      try {
+        this.#handles.push(...(await linkModule(isolate, prepared.context, module, request.imports, this.#pool.vetted)));
+      } catch (error) {
+        if (hasCode(error, 'import_refused')) return this.#error('import_refused', (error as Error).message);
+        return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
+      }
+
+      try {
+        await module.evaluate({ timeout: this.#remaining() });
+      } catch (error) {
+        return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
+      }
+
+      const namespace = module.namespace;
+      const ids = request.ids;
+      let tuple: unknown;
+      try {
+        tuple = await prepared.run.apply(
+          undefined,
+          [namespace.derefInto({ release: true }), JSON.stringify(request.input ?? null), ids.executionId, ids.sessionId, ids.node],
+          { timeout: this.#remaining(), result: { promise: true, copy: true } },
+        );
+      } catch (error) {
+        return this.#stopOfError(error) ?? this.#error('internal_error', 'The sandbox failed to run the code.');
+      }
+      return { result: this.#resultOf(tuple) };
+    } catch (error) {
+      return this.#stopOfError(error) ?? this.#error('internal_error', 'The sandbox failed to prepare the run.');
+    }
+  }
+
+  /** Milliseconds left, at least 1 (isolated-vm reads 0 as "no timeout"). */
+  #remaining(): number {
+    return Math.max(1, Math.ceil(this.#deadline - performance.now()));
+  }
+
+  /** Reads the driver's `[kind, route|code|call, output|message, logsDropped]`, trusting nothing. */
+  #resultOf(tuple: unknown): CodeResult {
+    const stats = this.#stats;
+    const malformed: CodeResult = { kind: 'error', error: { code: 'internal_error', message: 'The sandbox returned a malformed result.' }, stats };
+    if (!Array.isArray(tuple) || tuple.length !== 4 || tuple.slice(0, 3).some((part) => typeof part !== 'string')) return malformed;
+    const [kind, second, third, dropped] = tuple as [string, string, string, unknown];
+    if (typeof dropped === 'number') this.#bridge?.addDroppedLogs(dropped);
+    const { bounds } = this.#pool;
+    switch (kind) {
+      case 'output':
+      case 'route': {
+        if (kind === 'route' && (second.length === 0 || second.length > MAX_ROUTE_CHARS)) {
+          return { kind: 'error', error: { code: 'output_invalid', message: `A route name has 1 to ${MAX_ROUTE_CHARS} characters.` }, stats };
+        }
+        if (Buffer.byteLength(third) > bounds.maxOutputBytes) {
+          return { kind: 'error', error: { code: 'output_invalid', message: `The output is larger than ${bounds.maxOutputBytes} bytes.` }, stats };
+        }
+        let output: JsonValue;
+        try {
+          output = parseJson(third) as JsonValue;
+        } catch {
+          return malformed;
+        }
+        return kind === 'route' ? { kind, route: second, output, stats } : { kind, output, stats };
+      }
+      case 'error': {
+        const code = ISOLATE_CODES.has(second) ? second : 'code_error';
+        return { kind: 'error', error: { code, message: truncateChars(third, bounds.maxMessageChars) }, stats };
+      }
+      case 'host_error': {
+        const error = this.#bridge?.failureOf(Number(second));
+        return error ? { kind: 'error', error, stats } : malformed;
+      }
+      default:
+        return malformed;
+    }
+  }
+
+  #error(code: string, message: string): Outcome {
+    const error: CodeError = { code, message: truncateChars(message, this.#pool.bounds.maxMessageChars) };
+    return { result: { kind: 'error', error, stats: this.#stats } };
+  }
+
+  /** Why the isolate stopped, when `error` says it was stopped rather than the code failing. */
+  #stopOfError(error: unknown): Stop | null {
+    const { isolate } = this.#lease;
+    const message = error instanceof Error ? error.message : '';
+    if (this.#lease.disposedBy === 'pool') return { reason: 'shutdown' };
+    if (isolate.isDisposed) return this.#stopOfDisposed();
+    // Compare with the clock too: code could throw an Error with this message itself.
+    if (message === 'Script execution timed out.' && performance.now() >= this.#deadline - 50) return { reason: 'timeout' };
+    return null;
+  }
+
+  #stopOfDisposed(): Stop {
+    const cause = this.#lease.disposedBy;
+    return { reason: cause === 'pool' ? 'shutdown' : cause === 'stopped' ? 'timeout' : 'memory' };
+  }
+
+  #stopped(reason: Stop['reason']): CodeResult {
+    const stats = this.#stats;
+    if (reason === 'timeout') {
+      const seconds = this.#request.timeoutMs / 1000;
+      return {
+        kind: 'error',
+        error: {
+          code: 'code_timeout',
+          message: `The code ran longer than workflow.code_run_seconds (${seconds} s) and was stopped.`,
+          limit: { id: 'workflow.code_run_seconds', value: seconds },
+        },
+        stats,
+      };
+    }
+    if (reason === 'memory') {
+      return { kind: 'error', error: { code: 'code_memory', message: `The code used more than the sandbox memory bound (${this.#pool.memoryMb} MiB) and was stopped.` }, stats };
+    }
+    return { kind: 'error', error: { code: 'internal_error', message: 'The sandbox was shut down during the run.' }, stats };
+  }
+}
+
+function readCpu(isolate: ivm.Isolate): bigint | null {
+  try {
+    return isolate.cpuTime;
+  } catch {
+    return null;
+  }
+}
+
+function hasCode(error: unknown, code: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}
+
+/**
+ * The message of an error isolated-vm raised on the host for the code (syntax errors, top-level
+ * throws). Only `name` and `message` are kept: the host-side stack names host files.
+ */
+function describeHostError(error: unknown): string {
+  if (error instanceof Error) {
+    const name = typeof error.name === 'string' && error.name !== '' ? error.name : 'Error';
+    return `${name}: ${String(error.message)}`;
+  }
+  try {
+    return `Uncaught ${String(error)}`;
+  } catch {
+    return 'An uncaught value was thrown.';
+  }
+}
