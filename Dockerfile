@@ -19,4 +19,4 @@ USER node
 EXPOSE 8080 8081
 # Containers listen on every interface; publish the ops port to the host's loopback only.
 ENV HOST=0.0.0.0 OPS_HOST=0.0.0.0
-CMD ["node", "control-plane/main.ts"]
+CMD ["node", "--no-node-snapshot", "control-plane/main.ts"]

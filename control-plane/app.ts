@@ -21,8 +21,12 @@ import { serviceAccountRoutes } from './routes/service-accounts.ts';
 import { impersonateRoutes } from './routes/impersonate.ts';
 import { websocketPlugin } from './ws/plugin.ts';
 import { commandRoutes } from './routes/commands.ts';
+import { sessionFileRoutes } from './routes/session-files.ts';
 import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
 import type { CommandDefinition } from './commands/command.ts';
+import { CodeChecker } from '../sandbox/check.ts';
+import { createEventListener } from './events/listener.ts';
+import { createSessionRemoval } from './workflow/session-reaper.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -45,17 +49,26 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     },
     bodyLimit: JSON_BODY_LIMIT,
     genReqId: () => randomUUID(),
-    requestIdLogLabel: 'request_id',
     // Never trust a client's id for log correlation; we mint our own and echo it back.
     requestIdHeader: false,
     return503OnClosing: true,
   });
+  const codeChecker = new CodeChecker();
   const ctx: AppContext = {
     config: options.config,
     db: options.db,
     tokens: createTokenService(options.config.secrets.TOKEN_SIGNING_KEY, options.config.accessTokenSeconds),
+    codeCheck: codeChecker,
+    events: createEventListener({ db: options.db, log: app.log }),
+    sessionRemoval: createSessionRemoval(options.db, { onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry') }),
   };
   app.decorate('ctx', ctx);
+  // The checker's isolate is created on first use; closing the app releases it.
+  app.addHook('onClose', async () => codeChecker.dispose());
+  // Subscriptions end and pending session removals are left to the reaper when the app closes.
+  app.addHook('onClose', async () => {
+    await Promise.all([ctx.events.close(), ctx.sessionRemoval.close()]);
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -80,6 +93,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await v1.register(serviceAccountRoutes);
     await v1.register(impersonateRoutes);
     await v1.register(commandRoutes, { commands });
+    await v1.register(sessionFileRoutes);
   }, { prefix: '/v1' });
   return app;
 }

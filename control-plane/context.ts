@@ -2,12 +2,21 @@ import type { Config } from '../shared/config.ts';
 import type { Db } from '../shared/db/db.ts';
 import type { TokenService } from './auth/tokens.ts';
 import type { Principal } from './auth/principal.ts';
+import type { CodeCheck } from '../shared/workflow/validate-graph.ts';
+import type { EventListener } from './events/listener.ts';
+import type { SessionRemoval } from './workflow/session-reaper.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
 export interface AppContext {
   config: Config;
   db: Db;
   tokens: TokenService;
+  /** Compiles `logic.code` sources when definitions are checked (sandbox/check.ts); disposed when the app closes. */
+  codeCheck: CodeCheck;
+  /** Live event subscriptions of this process (control-plane/events/listener.ts); closed with the app. */
+  events: EventListener;
+  /** Removes sessions this process moved to `deleting` (control-plane/workflow/session-reaper.ts). */
+  sessionRemoval: SessionRemoval;
 }
 
 declare module 'fastify' {

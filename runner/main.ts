@@ -15,8 +15,8 @@ import { VERSION } from '../shared/version.ts';
 import { createBoss, createQueues } from './queue.ts';
 import { registerRunner, type Registration } from './registry.ts';
 
-/** The runner leaves within this (jobs still running past it are retried by pg-boss elsewhere). */
-const GRACE_MS = 8_000;
+/** The process is out within this after a stop signal, forced if need be. */
+const GRACE_MS = 7_000;
 /** Part of the grace left to jobs in flight; the rest is for deregistering and closing. */
 const JOBS_GRACE_MS = 5_000;
 

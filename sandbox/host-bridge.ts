@@ -3,7 +3,7 @@
  * logs and random draws are served. The isolate side is sandbox/isolate-source.ts.
  *
  * Messages are plain text both ways: the isolate calls `send(call, op, json)` (an isolated-vm
- * Callback in "ignored" mode, arguments copied), the host answers with
+ * Callback, arguments copied), the host answers with
  * `deliver(call, ok, json)` through a Reference to an isolate function. So no host object,
  * function or Reference is ever inside the isolate, and every value the host takes from it is
  * parsed and re-validated here.
@@ -44,15 +44,14 @@ type Operation = {
   call(host: HostApi, args: unknown[]): Promise<unknown>;
 };
 
-const isAlias = (args: unknown[]) => (args.length === 1 || args.length === 2) && typeof args[0] === 'string';
 
 const operations: Record<string, Operation> = {
   'objects.get': {
-    check: (a) => (a.length === 1 && isAlias(a) ? null : 'ctx.objects.get takes an alias string.'),
+    check: (a) => (a.length === 1 && typeof a[0] === 'string' ? null : 'ctx.objects.get takes an alias string.'),
     call: (h, a) => h.objects.get(a[0] as string),
   },
   'objects.put': {
-    check: (a) => (a.length === 2 && isAlias(a) ? null : 'ctx.objects.put takes an alias string and a value.'),
+    check: (a) => (a.length === 2 && typeof a[0] === 'string' ? null : 'ctx.objects.put takes an alias string and a value.'),
     call: (h, a) => h.objects.put(a[0] as string, a[1]),
   },
   'objects.list': { check: (a) => (a.length === 1 ? null : 'ctx.objects.list takes one options object.'), call: (h, a) => h.objects.list(a[0]) },
@@ -111,8 +110,10 @@ export function prepareContext(isolate: ivm.Isolate, bootstrap: ivm.Script, boun
   try {
     boot = bootstrap.runSync(context, { reference: true, timeout: 1000 }) as ivm.Reference;
     api = boot.applySync(undefined, [
-      new ivm.Callback((call: unknown, op: unknown, json: unknown) => port.onSend(call, op, json), { ignored: true }),
-      new ivm.Callback((level: unknown, text: unknown) => port.onLog(level, text), { ignored: true }),
+      // Synchronous: the isolate waits until the host has registered the call or log, so nothing
+      // it sent can arrive after its result (a lost log, a call the host never saw).
+      new ivm.Callback((call: unknown, op: unknown, json: unknown) => port.onSend(call, op, json)),
+      new ivm.Callback((level: unknown, text: unknown) => port.onLog(level, text)),
       new ivm.Callback((size: unknown) => port.onEntropy(size)),
       JSON.stringify(bounds),
     ], { result: { reference: true }, timeout: 1000 }) as ivm.Reference;
@@ -169,6 +170,8 @@ export class HostBridge {
   #logsDropped = 0;
   #random = 0;
   readonly #pending = new Set<Promise<void>>();
+  readonly #deliveries = new Set<Promise<void>>();
+  #faulted = false;
   readonly #failures = new Map<number, CodeError>();
 
   constructor(options: HostBridgeOptions) {
@@ -261,21 +264,28 @@ export class HostBridge {
 
   /**
    * Stops serving the isolate and waits (at most `graceMs`) for host calls already started, so
-   * their effects have landed before the node is reported finished. Calls the code did not
-   * await may or may not have happened.
+   * their effects have landed before the node is reported finished, awaited or not, and for
+   * answers already on their way into the isolate. Calls still queued inside the isolate (past
+   * maxCallsInFlight) never reach the host.
+   *
+   * Resolves false when the isolate may still be running this run's code: an answer delivered
+   * just before the result can resume code that keeps going after the result is out. Such an
+   * isolate must not serve another run (it would hold the isolate up to this run's deadline).
    */
-  async close(graceMs: number): Promise<void> {
+  async close(graceMs: number): Promise<boolean> {
     this.#open = false;
     if (this.#o.port.bridge === this) this.#o.port.bridge = null;
-    if (this.#pending.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#pending]),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    if (this.#pending.size > 0 || this.#deliveries.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#pending, ...this.#deliveries]),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    return !this.#faulted && this.#deliveries.size === 0;
   }
 
   async #serve(call: number, operation: Operation, args: unknown[]): Promise<void> {
@@ -308,9 +318,14 @@ export class HostBridge {
     const remaining = Math.ceil(this.#o.deadline - performance.now());
     // Past the deadline the watchdog is already stopping the run.
     if (remaining <= 0) return;
-    this.#o.deliver.apply(undefined, [call, ok, json], { timeout: remaining }).catch((error: unknown) => {
-      if (this.#open) this.#o.onFault(error);
-    });
+    const delivery = this.#o.deliver.apply(undefined, [call, ok, json], { timeout: remaining }).then(
+      () => {},
+      (error: unknown) => {
+        this.#faulted = true;
+        if (this.#open) this.#o.onFault(error);
+      },
+    ).finally(() => this.#deliveries.delete(delivery));
+    this.#deliveries.add(delivery);
   }
 }
 

@@ -4,8 +4,8 @@
  * the isolate, not in Node; host-bridge.ts compiles it once per isolate and runs it per context.
  *
  * Invariants the source keeps:
- * - The host handles it receives (`send`, `log`, `entropy`: isolated-vm Callbacks taking and
- *   returning primitives only) stay in this closure; user code can reach none of them, and no
+ * - The host handles it receives (`send`, `log`, `entropy`: synchronous isolated-vm Callbacks
+ *   taking and returning primitives only) stay in this closure; user code can reach none of them, and no
  *   `Reference` or `ExternalCopy` exists inside the isolate at all.
  * - Intrinsics it relies on are captured before user code runs, and its bookkeeping lives in
  *   null-prototype objects, so code that patches `Array.prototype`, `JSON` or `Promise` can only

@@ -67,30 +67,25 @@ export class ImportRefused extends Error {
 
 /**
  * Instantiates `module` in `context`, compiling each granted vetted module it imports into the
- * same isolate (a module instance belongs to one context, so this happens per run). Returns the
- * compiled dependencies so the caller can release them.
+ * same isolate (a module instance belongs to one context, so this happens per run). Synchronous:
+ * linking runs no user code and vetted sources are small. Returns the compiled dependencies so
+ * the caller can release them; throws `ImportRefused` for a refused specifier.
  */
-export async function linkModule(
+export function linkModule(
   isolate: ivm.Isolate,
   context: ivm.Context,
   module: ivm.Module,
   granted: readonly string[],
   vetted: VettedSet,
-): Promise<ivm.Module[]> {
+): ivm.Module[] {
   const compiled = new Map<string, ivm.Module>();
-  if (module.dependencySpecifiers.length === 0) {
-    module.instantiateSync(context, () => {
-      throw new ImportRefused('no imports');
-    });
-    return [];
-  }
   try {
-    await module.instantiate(context, async (specifier) => {
+    module.instantiateSync(context, (specifier) => {
       const verdict = checkImport(specifier, granted, vetted);
       if (!verdict.ok) throw new ImportRefused(verdict.message);
       let dependency = compiled.get(specifier);
       if (!dependency) {
-        dependency = await isolate.compileModule(verdict.module.source, { filename: `vetted:${specifier}` });
+        dependency = isolate.compileModuleSync(verdict.module.source, { filename: `vetted:${specifier}` });
         compiled.set(specifier, dependency);
       }
       return dependency;

@@ -16,6 +16,11 @@ import { linkModule, refusedImport } from './modules.ts';
 const POLL_MS = 25;
 /** Codes the isolate may end a run with by itself; anything else it claims is `code_error`. */
 const ISOLATE_CODES = new Set(['code_error', 'output_invalid', 'invalid_request_body', 'payload_too_large', 'call_refused']);
+/**
+ * Sources up to this size compile on the calling thread, saving a thread hop per run (compiling
+ * runs no user code); larger ones compile on the isolate's thread.
+ */
+const SYNC_COMPILE_CHARS = 64 * 1024;
 /** Longest route name accepted from the code. */
 const MAX_ROUTE_CHARS = 128;
 
@@ -82,8 +87,12 @@ class CodeRun {
       this.#lease.dispose('stopped');
       this.#pool.watchStopped(work);
     }
+    const settled = (await this.#bridge?.close(this.#pool.hostSettleMs)) ?? true;
+    if (healthy && !settled) {
+      this.#lease.dispose('stopped');
+      this.#pool.watchStopped(work);
+    }
     const cpuAfter = readCpu(isolate);
-    await this.#bridge?.close(this.#pool.hostSettleMs);
     for (const handle of this.#handles.reverse()) {
       try {
         handle.release();
@@ -91,7 +100,7 @@ class CodeRun {
         // Released with its isolate.
       }
     }
-    this.#pool.release(this.#lease, healthy);
+    this.#pool.release(this.#lease, healthy && settled);
 
     this.#stats.wallMs = performance.now() - this.#started;
     this.#stats.cpuMs = cpuBefore !== null && cpuAfter !== null ? Number(cpuAfter - cpuBefore) / 1e6 : null;
@@ -121,7 +130,8 @@ class CodeRun {
 
       let module: ivm.Module;
       try {
-        module = isolate.compileModuleSync(request.code, { filename: 'logic.code' });
+        const options = { filename: 'logic.code' };
+        module = request.code.length <= SYNC_COMPILE_CHARS ? isolate.compileModuleSync(request.code, options) : await isolate.compileModule(request.code, options);
       } catch (error) {
         return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
       }
@@ -130,7 +140,7 @@ class CodeRun {
       const refused = refusedImport(module.dependencySpecifiers, request.imports, this.#pool.vetted);
       if (refused !== null) return this.#error('import_refused', refused);
       try {
-        this.#handles.push(...(await linkModule(isolate, prepared.context, module, request.imports, this.#pool.vetted)));
+        this.#handles.push(...linkModule(isolate, prepared.context, module, request.imports, this.#pool.vetted));
       } catch (error) {
         if (hasCode(error, 'import_refused')) return this.#error('import_refused', (error as Error).message);
         return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));

@@ -48,8 +48,9 @@ async function start(): Promise<void> {
   const env = { ...process.env, DATABASE_URL: databaseUrl };
   const childLog = (message: string, fields: Record<string, unknown> = {}) => log.info(fields, message);
   children.push(
-    superviseChild({ name: 'control-plane', args: [entry('control-plane/main.ts')], env, log: childLog }),
-    // isolated-vm needs Node's startup snapshot off.
+    // isolated-vm needs Node's startup snapshot off: the runner runs logic.code, and the control
+    // plane compiles it when definitions are checked (sandbox/check.ts).
+    superviseChild({ name: 'control-plane', args: ['--no-node-snapshot', entry('control-plane/main.ts')], env, log: childLog }),
     superviseChild({ name: 'runner', args: ['--no-node-snapshot', entry('runner/main.ts')], env, log: childLog }),
   );
   log.info({ api: `http://${config.host}:${config.port}/v1`, ops: `http://${config.opsHost}:${config.opsPort}/graphql` }, 'started');

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,88 +12,119 @@ import { freePort } from '../shared/db/free-port.ts';
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-start-'));
 const [port, opsPort, pgPort] = [await freePort(), await freePort(), await freePort()];
 const opsToken = 'processes-test-ops-token';
-
 const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), OPS_PORT: String(opsPort), EMBEDDED_PG_PORT: String(pgPort), OPS_TOKEN: opsToken, LOG_LEVEL: 'warn' };
 delete env.DATABASE_URL;
 delete env.TEST_DATABASE_URL;
 
-const launcher = spawn(process.execPath, ['--no-node-snapshot', join(import.meta.dirname, '..', 'scripts', 'start.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-const output: string[] = [];
-const keep = (chunk: Buffer) => {
-  output.push(...chunk.toString().trimEnd().split('\n'));
-  output.splice(0, output.length - 40);
-};
-launcher.stdout.on('data', keep);
-launcher.stderr.on('data', keep);
-const exited = once(launcher, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+interface Launch {
+  proc: ChildProcess;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+  /** The last lines of its output, for failure messages. */
+  output: string[];
+}
+
+const launches: Launch[] = [];
+
+/** Runs `npm start`'s entry, as npm does, with the test's ports and data folder. */
+function launch(): Launch {
+  const proc = spawn(process.execPath, ['--no-node-snapshot', join(import.meta.dirname, '..', 'scripts', 'start.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(...chunk.toString().trimEnd().split('\n'));
+    output.splice(0, output.length - 40);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  const run = { proc, output, exited: once(proc, 'exit') as Launch['exited'] };
+  launches.push(run);
+  return run;
+}
 
 t.teardown(async () => {
-  // Only when an assertion failed half-way: never leave the stack running.
-  if (launcher.exitCode === null && launcher.signalCode === null) {
-    launcher.kill('SIGTERM');
-    await exited;
+  // Only when an assertion failed half-way: never leave a stack running.
+  for (const { proc, exited } of launches) {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGTERM');
+      await exited;
+    }
   }
   await rm(dataDir, { recursive: true, force: true });
 });
 
 /** Polls `probe` until it returns a value; a generous deadline fails the test with recent output. */
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+async function waitFor<T>(run: Launch, what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (launcher.exitCode !== null) throw new Error(`npm start exited (${launcher.exitCode}) while waiting for ${what}:\n${output.join('\n')}`);
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output.join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${run.output.join('\n')}`);
     await sleep(200);
   }
 }
 
-interface RunnerView {
-  pid: number;
-  alive: boolean;
+/** Resolves with the exit code, or fails the test if the process has not exited after 30 s. */
+async function exitCode(run: Launch): Promise<number | null> {
+  // Unref'd: it fails the test if the stack hangs, and keeps nothing alive otherwise.
+  const deadline = sleep(30_000, undefined, { ref: false }).then(() => {
+    throw new Error(`npm start did not exit:\n${run.output.join('\n')}`);
+  });
+  const [code] = await Promise.race([run.exited, deadline]);
+  return code;
 }
 
-async function aliveRunners(): Promise<RunnerView[]> {
+async function signIn(): Promise<number | undefined> {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/auth/anonymous`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  return res.status === 200 ? res.status : undefined;
+}
+
+async function aliveRunners(): Promise<{ pid: number }[]> {
   const res = await fetch(`http://127.0.0.1:${opsPort}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${opsToken}` },
     body: JSON.stringify({ query: '{ runners { pid alive } }' }),
   });
-  const body = (await res.json()) as { data: { runners: RunnerView[] } };
+  const body = (await res.json()) as { data: { runners: { pid: number; alive: boolean }[] } };
   return body.data.runners.filter((r) => r.alive);
 }
 
-/** Pids of every process below `root`, from /proc. */
-async function descendants(root: number): Promise<number[]> {
-  const parents = new Map<number, number>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (stat) parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-  }
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length) {
-    const pid = queue.shift()!;
-    for (const [child, parent] of parents) if (parent === pid) (found.push(child), queue.push(child));
-  }
-  return found;
+/** The stat line of `pid` after its parenthesised name: state, ppid, ... ('' once it is gone). */
+async function stat(pid: number): Promise<string[]> {
+  const line = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return line ? line.slice(line.lastIndexOf(')') + 2).split(' ') : [];
 }
 
 /** A process counts as gone once it no longer exists or is a zombie awaiting its reaper. */
 async function running(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  const fields = await stat(pid);
+  return fields.length > 0 && fields[0] !== 'Z';
 }
 
-t.test('npm start serves the API with a registered runner', async (t) => {
-  const status = await waitFor('anonymous sign-in', async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/auth/anonymous`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-    return res.status === 200 ? res.status : undefined;
-  });
-  t.equal(status, 200);
+/** Pids of every process below `root`, with their command lines. */
+async function descendants(root: number): Promise<{ pid: number; command: string }[]> {
+  const parents = new Map<number, number>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = await stat(Number(entry));
+    if (fields.length) parents.set(Number(entry), Number(fields[1]));
+  }
+  const found: { pid: number; command: string }[] = [];
+  const queue = [root];
+  while (queue.length) {
+    const parent = queue.shift()!;
+    for (const [pid, ppid] of parents) {
+      if (ppid !== parent) continue;
+      found.push({ pid, command: (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ') });
+      queue.push(pid);
+    }
+  }
+  return found;
+}
 
-  const runners = await waitFor('a live runner', async () => {
+const first = launch();
+
+t.test('npm start serves the API with a registered runner', async (t) => {
+  t.equal(await waitFor(first, 'anonymous sign-in', signIn), 200);
+  const runners = await waitFor(first, 'a live runner', async () => {
     const alive = await aliveRunners();
     return alive.length ? alive : undefined;
   });
@@ -110,23 +141,44 @@ t.test('a runner killed with SIGKILL is restarted', async (t) => {
   const [before] = await aliveRunners();
   t.ok(before, 'a runner is alive');
   process.kill(before!.pid, 'SIGKILL');
-  const replacement = await waitFor('a restarted runner', async () => (await aliveRunners()).find((r) => r.pid !== before!.pid));
+  const replacement = await waitFor(first, 'a restarted runner', async () => (await aliveRunners()).find((r) => r.pid !== before!.pid));
   t.not(replacement.pid, before!.pid);
   t.ok(await running(replacement.pid), 'the new runner process runs');
 });
 
 t.test('SIGTERM stops every process of the stack and exits 0', async (t) => {
-  const pids = await descendants(launcher.pid!);
+  const tree = await descendants(first.proc.pid!);
   // supervisor, control plane, runner, postgres and its workers
-  t.ok(pids.length >= 5, `found the process tree (${pids.length} processes)`);
-  launcher.kill('SIGTERM');
-  // An unref'd deadline: it fails the test if the stack hangs, and keeps nothing alive otherwise.
-  const deadline = sleep(30_000, undefined, { ref: false }).then(() => {
-    throw new Error(`npm start did not exit:\n${output.join('\n')}`);
-  });
-  const [code] = await Promise.race([exited, deadline]);
-  t.equal(code, 0, 'exit code');
+  t.ok(tree.length >= 5, `found the process tree (${tree.length} processes)`);
+  first.proc.kill('SIGTERM');
+  t.equal(await exitCode(first), 0, 'exit code');
   const left = [];
-  for (const pid of pids) if (await running(pid)) left.push(pid);
+  for (const { pid } of tree) if (await running(pid)) left.push(pid);
   t.same(left, [], 'no process left behind');
+});
+
+t.test('after the supervisor is killed with SIGKILL, its children stop and the next start recovers', async (t) => {
+  const second = launch();
+  await waitFor(second, 'anonymous sign-in', signIn);
+  const tree = await descendants(second.proc.pid!);
+  const supervisor = tree.find((p) => p.command.includes('scripts/supervisor.ts'));
+  const children = tree.filter((p) => p.command.includes('control-plane/main.ts') || p.command.includes('runner/main.ts'));
+  const postmaster = tree.find((p) => p.command.includes(`-D ${join(dataDir, 'pg')}`));
+  t.ok(supervisor && postmaster, 'found the supervisor and PostgreSQL');
+  t.equal(children.length, 2, 'found the control plane and the runner');
+
+  process.kill(supervisor!.pid, 'SIGKILL');
+  t.not(await exitCode(second), 0, 'the launcher reports the failure');
+  await waitFor(second, 'the orphaned children to stop', async () => {
+    for (const { pid } of children) if (await running(pid)) return undefined;
+    return true;
+  }, 30_000);
+  t.pass('the control plane and the runner stopped by themselves');
+  t.ok(await running(postmaster!.pid), 'PostgreSQL outlived it (nothing ran its exit hook)');
+
+  const third = launch();
+  t.equal(await waitFor(third, 'anonymous sign-in after recovery', signIn), 200);
+  t.notOk(await running(postmaster!.pid), 'the leftover PostgreSQL was stopped');
+  third.proc.kill('SIGTERM');
+  t.equal(await exitCode(third), 0, 'exit code');
 });

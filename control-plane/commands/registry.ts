@@ -7,6 +7,13 @@ import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
 import type { CommandConnection, CommandDefinition, CommandResult } from './command.ts';
 import { userCommands } from './users.ts';
+import { sessionCommands } from './sessions.ts';
+import { eventCommands } from './events.ts';
+import { subscriptionCommands } from './subscriptions.ts';
+import { sessionObjectCommands } from './session-objects.ts';
+import { threadItemCommands } from './thread-items.ts';
+import { definitionCommands } from './definitions.ts';
+import { sessionGraphCommands } from './session-graph.ts';
 
 /**
  * A command request (REST body or WebSocket message) may be this large, so that each command's
@@ -16,7 +23,7 @@ import { userCommands } from './users.ts';
 export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
 
 /** Every command the service answers, on both transports. Issue 5 appends its families here. */
-export const COMMANDS: readonly CommandDefinition[] = [...userCommands];
+export const COMMANDS: readonly CommandDefinition[] = [...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands, ...definitionCommands, ...sessionGraphCommands];
 
 /** Commands by name. Immutable once built; one per app, shared by the REST and JSON-RPC transports. */
 export interface CommandRegistry {

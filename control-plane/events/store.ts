@@ -21,7 +21,8 @@ export interface NewEvent {
   attributes?: Record<string, unknown>;
 }
 
-interface EventRow {
+/** An event row as both event tables return it (`id` is the table's bigint identity). */
+export interface EventRow {
   id: number;
   kind: string;
   at: string;
@@ -63,4 +64,34 @@ export async function appendExecutionEvent(q: Queryable, event: NewEvent & { exe
     [event.executionId, event.sessionId, event.kind, event.node ?? null, JSON.stringify(event.attributes ?? {}), EVENTS_CHANNEL],
   );
   return eventRecord(rows[0]!);
+}
+
+/** The two event logs: a session's events, and an execution's. Each has its own id sequence. */
+export type EventStream = 'session' | 'execution';
+
+// Table and owner column per stream; both are constants, never request input.
+const STREAMS = {
+  session: { table: 'session_events', owner: 'session_id' },
+  execution: { table: 'execution_events', owner: 'execution_id' },
+} as const satisfies Record<EventStream, { table: string; owner: string }>;
+
+/**
+ * Up to `count` events of one session or execution with an id above `afterId`, in id order: a
+ * keyset read, so rows inserted meanwhile are neither repeated nor shift the page.
+ */
+export async function readEvents(q: Queryable, stream: EventStream, ownerId: string, afterId: number, count: number): Promise<EventRow[]> {
+  const { table, owner } = STREAMS[stream];
+  const { rows } = await q.query<EventRow>(
+    `SELECT id, kind, at, session_id, execution_id, node, attributes FROM ${table}
+      WHERE ${owner} = $1::uuid AND id > $2::bigint ORDER BY id LIMIT $3::int`,
+    [ownerId, afterId, count],
+  );
+  return rows;
+}
+
+/** The id of the newest event of one session or execution (0 when it has none). */
+export async function lastEventId(q: Queryable, stream: EventStream, ownerId: string): Promise<number> {
+  const { table, owner } = STREAMS[stream];
+  const { rows } = await q.query<{ id: number }>(`SELECT coalesce(max(id), 0)::bigint AS id FROM ${table} WHERE ${owner} = $1::uuid`, [ownerId]);
+  return rows[0]!.id;
 }

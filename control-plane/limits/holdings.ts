@@ -28,12 +28,16 @@ const HOLDINGS = {
 
 export type QuotaId = keyof typeof HOLDINGS;
 
+// `NO KEY UPDATE`, like the routes' own row locks (lockOrgByRef, lockOrgOwner): it serialises the
+// quota takers of one holder and the ops API's override writes on it, without blocking the
+// `KEY SHARE` lock that inserting any row referencing the holder takes (a membership, an execution
+// naming its organization), nor upgrading a lock the route already holds.
 const LOCKS: Record<HolderKind, string> = {
-  user: 'SELECT 1 FROM users WHERE id = $1::uuid FOR UPDATE',
-  org: 'SELECT 1 FROM orgs WHERE id = $1::uuid FOR UPDATE',
-  blob: 'SELECT 1 FROM blobs WHERE id = $1::uuid FOR UPDATE',
-  revision: 'SELECT 1 FROM revisions WHERE id = $1::uuid FOR UPDATE',
-  session: 'SELECT 1 FROM sessions WHERE id = $1::uuid FOR UPDATE',
+  user: 'SELECT 1 FROM users WHERE id = $1::uuid FOR NO KEY UPDATE',
+  org: 'SELECT 1 FROM orgs WHERE id = $1::uuid FOR NO KEY UPDATE',
+  blob: 'SELECT 1 FROM blobs WHERE id = $1::uuid FOR NO KEY UPDATE',
+  revision: 'SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE',
+  session: 'SELECT 1 FROM sessions WHERE id = $1::uuid FOR NO KEY UPDATE',
 };
 
 /** How many `quota` the holder holds now. */

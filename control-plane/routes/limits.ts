@@ -1,13 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { isBlobType } from '../../shared/blob-types.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
-import { blobLimitsReply, loadOverrides, orgLimitsReply, userLimitsReply } from '../../shared/limits/index.ts';
 import { roleAtLeast } from '../../shared/roles.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { blobFor, orgFor, userStanding } from '../access/standing.ts';
-import { heldBy } from '../limits/holdings.ts';
+import { limitsRead } from '../limits/reads.ts';
 import { ok } from '../reply.ts';
 import { resolveUser } from './users.ts';
 
@@ -30,22 +28,18 @@ export async function limitsRoutes(app: FastifyInstance): Promise<void> {
     const standing = userStanding(request.principal, user);
     if (standing === null) throw new ServiceError('not_found', 'No such user.');
     if (!roleAtLeast(standing, 'admin')) throw new ServiceError('forbidden', "Only the user or an account with admin standing over it may read its limits.");
-    const [{ overrides }, held] = await Promise.all([loadOverrides(ctx.db, { userId: user.id }), heldBy(ctx.db, 'user', user.id)]);
-    return ok({ groups: userLimitsReply(overrides, held) });
+    return ok({ groups: await limitsRead(ctx.db, { targetType: 'user', id: user.id }) });
   });
 
   app.get('/orgs/:id/limits', async (request) => {
     const { id } = parseInput(orgParams, request.params, 'path');
     const { org } = await orgFor(ctx, request.principal, id, 'read');
-    const [{ overrides }, held] = await Promise.all([loadOverrides(ctx.db, { orgId: org.id }), heldBy(ctx.db, 'org', org.id)]);
-    return ok({ groups: orgLimitsReply(overrides, held) });
+    return ok({ groups: await limitsRead(ctx.db, { targetType: 'org', id: org.id }) });
   });
 
   app.get('/blobs/:org_id/:blob_id/limits', async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
-    if (!isBlobType(blob.type)) throw new ServiceError('internal_error', `Blob ${blob.id} has an unknown type.`);
-    const [{ overrides }, held] = await Promise.all([loadOverrides(ctx.db, { blobId: blob.id }), heldBy(ctx.db, 'blob', blob.id)]);
-    return ok({ groups: blobLimitsReply(blob.type, overrides, held) });
+    return ok({ groups: await limitsRead(ctx.db, { targetType: 'blob', id: blob.id, blobType: blob.type }) });
   });
 }

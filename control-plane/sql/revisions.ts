@@ -1,6 +1,7 @@
 import { heldCount, type QuotaId } from '../limits/holdings.ts';
 import type { Queryable, Tx } from '../../shared/db/db.ts';
 import { REVISION_COLUMNS, type RevisionRow } from '../access/standing.ts';
+import { copyDefinitions } from './definitions.ts';
 
 /** Contract §4: the revision record as every response shows it. */
 export function revisionRecord(row: RevisionRow): Record<string, unknown> {
@@ -74,8 +75,12 @@ const REVISION_QUOTAS: Record<string, readonly QuotaId[]> = {
 
 /**
  * Copies what a revision holds into a new revision of the same blob (Create Revision with
- * `copy_from`). Today that is its metadata listings; the workflow issue adds definitions here,
- * inside the same transaction, so a copy is all or nothing.
+ * `copy_from`): its metadata listings and its definitions, inside the creating transaction, so a
+ * copy is all or nothing. Sessions and executions are not copied. The copied definitions take no
+ * slot through `takeSlot`: Create Revision checks only `platform.revisions_per_blob`
+ * (specification: Refusals), and both revisions share one blob and so one value in force. If an
+ * override was lowered below what the source holds, the copy holds as many, and Create
+ * Definition refuses in it until deletions bring it under (docs/workflow.md).
  */
 export async function copyRevisionContent(tx: Tx, fromId: string, toId: string): Promise<void> {
   await tx.query(
@@ -83,4 +88,5 @@ export async function copyRevisionContent(tx: Tx, fromId: string, toId: string):
      SELECT $2::uuid, alias, entries FROM revision_metadata WHERE revision_id = $1::uuid`,
     [fromId, toId],
   );
+  await copyDefinitions(tx, fromId, toId);
 }

@@ -32,14 +32,23 @@ function processAlive(pid: number): boolean {
   }
 }
 
-async function parentOf(pid: number): Promise<number | undefined> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // Field 4, counted after the parenthesised command name (which may hold spaces).
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
+/** Field `n` (1-based, n >= 3) of /proc/<pid>/stat, counted after the parenthesised name. */
+async function procStat(pid: number, n: number): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[n - 3];
+}
+
+/**
+ * The pid of a postmaster still running on `clusterDir`, from its lock file. The pid must still
+ * be that postmaster (its command line names the folder): after a reboot the number may belong to
+ * any process, and a stale lock file of a dead server is postgres's own business.
+ */
+async function runningServer(clusterDir: string): Promise<number | undefined> {
+  const lock = await readFile(join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => undefined);
+  const pid = Number(lock?.split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  return command.split('\0').includes(clusterDir) ? pid : undefined;
 }
 
 /**
@@ -48,20 +57,14 @@ async function parentOf(pid: number): Promise<number | undefined> {
  * with a fast shutdown; anything else is refused with a message naming the pid.
  */
 async function stopLeftoverServer(clusterDir: string, log: (line: string) => void): Promise<void> {
-  let pid: number;
-  try {
-    pid = Number((await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
-  } catch {
-    return;
-  }
-  // A stale pid file of a dead server is handled by postgres itself.
-  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return;
-  if ((await parentOf(pid)) !== 1) {
+  const pid = await runningServer(clusterDir);
+  if (pid === undefined) return;
+  if ((await procStat(pid, 4)) !== '1') {
     throw new Error(`PostgreSQL (pid ${pid}) already runs on ${clusterDir}: is another instance running? Stop it, or set DATA_DIR elsewhere.`);
   }
   log(`stopping PostgreSQL (pid ${pid}) left behind by a previous run`);
   process.kill(pid, 'SIGINT');
-  for (let waited = 0; processAlive(pid); waited += 100) {
+  for (let waited = 0; processAlive(pid) && (await procStat(pid, 3)) !== 'Z'; waited += 100) {
     if (waited > 15_000) throw new Error(`PostgreSQL (pid ${pid}) left behind by a previous run does not stop`);
     await sleep(100);
   }
