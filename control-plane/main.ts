@@ -16,6 +16,7 @@ import { onStopSignal } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { buildApp } from './app.ts';
 import { buildOpsApp } from './ops/app.ts';
+import { startSessionReaper, type SessionReaper } from './workflow/session-reaper.ts';
 
 /** The process is out within this after a stop signal, forced if need be (requests cut short). */
 const GRACE_MS = 7_000;
@@ -28,12 +29,14 @@ let db: Db | undefined;
 let boss: PgBoss | undefined;
 let app: FastifyInstance | undefined;
 let ops: FastifyInstance | undefined;
+let reaper: SessionReaper | undefined;
 let stopping: Promise<void> | undefined;
 
 /** Undoes whatever has started: listeners first, so requests in flight finish on a live database. */
 function stop(): Promise<void> {
   stopping ??= (async () => {
     await Promise.all([app?.close(), ops?.close()]);
+    await reaper?.stop();
     await boss?.stop({ graceful: true, timeout: 2_000 });
     await db?.close();
     await embedded?.stop();
@@ -52,6 +55,7 @@ async function start(): Promise<void> {
   if (applied.length) log.info({ applied }, 'migrations applied');
 
   db = createDb({ connectionString: databaseUrl, max: 20, applicationName: 'workspace-control-plane' });
+  reaper = startSessionReaper(db, { onError: (err) => log.error({ err }, 'session reaper failed') });
   boss = createBoss(databaseUrl, 'control-plane');
   boss.on('error', (err) => log.error({ err }, 'queue error'));
   await boss.start();

@@ -116,7 +116,8 @@ function sameRefusal(t: any, outcome: Outcome, status: number, error: string, rp
 
 t.test('a registry refuses a name defined twice', async (t) => {
   t.throws(() => createCommandRegistry([testCommands[0]!, testCommands[0]!]), /defined twice/);
-  t.same(createCommandRegistry(COMMANDS).names, ['get_user']);
+  t.equal(new Set(createCommandRegistry(COMMANDS).names).size, COMMANDS.length, 'every shipped command has a distinct name');
+  t.ok(createCommandRegistry(COMMANDS).names.includes('get_user'));
 });
 
 t.test('success: REST wraps the result in the envelope, JSON-RPC returns it bare; revision_id never reaches the handler', async (t) => {

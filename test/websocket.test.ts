@@ -318,7 +318,7 @@ t.test('REST and JSON-RPC give the same error for the same bad input on a revisi
     ['a command the revision does not answer', revisionId, {}, alice, { status: 404, error: 'unknown_command', rpc: -32601 }],
     ['a non-revision command on a revision', revisionId, { user_id: 'me' }, alice, { status: 404, error: 'unknown_command', rpc: -32601 }],
   ];
-  const commandOf = (name: string) => name === 'a non-revision command on a revision' ? 'get_user' : 'create_session';
+  const commandOf = (name: string) => name === 'a non-revision command on a revision' ? 'get_user' : 'create_schedule';
   for (const [name, revision, params, caller, expected] of cases) {
     const rest = await call(app, 'POST', `/v1/revisions/${revision}/${commandOf(name)}`, { as: caller, body: params });
     t.equal(rest.status, expected.status, `${name}: REST status`);
