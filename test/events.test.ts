@@ -1,5 +1,5 @@
 import t from 'tap';
-import { appendExecutionEvent, appendSessionEvent } from '../control-plane/events/store.ts';
+import { appendExecutionEvent, appendSessionEvent } from '../shared/events/store.ts';
 import { buildTestApp, signInAnonymous, type Caller } from './helpers/app.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
 import { sameRefusal, transports } from './helpers/session-commands.ts';

@@ -3,7 +3,7 @@ import { buildTestApp, setOverride, signInAnonymous } from './helpers/app.ts';
 import { grant } from './helpers/access.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
 import { advisoryWaiters, createSession, markDeleting, openTransports, sessionEvents, tracked, until, VIAS } from './helpers/session-contents.ts';
-import { contentWriteLimits, writeSessionObject } from '../control-plane/workflow/object-writes.ts';
+import { contentWriteLimits, writeSessionObject } from '../shared/session/object-writes.ts';
 
 const { app } = await buildTestApp(t);
 const alice = await signInAnonymous(app);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { appendSessionEvent } from '../control-plane/events/store.ts';
+import { appendSessionEvent } from '../shared/events/store.ts';
 import { findActiveSession } from '../control-plane/workflow/session-ref.ts';
 import { reapDeletingSessions, startSessionReaper } from '../control-plane/workflow/session-reaper.ts';
 import { buildTestApp, setOverride, signInAnonymous, type Caller } from './helpers/app.ts';

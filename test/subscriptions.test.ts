@@ -1,6 +1,6 @@
 import t from 'tap';
 import { LISTENER_APPLICATION_NAME, MAX_SUBSCRIPTIONS_PER_CONNECTION } from '../control-plane/events/listener.ts';
-import { appendExecutionEvent, appendSessionEvent } from '../control-plane/events/store.ts';
+import { appendExecutionEvent, appendSessionEvent } from '../shared/events/store.ts';
 import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
 import { openSocket, sameRefusal, transports, type Socket } from './helpers/session-commands.ts';

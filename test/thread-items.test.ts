@@ -3,7 +3,7 @@ import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { grant } from './helpers/access.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
 import { advisoryWaiters, createSession, markDeleting, openTransports, sessionEvents, tracked, until, VIAS, type Transports } from './helpers/session-contents.ts';
-import { postThreadItem, threadItemLimits } from '../control-plane/workflow/thread-writes.ts';
+import { postThreadItem, threadItemLimits } from '../shared/session/thread-writes.ts';
 
 const { app } = await buildTestApp(t);
 const alice = await signInAnonymous(app);

@@ -3,8 +3,8 @@ import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { validateGraph, type GraphVerdict } from '../../shared/workflow/validate-graph.ts';
 import type { AppContext } from '../context.ts';
-import { takeSlot, type QuotaId } from '../limits/holdings.ts';
-import { limitInForce } from '../limits/in-force.ts';
+import { takeSlot, type QuotaId } from '../../shared/limits/holdings.ts';
+import { limitInForce } from '../../shared/limits/in-force.ts';
 import {
   deleteDefinition, definitionRecord, findDefinition, insertDefinition, listDefinitions, type DefinitionCategory,
 } from '../sql/definitions.ts';

@@ -3,10 +3,10 @@ import type { AppContext } from '../context.ts';
 import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared/cursor.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
-import { graphMutationCeilings, graphMutationsSchema, mutateGraph } from '../graph/mutations.ts';
-import { runSessionGraphQuery } from '../graph/query.ts';
-import { DIRECTIONS, elementIdSchema, graphQuerySchema, labelSchema } from '../graph/query-schema.ts';
-import { elementRecord, findElement, listElements, listNeighbors } from '../sql/graph-elements.ts';
+import { graphMutationCeilings, graphMutationsSchema, mutateGraph } from '../../shared/graph/mutations.ts';
+import { runSessionGraphQuery } from '../../shared/graph/query.ts';
+import { DIRECTIONS, elementIdSchema, graphQuerySchema, labelSchema } from '../../shared/graph/query-schema.ts';
+import { elementRecord, findElement, listElements, listNeighbors } from '../../shared/graph/graph-elements-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand } from './command.ts';
 

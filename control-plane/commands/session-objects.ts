@@ -5,9 +5,9 @@ import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import type { RevisionScope } from './command.ts';
 import { defineCommand } from './command.ts';
 import type { AppContext } from '../context.ts';
-import { downloadable, listContents, sessionObjectRecord } from '../sql/session-objects.ts';
+import { downloadable, listContents, sessionObjectRecord } from '../../shared/session/session-objects-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
-import { contentTypeSchema, contentWriteLimits, writeSessionFile, writeSessionObject } from '../workflow/object-writes.ts';
+import { contentTypeSchema, contentWriteLimits, writeSessionFile, writeSessionObject } from '../../shared/session/object-writes.ts';
 
 const WORKFLOW = ['svc.compute.workflow'] as const;
 

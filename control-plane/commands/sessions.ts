@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
-import { appendSessionEvent } from '../events/store.ts';
-import { heldBy, takeSlot } from '../limits/holdings.ts';
-import { limitInForce } from '../limits/in-force.ts';
+import { appendSessionEvent } from '../../shared/events/store.ts';
+import { heldBy, takeSlot } from '../../shared/limits/holdings.ts';
+import { limitInForce } from '../../shared/limits/in-force.ts';
 import { insertSession, markDeleting, removeDeletingHolder, sessionListing } from '../sql/sessions.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';

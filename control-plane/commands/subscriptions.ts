@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
-import type { EventStream } from '../events/store.ts';
+import type { EventStream } from '../../shared/events/store.ts';
 import { findRevisionExecution } from '../sql/sessions.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand, type CommandConnection } from './command.ts';

@@ -3,9 +3,9 @@ import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared
 import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { defineCommand } from './command.ts';
-import { listThreadItems, threadItemRecord } from '../sql/thread-items.ts';
+import { listThreadItems, threadItemRecord } from '../../shared/session/thread-items-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
-import { postThreadItem, threadItemLimits, threadSchema } from '../workflow/thread-writes.ts';
+import { postThreadItem, threadItemLimits, threadSchema } from '../../shared/session/thread-writes.ts';
 
 const WORKFLOW = ['svc.compute.workflow'] as const;
 

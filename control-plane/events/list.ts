@@ -3,7 +3,7 @@ import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared
 import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { AppContext } from '../context.ts';
-import { eventRecord, readEvents, type EventRecord, type EventStream } from './store.ts';
+import { eventRecord, readEvents, type EventRecord, type EventStream } from '../../shared/events/store.ts';
 
 /** Contract §8: opaque-cursor listings take `limit` 1..200, 50 when absent. */
 export const EVENT_LIMIT_RANGE = { fallback: 50, max: 200 };

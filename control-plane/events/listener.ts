@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Db } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { CommandConnection } from '../commands/command.ts';
-import { EVENTS_CHANNEL, eventRecord, lastEventId, readEvents, type EventStream } from './store.ts';
+import { EVENTS_CHANNEL, eventRecord, lastEventId, readEvents, type EventStream } from '../../shared/events/store.ts';
 
 /**
  * Live events: one LISTEN connection per control-plane process on `ws_events`, fanning each

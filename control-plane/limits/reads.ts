@@ -1,7 +1,7 @@
 import { isBlobType } from '../../shared/blob-types.ts';
 import type { Queryable } from '../../shared/db/db.ts';
 import { blobLimitsReply, loadOverrides, orgLimitsReply, userLimitsReply, type LimitGroupReply } from '../../shared/limits/index.ts';
-import { heldBy } from './holdings.ts';
+import { heldBy } from '../../shared/limits/holdings.ts';
 
 /** The record a limits read is about, by id (access is the caller's to check first). */
 export type LimitsReadTarget =

@@ -1,5 +1,5 @@
-import { limitsInForce } from '../limits/in-force.ts';
-import { takeSlot } from '../limits/holdings.ts';
+import { limitsInForce } from '../../shared/limits/in-force.ts';
+import { takeSlot } from '../../shared/limits/holdings.ts';
 import { enabledLimitOf, entitlementRefusal } from '../../shared/limits/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';

@@ -1,5 +1,5 @@
-import { limitInForce } from '../limits/in-force.ts';
-import { takeSlot } from '../limits/holdings.ts';
+import { limitInForce } from '../../shared/limits/in-force.ts';
+import { takeSlot } from '../../shared/limits/holdings.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { BLOB_TYPES, isBlobType } from '../../shared/blob-types.ts';

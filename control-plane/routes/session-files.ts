@@ -11,7 +11,7 @@ import {
   downloadSessionFile, fileRefSchema, fileTargetSchema, readSessionFile, storeSessionFile, uploadSessionFile,
 } from '../commands/session-objects.ts';
 import type { AppContext } from '../context.ts';
-import { limitInForce } from '../limits/in-force.ts';
+import { limitInForce } from '../../shared/limits/in-force.ts';
 import { ok } from '../reply.ts';
 
 const pathParams = z.strictObject({ revision_id: refSchema });

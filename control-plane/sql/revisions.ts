@@ -1,4 +1,4 @@
-import { heldCount, type QuotaId } from '../limits/holdings.ts';
+import { heldCount, type QuotaId } from '../../shared/limits/holdings.ts';
 import type { Queryable, Tx } from '../../shared/db/db.ts';
 import { REVISION_COLUMNS, type RevisionRow } from '../access/standing.ts';
 import { copyDefinitions } from './definitions.ts';

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
-import { graphQueryCaps, runGraphQuery, sessionGraphStore, type GraphQueryCaps } from '../../control-plane/graph/query.ts';
-import { graphQuerySchema, type GraphQuery } from '../../control-plane/graph/query-schema.ts';
+import { graphQueryCaps, runGraphQuery, sessionGraphStore, type GraphQueryCaps } from '../../shared/graph/query.ts';
+import { graphQuerySchema, type GraphQuery } from '../../shared/graph/query-schema.ts';
 import { createDb, type Db, type Queryable } from '../../shared/db/db.ts';
 import { isServiceError } from '../../shared/errors.ts';
 import { resolveLimit } from '../../shared/limits/index.ts';

@@ -1,7 +1,7 @@
-import type { Db, Queryable, Tx } from '../../shared/db/db.ts';
-import { limitRefusal, type LimitInForce } from '../../shared/limits/index.ts';
+import type { Db, Queryable, Tx } from '../db/db.ts';
+import { limitRefusal, type LimitInForce } from '../limits/index.ts';
 import { limitsInForce } from '../limits/in-force.ts';
-import { elementRecord, type ElementRow, type GraphEdge, type GraphNode } from '../sql/graph-elements.ts';
+import { elementRecord, type ElementRow, type GraphEdge, type GraphNode } from './graph-elements-sql.ts';
 import { queryDepth, resolveStep, type GraphQuery, type ResolvedStep } from './query-schema.ts';
 
 /**

@@ -1,5 +1,5 @@
-import type { Queryable } from '../../shared/db/db.ts';
-import { loadOverrides, resolveLimit, resolveLimits, type LimitId, type OverrideTarget, type ResolvedLimit, type ResolvedLimits } from '../../shared/limits/index.ts';
+import type { Queryable } from '../db/db.ts';
+import { loadOverrides, resolveLimit, resolveLimits, type LimitId, type OverrideTarget, type ResolvedLimit, type ResolvedLimits } from './index.ts';
 
 /**
  * The values in force for a request about `target`: one query for the ownership chain and its

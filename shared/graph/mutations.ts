@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { ServiceError } from '../../shared/errors.ts';
-import { limitRefusal, type ResolvedLimit } from '../../shared/limits/index.ts';
+import type { Queryable, Tx } from '../db/db.ts';
+import { ServiceError } from '../errors.ts';
+import { limitRefusal, type ResolvedLimit } from '../limits/index.ts';
 import { appendSessionEvent } from '../events/store.ts';
 import { limitsInForce } from '../limits/in-force.ts';
 import {
@@ -12,7 +12,7 @@ import {
   upsertEdge,
   upsertNode,
   type GraphElement,
-} from '../sql/graph-elements.ts';
+} from './graph-elements-sql.ts';
 import { elementIdSchema, labelSchema, propertiesSchema } from './query-schema.ts';
 
 /**

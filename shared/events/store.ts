@@ -1,4 +1,4 @@
-import type { Queryable } from '../../shared/db/db.ts';
+import type { Queryable } from '../db/db.ts';
 
 /** The channel on which every appended event is announced (payload: `<stream>:<owner id>:<event id>`). */
 export const EVENTS_CHANNEL = 'ws_events';

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { ServiceError } from '../../shared/errors.ts';
-import { aliasSchema } from '../../shared/ids.ts';
-import { limitExceeded, limitRefusal, type LimitId, type LimitInForce } from '../../shared/limits/index.ts';
-import { parseInput } from '../../shared/validate.ts';
+import type { Queryable, Tx } from '../db/db.ts';
+import { ServiceError } from '../errors.ts';
+import { aliasSchema } from '../ids.ts';
+import { limitExceeded, limitRefusal, type LimitId, type LimitInForce } from '../limits/index.ts';
+import { parseInput } from '../validate.ts';
 import { appendSessionEvent } from '../events/store.ts';
 import { heldCount } from '../limits/holdings.ts';
 import { limitsInForce } from '../limits/in-force.ts';
-import { insertContent, lockSessionInserts, replaceContent, shareLockSession, type SessionObjectRow, type StoredContent } from '../sql/session-objects.ts';
+import { insertContent, lockSessionInserts, replaceContent, shareLockSession, type SessionObjectRow, type StoredContent } from './session-objects-sql.ts';
 
 /**
  * The one code path that writes a session object or file. Upload Session Object, Upload Session

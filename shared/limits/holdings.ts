@@ -1,5 +1,5 @@
-import type { Queryable } from '../../shared/db/db.ts';
-import { limitExceeded, type LimitInForce, type QuotaIdHeldBy } from '../../shared/limits/index.ts';
+import type { Queryable } from '../db/db.ts';
+import { limitExceeded, type LimitInForce, type QuotaIdHeldBy } from './index.ts';
 
 type HolderKind = 'user' | 'org' | 'blob' | 'revision' | 'session';
 

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { ServiceError } from '../../shared/errors.ts';
-import { aliasSchema } from '../../shared/ids.ts';
-import { limitRefusal, type LimitId, type LimitInForce } from '../../shared/limits/index.ts';
-import { parseInput } from '../../shared/validate.ts';
+import type { Queryable, Tx } from '../db/db.ts';
+import { ServiceError } from '../errors.ts';
+import { aliasSchema } from '../ids.ts';
+import { limitRefusal, type LimitId, type LimitInForce } from '../limits/index.ts';
+import { parseInput } from '../validate.ts';
 import { appendSessionEvent } from '../events/store.ts';
 import { limitsInForce } from '../limits/in-force.ts';
-import { lockSessionInserts, shareLockFiles, shareLockSession } from '../sql/session-objects.ts';
-import { insertThreadItem, type ThreadItemRow } from '../sql/thread-items.ts';
+import { lockSessionInserts, shareLockFiles, shareLockSession } from './session-objects-sql.ts';
+import { insertThreadItem, type ThreadItemRow } from './thread-items-sql.ts';
 import { unstorable, type WriteOrigin } from './object-writes.ts';
 
 /**

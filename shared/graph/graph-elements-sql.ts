@@ -1,5 +1,5 @@
-import type { Queryable } from '../../shared/db/db.ts';
-import type { Direction } from '../graph/query-schema.ts';
+import type { Queryable } from '../db/db.ts';
+import type { Direction } from './query-schema.ts';
 
 /** A node of a session graph as responses show it (contract §8). */
 export interface GraphNode {

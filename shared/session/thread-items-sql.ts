@@ -1,4 +1,4 @@
-import type { Queryable } from '../../shared/db/db.ts';
+import type { Queryable } from '../db/db.ts';
 
 export interface ThreadItemRow {
   id: string;

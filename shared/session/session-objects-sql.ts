@@ -1,4 +1,4 @@
-import type { Queryable } from '../../shared/db/db.ts';
+import type { Queryable } from '../db/db.ts';
 
 /** A session object or file as read back, never with a file's bytes. */
 export interface SessionObjectRow {
