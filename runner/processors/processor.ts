@@ -1,0 +1,58 @@
+import type { Db } from '../../shared/db/db.ts';
+import type { LimitObject } from '../../shared/errors.ts';
+
+/** The five limits `create_execution` resolves once; the execution keeps them until it ends. */
+export interface RunLimits {
+  'workflow.processor_runs_per_execution': number;
+  'workflow.execution_seconds': number;
+  'workflow.code_run_seconds': number;
+  'workflow.code_imports': string[];
+  'workflow.session_objects_per_session': number;
+}
+
+/** What a processor knows of the execution it runs in. */
+export interface ExecutionScope {
+  id: string;
+  sessionId: string;
+  orgId: string;
+  /** The session's blob: limits of the work come from here, not from the definition's blob. */
+  blobId: string;
+  revisionId: string;
+  limits: RunLimits;
+}
+
+/** Everything one node run gets besides its config and input. */
+export interface RunContext {
+  db: Db;
+  execution: ExecutionScope;
+  /** The node's name in the graph. */
+  node: string;
+  /** Aborted when the runner drains or loses the execution's lease. */
+  signal: AbortSignal;
+}
+
+/** An error a node run ends with (crosses thread boundaries as plain data). */
+export interface NodeError {
+  code: string;
+  message: string;
+  limit?: LimitObject;
+}
+
+/**
+ * How a node run ended: take a route with an output, fail (the `failure` route, if any, gets
+ * `{error, input}`), or park the execution for `seconds` and continue on `success` with `output`.
+ */
+export type NodeResult =
+  | { kind: 'route'; route: string; output: unknown }
+  | { kind: 'failure'; error: NodeError }
+  | { kind: 'sleep'; seconds: number; output: unknown };
+
+/**
+ * One processor: `run` receives a config already validated by the processor's schema in
+ * shared/workflow/processors.ts. Side effects are at-least-once: a runner that dies after them but
+ * before the node's result is persisted runs the node again.
+ */
+export interface Processor<C = any> {
+  readonly name: string;
+  run(ctx: RunContext, config: C, input: unknown): Promise<NodeResult>;
+}
