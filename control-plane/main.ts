@@ -10,8 +10,7 @@ import { createBoss, createQueues } from '../runner/queue.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
-import { startLocalDatabase } from '../shared/db/local-database.ts';
-import { migrate } from '../shared/db/migrate.ts';
+import { openDatabase } from '../shared/db/local-database.ts';
 import { onStopSignal } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { buildApp } from './app.ts';
@@ -45,14 +44,9 @@ function stop(): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info(line) });
-    databaseUrl = embedded.url;
-    log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
-  }
-  const applied = await migrate(databaseUrl);
-  if (applied.length) log.info({ applied }, 'migrations applied');
+  const opened = await openDatabase(config, log);
+  embedded = opened.embedded;
+  const databaseUrl = opened.url;
 
   db = createDb({ connectionString: databaseUrl, max: 20, applicationName: 'workspace-control-plane' });
   reaper = startSessionReaper(db, { onError: (err) => log.error({ err }, 'session reaper failed') });

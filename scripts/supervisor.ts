@@ -7,8 +7,7 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { loadConfig } from '../shared/config.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
-import { startLocalDatabase } from '../shared/db/local-database.ts';
-import { migrate } from '../shared/db/migrate.ts';
+import { openDatabase } from '../shared/db/local-database.ts';
 import { onStopSignal } from '../shared/shutdown.ts';
 import { superviseChild, type SupervisedChild } from './child-process.ts';
 
@@ -35,15 +34,9 @@ function stop(): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info(line) });
-    databaseUrl = embedded.url;
-    log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
-  }
-  // Once here, so the children find the schema in place and start serving at once.
-  const applied = await migrate(databaseUrl);
-  if (applied.length) log.info({ applied }, 'migrations applied');
+  const opened = await openDatabase(config, log);
+  embedded = opened.embedded;
+  const databaseUrl = opened.url;
 
   const env = { ...process.env, DATABASE_URL: databaseUrl };
   const childLog = (message: string, fields: Record<string, unknown> = {}) => log.info(fields, message);

@@ -5,7 +5,7 @@ import t from 'tap';
 import { withDatabase } from '../shared/db/database-url.ts';
 import { ensureDatabase } from '../shared/db/local-database.ts';
 import { migrate } from '../shared/db/migrate.ts';
-import { createEmptyDatabase } from './helpers/empty-db.ts';
+import { createTestDatabase } from './helpers/db.ts';
 
 const files = (await readdir(new URL('../shared/db/migrations/', import.meta.url)))
   .filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f))
@@ -23,7 +23,7 @@ async function appliedNames(url: string): Promise<string[]> {
 
 t.test('five processes migrating a fresh database together apply each file once', async (t) => {
   t.ok(files.length > 0, 'there are migrations');
-  const url = await createEmptyDatabase(t);
+  const url = await createTestDatabase(t, { empty: true });
   const results = await Promise.all(Array.from({ length: 5 }, () => migrate(url)));
   t.same(results.flat().sort(), files, 'every file applied by exactly one caller');
   t.equal(results.filter((applied) => applied.length > 0).length, 1, 'the first to take the lock applies them all');
@@ -32,7 +32,7 @@ t.test('five processes migrating a fresh database together apply each file once'
 });
 
 t.test('a failing migration is reported and leaves nothing half-applied', async (t) => {
-  const url = await createEmptyDatabase(t);
+  const url = await createTestDatabase(t, { empty: true });
   // A table the first migration creates already exists: its CREATE fails inside the transaction.
   const client = new pg.Client({ connectionString: url });
   await client.connect();

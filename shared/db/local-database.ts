@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LOCAL_DATABASE, withDatabase } from './database-url.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
+import { migrate } from './migrate.ts';
 
 /** Creates `database` on the server behind `adminUrl` unless it exists. Safe to race. */
 export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
@@ -104,4 +105,30 @@ export async function startLocalDatabase(options: LocalDatabaseOptions): Promise
     throw error;
   }
   return { url: withDatabase(server.url, LOCAL_DATABASE), stop: () => server.stop() };
+}
+
+/** The database a process serves from, and the embedded server it started for it, if any. */
+export interface OpenedDatabase {
+  url: string;
+  embedded: EmbeddedDatabase | undefined;
+}
+
+/**
+ * `DATABASE_URL`, or (unset) the embedded server under the data folder, migrated either way.
+ * Entry files call this once at start and stop `embedded` last at shutdown.
+ */
+export async function openDatabase(
+  config: { databaseUrl: string | undefined; dataDir: string; embeddedPgPort: number },
+  log: { info(fields: object, message?: string): void },
+): Promise<OpenedDatabase> {
+  let url = config.databaseUrl;
+  let embedded: EmbeddedDatabase | undefined;
+  if (!url) {
+    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info({ line }, 'postgres') });
+    url = embedded.url;
+    log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
+  }
+  const applied = await migrate(url);
+  if (applied.length) log.info({ applied }, 'migrations applied');
+  return { url, embedded };
 }

@@ -1,27 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Test } from 'tap';
+import { withDatabase } from '../../shared/db/database-url.ts';
 
-/** Creates a database of the test file's own from the migrated template; dropped at teardown. */
-export async function createTestDatabase(t: Test): Promise<string> {
-  const adminUrl = process.env.TEST_DATABASE_URL;
-  const template = process.env.TEST_TEMPLATE_DB;
-  if (!adminUrl || !template) throw new Error('run tests with `npm test` (it provides TEST_DATABASE_URL)');
-  const name = 'ws_t_' + randomBytes(6).toString('hex');
-  const admin = new pg.Client({ connectionString: adminUrl });
+function adminUrl(): string {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url || !process.env.TEST_TEMPLATE_DB) throw new Error('run tests with `npm test` (it provides TEST_DATABASE_URL)');
+  return url;
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl() });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+    await admin.query(sql);
   } finally {
     await admin.end();
   }
-  t.teardown(async () => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.end();
-  });
-  const url = new URL(adminUrl);
-  url.pathname = '/' + name;
-  return url.toString();
+}
+
+/**
+ * Creates a database of the test file's own on the test server, dropped at teardown: a clone of
+ * the migrated template, or (`empty`) one with nothing applied, for tests of migrating itself.
+ */
+export async function createTestDatabase(t: Test, options: { empty?: boolean } = {}): Promise<string> {
+  const name = (options.empty ? 'ws_e_' : 'ws_t_') + randomBytes(6).toString('hex');
+  await adminQuery(options.empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`);
+  t.teardown(() => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  return withDatabase(adminUrl(), name);
 }

@@ -1,0 +1,73 @@
+import type { Queryable } from '../db/db.ts';
+import { appendExecutionEvent, appendSessionEvent } from '../events/store.ts';
+
+/** The statuses an execution can end in; `ended_at` is set exactly for these (a CHECK enforces it). */
+export type TerminalStatus = 'succeeded' | 'failed' | 'cancelled';
+
+/** An execution's error as stored and returned (contract §4): `limit` only for limit_exceeded. */
+export interface ExecutionError {
+  code: string;
+  message: string;
+  limit?: { id: string; value: number };
+}
+
+/**
+ * Who may end the execution: `'unended'` ends it whoever holds it (cancel, the control plane);
+ * `{ leaseOwner }` only while that runner still holds its lease, so a runner that lost the
+ * execution to another one (or to a cancel) cannot end it a second time.
+ */
+export type EndGuard = 'unended' | { leaseOwner: string };
+
+export interface EndExecution {
+  executionId: string;
+  status: TerminalStatus;
+  output?: unknown;
+  error?: ExecutionError | null;
+  guard: EndGuard;
+}
+
+interface EndedRow {
+  session_id: string;
+  duration_ms: number;
+}
+
+/**
+ * Ends an execution in the caller's transaction: status, output/error and `ended_at` in one
+ * UPDATE — which is also what frees its `workflow.running_executions_per_org` slot (the quota
+ * counts `ended_at IS NULL`), so no path can end an execution and leak the slot — the lease
+ * cleared, then `execution.finished` appended to both the execution's and the session's events.
+ * Returns false, changing nothing, when the execution already ended or the guard does not hold.
+ */
+export async function endExecution(tx: Queryable, end: EndExecution): Promise<boolean> {
+  const leaseOwner = end.guard === 'unended' ? null : end.guard.leaseOwner;
+  const { rows } = await tx.query<EndedRow>(
+    `UPDATE executions
+        SET status = $2, output = $3::jsonb, error = $4::jsonb, ended_at = now(),
+            lease_owner = NULL, lease_until = NULL, wake_at = NULL
+      WHERE id = $1::uuid AND ended_at IS NULL
+        AND ($5::uuid IS NULL OR lease_owner = $5::uuid)
+      RETURNING session_id,
+        round(extract(epoch FROM now() - coalesce(started_at, created_at)) * 1000)::int AS duration_ms`,
+    [end.executionId, end.status, toJson(end.output), toJson(end.error), leaseOwner],
+  );
+  const row = rows[0];
+  if (!row) return false;
+  await appendExecutionEvent(tx, {
+    executionId: end.executionId,
+    sessionId: row.session_id,
+    kind: 'execution.finished',
+    attributes: { status: end.status, duration_ms: row.duration_ms },
+  });
+  await appendSessionEvent(tx, {
+    sessionId: row.session_id,
+    executionId: end.executionId,
+    kind: 'execution.finished',
+    attributes: { execution_id: end.executionId, status: end.status },
+  });
+  return true;
+}
+
+// undefined and null both store SQL NULL: an execution without output has `output: null`.
+function toJson(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
