@@ -27,6 +27,7 @@ import type { CommandDefinition } from './commands/command.ts';
 import { CodeChecker } from '../sandbox/check.ts';
 import { createEventListener } from './events/listener.ts';
 import { createSessionRemoval } from './workflow/session-reaper.ts';
+import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -35,7 +36,19 @@ export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
   /** The commands both transports answer; defaults to the service's own. Tests add their own to exercise the transports. */
   commands?: readonly CommandDefinition[];
+  /**
+   * Where runner jobs are sent: the control plane's started pg-boss (main.ts). Without one, every
+   * command that must enqueue a job fails (500) and rolls back, so nothing is created unannounced.
+   */
+  queue?: JobQueue;
 }
+
+// An app built without a queue (a test of something else) refuses to enqueue rather than drop jobs.
+const NO_QUEUE: JobQueue = {
+  send: async (name) => {
+    throw new Error(`this app was built without a job queue; cannot send a ${name} job`);
+  },
+};
 
 /** JSON bodies above this are refused with 413 (contract §1); command routes raise their own bound. */
 export const JSON_BODY_LIMIT = 1024 * 1024;
@@ -61,6 +74,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     codeCheck: codeChecker,
     events: createEventListener({ db: options.db, log: app.log }),
     sessionRemoval: createSessionRemoval(options.db, { onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry') }),
+    queue: options.queue ?? NO_QUEUE,
   };
   app.decorate('ctx', ctx);
   // The checker's isolate is created on first use; closing the app releases it.

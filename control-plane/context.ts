@@ -5,6 +5,7 @@ import type { Principal } from './auth/principal.ts';
 import type { CodeCheck } from '../shared/workflow/validate-graph.ts';
 import type { EventListener } from './events/listener.ts';
 import type { SessionRemoval } from './workflow/session-reaper.ts';
+import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
 export interface AppContext {
@@ -17,6 +18,8 @@ export interface AppContext {
   events: EventListener;
   /** Removes sessions this process moved to `deleting` (control-plane/workflow/session-reaper.ts). */
   sessionRemoval: SessionRemoval;
+  /** Sends runner jobs (the control plane's started pg-boss), always inside the transaction of the row they announce. */
+  queue: JobQueue;
 }
 
 declare module 'fastify' {

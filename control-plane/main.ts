@@ -55,7 +55,7 @@ async function start(): Promise<void> {
   await boss.start();
   await createQueues(boss);
 
-  app = await buildApp({ config, db });
+  app = await buildApp({ config, db, queue: boss });
   ops = await buildOpsApp({ config, db, boss });
   await app.listen({ host: config.host, port: config.port });
   await ops.listen({ host: config.opsHost, port: config.opsPort });

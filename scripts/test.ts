@@ -11,6 +11,7 @@ import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { freePort } from '../shared/db/free-port.ts';
 import { migrate } from '../shared/db/migrate.ts';
+import { installQueueSchema } from '../test/helpers/queue.ts';
 
 const TEMPLATE = 'ws_test_template';
 
@@ -36,6 +37,8 @@ async function main(): Promise<number> {
     await admin.query(`CREATE DATABASE ${TEMPLATE}`);
     await admin.end();
     await migrate(withDatabase(adminUrl, TEMPLATE));
+    // pg-boss's schema too, once: every test database is cloned with it, so starting a queue is quick.
+    await installQueueSchema(withDatabase(adminUrl, TEMPLATE));
 
     const args = process.argv.slice(2);
     const child = spawn(join(import.meta.dirname, '..', 'node_modules', '.bin', 'tap'), args, {

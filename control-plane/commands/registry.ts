@@ -14,6 +14,7 @@ import { sessionObjectCommands } from './session-objects.ts';
 import { threadItemCommands } from './thread-items.ts';
 import { definitionCommands } from './definitions.ts';
 import { sessionGraphCommands } from './session-graph.ts';
+import { executionCommands } from './executions.ts';
 
 /**
  * A command request (REST body or WebSocket message) may be this large, so that each command's
@@ -23,7 +24,7 @@ import { sessionGraphCommands } from './session-graph.ts';
 export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
 
 /** Every command the service answers, on both transports. Issue 5 appends its families here. */
-export const COMMANDS: readonly CommandDefinition[] = [...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands, ...definitionCommands, ...sessionGraphCommands];
+export const COMMANDS: readonly CommandDefinition[] = [...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands, ...definitionCommands, ...sessionGraphCommands, ...executionCommands];
 
 /** Commands by name. Immutable once built; one per app, shared by the REST and JSON-RPC transports. */
 export interface CommandRegistry {

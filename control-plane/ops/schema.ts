@@ -6,6 +6,7 @@ import { VERSION } from '../../shared/version.ts';
 import { listRunners } from '../../runner/registry.ts';
 import { auditOpsModule } from '../audit/audit-ops.ts';
 import { limitsOpsModule } from './limits-schema.ts';
+import { retentionOpsModule } from './retention-schema.ts';
 
 /** What every operations resolver gets. */
 export interface OpsContext {
@@ -121,7 +122,7 @@ const core: OpsModule = {
 };
 
 /** Every part of the operations schema. A feature adds its own module file and lists it here. */
-export const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule];
+export const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule];
 
 /**
  * Joins `modules` into one schema and one resolver map. Two parts resolving the same field is a

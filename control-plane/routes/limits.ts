@@ -21,12 +21,13 @@ const blobParams = z.strictObject({ org_id: refSchema, blob_id: refSchema });
 export async function limitsRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  // Self, or admin standing over the user (the owner of a service account); 403 for anyone else.
+  // Self, or admin standing over the user (the owner of a service account); 403 for anyone else,
+  // including a key confined to an organization or blob: every user's public profile is readable
+  // (GET /users/:id), so a 404 here would hide nothing.
   app.get('/users/:user_id/limits', async (request) => {
     const { user_id } = parseInput(userParams, request.params, 'path');
     const user = await resolveUser(ctx.db, request.principal, user_id);
     const standing = userStanding(request.principal, user);
-    if (standing === null) throw new ServiceError('not_found', 'No such user.');
     if (!roleAtLeast(standing, 'admin')) throw new ServiceError('forbidden', "Only the user or an account with admin standing over it may read its limits.");
     return ok({ groups: await limitsRead(ctx.db, { targetType: 'user', id: user.id }) });
   });

@@ -1,5 +1,6 @@
 import type { Db } from '../../shared/db/db.ts';
 import type { LimitObject } from '../../shared/errors.ts';
+import type { CodeRunner } from '../messages.ts';
 
 /** The five limits `create_execution` resolves once; the execution keeps them until it ends. */
 export interface RunLimits {
@@ -29,6 +30,8 @@ export interface RunContext {
   node: string;
   /** Aborted when the runner drains or loses the execution's lease. */
   signal: AbortSignal;
+  /** Where `logic.code` runs its sandbox (the runner's worker threads); absent where no code may run. */
+  code?: CodeRunner;
 }
 
 /** An error a node run ends with (crosses thread boundaries as plain data). */
@@ -43,9 +46,15 @@ export interface NodeError {
  * `{error, input}`), or park the execution for `seconds` and continue on `success` with `output`.
  */
 export type NodeResult =
-  | { kind: 'route'; route: string; output: unknown }
-  | { kind: 'failure'; error: NodeError }
+  | { kind: 'route'; route: string; output: unknown; attributes?: NodeEventAttributes }
+  | { kind: 'failure'; error: NodeError; attributes?: NodeEventAttributes }
   | { kind: 'sleep'; seconds: number; output: unknown };
+
+/**
+ * Extra attributes a processor adds to its node's `node.finished` / `node.failed` event (e.g. the
+ * logs of a `logic.code` run). Kept small: events are read back page by page.
+ */
+export type NodeEventAttributes = Record<string, unknown>;
 
 /**
  * One processor: `run` receives a config already validated by the processor's schema in

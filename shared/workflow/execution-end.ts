@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import type { LimitObject } from '../errors.ts';
 import { appendExecutionEvent, appendSessionEvent } from '../events/store.ts';
 
 /** The statuses an execution can end in; `ended_at` is set exactly for these (a CHECK enforces it). */
@@ -8,7 +9,7 @@ export type TerminalStatus = 'succeeded' | 'failed' | 'cancelled';
 export interface ExecutionError {
   code: string;
   message: string;
-  limit?: { id: string; value: number };
+  limit?: LimitObject;
 }
 
 /**

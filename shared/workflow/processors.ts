@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { aliasSchema, UUID_RE } from '../ids.ts';
 import { defaultOf, isFixed } from '../limits/catalog.ts';
+import { threadSchema } from '../session/thread-writes.ts';
 import { ROUTE_NAME_RE } from './graph.ts';
 
 /** Largest `logic.code` source, in UTF-8 bytes. */
@@ -128,21 +129,16 @@ export const SWITCH_DEFAULT_ROUTE = 'default';
 
 // ---- thread.post ------------------------------------------------------------------------------
 
-/**
- * The thread-name grammar of `post_session_thread_item` (control-plane/workflow/thread-writes.ts,
- * which checks it again when the node posts): repeated here because shared/ may not import the
- * control plane.
- */
-const threadName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'thread must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit');
-
 const threadPostConfig = z.strictObject({
-  /** Defaults to `main`. */
-  thread: threadName.optional(),
+  /** Defaults to `main`; the grammar of `post_session_thread_item`, from the same schema. */
+  thread: threadSchema.optional(),
   text: z.string().optional(),
   data: z.unknown().optional(),
   /** Aliases of session files the item refers to. */
   files: z.array(aliasSchema).optional(),
 });
+
+export type ThreadPostConfig = z.output<typeof threadPostConfig>;
 
 // ---- object.put -------------------------------------------------------------------------------
 
@@ -151,6 +147,8 @@ const objectPutConfig = z.strictObject({
   value: z.unknown().optional(),
   from_input: z.literal(true).optional(),
 }).superRefine(exactlyOne(['value', 'from_input']));
+
+export type ObjectPutConfig = z.output<typeof objectPutConfig>;
 
 // ---- graph.mutate -----------------------------------------------------------------------------
 
@@ -165,6 +163,8 @@ const graphMutateConfig = z.strictObject({
   mutations: z.array(mutationSchema).min(1).optional(),
   from_input: z.literal(true).optional(),
 }).superRefine(exactlyOne(['mutations', 'from_input']));
+
+export type GraphMutateConfig = z.output<typeof graphMutateConfig>;
 
 // ---- onnx.run ---------------------------------------------------------------------------------
 

@@ -7,20 +7,25 @@ import { buildApp, type BuildAppOptions } from '../../control-plane/app.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createDb, type Db } from '../../shared/db/db.ts';
 import { createTestDatabase } from './db.ts';
+import { startTestQueue } from './queue.ts';
+import type { PgBoss } from 'pg-boss';
 
 export interface TestApp {
   app: FastifyInstance;
   db: Db;
   config: Config;
   databaseUrl: string;
+  /** The control plane's pg-boss on the test database (started, queues created; stopped at teardown). */
+  boss: PgBoss;
 }
 
 /**
  * Builds the control plane against a fresh database of the test file's own. `env` overrides
  * configuration (e.g. OIDC settings); `options.commands` replaces the command list (tests of the
- * command transports). Everything is closed at teardown.
+ * command transports). The app sends runner jobs through a control-plane pg-boss of its own
+ * (`options.queue` replaces it, e.g. a stand-in that fails). Everything is closed at teardown.
  */
-export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands'> = {}): Promise<TestApp> {
+export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands' | 'queue'> = {}): Promise<TestApp> {
   const databaseUrl = await createTestDatabase(t);
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-test-data-'));
   const config = loadConfig({
@@ -34,13 +39,15 @@ export async function buildTestApp(t: Test, env: Record<string, string> = {}, op
     ...env,
   });
   const db = createDb({ connectionString: databaseUrl, max: 20 });
-  const app = await buildApp({ config, db, logger: false, ...options });
+  const boss = await startTestQueue(databaseUrl);
+  const app = await buildApp({ config, db, logger: false, queue: boss, ...options });
   t.teardown(async () => {
     await app.close();
+    await boss.stop({ graceful: false });
     await db.close();
     await rm(dataDir, { recursive: true, force: true });
   });
-  return { app, db, config, databaseUrl };
+  return { app, db, config, databaseUrl, boss };
 }
 
 export interface Caller {

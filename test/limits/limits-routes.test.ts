@@ -215,3 +215,18 @@ t.test('Get Blob Limits: needs read on the blob; 404 for a stranger on a private
   const other = await createOrg(app, user);
   t.equal((await read(`/v1/blobs/${other.id}/${privateBlob.id}/limits`, user)).status, 404, 'a blob under another organization\'s path');
 });
+
+t.test('Get User Limits refuses a key confined to an organization with 403, like any non-admin caller', async (t) => {
+  const minter = await signInAnonymous(app);
+  const org = await createOrg(app, minter);
+  const minted = await call(app, 'POST', '/v1/api-keys', { as: minter, body: { target: 'organization', target_id: org.id, role: 'admin' } });
+  t.equal(minted.status, 201);
+  const key = { headers: { 'x-api-key': minted.body.api_key.key } };
+  const profile = await call(app, 'GET', `/v1/users/${stranger.user.id}`, key);
+  t.equal(profile.status, 200, 'the public profile is readable with the key');
+  for (const target of [stranger.user.id, minter.user.id]) {
+    const res = await call(app, 'GET', `/v1/users/${target}/limits`, key);
+    t.equal(res.status, 403);
+    t.equal(res.body.error, 'forbidden');
+  }
+});

