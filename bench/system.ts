@@ -44,6 +44,8 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** Extra Node flags of the runners (e.g. `--cpu-prof`). */
   runnerNodeArgs?: string[];
+  /** Extra Node flags of the control plane. */
+  controlPlaneNodeArgs?: string[];
   /** Child log level (default `warn`). */
   logLevel?: string;
   /** Every line a child prints, as it comes (default: kept, not printed). */
@@ -208,7 +210,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     };
 
     const apiUrl = `http://127.0.0.1:${port}`;
-    const controlPlane = launch('control-plane', [], 'control-plane/main.ts');
+    const controlPlane = launch('control-plane', options.controlPlaneNodeArgs ?? [], 'control-plane/main.ts');
     // Any HTTP answer (401 here) means the API listens; the ops listener starts right after it.
     await waitUntil(controlPlane, 'the API to listen', async () => (await fetch(`${apiUrl}/v1/users/me`)).status > 0);
     await waitUntil(controlPlane, 'the ops API to listen', async () => (await fetch(`http://127.0.0.1:${opsPort}/graphql`)).status > 0);

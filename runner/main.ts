@@ -1,7 +1,11 @@
 /**
- * A runner process: consumes the pg-boss queues (work arrives with the workflow engine), registers
- * itself in `runners` and heartbeats. Any number of runners may share one database.
- * `npm run runner`; `npm start` supervises one.
+ * A runner process: registers itself in `runners` and heartbeats, and runs the execution engine
+ * (runner/engine/runner.ts) on the pg-boss `executions` queue. Any number of runners may share one
+ * database. `npm run runner`; `npm start` supervises one.
+ *
+ * A stop signal drains: no new work, nodes in flight get JOBS_GRACE_MS, what still runs then is
+ * handed back to the queue. When the code sandbox degrades (an isolate thread was lost) the runner
+ * drains the same way and exits 1, so its supervisor starts a clean process.
  */
 import { hostname } from 'node:os';
 import type { PgBoss } from 'pg-boss';
@@ -12,13 +16,17 @@ import { databaseUrlFor } from '../shared/db/database-url.ts';
 import { migrate } from '../shared/db/migrate.ts';
 import { onStopSignal } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
+import { createRunner, type Runner } from './engine/runner.ts';
 import { createBoss, createQueues } from './queue.ts';
 import { registerRunner, type Registration } from './registry.ts';
 
 /** The process is out within this after a stop signal, forced if need be. */
 const GRACE_MS = 7_000;
-/** Part of the grace left to jobs in flight; the rest is for deregistering and closing. */
-const JOBS_GRACE_MS = 5_000;
+/**
+ * Part of the grace left to nodes in flight before their executions are handed back; the engine
+ * takes up to 2 s more to unwind them, the rest is for deregistering and closing.
+ */
+const JOBS_GRACE_MS = 4_000;
 
 const config = loadConfig();
 const log = pino({ level: config.logLevel, base: { process: 'runner', pid: process.pid } });
@@ -27,12 +35,15 @@ const databaseUrl = databaseUrlFor(config);
 let db: Db | undefined;
 let boss: PgBoss | undefined;
 let registration: Registration | undefined;
+let runner: Runner | undefined;
 let stopping: Promise<void> | undefined;
 
 /** Undoes whatever has started, in the order that keeps `stopped_at` honest. Runs once. */
 function stop(): Promise<void> {
   stopping ??= (async () => {
-    await boss?.stop({ graceful: true, timeout: JOBS_GRACE_MS });
+    // The engine first: every execution it holds is finished or handed back before the queue goes.
+    await runner?.stop(JOBS_GRACE_MS);
+    await boss?.stop({ graceful: true, timeout: 1_000 });
     // Only after the queue stopped: `stopped_at` then means no job runs here any more.
     await registration?.stop();
     await db?.close();
@@ -43,7 +54,9 @@ function stop(): Promise<void> {
 async function start(): Promise<void> {
   // Every process migrates: runners may start before the control plane (migrate is advisory-locked).
   await migrate(databaseUrl);
-  db = createDb({ connectionString: databaseUrl, max: 4, applicationName: 'workspace-runner' });
+  // Executions in flight share this pool (each runs its statements one after another); code
+  // workers open their own small pools.
+  db = createDb({ connectionString: databaseUrl, max: 8, applicationName: 'workspace-runner' });
   boss = createBoss(databaseUrl, 'runner');
   boss.on('error', (err) => log.error({ err }, 'queue error'));
   boss.on('warning', (warning) => log.warn({ warning }, 'queue warning'));
@@ -51,6 +64,19 @@ async function start(): Promise<void> {
   await createQueues(boss);
   registration = await registerRunner(db, { host: hostname(), pid: process.pid, version: VERSION },
     (err) => log.warn({ err }, 'heartbeat failed'));
+  runner = createRunner({
+    db,
+    boss,
+    databaseUrl,
+    runnerId: registration.id,
+    log,
+    ...(config.runner.concurrency > 0 ? { concurrency: config.runner.concurrency } : {}),
+    onDegraded(reason) {
+      log.fatal({ reason }, 'code sandbox degraded: draining and exiting for a clean process');
+      void stop().finally(() => process.exit(1));
+    },
+  });
+  await runner.start();
   log.info({ runner_id: registration.id, version: VERSION }, 'runner started');
 }
 

@@ -40,9 +40,12 @@ export class LeaseKeeper {
     this.#held.set(executionId, onLost);
   }
 
-  /** Stops renewing `executionId` (it ended, parked, was handed back or given up). */
-  release(executionId: string): void {
-    this.#held.delete(executionId);
+  /**
+   * Stops renewing `executionId` (it ended, parked, was handed back or given up) if `onLost` is
+   * still its hold: a hold taken again since (the execution woke and was claimed again) stays.
+   */
+  release(executionId: string, onLost: () => void): void {
+    if (this.#held.get(executionId) === onLost) this.#held.delete(executionId);
   }
 
   /** How many executions are being renewed. */

@@ -169,3 +169,19 @@ export async function handBack(tx: Tx, queue: JobQueue, holder: Holder): Promise
   await enqueueExecution(queue, tx, holder.executionId);
   return true;
 }
+
+/**
+ * Gives a held execution up after the runner failed on it in a way of its own (a database error
+ * mid-node, a bug): handed back like `handBack`, but counted as an attempt, so an execution that
+ * makes every runner fail reaches the poison bound instead of cycling forever.
+ */
+export async function giveUp(tx: Tx, queue: JobQueue, holder: Holder): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `UPDATE executions SET status = 'queued', lease_owner = NULL, lease_until = now(), attempts = attempts + 1
+      WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running'`,
+    [holder.executionId, holder.runnerId],
+  );
+  if (!rowCount) return false;
+  await enqueueExecution(queue, tx, holder.executionId);
+  return true;
+}

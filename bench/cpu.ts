@@ -1,0 +1,73 @@
+/**
+ * CPU time per process group during a benchmark phase (Linux /proc): where the time goes between
+ * the control plane, the runners, PostgreSQL and the benchmark's own client. On a machine without
+ * /proc every figure reads 0.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import type pg from 'pg';
+
+export interface CpuSnapshot {
+  /** Seconds of CPU (user + system) per group, summed over its processes. */
+  seconds: Record<string, number>;
+}
+
+/** Fields of /proc/<pid>/stat after the parenthesised name (state is index 0), or undefined. */
+async function statFields(pid: number): Promise<string[] | undefined> {
+  const line = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  return line?.slice(line.lastIndexOf(')') + 2).split(' ');
+}
+
+// Linux reports /proc times in USER_HZ ticks, 100 per second on every architecture Node runs on.
+const TICKS_PER_SECOND = 100;
+
+// Indexes into statFields (stat(5) fields 14–17, minus the three before the state).
+const UTIME = 11;
+const STIME = 12;
+const CUTIME = 13;
+const CSTIME = 14;
+const PPID = 1;
+
+/** user + system seconds of `pid`; with `children`, also those of its exited, reaped children. */
+async function cpuOf(pid: number, children = false): Promise<number> {
+  const f = await statFields(pid);
+  if (!f) return 0;
+  const ticks = Number(f[UTIME]) + Number(f[STIME]) + (children ? Number(f[CUTIME]) + Number(f[CSTIME]) : 0);
+  return ticks / TICKS_PER_SECOND;
+}
+
+/** The postmaster's pid of the server behind `sql`: the parent of one of its backends. */
+export async function postmasterPid(sql: pg.Pool): Promise<number | undefined> {
+  const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const f = await statFields(rows[0]!.pid);
+  return f ? Number(f[PPID]) : undefined;
+}
+
+/**
+ * A snapshot of CPU seconds: `groups` maps a name to the pids counted under it; `postmaster`
+ * counts the server and every backend (live ones directly, exited ones through the postmaster's
+ * reaped-children time); `self` is this process.
+ */
+export async function cpuSnapshot(groups: Record<string, number[]>, postmaster: number | undefined): Promise<CpuSnapshot> {
+  const seconds: Record<string, number> = {};
+  for (const [name, pids] of Object.entries(groups)) {
+    seconds[name] = 0;
+    for (const pid of pids) seconds[name] += await cpuOf(pid);
+  }
+  if (postmaster !== undefined) {
+    let total = await cpuOf(postmaster, true);
+    for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(entry)) continue;
+      const f = await statFields(Number(entry));
+      if (f && Number(f[PPID]) === postmaster) total += await cpuOf(Number(entry));
+    }
+    seconds.postgres = total;
+  }
+  const self = process.cpuUsage();
+  seconds['bench client'] = (self.user + self.system) / 1e6;
+  return { seconds };
+}
+
+/** CPU seconds spent per group between two snapshots. */
+export function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
+  return Object.fromEntries(Object.entries(after.seconds).map(([name, s]) => [name, s - (before.seconds[name] ?? 0)]));
+}

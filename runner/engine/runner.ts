@@ -1,0 +1,308 @@
+/**
+ * One runner engine: the work loop (intake), the interpreter for every claimed execution, the
+ * lease keeper, the recovery sweep, the queue statistics and the code worker pool, wired together
+ * with start / stop / abandon. runner/main.ts builds one per process; tests build them in-process
+ * against their own database (test/helpers/runner.ts). It owns none of `db` and `boss`: the caller
+ * opens and closes them.
+ */
+import { availableParallelism } from 'node:os';
+import type { PgBoss } from 'pg-boss';
+import type { Db } from '../../shared/db/db.ts';
+import { CodePool } from '../code-pool.ts';
+import type { CodeRunner } from '../messages.ts';
+import type { Processor } from '../processors/processor.ts';
+import { processorRegistry } from '../processors/registry.ts';
+import type { ClaimedExecution } from './claim.ts';
+import { runExecution, type EngineContext, type Outcome, type RunControl } from './interpreter.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
+import { giveUp, handBack } from './persist.ts';
+import { QueueStatistics } from './queue-statistics.ts';
+import { RecoverySweep } from './recovery.ts';
+import { WorkLoop } from './work-loop.ts';
+
+/** The subset of a pino logger the engine uses. */
+export interface RunnerLog {
+  debug(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+/** Timings and sizes of the engine; every field has a production default (docs/architecture.md). */
+export interface RunnerTuning {
+  /** Executions worked on at once. Default 64. */
+  concurrency?: number;
+  /** Wake-ups fetched per batch. Default 16. */
+  batchSize?: number;
+  /** Backstop poll of the queue, seconds (≥ 0.5). Default 2. */
+  pollSeconds?: number;
+  /** Lease of a claimed execution, seconds. Default 10. */
+  leaseSeconds?: number;
+  /** Lease renewal period, seconds. Default 3. */
+  renewSeconds?: number;
+  /** Recovery sweep period, seconds. Default 5. */
+  sweepSeconds?: number;
+  /** Grace before an unheld execution without a pending wake-up gets a new one, seconds. Default 30. */
+  orphanSeconds?: number;
+  /** Crash recoveries without progress before an execution ends failed. Default 3. */
+  maxRecoveries?: number;
+  /** ANALYZE of the job table at least this often, seconds. Default 60. */
+  analyzeSeconds?: number;
+  /** …or after this many jobs handled here. Default 10,000. */
+  analyzeJobs?: number;
+  /** Code worker threads. Default: CPU count, 1 to 4. */
+  codeThreads?: number;
+  /** Isolates (concurrent code runs) per code thread. Default 2. */
+  isolatesPerThread?: number;
+  /** Heap bound per isolate, MiB. Default 64. */
+  codeMemoryMb?: number;
+}
+
+export interface RunnerOptions extends RunnerTuning {
+  db: Db;
+  boss: PgBoss;
+  /** Where the code workers open their own connections. */
+  databaseUrl: string;
+  /** This runner's id (its `runners` row): the lease owner of what it claims. */
+  runnerId: string;
+  log: RunnerLog;
+  /** The processors to run (default: runner/processors/registry.ts). */
+  processors?: ReadonlyMap<string, Processor>;
+  /** Replaces the piscina pool (tests of the engine without threads). */
+  code?: CodeRunner;
+  /**
+   * The sandbox can no longer promise a clean process (an isolate thread was lost). The runner
+   * has already stopped taking work; the owner should `stop()` it and exit non-zero so the
+   * supervisor starts a fresh process.
+   */
+  onDegraded?: (reason: string) => void;
+}
+
+export interface RunnerStats {
+  inFlight: number;
+  leases: number;
+  degraded: boolean;
+}
+
+export interface Runner {
+  readonly id: string;
+  start(): Promise<void>;
+  /**
+   * Drains: stops fetching, lets nodes in flight finish for up to `graceMs` (each execution is
+   * handed back at its next node boundary), then hands back whatever still runs, so no execution
+   * is left `running` under a runner that is gone. Idempotent.
+   */
+  stop(graceMs?: number): Promise<void>;
+  /** Simulates a kill -9 (tests): stops everything at once and writes nothing more; leases run out. */
+  abandon(): Promise<void>;
+  stats(): RunnerStats;
+}
+
+interface Flight {
+  execution: ClaimedExecution;
+  controller: AbortController;
+  dead: boolean;
+  done: Promise<void>;
+}
+
+const DEFAULT_GRACE_MS = 5_000;
+/** How long stop() waits for runs it handed back to unwind before closing their code pool. */
+const UNWIND_MS = 2_000;
+/** Most local wake-up timers kept for parked executions; later ones rely on polling. */
+const MAX_WAKE_TIMERS = 10_000;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Builds a runner engine; nothing starts until `start()`. */
+export function createRunner(options: RunnerOptions): Runner {
+  const { db, boss, runnerId, log } = options;
+  const concurrency = Math.max(1, options.concurrency ?? 64);
+  const leaseSeconds = Math.max(1, options.leaseSeconds ?? 10);
+  const flights = new Map<string, Flight>();
+  const wakeTimers = new Set<NodeJS.Timeout>();
+  let draining = false;
+  let abandoned = false;
+  let degraded = false;
+  let started = false;
+  let stopping: Promise<void> | undefined;
+
+  const codePool = options.code ? null : new CodePool({
+    databaseUrl: options.databaseUrl,
+    threads: options.codeThreads ?? Math.max(1, Math.min(4, availableParallelism())),
+    isolatesPerThread: options.isolatesPerThread ?? 2,
+    memoryMb: options.codeMemoryMb ?? 64,
+    onNotice(notice) {
+      if (notice.type === 'host_error') {
+        log.warn({ runner_id: runnerId, error: notice.message }, 'a logic.code host call failed');
+        return;
+      }
+      if (degraded) return;
+      degraded = true;
+      log.error({ runner_id: runnerId, reason: notice.reason }, 'code sandbox degraded; this runner stops taking work');
+      // Stop taking work at once; the owner drains and replaces the process.
+      void workLoop.stop().catch((err: unknown) => log.warn({ err }, 'stopping the intake failed'));
+      options.onDegraded?.(notice.reason);
+    },
+  });
+  const code: CodeRunner | undefined = options.code ?? codePool ?? undefined;
+
+  const leases = new LeaseKeeper({
+    db,
+    runnerId,
+    leaseSeconds,
+    renewSeconds: options.renewSeconds ?? 3,
+    onError: (err) => log.warn({ err, runner_id: runnerId }, 'lease renewal failed; retrying'),
+  });
+
+  const engine: EngineContext = {
+    db,
+    queue: boss,
+    runnerId,
+    processors: options.processors ?? processorRegistry,
+    code,
+    leaseSeconds,
+    maxRecoveries: options.maxRecoveries ?? 3,
+    onParked(wakeAt) {
+      if (draining || abandoned || wakeTimers.size >= MAX_WAKE_TIMERS) return;
+      // The delayed job is due at wakeAt; fetch then rather than at the next poll.
+      const timer = setTimeout(() => {
+        wakeTimers.delete(timer);
+        workLoop.wake();
+      }, Math.max(0, wakeAt.getTime() - Date.now()) + 20);
+      timer.unref();
+      wakeTimers.add(timer);
+    },
+    onProcessorError: (err, node) => log.error({ err, node, runner_id: runnerId }, 'processor failed unexpectedly'),
+  };
+
+  async function execute(execution: ClaimedExecution): Promise<void> {
+    const controller = new AbortController();
+    const flight: Flight = { execution, controller, dead: false, done: Promise.resolve() };
+    const control: RunControl = {
+      signal: controller.signal,
+      get yielding() {
+        return draining;
+      },
+      get dead() {
+        return flight.dead || abandoned;
+      },
+    };
+    const onLost = () => controller.abort();
+    flights.set(execution.id, flight);
+    leases.hold(execution.id, onLost);
+    flight.done = (async () => {
+      let outcome: Outcome | 'failed' = 'failed';
+      try {
+        outcome = await runExecution(engine, execution, control);
+      } catch (err) {
+        log.error({ err, execution_id: execution.id, runner_id: runnerId }, 'execution run failed; giving it back');
+        if (!control.dead) {
+          const holder = { executionId: execution.id, runnerId, leaseSeconds };
+          // If even this fails, the lease runs out and the recovery sweep takes over.
+          await db.transaction((tx) => giveUp(tx, boss, holder)).catch((giveUpError: unknown) => log.warn({ err: giveUpError }, 'giving the execution back failed'));
+        }
+      } finally {
+        leases.release(execution.id, onLost);
+        if (flights.get(execution.id) === flight) flights.delete(execution.id);
+      }
+      log.debug({ execution_id: execution.id, outcome, runner_id: runnerId }, 'execution left the runner');
+    })();
+    await flight.done;
+  }
+
+  const stats = new QueueStatistics({
+    db,
+    boss,
+    everySeconds: options.analyzeSeconds ?? 60,
+    everyJobs: options.analyzeJobs ?? 10_000,
+    onError: (err) => log.warn({ err }, 'ANALYZE of the job table failed'),
+    onAnalyzed: (table) => log.debug({ table }, 'job table analyzed'),
+  });
+
+  const workLoop = new WorkLoop({
+    boss,
+    db,
+    runnerId,
+    leaseSeconds,
+    concurrency,
+    batchSize: options.batchSize ?? 16,
+    pollSeconds: Math.max(0.5, options.pollSeconds ?? 2),
+    execute,
+    onJobs: (count) => stats.count(count),
+    onError: (err) => log.warn({ err }, 'rescheduling early wake-ups failed'),
+  });
+
+  const recovery = new RecoverySweep({
+    db,
+    queue: boss,
+    sweepSeconds: options.sweepSeconds ?? 5,
+    orphanSeconds: options.orphanSeconds ?? 30,
+    onError: (err) => log.warn({ err }, 'recovery sweep failed'),
+    onRecovered: (ids) => log.info({ execution_ids: ids }, 'woke stranded executions'),
+  });
+
+  function clearWakeTimers(): void {
+    for (const timer of wakeTimers) clearTimeout(timer);
+    wakeTimers.clear();
+  }
+
+  async function allLeft(ms: number): Promise<boolean> {
+    const waiting = Promise.all([...flights.values()].map((flight) => flight.done)).then(() => true);
+    return Promise.race([waiting, delay(ms).then(() => false)]);
+  }
+
+  return {
+    id: runnerId,
+
+    async start() {
+      if (started) return;
+      started = true;
+      codePool?.start();
+      leases.start();
+      recovery.start();
+      stats.start();
+      await workLoop.start();
+    },
+
+    stop(graceMs = DEFAULT_GRACE_MS) {
+      stopping ??= (async () => {
+        draining = true;
+        clearWakeTimers();
+        await Promise.all([recovery.stop(), stats.stop()]);
+        await workLoop.stop().catch((err: unknown) => log.warn({ err }, 'stopping the intake failed'));
+        if (!(await allLeft(graceMs))) {
+          // Nodes still running past the grace period: hand their executions back now, so another
+          // runner resumes them from the last persisted node; what these runs do next is discarded.
+          for (const flight of flights.values()) {
+            flight.dead = true;
+            flight.controller.abort();
+            const holder = { executionId: flight.execution.id, runnerId, leaseSeconds };
+            await db.transaction((tx) => handBack(tx, boss, holder))
+              .catch((err: unknown) => log.warn({ err, execution_id: holder.executionId }, 'hand-back failed; the lease will run out'));
+          }
+        }
+        await leases.stop();
+        await codePool?.destroy();
+        await allLeft(UNWIND_MS);
+      })();
+      return stopping;
+    },
+
+    async abandon() {
+      if (abandoned) return;
+      abandoned = true;
+      stopping ??= Promise.resolve();
+      draining = true;
+      clearWakeTimers();
+      await leases.stop();
+      await Promise.all([recovery.stop(), stats.stop()]);
+      await workLoop.stop().catch(() => {});
+      await codePool?.destroy();
+      await allLeft(UNWIND_MS);
+    },
+
+    stats: () => ({ inFlight: flights.size, leases: leases.size, degraded }),
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * The runner's intake: a pg-boss worker on the `executions` queue that fetches wake-ups in
+ * batches, claims their executions in one statement and hands each claimed execution to the
+ * runner, which works on many at once. pg-boss wakes the worker by LISTEN/NOTIFY the moment a job
+ * is sent (the queue has `notify`, the runner's boss `useListenNotify`), so a new execution does
+ * not wait for a poll; polling every `pollSeconds` remains as the backstop and is what finds a
+ * sleeping execution's delayed job on runners that did not park it.
+ *
+ * Jobs are wake-ups only and complete once their batch is claimed: ownership lives in the lease.
+ * The handler returns (letting pg-boss fetch again) only when a whole batch fits under
+ * `concurrency`, so this runner never fetches wake-ups it has no room for while other runners idle.
+ */
+import type { Job, PgBoss } from 'pg-boss';
+import type { Db } from '../../shared/db/db.ts';
+import { isUuid } from '../../shared/ids.ts';
+import type { ExecutionJobData } from '../../shared/queue/execution-jobs.ts';
+import { QUEUES } from '../queue.ts';
+import { claimExecutions, rescheduleEarly, type ClaimedExecution } from './claim.ts';
+
+export interface WorkLoopOptions {
+  boss: PgBoss;
+  db: Db;
+  runnerId: string;
+  leaseSeconds: number;
+  /** Executions this runner works on at once. */
+  concurrency: number;
+  /** Wake-ups fetched per batch (at most `concurrency`). */
+  batchSize: number;
+  /** Backstop poll interval in seconds (≥ 0.5). */
+  pollSeconds: number;
+  /** Works on one claimed execution; resolves when it has left this runner. Never rejects. */
+  execute: (execution: ClaimedExecution) => Promise<void>;
+  /** Told how many jobs each batch held (queue statistics). */
+  onJobs?: (count: number) => void;
+  onError: (error: unknown) => void;
+}
+
+export class WorkLoop {
+  readonly #options: WorkLoopOptions;
+  readonly #batchSize: number;
+  #workerId: string | null = null;
+  #inFlight = 0;
+  #roomWaiters: Array<() => void> = [];
+  #stopping = false;
+
+  constructor(options: WorkLoopOptions) {
+    this.#options = options;
+    this.#batchSize = Math.max(1, Math.min(options.batchSize, options.concurrency));
+  }
+
+  /** Executions claimed by this loop and not yet left. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Starts fetching. */
+  async start(): Promise<void> {
+    if (this.#workerId !== null || this.#stopping) return;
+    const { pollSeconds } = this.#options;
+    this.#workerId = await this.#options.boss.work<ExecutionJobData>(
+      QUEUES.executions.name,
+      { batchSize: this.#batchSize, pollingIntervalSeconds: pollSeconds, notifyPollingIntervalSeconds: pollSeconds },
+      (jobs) => this.#handle(jobs),
+    );
+  }
+
+  /** Fetches now instead of at the next poll (a parked execution of this runner is due). */
+  wake(): void {
+    if (this.#workerId !== null && !this.#stopping) this.#options.boss.notifyWorker(this.#workerId);
+  }
+
+  /** Stops fetching; resolves once the batch in hand (if any) is claimed. Executions in flight go on. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    for (const resolve of this.#roomWaiters.splice(0)) resolve();
+    if (this.#workerId === null) return;
+    this.#workerId = null;
+    await this.#options.boss.offWork(QUEUES.executions.name, { wait: true });
+  }
+
+  async #handle(jobs: Job<ExecutionJobData>[]): Promise<void> {
+    this.#options.onJobs?.(jobs.length);
+    const ids = [...new Set(jobs.map((job) => job.data?.execution_id).filter((id): id is string => typeof id === 'string' && isUuid(id)))];
+    if (ids.length === 0) return;
+    // Fetched while stopping: fail the batch so pg-boss offers the wake-ups again (to another runner).
+    if (this.#stopping) throw new Error('The runner is stopping; the wake-ups go back to the queue.');
+    // Thrown errors fail the batch: pg-boss retries its jobs, the recovery sweep backs them up.
+    const claimed = await claimExecutions(this.#options.db, this.#options.runnerId, ids, this.#options.leaseSeconds);
+    for (const execution of claimed) this.#launch(execution);
+    if (claimed.length < ids.length) {
+      const taken = new Set(claimed.map((execution) => execution.id));
+      const unclaimed = ids.filter((id) => !taken.has(id));
+      await this.#options.db.transaction((tx) => rescheduleEarly(tx, this.#options.boss, unclaimed)).catch(this.#options.onError);
+    }
+    await this.#roomForBatch();
+  }
+
+  #launch(execution: ClaimedExecution): void {
+    this.#inFlight += 1;
+    void this.#options.execute(execution).finally(() => {
+      this.#inFlight -= 1;
+      if (this.#options.concurrency - this.#inFlight >= this.#batchSize) {
+        for (const resolve of this.#roomWaiters.splice(0)) resolve();
+      }
+    });
+  }
+
+  /** Resolves once a whole batch fits again, or at stop. */
+  #roomForBatch(): Promise<void> {
+    if (this.#stopping || this.#options.concurrency - this.#inFlight >= this.#batchSize) return Promise.resolve();
+    return new Promise((resolve) => this.#roomWaiters.push(resolve));
+  }
+}
