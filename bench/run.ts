@@ -10,11 +10,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { onStopSignal } from '../shared/shutdown.ts';
 import { createWorkload, type Workload } from './client.ts';
+import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
 import { batchSpan, createMany, executionLatencies, nodeTimings, statusCounts, waitForEnd } from './executions.ts';
 import { pgbossBaseline, type BaselineResult } from './pgboss-baseline.ts';
 import { fmt, summarize, table, type Summary } from './stats.ts';
@@ -61,6 +63,8 @@ interface Throughput {
   succeeded: number;
   statuses: Record<string, number>;
   complete: boolean;
+  /** CPU milliseconds per execution, per process group. */
+  cpuMs: Record<string, number>;
 }
 
 interface Latency {
@@ -74,8 +78,12 @@ interface Latency {
 
 /** Creates `count` executions as fast as the sockets allow and measures first create → last end. */
 async function throughput(system: System, workloads: Workload[], count: number): Promise<Throughput> {
+  const groups = { 'control plane': [system.controlPlane.pid], runners: system.runners.filter((r) => r.running()).map((r) => r.pid) };
+  const postmaster = await postmasterPid(system.sql);
+  const before = await cpuSnapshot(groups, postmaster);
   const ids = await createMany(system, workloads, { count, window: WINDOW });
   const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
+  const cpu = cpuSpent(before, await cpuSnapshot(groups, postmaster));
   const span = await batchSpan(system.sql, ids);
   return {
     runners: system.runners.filter((r) => r.running()).length,
@@ -84,6 +92,7 @@ async function throughput(system: System, workloads: Workload[], count: number):
     succeeded: span.succeeded,
     statuses: await statusCounts(system.sql, ids),
     complete: open === 0,
+    cpuMs: Object.fromEntries(Object.entries(cpu).map(([group, seconds]) => [group, (seconds * 1000) / count])),
   };
 }
 
@@ -144,6 +153,11 @@ function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
   rows.push(['(d) warm logic.code run, sandbox only', sandbox.latency, 'p50 <= 0.5 ms', yes(p50 <= 0.5)]);
   rows.push(['    same, back-to-back', sandbox.backToBack, '-', '']);
   const lines = [table(rows), ''];
+  const groups = Object.keys(thr[0]?.cpuMs ?? {});
+  if (groups.length) {
+    lines.push('CPU per execution during the throughput batches (ms; the machine has ' + availableParallelism() + ' cores):');
+    lines.push(table([['runners', ...groups, 'total'], ...thr.map((t) => [String(t.runners), ...groups.map((g) => fmt(t.cpuMs[g]!, 2)), fmt(Object.values(t.cpuMs).reduce((a, b) => a + b, 0), 2)])]), '');
+  }
   for (const l of lat) lines.push(`latency batch, ${l.runners} runner(s): ${statusText(l.statuses)}`);
   for (const t of thr) lines.push(`throughput batch, ${t.runners} runner(s): ${statusText(t.statuses)}`);
   return lines.join('\n');

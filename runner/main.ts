@@ -5,7 +5,8 @@
  *
  * A stop signal drains: no new work, nodes in flight get JOBS_GRACE_MS, what still runs then is
  * handed back to the queue. When the code sandbox degrades (an isolate thread was lost) the runner
- * drains the same way and exits 1, so its supervisor starts a clean process.
+ * drains the same way and kills itself (SIGKILL: an exit would wait for the lost thread), so its
+ * supervisor starts a clean process.
  */
 import { hostname } from 'node:os';
 import type { PgBoss } from 'pg-boss';
@@ -73,7 +74,11 @@ async function start(): Promise<void> {
     ...(config.runner.concurrency > 0 ? { concurrency: config.runner.concurrency } : {}),
     onDegraded(reason) {
       log.fatal({ reason }, 'code sandbox degraded: draining and exiting for a clean process');
-      void stop().finally(() => process.exit(1));
+      // A lost isolate thread can keep the process from ever exiting (docs/sandbox.md), and
+      // process.exit waits for it: the process ends by SIGKILL, after the drain or at the grace.
+      const kill = () => process.kill(process.pid, 'SIGKILL');
+      setTimeout(kill, GRACE_MS);
+      void stop().finally(kill);
     },
   });
   await runner.start();

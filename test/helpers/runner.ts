@@ -89,12 +89,21 @@ export async function command(app: FastifyInstance, caller: Caller, rev: string,
   return body;
 }
 
-/** Creates a definition of `graph` and an execution of it with `input_data`; returns the execution record. */
-export async function runGraph(app: FastifyInstance, caller: Caller, flow: Workflow, graph: unknown, input?: unknown): Promise<Record<string, any>> {
-  const definition = await command(app, caller, flow.rev, 'create_definition', { category: 'workflow', graph });
-  const params: Record<string, unknown> = { session_id: flow.sessionId, definition_id: definition.definition.id };
+/** Creates a definition of `graph`; returns its id. */
+export async function define(app: FastifyInstance, caller: Caller, flow: Workflow, graph: unknown): Promise<string> {
+  return (await command(app, caller, flow.rev, 'create_definition', { category: 'workflow', graph })).definition.id;
+}
+
+/** Creates an execution of a definition with `input_data`; returns the execution record. */
+export async function startExecution(app: FastifyInstance, caller: Caller, flow: Workflow, definitionId: string, input?: unknown): Promise<Record<string, any>> {
+  const params: Record<string, unknown> = { session_id: flow.sessionId, definition_id: definitionId };
   if (input !== undefined) params.input_data = input;
   return (await command(app, caller, flow.rev, 'create_execution', params)).execution;
+}
+
+/** Creates a definition of `graph` and an execution of it with `input_data`; returns the execution record. */
+export async function runGraph(app: FastifyInstance, caller: Caller, flow: Workflow, graph: unknown, input?: unknown): Promise<Record<string, any>> {
+  return startExecution(app, caller, flow, await define(app, caller, flow, graph), input);
 }
 
 /** get_execution. */

@@ -6,12 +6,13 @@ import type { NodeResult, RunContext, RunLimits } from '../../runner/processors/
 import { threadPost } from '../../runner/processors/thread-post.ts';
 import { buildTestApp, call, setOverride, signInAnonymous } from '../helpers/app.ts';
 import { createBlob, createOrg } from '../helpers/resources.ts';
+import { command, createWorkflow, executionEvents, runGraph, startRunner, waitForEnd } from '../helpers/runner.ts';
 import { markDeleting } from '../helpers/session-contents.ts';
 
 // Unit level: each processor's `run` called directly against a real database, its effects read
 // back through the public listing commands. The end-to-end runs through the engine follow below.
 
-const { app, db } = await buildTestApp(t);
+const { app, db, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 const org = await createOrg(app, alice);
 // Every scene creates one (never run) execution: keep the organization's running quota out of the way.
@@ -288,4 +289,114 @@ t.test('an error that is not a refusal is thrown, not routed', async (t) => {
   await t.rejects(objectPut.run(contextOf(s, 'put', {}, broken), { alias: 'x', value: 1 }, null), { message: 'connection terminated' });
   await t.rejects(threadPost.run(contextOf(s, 'post', {}, broken), { text: 'x' }, null), { message: 'connection terminated' });
   await t.rejects(graphMutate.run(contextOf(s, 'm', {}, broken), { mutations: [{ op: 'delete' as const, id: 'x' }] }, null), { message: 'connection terminated' });
+});
+
+// ---- through the engine -----------------------------------------------------------------------
+
+t.test('through the engine', async (t) => {
+  // Set up before any runner exists, so that the execution is created (and resolves its limits)
+  // while the quota in force is 1, and runs only after the override has been raised to 100.
+  const quotaFlow = await createWorkflow(app, alice);
+  await setOverride(app, 'workflow.session_objects_per_session', 'blob', quotaFlow.blobId, 1);
+  await command(app, alice, quotaFlow.rev, 'upload_session_object', { session_id: quotaFlow.sessionId, alias: 'existing', value: 0 });
+  const quotaGraph = {
+    start: 'save',
+    nodes: {
+      save: { processor: 'object.put', config: { alias: 'fresh', from_input: true }, routes: { success: null, failure: 'report' } },
+      report: { processor: 'thread.post', config: { thread: 'alerts' } },
+    },
+  };
+  const quotaRun = await runGraph(app, alice, quotaFlow, quotaGraph, { order: 9 });
+  t.equal(quotaRun.limits['workflow.session_objects_per_session'], 1);
+  await setOverride(app, 'workflow.session_objects_per_session', 'blob', quotaFlow.blobId, 100);
+
+  await startRunner(t, databaseUrl);
+
+  t.test('a workflow of all three runs to succeeded and its writes are visible', async (t) => {
+    const flow = await createWorkflow(app, alice);
+    const graph = {
+      start: 'save',
+      nodes: {
+        save: { processor: 'object.put', config: { alias: 'last-order', from_input: true }, routes: { success: 'notify' } },
+        notify: { processor: 'thread.post', config: { thread: 'orders' }, routes: { success: 'link' } },
+        link: {
+          processor: 'graph.mutate',
+          config: { mutations: [{ op: 'upsert_node', id: 'order-7', label: 'order', properties: { total: 12 } }] },
+          routes: { success: null },
+        },
+      },
+    };
+    const input = { order: 7, total: 12 };
+    const execution = await runGraph(app, alice, flow, graph, input);
+    const ended = await waitForEnd(app, alice, flow, execution.id);
+    t.equal(ended.status, 'succeeded');
+    t.same(ended.output, input, 'each node passed its input on');
+
+    const s: Scene = { blobId: flow.blobId, revisionId: flow.rev, sessionId: flow.sessionId, executionId: execution.id };
+    t.same((await objects(s)).map((o) => [o.alias, o.value]), [['last-order', input]]);
+    t.same((await threadItems(s)).map((i) => [i.thread, i.text, i.data, i.execution_id]), [['orders', null, input, execution.id]]);
+    t.same(await elements(s), [{ id: 'order-7', kind: 'node', label: 'order', properties: { total: 12 } }]);
+    for (const [kind, node] of [['object.written', 'save'], ['thread.item_posted', 'notify'], ['graph.mutated', 'link']]) {
+      t.same((await events(s, kind!)).map((e) => [e.execution_id, e.node]), [[execution.id, node]], `${kind} names the execution and node`);
+    }
+    const run = await executionEvents(app, alice, flow, execution.id);
+    t.same(run.filter((e) => e.kind === 'node.finished').map((e) => [e.node, e.attributes.route]), [['save', 'success'], ['notify', 'success'], ['link', 'success']]);
+  });
+
+  t.test('object.put refused by the quota the execution stored takes the failure route', async (t) => {
+    const ended = await waitForEnd(app, alice, quotaFlow, quotaRun.id);
+    t.equal(ended.status, 'succeeded', 'the failure route handled it');
+    const error = {
+      code: 'limit_exceeded',
+      message: 'Limit workflow.session_objects_per_session is 1 and 1 are held.',
+      limit: { id: 'workflow.session_objects_per_session', value: 1, held: 1 },
+    };
+    t.same(ended.output, { error, input: { order: 9 } }, 'the report node passed on what it was given');
+    const s: Scene = { blobId: quotaFlow.blobId, revisionId: quotaFlow.rev, sessionId: quotaFlow.sessionId, executionId: quotaRun.id };
+    t.same((await objects(s)).map((o) => o.alias), ['existing'], 'nothing was written, though 100 is in force now');
+    t.same((await threadItems(s)).map((i) => [i.thread, i.data]), [['alerts', { error, input: { order: 9 } }]]);
+    const run = await executionEvents(app, alice, quotaFlow, quotaRun.id);
+    const failed = run.filter((e) => e.kind === 'node.failed');
+    t.same(failed.map((e) => [e.node, e.attributes.error]), [['save', error]]);
+    t.equal(run.filter((e) => e.kind === 'flow.error').length, 0, 'a refused write is no run-limit breach');
+  });
+
+  t.test('thread.post too_many_files takes the failure route', async (t) => {
+    const flow = await createWorkflow(app, alice);
+    const graph = {
+      start: 'post',
+      nodes: {
+        post: { processor: 'thread.post', config: { text: 'x', files: Array.from({ length: 11 }, (_, i) => `file-${i}`) }, routes: { failure: 'save' } },
+        save: { processor: 'object.put', config: { alias: 'post-error', from_input: true } },
+      },
+    };
+    const execution = await runGraph(app, alice, flow, graph, 'in');
+    const ended = await waitForEnd(app, alice, flow, execution.id);
+    t.equal(ended.status, 'succeeded');
+    const s: Scene = { blobId: flow.blobId, revisionId: flow.rev, sessionId: flow.sessionId, executionId: execution.id };
+    t.same((await objects(s)).map((o) => [o.alias, o.value]), [['post-error', {
+      error: { code: 'too_many_files', message: 'The item names 11 files; workflow.thread_item_files is 10.', limit: { id: 'workflow.thread_item_files', value: 10 } },
+      input: 'in',
+    }]]);
+    t.same(await threadItems(s), []);
+  });
+
+  t.test('graph.mutate past its ceiling with no failure route fails the execution with the node error', async (t) => {
+    const flow = await createWorkflow(app, alice);
+    const mutations = Array.from({ length: 41 }, (_, i) => ({ op: 'upsert_node', id: `n${i}`, label: 'x' }));
+    const graph = { start: 'mutate', nodes: { mutate: { processor: 'graph.mutate', config: { mutations } } } };
+    const execution = await runGraph(app, alice, flow, graph);
+    const ended = await waitForEnd(app, alice, flow, execution.id);
+    t.equal(ended.status, 'failed');
+    t.same(ended.error, {
+      code: 'graph_mutation_too_large',
+      message: '41 mutations in one call; limit workflow.graph_mutations_per_call is 40.',
+      limit: { id: 'workflow.graph_mutations_per_call', value: 40 },
+    });
+    const s: Scene = { blobId: flow.blobId, revisionId: flow.rev, sessionId: flow.sessionId, executionId: execution.id };
+    t.same(await elements(s), []);
+    const run = await executionEvents(app, alice, flow, execution.id);
+    t.same(run.filter((e) => e.kind === 'node.failed').map((e) => e.attributes.error.code), ['graph_mutation_too_large']);
+    t.equal(run.filter((e) => e.kind === 'flow.error').length, 0);
+  });
 });

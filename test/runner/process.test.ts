@@ -1,0 +1,107 @@
+/**
+ * The runner as a process (runner/main.ts) on the test database: SIGTERM drains it (nothing is
+ * left `running` under it, it exits 0), and a sandbox that degrades makes it stop taking work and
+ * end itself (SIGKILL) so its supervisor can start a clean one.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
+import { createWorkflow, executionEvents, runGraph, runningHeld, startRunner, waitFor, waitForEnd } from '../helpers/runner.ts';
+
+const { app, databaseUrl, db } = await buildTestApp(t);
+const alice = await signInAnonymous(app);
+const dataDir = await mkdtemp(join(tmpdir(), 'ws-runner-'));
+t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+
+interface Launch {
+  proc: ChildProcess;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+  output: string[];
+}
+
+const launches: Launch[] = [];
+t.teardown(async () => {
+  for (const { proc, exited } of launches) {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL');
+      await exited;
+    }
+  }
+});
+
+function launchRunner(): Launch {
+  const env = { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const proc = spawn(process.execPath, ['--no-node-snapshot', join(import.meta.dirname, '..', '..', 'runner', 'main.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(...chunk.toString().trimEnd().split('\n'));
+    output.splice(0, output.length - 40);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  const launch = { proc, output, exited: once(proc, 'exit') as Launch['exited'] };
+  launches.push(launch);
+  return launch;
+}
+
+async function exitOf(launch: Launch): Promise<[number | null, NodeJS.Signals | null]> {
+  const deadline = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the runner did not exit:\n${launch.output.join('\n')}`)), 60_000).unref());
+  return Promise.race([launch.exited, deadline]);
+}
+
+async function execution(id: string): Promise<{ status: string; lease_owner: string | null }> {
+  const { rows } = await db.query<{ status: string; lease_owner: string | null }>('SELECT status, lease_owner FROM executions WHERE id = $1', [id]);
+  return rows[0]!;
+}
+
+t.test('SIGTERM drains: the node in flight is handed back, the process exits 0, another runner finishes it', async (t) => {
+  const launch = launchRunner();
+  const flow = await createWorkflow(app, alice);
+  const created = await runGraph(app, alice, flow, {
+    start: 'slow',
+    nodes: {
+      // Busy for 20 s (past the drain's grace) the first time only: a marker object remembers it.
+      slow: {
+        processor: 'logic.code',
+        config: { code: 'export default async (input, ctx) => { if (await ctx.objects.get("ran-once")) return "slow"; await ctx.objects.put("ran-once", true); const end = Date.now() + 20000; while (Date.now() < end) {} return "slow" }' },
+        routes: { success: 'last' },
+      },
+      last: { processor: 'logic.code', config: { code: 'export default (input) => input + " then last"' } },
+    },
+  });
+  await waitFor(() => execution(created.id), (row) => row.status === 'running' && row.lease_owner !== null, 'the runner process to claim it');
+  const owner = (await execution(created.id)).lease_owner;
+  launch.proc.kill('SIGTERM');
+  const [code, signal] = await exitOf(launch);
+  t.same([code, signal], [0, null], 'a clean exit');
+  t.same(await execution(created.id), { status: 'queued', lease_owner: null }, 'handed back, not left running');
+  const { rows: [registration] } = await db.query<{ stopped_at: string | null }>('SELECT stopped_at FROM runners WHERE id = $1', [owner]);
+  t.ok(registration?.stopped_at, 'the runner deregistered');
+
+  await startRunner(t, databaseUrl);
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.equal(ended.output, 'slow then last');
+  const events = await executionEvents(app, alice, flow, created.id);
+  t.same(events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes), [{ reason: 'handed_back' }]);
+  t.equal(await runningHeld(app, alice, flow.orgId), 0);
+});
+
+t.test('a degraded sandbox: the runner stops taking work and kills itself; the execution still ends', async (t) => {
+  const launch = launchRunner();
+  const flow = await createWorkflow(app, alice);
+  // Allocates inside a V8 builtin that isolated-vm cannot interrupt: the isolate thread is lost.
+  const created = await runGraph(app, alice, flow, { start: 'bomb', nodes: { bomb: { processor: 'logic.code', config: { code: 'export default () => new Array(1e9).fill(0)' } } } });
+  const [code, signal] = await exitOf(launch);
+  t.same([code, signal], [null, 'SIGKILL'], 'the process ended itself without waiting for the lost thread');
+
+  // The node's run ended (code_memory) before the lost thread was noticed, and was persisted:
+  // nothing is left for another runner (which would run the bomb again in this process).
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.equal(ended.status, 'failed');
+  t.same(ended.error, { code: 'code_memory', message: 'The code used more than the sandbox memory bound (64 MiB) and was stopped.' });
+  t.equal(await runningHeld(app, alice, flow.orgId), 0);
+});

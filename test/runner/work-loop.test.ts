@@ -1,0 +1,95 @@
+/**
+ * The intake and housekeeping of a runner: the concurrency bound, wake-ups that are duplicated,
+ * early or lost (the recovery sweep), and the statistics of pg-boss's job table.
+ */
+import t from 'tap';
+import { enqueueExecution } from '../../shared/queue/execution-jobs.ts';
+import { processorRegistry } from '../../runner/processors/registry.ts';
+import type { Processor } from '../../runner/processors/processor.ts';
+import { switchRoute } from '../../shared/workflow/switch.ts';
+import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
+import { executionJobs } from '../helpers/queue.ts';
+import { createWorkflow, define, executionEvents, runGraph, startExecution, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+
+const testApp = await buildTestApp(t);
+const { app, databaseUrl, db } = testApp;
+const alice = await signInAnonymous(app);
+
+t.test('a runner works on at most `concurrency` executions at once and finishes them all', async (t) => {
+  // logic.switch, slowed down and watched: how many of its runs overlap on this runner.
+  let running = 0;
+  let most = 0;
+  const watched: Processor = {
+    name: 'logic.switch',
+    async run(_ctx, config, input) {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      running -= 1;
+      return { kind: 'route', route: switchRoute(config, input), output: input };
+    },
+  };
+  const processors = new Map(processorRegistry);
+  processors.set('logic.switch', watched);
+  const runner = await startRunner(t, databaseUrl, { concurrency: 2, batchSize: 16, processors });
+
+  const flow = await createWorkflow(app, alice);
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', flow.orgId, 50);
+  const definitionId = await define(app, alice, flow, {
+    start: 'sw',
+    nodes: { sw: { processor: 'logic.switch', config: { cases: [{ when: { path: 'n', gte: 0 }, route: 'done' }] } } },
+  });
+  const created = [];
+  for (let n = 0; n < 10; n += 1) created.push(await startExecution(app, alice, flow, definitionId, { n }));
+  for (const [n, execution] of created.entries()) {
+    const ended = await waitForEnd(app, alice, flow, execution.id);
+    t.same([ended.status, ended.output], ['succeeded', { n }]);
+  }
+  t.ok(most <= 2, `at most 2 at once (saw ${most})`);
+  t.ok(most >= 1);
+  t.equal(runner.runner.stats().inFlight, 0);
+});
+
+t.test('duplicate and early wake-ups claim nothing; the execution wakes once, at its time', async (t) => {
+  await startRunner(t, databaseUrl);
+  const flow = await createWorkflow(app, alice);
+  const created = await runGraph(app, alice, flow, {
+    start: 'nap',
+    nodes: { nap: { processor: 'logic.sleep', config: { seconds: 2 }, routes: { success: 'after' } }, after: { processor: 'logic.code', config: { code: 'export default () => "after"' } } },
+  });
+  await waitForStatus(app, alice, flow, created.id, 'sleeping');
+  // A wake-up due now for an execution that sleeps on: the claim refuses it and re-sends it for wake_at.
+  await db.transaction((tx) => enqueueExecution(testApp.boss, tx, created.id));
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.equal(ended.output, 'after');
+  const events = await executionEvents(app, alice, flow, created.id);
+  t.equal(events.filter((event) => event.kind === 'execution.resumed').length, 1, 'resumed once');
+  t.equal(events.filter((event) => event.kind === 'node.started' && event.node === 'after').length, 1);
+  const jobs = await executionJobs(db, created.id);
+  t.equal(jobs.length, 4, 'creation, sleep, the early one, and its re-send');
+  t.equal(jobs[3]!.start_after, jobs[1]!.start_after, 'the early wake-up was re-sent for wake_at');
+});
+
+t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t) => {
+  const flow = await createWorkflow(app, alice);
+  const created = await runGraph(app, alice, flow, { start: 'a', nodes: { a: { processor: 'logic.code', config: { code: 'export default () => "found"' } } } });
+  // The job is gone (a purge, a restore without the queue): nothing would ever wake the execution.
+  await db.query(`DELETE FROM pgboss.job WHERE name = 'executions' AND data->>'execution_id' = $1`, [created.id]);
+  await startRunner(t, databaseUrl, { orphanSeconds: 1 });
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.equal(ended.output, 'found');
+  t.equal((await executionJobs(db, created.id)).length, 1, 'one new wake-up');
+});
+
+t.test('the runner keeps the statistics of the job table fresh (ANALYZE)', async (t) => {
+  const table = (await testApp.boss.getQueue('executions'))!.table;
+  await startRunner(t, databaseUrl, { analyzeSeconds: 1 });
+  const analyzed = await waitFor(async () => {
+    const { rows } = await db.query<{ last_analyze: string | null }>(
+      `SELECT last_analyze FROM pg_stat_all_tables WHERE schemaname = 'pgboss' AND relname = $1`,
+      [table],
+    );
+    return rows[0]?.last_analyze ?? null;
+  }, (value) => value !== null, 'an ANALYZE of the job table');
+  t.ok(analyzed);
+});
