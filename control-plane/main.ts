@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
-import { createBoss, createQueues } from '../runner/queue.ts';
+import { createBoss, createQueues } from '../shared/queue/queues.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';

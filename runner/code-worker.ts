@@ -7,16 +7,17 @@
  * The pools are created on the first task, not at import. When the isolate pool degrades (an
  * isolate thread was lost: docs/sandbox.md) the worker tells the runner, which drains and exits.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { createDb, type Db } from '../shared/db/db.ts';
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
 import { runCode } from '../sandbox/sandbox.ts';
 import { createLogSink, sessionHost } from './code-host.ts';
-import type { CodeTask, CodeTaskResult, CodeWorkerData, WorkerNotice } from './messages.ts';
+import type { CodePoolSignal, CodeTask, CodeTaskResult, CodeWorkerData, WorkerNotice } from './messages.ts';
 
 interface WorkerState {
   db: Db;
   isolates: IsolatePool;
+  channel: BroadcastChannel;
 }
 
 let state: WorkerState | undefined;
@@ -37,7 +38,16 @@ function open(): WorkerState {
     memoryMb: data.memoryMb,
     onDegraded: (reason) => notify({ type: 'degraded', reason }),
   });
-  return { db, isolates };
+  // Before the runner terminates this thread it asks every worker to stop its isolates: runs in
+  // progress end at once (internal_error) and no isolate thread outlives its environment.
+  const channel = new BroadcastChannel(data.channel);
+  channel.unref();
+  channel.onmessage = (event) => {
+    if ((event as { data?: Partial<CodePoolSignal> }).data?.type !== 'close') return;
+    channel.close();
+    void isolates.dispose();
+  };
+  return { db, isolates, channel };
 }
 
 /** Runs one `logic.code` node (piscina's task handler). Never rejects for anything the code does. */

@@ -18,16 +18,17 @@ import { migrate } from '../shared/db/migrate.ts';
 import { onStopSignal } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { createRunner, type Runner } from './engine/runner.ts';
-import { createBoss, createQueues } from './queue.ts';
-import { registerRunner, type Registration } from './registry.ts';
+import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
+import { createBoss, createQueues } from '../shared/queue/queues.ts';
+import { registerRunner, type Registration } from '../shared/runner-registry.ts';
 
 /** The process is out within this after a stop signal, forced if need be. */
 const GRACE_MS = 7_000;
 /**
  * Part of the grace left to nodes in flight before their executions are handed back; the engine
- * takes up to 2 s more to unwind them, the rest is for deregistering and closing.
+ * takes up to 1.5 s more to unwind them, the rest is for deregistering and closing.
  */
-const JOBS_GRACE_MS = 4_000;
+const JOBS_GRACE_MS = 3_500;
 
 const config = loadConfig();
 const log = pino({ level: config.logLevel, base: { process: 'runner', pid: process.pid } });
@@ -37,11 +38,13 @@ let db: Db | undefined;
 let boss: PgBoss | undefined;
 let registration: Registration | undefined;
 let runner: Runner | undefined;
+let retention: RetentionTimer | undefined;
 let stopping: Promise<void> | undefined;
 
 /** Undoes whatever has started, in the order that keeps `stopped_at` honest. Runs once. */
 function stop(): Promise<void> {
   stopping ??= (async () => {
+    await retention?.stop();
     // The engine first: every execution it holds is finished or handed back before the queue goes.
     await runner?.stop(JOBS_GRACE_MS);
     await boss?.stop({ graceful: true, timeout: 1_000 });
@@ -72,6 +75,10 @@ async function start(): Promise<void> {
     runnerId: registration.id,
     log,
     ...(config.runner.concurrency > 0 ? { concurrency: config.runner.concurrency } : {}),
+    leaseSeconds: config.runner.leaseSeconds,
+    renewSeconds: config.runner.renewSeconds,
+    sweepSeconds: config.runner.sweepSeconds,
+    orphanSeconds: config.runner.orphanSeconds,
     onDegraded(reason) {
       log.fatal({ reason }, 'code sandbox degraded: draining and exiting for a clean process');
       // A lost isolate thread can keep the process from ever exiting (docs/sandbox.md), and
@@ -82,6 +89,7 @@ async function start(): Promise<void> {
     },
   });
   await runner.start();
+  retention = startRetentionTimer(db, { log });
   log.info({ runner_id: registration.id, version: VERSION }, 'runner started');
 }
 

@@ -53,6 +53,17 @@ export interface CodeWorkerData {
   isolates: number;
   /** Heap bound of each isolate in MiB. */
   memoryMb: number;
+  /** The pool's BroadcastChannel, on which the runner posts `CodePoolSignal`s to every worker. */
+  channel: string;
+}
+
+/**
+ * What the runner broadcasts to all its code workers: `close` before the threads are terminated,
+ * so each disposes its isolates first (a thread terminated under a running isolate can abort the
+ * whole process in isolated-vm's cleanup).
+ */
+export interface CodePoolSignal {
+  type: 'close';
 }
 
 /**

@@ -16,7 +16,16 @@ export interface Config {
   accessTokenSeconds: number;
   refreshTokenSeconds: number;
   logLevel: string;
-  runner: { concurrency: number };
+  runner: {
+    /** Executions one runner works on at once; 0 lets the engine choose. */
+    concurrency: number;
+    /** Lease of a claimed execution, and how often it is renewed (runner/engine/lease-keeper.ts). */
+    leaseSeconds: number;
+    renewSeconds: number;
+    /** Recovery sweep period, and the grace before an unheld execution gets a new wake-up. */
+    sweepSeconds: number;
+    orphanSeconds: number;
+  };
 }
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number): number {
@@ -25,6 +34,22 @@ function int(env: Record<string, string | undefined>, name: string, fallback: nu
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${raw}`);
   return value;
+}
+
+/** The engine's timings (docs/architecture.md), checked so that a lease is always renewed before it runs out. */
+function runnerConfig(env: Record<string, string | undefined>): Config['runner'] {
+  const runner = {
+    concurrency: int(env, 'RUNNER_CONCURRENCY', 0),
+    leaseSeconds: int(env, 'RUNNER_LEASE_SECONDS', 10),
+    renewSeconds: int(env, 'RUNNER_RENEW_SECONDS', 3),
+    sweepSeconds: int(env, 'RUNNER_SWEEP_SECONDS', 5),
+    orphanSeconds: int(env, 'RUNNER_ORPHAN_SECONDS', 30),
+  };
+  if (runner.renewSeconds < 1 || runner.renewSeconds >= runner.leaseSeconds) {
+    throw new Error(`RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${runner.leaseSeconds}), got ${runner.renewSeconds}`);
+  }
+  if (runner.sweepSeconds < 1) throw new Error(`RUNNER_SWEEP_SECONDS must be at least 1, got ${runner.sweepSeconds}`);
+  return runner;
 }
 
 /** Reads the configuration table of the README from `env`. */
@@ -47,6 +72,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessTokenSeconds: int(env, 'ACCESS_TOKEN_SECONDS', 900),
     refreshTokenSeconds: int(env, 'REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
     logLevel: env.LOG_LEVEL ?? 'info',
-    runner: { concurrency: int(env, 'RUNNER_CONCURRENCY', 0) },
+    runner: runnerConfig(env),
   };
 }

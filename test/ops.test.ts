@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { buildOpsApp } from '../control-plane/ops/app.ts';
-import { createBoss, createQueues, QUEUES } from '../runner/queue.ts';
-import { registerRunner } from '../runner/registry.ts';
+import { createBoss, createQueues, QUEUES } from '../shared/queue/queues.ts';
+import { registerRunner } from '../shared/runner-registry.ts';
 import { buildTestApp } from './helpers/app.ts';
 
 const { db, config, databaseUrl } = await buildTestApp(t);

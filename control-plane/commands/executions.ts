@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RunLimits } from '../../runner/processors/processor.ts';
+import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import { appendSessionEvent } from '../../shared/events/store.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refSchema } from '../../shared/ids.ts';

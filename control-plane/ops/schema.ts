@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/db.ts';
 import { VERSION } from '../../shared/version.ts';
-import { listRunners } from '../../runner/registry.ts';
+import { listRunners } from '../../shared/runner-registry.ts';
 import { auditOpsModule } from '../audit/audit-ops.ts';
 import { limitsOpsModule } from './limits-schema.ts';
 import { retentionOpsModule } from './retention-schema.ts';

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../shared/db/db.ts';
-import type { RunLimits } from '../../runner/processors/processor.ts';
+import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import { EXECUTION_RECORD_COLUMNS, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
 import { newestFirstSql, olderThanSql, positionColumnsSql, type RecordPosition, type RecordSource } from '../workflow/record-cursor.ts';

@@ -50,7 +50,9 @@ export async function claimExecutions(q: Queryable, runnerId: string, ids: reado
        UPDATE executions e
           SET status = 'running',
               started_at = coalesce(e.started_at, now()),
-              deadline_at = coalesce(e.deadline_at, now() + make_interval(secs => (e.limits->>'workflow.execution_seconds')::int)),
+              -- Guarded cast: one malformed row must not fail the claim of its whole batch.
+              deadline_at = coalesce(e.deadline_at, CASE WHEN jsonb_typeof(e.limits->'workflow.execution_seconds') = 'number'
+                THEN now() + make_interval(secs => (e.limits->>'workflow.execution_seconds')::float8) END),
               lease_owner = $2::uuid,
               lease_until = now() + make_interval(secs => $3::int),
               attempts = e.attempts + CASE WHEN e.lease_owner IS NOT NULL AND e.lease_owner <> $2::uuid THEN 1 ELSE 0 END,

@@ -82,8 +82,9 @@ function elapsedMs(since: number): number {
 
 /**
  * Runs `execution` (just claimed by this runner) until it leaves this runner. Throws only for
- * database failures; the caller then lets the lease expire, so the execution is recovered like
- * after a crash (and counts toward the poison bound).
+ * database failures; the caller then gives the execution back counting an attempt (or, if even
+ * that fails, lets the lease run out), so it is recovered like after a crash, within the poison
+ * bound.
  */
 export async function runExecution(ctx: EngineContext, execution: ClaimedExecution, control: RunControl): Promise<Outcome> {
   const holder: Holder = { executionId: execution.id, runnerId: ctx.runnerId, leaseSeconds: ctx.leaseSeconds };
@@ -96,11 +97,16 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
     return (await end(ctx, holder, [], 'failed', undefined, error)) ? 'ended' : 'lost';
   }
 
+  if (!wellFormed(execution)) {
+    const error = { code: 'internal_error', message: 'The execution\'s stored state or limits are malformed.' };
+    return (await end(ctx, holder, [], 'failed', undefined, error)) ? 'ended' : 'lost';
+  }
+
   let state = execution.state;
   for (;;) {
     if (control.dead) return 'abandoned';
     if (control.signal.aborted) return 'lost';
-    if (state.node === null || state.node === undefined) {
+    if (state.node === null) {
       return (await end(ctx, holder, [], 'succeeded', state.input ?? null)) ? 'ended' : 'lost';
     }
     if (control.yielding) {
@@ -143,16 +149,14 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
         state = next;
         continue;
       }
-      const outcome = await sleep(ctx, execution, holder, name, next, finished, result.seconds);
-      if (outcome !== 'continue') return outcome;
-      continue;
+      return sleep(ctx, execution, holder, name, next, finished, result.seconds);
     }
 
     const events: NewExecutionEvent[] = [];
     let next: ExecutionState;
     let endAs: { status: TerminalStatus; output?: unknown; error?: ExecutionError } | null = null;
     if (result.kind === 'route') {
-      events.push({ kind: 'node.finished', node: name, attributes: { route: result.route, duration_ms, ...result.attributes } });
+      events.push({ kind: 'node.finished', node: name, attributes: { ...result.attributes, route: result.route, duration_ms } });
       const target = targetOf(node, result.route);
       next = { node: target, input: result.output };
       if (target === null) {
@@ -161,7 +165,7 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
           : { status: 'succeeded', output: result.output };
       }
     } else {
-      events.push({ kind: 'node.failed', node: name, attributes: { error: result.error, duration_ms, ...result.attributes } });
+      events.push({ kind: 'node.failed', node: name, attributes: { ...result.attributes, error: result.error, duration_ms } });
       const target = targetOf(node, FAILURE);
       // The failure route's node gets what failed and on what input (docs/architecture.md).
       next = { node: target, input: { error: result.error, input: state.input } };
@@ -172,6 +176,18 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
     if (!(await advanceState(ctx.db, holder, next, events))) return 'lost';
     state = next;
   }
+}
+
+/** The row as create_execution writes it: a state naming the next node (or null) and the five run limits. */
+function wellFormed(execution: ClaimedExecution): boolean {
+  const { state, limits, graph } = execution;
+  const number = (value: unknown) => typeof value === 'number' && Number.isFinite(value);
+  return typeof state === 'object' && state !== null && Object.hasOwn(state, 'node') && (state.node === null || typeof state.node === 'string')
+    && typeof graph === 'object' && graph !== null && typeof graph.nodes === 'object' && graph.nodes !== null
+    && typeof limits === 'object' && limits !== null
+    && number(limits['workflow.processor_runs_per_execution']) && number(limits['workflow.execution_seconds'])
+    && number(limits['workflow.code_run_seconds']) && number(limits['workflow.session_objects_per_session'])
+    && Array.isArray(limits['workflow.code_imports']);
 }
 
 /** Runs one node's processor; every way it can end becomes a NodeResult. */
@@ -215,7 +231,7 @@ async function runNode(ctx: EngineContext, execution: ClaimedExecution, name: st
  * A `logic.sleep` of `seconds` > 0: fails the execution at once when it would end past the
  * deadline, else parks it (status `sleeping`, the lease released, a delayed wake-up job).
  */
-async function sleep(ctx: EngineContext, execution: ClaimedExecution, holder: Holder, name: string, next: ExecutionState, finished: NewExecutionEvent, seconds: number): Promise<Outcome | 'continue'> {
+async function sleep(ctx: EngineContext, execution: ClaimedExecution, holder: Holder, name: string, next: ExecutionState, finished: NewExecutionEvent, seconds: number): Promise<Outcome> {
   const limit = limitOf(execution, 'workflow.execution_seconds');
   const outcome = await ctx.db.transaction(async (tx): Promise<Outcome | Date> => {
     const row = await lockHeld(tx, holder);

@@ -8,7 +8,7 @@
  */
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
-import { QUEUES } from '../queue.ts';
+import { QUEUES } from '../../shared/queue/queues.ts';
 
 export interface QueueStatisticsOptions {
   db: Db;

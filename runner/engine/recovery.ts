@@ -14,7 +14,7 @@
  */
 import type { Db } from '../../shared/db/db.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
-import { QUEUES } from '../queue.ts';
+import { QUEUES } from '../../shared/queue/queues.ts';
 
 export interface RecoveryOptions {
   db: Db;

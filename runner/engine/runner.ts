@@ -107,7 +107,7 @@ interface Flight {
 
 const DEFAULT_GRACE_MS = 5_000;
 /** How long stop() waits for runs it handed back to unwind before closing their code pool. */
-const UNWIND_MS = 2_000;
+const UNWIND_MS = 1_500;
 /** Most local wake-up timers kept for parked executions; later ones rely on polling. */
 const MAX_WAKE_TIMERS = 10_000;
 

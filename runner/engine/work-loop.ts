@@ -14,7 +14,7 @@ import type { Job, PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { isUuid } from '../../shared/ids.ts';
 import type { ExecutionJobData } from '../../shared/queue/execution-jobs.ts';
-import { QUEUES } from '../queue.ts';
+import { QUEUES } from '../../shared/queue/queues.ts';
 import { claimExecutions, rescheduleEarly, type ClaimedExecution } from './claim.ts';
 
 export interface WorkLoopOptions {
@@ -59,7 +59,14 @@ export class WorkLoop {
     const { pollSeconds } = this.#options;
     this.#workerId = await this.#options.boss.work<ExecutionJobData>(
       QUEUES.executions.name,
-      { batchSize: this.#batchSize, pollingIntervalSeconds: pollSeconds, notifyPollingIntervalSeconds: pollSeconds },
+      {
+        batchSize: this.#batchSize,
+        pollingIntervalSeconds: pollSeconds,
+        notifyPollingIntervalSeconds: pollSeconds,
+        // A full batch means more may be waiting: fetch again at once instead of at the next poll,
+        // or a backlog left when NOTIFYs stop drains one batch per poll.
+        burstWhenBatchFull: true,
+      },
       (jobs) => this.#handle(jobs),
     );
   }

@@ -1,15 +1,9 @@
 import type { Db } from '../../shared/db/db.ts';
 import type { LimitObject } from '../../shared/errors.ts';
+import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import type { CodeRunner } from '../messages.ts';
 
-/** The five limits `create_execution` resolves once; the execution keeps them until it ends. */
-export interface RunLimits {
-  'workflow.processor_runs_per_execution': number;
-  'workflow.execution_seconds': number;
-  'workflow.code_run_seconds': number;
-  'workflow.code_imports': string[];
-  'workflow.session_objects_per_session': number;
-}
+export type { RunLimits } from '../../shared/workflow/run-limits.ts';
 
 /** What a processor knows of the execution it runs in. */
 export interface ExecutionScope {

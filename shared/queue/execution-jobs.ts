@@ -1,6 +1,6 @@
 import type { SendOptions } from 'pg-boss';
 import type { Tx } from '../db/db.ts';
-import { QUEUES } from '../../runner/queue.ts';
+import { QUEUES } from './queues.ts';
 
 /**
  * What sends jobs: a started pg-boss instance, or in a test a stand-in. Narrow on purpose, so the

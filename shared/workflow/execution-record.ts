@@ -1,4 +1,4 @@
-import type { RunLimits } from '../../runner/processors/processor.ts';
+import type { RunLimits } from '../workflow/run-limits.ts';
 import type { ExecutionError } from './execution-end.ts';
 
 /** An execution's status: the first three are unfinished (`ended_at` null), the last three terminal. */

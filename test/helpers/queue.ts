@@ -1,5 +1,5 @@
 import type { PgBoss } from 'pg-boss';
-import { createBoss, createQueues } from '../../runner/queue.ts';
+import { createBoss, createQueues } from '../../shared/queue/queues.ts';
 import type { Queryable } from '../../shared/db/db.ts';
 
 /**

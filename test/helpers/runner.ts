@@ -4,7 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import type { Test } from 'tap';
 import { createRunner, type Runner, type RunnerOptions, type RunnerTuning } from '../../runner/engine/runner.ts';
-import { createBoss, createQueues } from '../../runner/queue.ts';
+import { createBoss, createQueues } from '../../shared/queue/queues.ts';
 import { createDb, type Db } from '../../shared/db/db.ts';
 import { call, type Caller } from './app.ts';
 import { createBlob, createOrg } from './resources.ts';

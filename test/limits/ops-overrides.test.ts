@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { buildOpsApp } from '../../control-plane/ops/app.ts';
 import { LIMIT_CATALOG, LIMIT_GROUPS } from '../../shared/limits/catalog.ts';
-import { createBoss } from '../../runner/queue.ts';
+import { createBoss } from '../../shared/queue/queues.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { createBlob, createOrg, uniqueAlias } from '../helpers/resources.ts';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../shared/db/db.ts';
+import type { Queryable } from './db/db.ts';
 
 /** How often a runner stamps `heartbeat_at`. */
 export const HEARTBEAT_SECONDS = 5;

@@ -1,0 +1,19 @@
+import t from 'tap';
+import { loadConfig } from '../../shared/config.ts';
+
+const SECRETS = {
+  TOKEN_SIGNING_KEY: 'test-signing-key-0123456789abcdef0123456789',
+  CURSOR_KEY: 'test-cursor-key-0123456789abcdef0123456789',
+  CREDENTIAL_KEY: 'test-credential-key-0123456789abcdef01234567',
+  OPS_TOKEN: 'test-ops-token',
+};
+
+t.test('the runner engine\'s timings: defaults, environment, and a lease always renewed before it runs out', async (t) => {
+  t.same(loadConfig({ ...SECRETS }).runner, { concurrency: 0, leaseSeconds: 10, renewSeconds: 3, sweepSeconds: 5, orphanSeconds: 30 });
+  t.same(loadConfig({ ...SECRETS, RUNNER_CONCURRENCY: '8', RUNNER_LEASE_SECONDS: '3', RUNNER_RENEW_SECONDS: '1', RUNNER_SWEEP_SECONDS: '2', RUNNER_ORPHAN_SECONDS: '5' }).runner,
+    { concurrency: 8, leaseSeconds: 3, renewSeconds: 1, sweepSeconds: 2, orphanSeconds: 5 });
+  t.throws(() => loadConfig({ ...SECRETS, RUNNER_LEASE_SECONDS: '3', RUNNER_RENEW_SECONDS: '3' }), /RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS/);
+  t.throws(() => loadConfig({ ...SECRETS, RUNNER_RENEW_SECONDS: '0' }), /RUNNER_RENEW_SECONDS/);
+  t.throws(() => loadConfig({ ...SECRETS, RUNNER_SWEEP_SECONDS: '0' }), /RUNNER_SWEEP_SECONDS must be at least 1/);
+  t.throws(() => loadConfig({ ...SECRETS, RUNNER_LEASE_SECONDS: 'soon' }), /RUNNER_LEASE_SECONDS must be a non-negative integer/);
+});
