@@ -2,7 +2,7 @@ import type { Queryable } from '../../shared/db/db.ts';
 import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import { EXECUTION_RECORD_COLUMNS, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
-import { newestFirstSql, olderThanSql, positionColumnsSql, type RecordPosition, type RecordSource } from '../workflow/record-cursor.ts';
+import { tableListing, type RecordSource } from '../workflow/record-cursor.ts';
 
 export interface NewExecution {
   sessionId: string;
@@ -48,23 +48,5 @@ export async function findExecution(q: Queryable, revisionId: string, id: string
 
 /** `list_executions`: the session's executions, newest first (the record cursor). */
 export function executionListing(q: Queryable, sessionId: string): RecordSource<ExecutionRecordRow> {
-  return {
-    async locate(id: string): Promise<RecordPosition | undefined> {
-      const { rows } = await q.query<RecordPosition>(
-        `SELECT ${positionColumnsSql('e')} FROM executions e WHERE e.id = $1::uuid AND e.session_id = $2::uuid`,
-        [id, sessionId],
-      );
-      return rows[0];
-    },
-    async read(after: RecordPosition | undefined, count: number): Promise<ExecutionRecordRow[]> {
-      const older = olderThanSql('e', after, 3);
-      const { rows } = await q.query<ExecutionRecordRow>(
-        `SELECT ${EXECUTION_RECORD_COLUMNS} FROM executions e
-          WHERE e.session_id = $1::uuid AND ${older.sql}
-          ${newestFirstSql('e')} LIMIT $2::int`,
-        [sessionId, count, ...older.params],
-      );
-      return rows;
-    },
-  };
+  return tableListing<ExecutionRecordRow>(q, { table: 'executions', alias: 'e', columns: EXECUTION_RECORD_COLUMNS, scopeColumn: 'session_id', scopeId: sessionId });
 }

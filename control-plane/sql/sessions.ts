@@ -2,7 +2,7 @@ import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { SESSION_COLUMNS, type SessionRow } from '../workflow/session-ref.ts';
-import { newestFirstSql, olderThanSql, positionColumnsSql, type RecordPosition, type RecordSource } from '../workflow/record-cursor.ts';
+import { tableListing, type RecordSource } from '../workflow/record-cursor.ts';
 
 /** Inserts an active session; a taken alias fails on `sessions_alias_key` (wrap in `claimingAlias`). */
 export async function insertSession(q: Queryable, revisionId: string, alias: string | null): Promise<SessionRow> {
@@ -60,25 +60,7 @@ export async function removeOneDeleting(q: Queryable): Promise<string | undefine
 
 /** `list_sessions`: the revision's sessions, newest first, `deleting` ones included until removed. */
 export function sessionListing(q: Queryable, revisionId: string): RecordSource<SessionRow> {
-  return {
-    async locate(id: string): Promise<RecordPosition | undefined> {
-      const { rows } = await q.query<RecordPosition>(
-        `SELECT ${positionColumnsSql('s')} FROM sessions s WHERE s.id = $1::uuid AND s.revision_id = $2::uuid`,
-        [id, revisionId],
-      );
-      return rows[0];
-    },
-    async read(after: RecordPosition | undefined, count: number): Promise<SessionRow[]> {
-      const older = olderThanSql('s', after, 3);
-      const { rows } = await q.query<SessionRow>(
-        `SELECT ${SESSION_COLUMNS} FROM sessions s
-          WHERE s.revision_id = $1::uuid AND ${older.sql}
-          ${newestFirstSql('s')} LIMIT $2::int`,
-        [revisionId, count, ...older.params],
-      );
-      return rows;
-    },
-  };
+  return tableListing<SessionRow>(q, { table: 'sessions', alias: 's', columns: SESSION_COLUMNS, scopeColumn: 'revision_id', scopeId: revisionId });
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { QueryResultRow } from 'pg';
+import type { Queryable } from '../../shared/db/db.ts';
 import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { UUID_RE } from '../../shared/ids.ts';
@@ -94,4 +96,43 @@ export function olderThanSql(alias: string, after: RecordPosition | undefined, f
 /** The order of every record-cursor listing; it cannot be changed by the request. */
 export function newestFirstSql(alias: string): string {
   return `ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`;
+}
+
+/** A record-cursor listing of one table, scoped by one column (a revision's sessions, a session's executions). */
+export interface TableListing {
+  /** `sessions s`: the table and the alias the column lists use. */
+  table: string;
+  alias: string;
+  /** The select list of a row, written against `alias`. */
+  columns: string;
+  /** The column naming the scope (e.g. `revision_id`) and its value. */
+  scopeColumn: string;
+  scopeId: string;
+}
+
+/**
+ * The RecordSource of a table listing: `locate` finds a start record only inside the scope (a
+ * record of another scope counts as deleted), `read` pages newest first from after it.
+ */
+export function tableListing<R extends { id: string }>(q: Queryable, listing: TableListing): RecordSource<R> {
+  const { table, alias: a, columns, scopeColumn, scopeId } = listing;
+  return {
+    async locate(id: string): Promise<RecordPosition | undefined> {
+      const { rows } = await q.query<RecordPosition>(
+        `SELECT ${positionColumnsSql(a)} FROM ${table} ${a} WHERE ${a}.id = $1::uuid AND ${a}.${scopeColumn} = $2::uuid`,
+        [id, scopeId],
+      );
+      return rows[0];
+    },
+    async read(after: RecordPosition | undefined, count: number): Promise<R[]> {
+      const older = olderThanSql(a, after, 3);
+      const { rows } = await q.query<R & QueryResultRow>(
+        `SELECT ${columns} FROM ${table} ${a}
+          WHERE ${a}.${scopeColumn} = $1::uuid AND ${older.sql}
+          ${newestFirstSql(a)} LIMIT $2::int`,
+        [scopeId, count, ...older.params],
+      );
+      return rows;
+    },
+  };
 }
