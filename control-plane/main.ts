@@ -11,7 +11,7 @@ import { loadConfig } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { openDatabase } from '../shared/db/local-database.ts';
-import { onStopSignal } from '../shared/shutdown.ts';
+import { runEntry } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { buildApp } from './app.ts';
 import { buildOpsApp } from './ops/app.ts';
@@ -62,16 +62,4 @@ async function start(): Promise<void> {
   log.info({ version: VERSION }, 'control plane started');
 }
 
-const started = start();
-
-onStopSignal(async () => {
-  await started.catch(() => {});
-  await stop();
-  log.info('control plane stopped');
-}, { graceMs: GRACE_MS, log: (message, err) => log.warn({ err }, message) });
-
-started.catch(async (err: unknown) => {
-  log.fatal({ err }, 'control plane failed to start');
-  await stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));
-  process.exit(1);
-});
+runEntry({ name: 'control plane', start, stop, log, graceMs: GRACE_MS });

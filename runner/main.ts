@@ -15,7 +15,7 @@ import { loadConfig } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/db.ts';
 import { databaseUrlFor } from '../shared/db/database-url.ts';
 import { migrate } from '../shared/db/migrate.ts';
-import { onStopSignal } from '../shared/shutdown.ts';
+import { runEntry } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { createRunner, type Runner } from './engine/runner.ts';
 import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
@@ -93,16 +93,4 @@ async function start(): Promise<void> {
   log.info({ runner_id: registration.id, version: VERSION }, 'runner started');
 }
 
-const started = start();
-
-onStopSignal(async () => {
-  await started.catch(() => {});
-  await stop();
-  log.info('runner stopped');
-}, { graceMs: GRACE_MS, log: (message, err) => log.warn({ err }, message) });
-
-started.catch(async (err: unknown) => {
-  log.fatal({ err }, 'runner failed to start');
-  await stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));
-  process.exit(1);
-});
+runEntry({ name: 'runner', start, stop, log, graceMs: GRACE_MS });

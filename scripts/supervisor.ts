@@ -8,7 +8,7 @@ import pino from 'pino';
 import { loadConfig } from '../shared/config.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { openDatabase } from '../shared/db/local-database.ts';
-import { onStopSignal } from '../shared/shutdown.ts';
+import { runEntry } from '../shared/shutdown.ts';
 import { superviseChild, type SupervisedChild } from './child-process.ts';
 
 /** Everything is down within this after a stop signal (the limit a terminal user waits). */
@@ -49,16 +49,4 @@ async function start(): Promise<void> {
   log.info({ api: `http://${config.host}:${config.port}/v1`, ops: `http://${config.opsHost}:${config.opsPort}/graphql` }, 'started');
 }
 
-const started = start();
-
-onStopSignal(async () => {
-  await started.catch(() => {});
-  await stop();
-  log.info('stopped');
-}, { graceMs: GRACE_MS, log: (message, err) => log.warn({ err }, message) });
-
-started.catch(async (err: unknown) => {
-  log.fatal({ err }, 'failed to start');
-  await stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));
-  process.exit(1);
-});
+runEntry({ name: 'supervisor', start, stop, log, graceMs: GRACE_MS });

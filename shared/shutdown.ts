@@ -45,3 +45,31 @@ export function onStopSignal(stop: () => Promise<void>, options: ShutdownOptions
   }
   if (process.connected) process.once('disconnect', () => handler('disconnect'));
 }
+
+/** The logger an entry file runs with (pino's shape). */
+export interface EntryLog {
+  info(message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+  fatal(fields: object, message: string): void;
+}
+
+/**
+ * The life of an entry process: run `start`; on a stop signal wait for it to settle, then `stop`;
+ * if `start` fails, undo what it started and exit 1 for the supervisor to retry. `stop` must be
+ * idempotent and safe to call whatever `start` got through.
+ */
+export function runEntry(entry: { name: string; start: () => Promise<void>; stop: () => Promise<void>; log: EntryLog; graceMs: number }): void {
+  const { name, log } = entry;
+  const started = entry.start();
+  onStopSignal(async () => {
+    await started.catch(() => {});
+    await entry.stop();
+    log.info(`${name} stopped`);
+  }, { graceMs: entry.graceMs, log: (message, err) => log.warn({ err }, message) });
+  started.catch(async (err: unknown) => {
+    log.fatal({ err }, `${name} failed to start`);
+    await entry.stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));
+    process.exit(1);
+  });
+}

@@ -6,7 +6,7 @@
  * nothing and their job completes.
  */
 import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
+import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
 import type { RunLimits } from '../processors/processor.ts';
@@ -39,7 +39,7 @@ export interface ClaimedExecution {
  */
 export async function claimExecutions(q: Queryable, runnerId: string, ids: readonly string[], leaseSeconds: number): Promise<ClaimedExecution[]> {
   if (ids.length === 0) return [];
-  const { rows } = await q.query<ClaimedExecution>(
+  const { rows } = await preparedQuery<ClaimedExecution>(q, 'ws_claim',
     `WITH prev AS (
        SELECT id, status, started_at, lease_owner FROM executions
         WHERE id = ANY($1::uuid[]) AND ended_at IS NULL

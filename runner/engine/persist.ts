@@ -8,7 +8,7 @@
  * shows a node run the state does not, nor the reverse.
  */
 import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
+import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
 import type { JobQueue } from '../../shared/queue/execution-jobs.ts';
 import { enqueueExecution } from '../../shared/queue/execution-jobs.ts';
 
@@ -54,7 +54,7 @@ function eventsJson(events: readonly NewExecutionEvent[]): string {
  * Returns the new run count, or null when nothing was written (see `whyNotStarted`).
  */
 export async function startNode(q: Queryable, holder: Holder, node: string, processor: string): Promise<number | null> {
-  const { rows } = await q.query<{ node_runs: number }>(
+  const { rows } = await preparedQuery<{ node_runs: number }>(q, 'ws_node_start',
     `WITH src AS (
        UPDATE executions SET node_runs = node_runs + 1, lease_until = now() + make_interval(secs => $3::int)
         WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running'
@@ -90,7 +90,7 @@ export async function whyNotStarted(q: Queryable, holder: Holder): Promise<NotSt
  * Returns false when the execution is no longer ours.
  */
 export async function advanceState(q: Queryable, holder: Holder, state: ExecutionState, events: readonly NewExecutionEvent[]): Promise<boolean> {
-  const { rows } = await q.query(
+  const { rows } = await preparedQuery(q, 'ws_node_advance',
     `WITH src AS (
        UPDATE executions SET state = $3::jsonb, attempts = 0, lease_until = now() + make_interval(secs => $4::int)
         WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running'
@@ -112,7 +112,7 @@ export interface HeldRow {
 
 /** Locks the execution if this runner still holds it; undefined otherwise. */
 export async function lockHeld(tx: Tx, holder: Holder): Promise<HeldRow | undefined> {
-  const { rows } = await tx.query<HeldRow>(
+  const { rows } = await preparedQuery<HeldRow>(tx, 'ws_lock_held',
     `SELECT session_id, deadline_at, extract(epoch FROM deadline_at - now())::float8 AS seconds_left
        FROM executions WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running' FOR UPDATE`,
     [holder.executionId, holder.runnerId],
@@ -123,7 +123,7 @@ export async function lockHeld(tx: Tx, holder: Holder): Promise<HeldRow | undefi
 /** Appends events in the caller's transaction (for the paths that also end or park the execution). */
 export async function appendEvents(tx: Tx, executionId: string, sessionId: string, events: readonly NewExecutionEvent[]): Promise<void> {
   if (events.length === 0) return;
-  await tx.query(
+  await preparedQuery(tx, 'ws_execution_events_append',
     `WITH src AS (SELECT $2::uuid AS session_id),
      ${INSERT_EVENTS('src', '$1', '$3', '$4')}
      SELECT notified.n FROM notified`,

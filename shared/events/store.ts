@@ -1,7 +1,23 @@
+import type pg from 'pg';
+import type { QueryResult, QueryResultRow } from 'pg';
 import type { Queryable } from '../db/db.ts';
 
 /** The channel on which every appended event is announced (payload: `<stream>:<owner id>:<event id>`). */
 export const EVENTS_CHANNEL = 'ws_events';
+
+/**
+ * Runs `text` as the named prepared statement `name` when `q` is the pool (`Db`) or a transaction
+ * (`Tx`): PostgreSQL then parses and plans it once per connection instead of on every call, which
+ * was a large part of its time on the engine's hot path (docs/benchmarks.md). Any other Queryable
+ * gets a plain query. `name` must belong to one constant SQL text: node-postgres refuses a name
+ * reused with another text on the same connection.
+ */
+export function preparedQuery<R extends QueryResultRow = QueryResultRow>(q: Queryable, name: string, text: string, values: unknown[]): Promise<QueryResult<R>> {
+  const config = { name, text, values };
+  if ('client' in q) return (q.client as pg.PoolClient).query<R>(config);
+  if ('pool' in q) return (q.pool as pg.Pool).query<R>(config);
+  return q.query<R>(text, values);
+}
 
 export interface EventRecord {
   id: string;
@@ -42,7 +58,7 @@ export function eventRecord(row: EventRow): EventRecord {
  * PostgreSQL delivers only if the transaction commits, so subscribers never see a rolled-back event.
  */
 export async function appendSessionEvent(q: Queryable, event: NewEvent): Promise<EventRecord> {
-  const { rows } = await q.query<EventRow>(
+  const { rows } = await preparedQuery<EventRow>(q, 'ws_session_event_append',
     `WITH e AS (
        INSERT INTO session_events (session_id, execution_id, kind, node, attributes)
        VALUES ($1::uuid, $2::uuid, $3, $4, $5::jsonb)
@@ -55,7 +71,7 @@ export async function appendSessionEvent(q: Queryable, event: NewEvent): Promise
 
 /** Appends an execution event (same transaction and NOTIFY rules as session events). */
 export async function appendExecutionEvent(q: Queryable, event: NewEvent & { executionId: string }): Promise<EventRecord> {
-  const { rows } = await q.query<EventRow>(
+  const { rows } = await preparedQuery<EventRow>(q, 'ws_execution_event_append',
     `WITH e AS (
        INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
        VALUES ($1::uuid, $2::uuid, $3, $4, $5::jsonb)

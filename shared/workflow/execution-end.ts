@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import type { LimitObject } from '../errors.ts';
-import { appendExecutionEvent, appendSessionEvent } from '../events/store.ts';
+import { appendExecutionEvent, appendSessionEvent, preparedQuery } from '../events/store.ts';
 
 /** The statuses an execution can end in; `ended_at` is set exactly for these (a CHECK enforces it). */
 export type TerminalStatus = 'succeeded' | 'failed' | 'cancelled';
@@ -41,7 +41,7 @@ interface EndedRow {
  */
 export async function endExecution(tx: Queryable, end: EndExecution): Promise<boolean> {
   const leaseOwner = end.guard === 'unended' ? null : end.guard.leaseOwner;
-  const { rows } = await tx.query<EndedRow>(
+  const { rows } = await preparedQuery<EndedRow>(tx, 'ws_execution_end',
     `UPDATE executions
         SET status = $2, output = $3::jsonb, error = $4::jsonb, ended_at = now(),
             lease_owner = NULL, lease_until = NULL, wake_at = NULL
