@@ -22,6 +22,7 @@ import type { CodeRunner } from '../messages.ts';
 import type { NodeError, NodeResult, Processor } from '../processors/processor.ts';
 import type { ClaimedExecution } from './claim.ts';
 import {
+  advanceAndStart,
   advanceState,
   appendEvents,
   handBack,
@@ -103,6 +104,8 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
   }
 
   let state = execution.state;
+  // Set when the previous step already started this node in the statement that advanced to it.
+  let prestarted: boolean | null = null;
   for (;;) {
     if (control.dead) return 'abandoned';
     if (control.signal.aborted) return 'lost';
@@ -120,8 +123,9 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
       return (await end(ctx, holder, [], 'failed', undefined, error)) ? 'ended' : 'lost';
     }
 
-    const runs = await startNode(ctx.db, holder, name, node.processor);
-    if (runs === null) {
+    const running = prestarted ?? (await startNode(ctx.db, holder, name, node.processor)) !== null;
+    prestarted = null;
+    if (!running) {
       const why = await whyNotStarted(ctx.db, holder);
       if (why === 'lost') return 'lost';
       if (control.dead) return 'abandoned';
@@ -173,7 +177,16 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
     }
 
     if (endAs) return (await end(ctx, holder, events, endAs.status, endAs.output, endAs.error)) ? 'ended' : 'lost';
-    if (!(await advanceState(ctx.db, holder, next, events))) return 'lost';
+    const nextName = next.node;
+    const nextNode = nextName === null ? undefined : execution.graph.nodes[nextName];
+    if (nextName !== null && nextNode !== undefined && !control.yielding) {
+      // The usual step: record this outcome and start the next node in one round trip.
+      const advanced = await advanceAndStart(ctx.db, holder, { node: nextName, input: next.input }, nextNode.processor, events);
+      if (!advanced.owned) return 'lost';
+      prestarted = advanced.runs !== null;
+    } else if (!(await advanceState(ctx.db, holder, next, events))) {
+      return 'lost';
+    }
     state = next;
   }
 }

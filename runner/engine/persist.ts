@@ -102,6 +102,48 @@ export async function advanceState(q: Queryable, holder: Holder, state: Executio
   return rows.length > 0;
 }
 
+/** What `advanceAndStart` did: nothing (the execution is no longer ours), or advanced and maybe started. */
+export type Advanced = { owned: false } | { owned: true; runs: number | null };
+
+/**
+ * `advanceState` and `startNode` of the next node in one statement, for the usual step where a
+ * node's outcome leads straight to another node: the next state, the finished node's events and,
+ * unless a run ceiling forbids it (same conditions as `startNode`), the next run counted with its
+ * `node.started`. `runs` is null when the state advanced but the next node did not start
+ * (`whyNotStarted` tells which ceiling).
+ */
+export async function advanceAndStart(q: Queryable, holder: Holder, state: ExecutionState & { node: string }, processor: string, events: readonly NewExecutionEvent[]): Promise<Advanced> {
+  const all = [...events, { kind: 'node.started', node: state.node, attributes: { processor } }];
+  const { rows } = await preparedQuery<{ node_runs: number; started: boolean }>(q, 'ws_node_advance_start',
+    `WITH cur AS (
+       SELECT id, node_runs < (limits->>'workflow.processor_runs_per_execution')::int AND now() <= deadline_at AS ok
+         FROM executions
+        WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running'
+        FOR UPDATE),
+     src AS (
+       UPDATE executions e
+          SET state = $3::jsonb, attempts = 0, lease_until = now() + make_interval(secs => $4::int),
+              node_runs = e.node_runs + CASE WHEN cur.ok THEN 1 ELSE 0 END
+         FROM cur
+        WHERE e.id = cur.id
+        RETURNING e.session_id, e.node_runs, cur.ok AS started),
+     ins AS (
+       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
+       SELECT $1::uuid, src.session_id, x.ev->>'kind', x.ev->>'node', coalesce(x.ev->'attributes', '{}'::jsonb)
+         FROM src CROSS JOIN jsonb_array_elements($5::jsonb) WITH ORDINALITY AS x(ev, ord)
+        -- The last event is the next node's node.started: only when that run starts.
+        WHERE src.started OR x.ord < jsonb_array_length($5::jsonb)
+        ORDER BY x.ord
+       RETURNING id, execution_id),
+     notified AS (SELECT count(pg_notify($6, 'execution:' || execution_id || ':' || id)) AS n FROM ins)
+     SELECT src.node_runs, src.started, notified.n FROM src, notified`,
+    [holder.executionId, holder.runnerId, JSON.stringify(state), holder.leaseSeconds, eventsJson(all), EVENTS_CHANNEL],
+  );
+  const row = rows[0];
+  if (!row) return { owned: false };
+  return { owned: true, runs: row.started ? row.node_runs : null };
+}
+
 /** The row of an execution this runner holds, locked for the rest of the transaction. */
 export interface HeldRow {
   session_id: string;
