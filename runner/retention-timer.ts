@@ -1,5 +1,6 @@
 import type { Db } from '../shared/db/db.ts';
 import { runRecordedSweep, type RecordedSweepResult } from '../shared/retention/recorded-sweep.ts';
+import { startPeriodic } from '../shared/periodic.ts';
 
 /** How often each runner asks whether a sweep is due. */
 export const RETENTION_CHECK_SECONDS = 10 * 60;
@@ -54,8 +55,6 @@ export function sweepIfDue(db: Db, options: { dueAfterSeconds?: number; signal?:
 export function startRetentionTimer(db: Db, options: RetentionTimerOptions): RetentionTimer {
   const checkMs = (options.checkEverySeconds ?? RETENTION_CHECK_SECONDS) * 1000;
   const abort = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let checking: Promise<void> = Promise.resolve();
 
   const check = async () => {
     try {
@@ -69,20 +68,12 @@ export function startRetentionTimer(db: Db, options: RetentionTimerOptions): Ret
       if (!abort.signal.aborted) options.log.error({ err }, 'retention sweep failed');
     }
   };
-  const schedule = (delayMs: number) => {
-    timer = setTimeout(() => {
-      checking = check().then(() => {
-        if (!abort.signal.aborted) schedule(checkMs);
-      });
-    }, delayMs);
-  };
-  schedule(0);
+  const loop = startPeriodic(check, { everyMs: checkMs, firstMs: 0, onError: (err) => options.log.error({ err }, 'retention check failed') });
 
   return {
     async stop() {
       abort.abort(new Error('the runner is stopping'));
-      clearTimeout(timer);
-      await checking;
+      await loop.stop();
     },
   };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './db/db.ts';
+import { startPeriodic } from './periodic.ts';
 
 /** How often a runner stamps `heartbeat_at`. */
 export const HEARTBEAT_SECONDS = 5;
@@ -46,33 +47,17 @@ export async function registerRunner(db: Queryable, identity: RunnerIdentity, on
   );
   await insert();
 
-  let timer: NodeJS.Timeout | undefined;
-  let beating: Promise<unknown> = Promise.resolve();
   const beat = async () => {
-    try {
-      const { rowCount } = await db.query('UPDATE runners SET heartbeat_at = now() WHERE id = $1::uuid', [id]);
-      // The row was removed (an operator cleaning up): put it back rather than run unlisted.
-      if (!rowCount) await insert();
-    } catch (error) {
-      onError(error);
-    }
+    const { rowCount } = await db.query('UPDATE runners SET heartbeat_at = now() WHERE id = $1::uuid', [id]);
+    // The row was removed (an operator cleaning up): put it back rather than run unlisted.
+    if (!rowCount) await insert();
   };
-  // Each beat is scheduled after the previous one finished, so a slow database never stacks them.
-  const schedule = () => {
-    timer = setTimeout(() => {
-      beating = beat().then(() => {
-        if (timer) schedule();
-      });
-    }, HEARTBEAT_SECONDS * 1000);
-  };
-  schedule();
+  const heartbeat = startPeriodic(beat, { everyMs: HEARTBEAT_SECONDS * 1000, onError });
 
   return {
     id,
     async stop() {
-      clearTimeout(timer);
-      timer = undefined;
-      await beating;
+      await heartbeat.stop();
       await db.query('UPDATE runners SET stopped_at = now(), heartbeat_at = now() WHERE id = $1::uuid', [id]);
     },
   };

@@ -8,6 +8,7 @@
  * last renewal, which bounds how long a crash holds them up.
  */
 import type { Queryable } from '../../shared/db/db.ts';
+import { startPeriodic, type Periodic } from '../../shared/periodic.ts';
 
 export interface LeaseKeeperOptions {
   db: Queryable;
@@ -20,9 +21,7 @@ export interface LeaseKeeperOptions {
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
   readonly #held = new Map<string, () => void>();
-  #timer: NodeJS.Timeout | undefined;
-  #renewing: Promise<void> = Promise.resolve();
-  #running = false;
+  #loop: Periodic | undefined;
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
@@ -30,9 +29,8 @@ export class LeaseKeeper {
 
   /** Starts renewing. */
   start(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#schedule();
+    // Renewal errors are handled inside renew(); onError only hears what escapes it.
+    this.#loop ??= startPeriodic(() => this.renew(), { everyMs: this.#options.renewSeconds * 1000, onError: this.#options.onError });
   }
 
   /** Renews `executionId` from now on; `onLost` is called once if it stops being ours. */
@@ -55,19 +53,8 @@ export class LeaseKeeper {
 
   /** Stops renewing everything (after the last renewal in progress). Leases then run out on their own. */
   async stop(): Promise<void> {
-    this.#running = false;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#renewing;
-  }
-
-  #schedule(): void {
-    // Each renewal is scheduled after the previous one finished, so a slow database never stacks them.
-    this.#timer = setTimeout(() => {
-      this.#renewing = this.renew().finally(() => {
-        if (this.#running) this.#schedule();
-      });
-    }, this.#options.renewSeconds * 1000);
+    await this.#loop?.stop();
+    this.#loop = undefined;
   }
 
   /** One renewal of every held lease (also called by tests). */

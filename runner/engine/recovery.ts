@@ -15,6 +15,7 @@
 import type { Db } from '../../shared/db/db.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
 import { QUEUES } from '../../shared/queue/queues.ts';
+import { startPeriodic, type Periodic } from '../../shared/periodic.ts';
 
 export interface RecoveryOptions {
   db: Db;
@@ -35,35 +36,21 @@ const SWEEP_LOCK = 0x7265636f76657279n;
 
 export class RecoverySweep {
   readonly #options: RecoveryOptions;
-  #timer: NodeJS.Timeout | undefined;
-  #sweeping: Promise<unknown> = Promise.resolve();
-  #running = false;
+  #loop: Periodic | undefined;
 
   constructor(options: RecoveryOptions) {
     this.#options = options;
   }
 
   start(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#schedule();
+    // ±20 % jitter keeps the runners of a fleet from sweeping in step.
+    const everyMs = () => this.#options.sweepSeconds * 1000 * (0.8 + Math.random() * 0.4);
+    this.#loop ??= startPeriodic(() => this.sweep(), { everyMs, onError: this.#options.onError });
   }
 
   async stop(): Promise<void> {
-    this.#running = false;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#sweeping;
-  }
-
-  #schedule(): void {
-    // ±20 % jitter keeps the runners of a fleet from sweeping in step.
-    const delay = this.#options.sweepSeconds * 1000 * (0.8 + Math.random() * 0.4);
-    this.#timer = setTimeout(() => {
-      this.#sweeping = this.sweep().catch(this.#options.onError).finally(() => {
-        if (this.#running) this.#schedule();
-      });
-    }, delay);
+    await this.#loop?.stop();
+    this.#loop = undefined;
   }
 
   /** One sweep: sends a wake-up to every stranded execution found; returns how many. */
