@@ -1,19 +1,10 @@
 import t from 'tap';
-import { buildTestApp, setOverride, signInAnonymous } from './helpers/app.ts';
-import { grant } from './helpers/access.ts';
-import { createBlob, createOrg } from './helpers/resources.ts';
-import { createSession, markDeleting, openTransports, sessionEvents, VIAS } from './helpers/session-contents.ts';
+import { buildTestApp, setOverride } from './helpers/app.ts';
+import { createSession, markDeleting, sessionEvents, VIAS, sessionContentFixture } from './helpers/session-contents.ts';
+import { createBlob } from './helpers/resources.ts';
 
 const { app } = await buildTestApp(t);
-const alice = await signInAnonymous(app);
-const reader = await signInAnonymous(app);
-const stranger = await signInAnonymous(app);
-const org = await createOrg(app, alice);
-const { blob, revision } = await createBlob(app, alice, org.id);
-await grant(app, alice, 'blob', blob.id, reader.user.id, 'read');
-const as = await openTransports(t, app, alice);
-const asReader = await openTransports(t, app, reader);
-const asStranger = await openTransports(t, app, stranger);
+const { alice, stranger, org, revision, as, asReader, asStranger } = await sessionContentFixture(t, app);
 
 const FILE_BYTES = 4_194_304;
 const fileCeiling = { id: 'workflow.session_file_bytes', value: FILE_BYTES };

@@ -1,20 +1,11 @@
 import t from 'tap';
-import { buildTestApp, setOverride, signInAnonymous } from './helpers/app.ts';
-import { grant } from './helpers/access.ts';
-import { createBlob, createOrg } from './helpers/resources.ts';
-import { advisoryWaiters, createSession, markDeleting, openTransports, sessionEvents, tracked, until, VIAS } from './helpers/session-contents.ts';
+import { buildTestApp, setOverride } from './helpers/app.ts';
+import { advisoryWaiters, createSession, markDeleting, sessionEvents, tracked, until, VIAS, sessionContentFixture } from './helpers/session-contents.ts';
+import { createBlob } from './helpers/resources.ts';
 import { contentWriteLimits, writeSessionObject } from '../shared/session/object-writes.ts';
 
 const { app } = await buildTestApp(t);
-const alice = await signInAnonymous(app);
-const reader = await signInAnonymous(app);
-const stranger = await signInAnonymous(app);
-const org = await createOrg(app, alice);
-const { blob, revision } = await createBlob(app, alice, org.id);
-await grant(app, alice, 'blob', blob.id, reader.user.id, 'read');
-const as = await openTransports(t, app, alice);
-const asReader = await openTransports(t, app, reader);
-const asStranger = await openTransports(t, app, stranger);
+const { alice, org, blob, revision, as, asReader, asStranger } = await sessionContentFixture(t, app);
 
 const OBJECT_BYTES = 5_242_880;
 const objectCeiling = { id: 'workflow.session_object_bytes', value: OBJECT_BYTES };

@@ -1,20 +1,10 @@
 import t from 'tap';
-import { buildTestApp, signInAnonymous } from './helpers/app.ts';
-import { grant } from './helpers/access.ts';
-import { createBlob, createOrg } from './helpers/resources.ts';
-import { advisoryWaiters, createSession, markDeleting, openTransports, sessionEvents, tracked, until, VIAS, type Transports } from './helpers/session-contents.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { advisoryWaiters, createSession, markDeleting, sessionEvents, tracked, until, VIAS, type Transports, sessionContentFixture } from './helpers/session-contents.ts';
 import { postThreadItem, threadItemLimits } from '../shared/session/thread-writes.ts';
 
 const { app } = await buildTestApp(t);
-const alice = await signInAnonymous(app);
-const reader = await signInAnonymous(app);
-const stranger = await signInAnonymous(app);
-const org = await createOrg(app, alice);
-const { blob, revision } = await createBlob(app, alice, org.id);
-await grant(app, alice, 'blob', blob.id, reader.user.id, 'read');
-const as = await openTransports(t, app, alice);
-const asReader = await openTransports(t, app, reader);
-const asStranger = await openTransports(t, app, stranger);
+const { alice, blob, revision, as, asReader, asStranger } = await sessionContentFixture(t, app);
 
 const ITEM_BYTES = 65_536;
 const ITEM_FILES = 10;

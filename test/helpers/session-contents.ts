@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Test } from 'tap';
-import { call, type Caller } from './app.ts';
+import { call, signInAnonymous, type Caller } from './app.ts';
+import { grant } from './access.ts';
+import { createBlob, createOrg } from './resources.ts';
 import { connect, wsUrl, type RpcClient } from './ws-client.ts';
 
 /** The two transports of a command (contract §8). */
@@ -131,4 +133,23 @@ export function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled:
   let settled = false;
   const wrapped = promise.finally(() => { settled = true; });
   return { promise: wrapped, settled: () => settled };
+}
+
+/**
+ * The fixture every session-content test file starts from: an owner, a caller with `read` on the
+ * owner's workflow blob, a stranger, and both transports for each.
+ */
+export async function sessionContentFixture(t: Test, app: FastifyInstance) {
+  const alice = await signInAnonymous(app);
+  const reader = await signInAnonymous(app);
+  const stranger = await signInAnonymous(app);
+  const org = await createOrg(app, alice);
+  const { blob, revision } = await createBlob(app, alice, org.id);
+  await grant(app, alice, 'blob', blob.id, reader.user.id, 'read');
+  return {
+    alice, reader, stranger, org, blob, revision,
+    as: await openTransports(t, app, alice),
+    asReader: await openTransports(t, app, reader),
+    asStranger: await openTransports(t, app, stranger),
+  };
 }
