@@ -22,24 +22,24 @@ import type { CodeRunner } from '../messages.ts';
 import type { NodeError, NodeResult, Processor } from '../processors/processor.ts';
 import type { ClaimedExecution } from './claim.ts';
 import {
-  advanceAndStart,
-  advanceState,
   appendEvents,
   handBack,
   lockHeld,
   park,
-  startNode,
   whyNotStarted,
   type ExecutionState,
   type Holder,
   type NewExecutionEvent,
 } from './persist.ts';
+import type { StepWriter } from './step-writes.ts';
 
 /** The services the interpreter works with; one per runner. */
 export interface EngineContext {
   db: Db;
   queue: JobQueue;
   runnerId: string;
+  /** The per-node writes, batched across this runner's executions. */
+  writes: StepWriter;
   processors: ReadonlyMap<string, Processor>;
   code?: CodeRunner | undefined;
   leaseSeconds: number;
@@ -123,7 +123,7 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
       return (await end(ctx, holder, [], 'failed', undefined, error)) ? 'ended' : 'lost';
     }
 
-    const running = prestarted ?? (await startNode(ctx.db, holder, name, node.processor)) !== null;
+    const running = prestarted ?? (await ctx.writes.start({ executionId: execution.id, node: name, processor: node.processor })) !== null;
     prestarted = null;
     if (!running) {
       const why = await whyNotStarted(ctx.db, holder);
@@ -149,7 +149,7 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
         return (await flowError(ctx, holder, name, SLEEP_SECONDS_LIMIT, message)) ? 'ended' : 'lost';
       }
       if (result.seconds === 0) {
-        if (!(await advanceState(ctx.db, holder, next, [finished]))) return 'lost';
+        if (!(await ctx.writes.advance({ executionId: execution.id, state: next, events: [finished], startProcessor: null })).owned) return 'lost';
         state = next;
         continue;
       }
@@ -177,16 +177,12 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
     }
 
     if (endAs) return (await end(ctx, holder, events, endAs.status, endAs.output, endAs.error)) ? 'ended' : 'lost';
-    const nextName = next.node;
-    const nextNode = nextName === null ? undefined : execution.graph.nodes[nextName];
-    if (nextName !== null && nextNode !== undefined && !control.yielding) {
-      // The usual step: record this outcome and start the next node in one round trip.
-      const advanced = await advanceAndStart(ctx.db, holder, { node: nextName, input: next.input }, nextNode.processor, events);
-      if (!advanced.owned) return 'lost';
-      prestarted = advanced.runs !== null;
-    } else if (!(await advanceState(ctx.db, holder, next, events))) {
-      return 'lost';
-    }
+    const nextNode = next.node === null ? undefined : execution.graph.nodes[next.node];
+    // The usual step records this outcome and starts the next node in one statement.
+    const startProcessor = nextNode !== undefined && !control.yielding ? nextNode.processor : null;
+    const advanced = await ctx.writes.advance({ executionId: execution.id, state: next, events, startProcessor });
+    if (!advanced.owned) return 'lost';
+    if (startProcessor !== null) prestarted = advanced.runs !== null;
     state = next;
   }
 }
@@ -291,10 +287,5 @@ async function flowError(ctx: EngineContext, holder: Holder, node: string, limit
 
 /** Appends the last node's events and ends the execution, if this runner still holds it. */
 async function end(ctx: EngineContext, holder: Holder, events: readonly NewExecutionEvent[], status: TerminalStatus, output?: unknown, error?: ExecutionError): Promise<boolean> {
-  return ctx.db.transaction(async (tx) => {
-    const row = await lockHeld(tx, holder);
-    if (!row) return false;
-    await appendEvents(tx, holder.executionId, row.session_id, events);
-    return endExecution(tx, { executionId: holder.executionId, status, output, error: error ?? null, guard: { leaseOwner: holder.runnerId } });
-  });
+  return ctx.writes.end({ executionId: holder.executionId, status, output, error: error ?? null, events });
 }

@@ -1,11 +1,10 @@
 /**
- * The runner's guarded writes to an execution it holds. Every statement here changes the row only
- * `WHERE lease_owner = <this runner> AND status = 'running'`: a runner that lost the execution (a
- * cancel ended it, or its lease expired and another runner took it over) changes nothing, learns
- * so from the row count, and stops working on it. Each write also pushes the lease forward.
- *
- * A node's events are inserted by the same statement that records its outcome, so the log never
- * shows a node run the state does not, nor the reverse.
+ * The runner's guarded writes to an execution it holds, for the paths off the per-node hot path
+ * (those are batched: step-writes.ts): park, hand back, give up, and the locked reads before a
+ * ceiling ends an execution. Every statement here changes the row only `WHERE lease_owner = <this
+ * runner> AND status = 'running'`: a runner that lost the execution (a cancel ended it, or its
+ * lease expired and another runner took it over) changes nothing, learns so from the row count,
+ * and stops working on it.
  */
 import type { Queryable, Tx } from '../../shared/db/db.ts';
 import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
@@ -47,31 +46,10 @@ function eventsJson(events: readonly NewExecutionEvent[]): string {
   return JSON.stringify(events.map((event) => ({ kind: event.kind, node: event.node ?? null, attributes: event.attributes ?? {} })));
 }
 
-/**
- * Counts a node run as started and appends `node.started`, unless a run ceiling forbids it: the
- * run that would pass `workflow.processor_runs_per_execution` does not start, nor does any run
- * once `workflow.execution_seconds` has passed (both read from the row, with the database clock).
- * Returns the new run count, or null when nothing was written (see `whyNotStarted`).
- */
-export async function startNode(q: Queryable, holder: Holder, node: string, processor: string): Promise<number | null> {
-  const { rows } = await preparedQuery<{ node_runs: number }>(q, 'ws_node_start',
-    `WITH src AS (
-       UPDATE executions SET node_runs = node_runs + 1, lease_until = now() + make_interval(secs => $3::int)
-        WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running'
-          AND node_runs < (limits->>'workflow.processor_runs_per_execution')::int
-          AND now() <= deadline_at
-        RETURNING session_id, node_runs),
-     ${INSERT_EVENTS('src', '$1', '$4', '$5')}
-     SELECT src.node_runs, notified.n FROM src, notified`,
-    [holder.executionId, holder.runnerId, holder.leaseSeconds, eventsJson([{ kind: 'node.started', node, attributes: { processor } }]), EVENTS_CHANNEL],
-  );
-  return rows[0]?.node_runs ?? null;
-}
-
-/** Why `startNode` wrote nothing: the execution is no longer ours, or which run ceiling holds it back. */
+/** Why a node start (step-writes.ts) wrote nothing: the execution is no longer ours, or which run ceiling holds it back. */
 export type NotStarted = 'lost' | 'processor_runs' | 'deadline';
 
-/** Reads why a node run did not start (the rare path, so a second statement). */
+/** Reads why a node run did not start (the rare path, so a statement of its own). */
 export async function whyNotStarted(q: Queryable, holder: Holder): Promise<NotStarted> {
   const { rows } = await q.query<{ owned: boolean; runs_spent: boolean }>(
     `SELECT lease_owner IS NOT DISTINCT FROM $2::uuid AND status = 'running' AS owned,
@@ -82,66 +60,6 @@ export async function whyNotStarted(q: Queryable, holder: Holder): Promise<NotSt
   const row = rows[0];
   if (!row?.owned) return 'lost';
   return row.runs_spent ? 'processor_runs' : 'deadline';
-}
-
-/**
- * Records a finished node run: the next state and the node's events, in one statement. A
- * completed node run is progress, so the count of crash recoveries starts again from zero.
- * Returns false when the execution is no longer ours.
- */
-export async function advanceState(q: Queryable, holder: Holder, state: ExecutionState, events: readonly NewExecutionEvent[]): Promise<boolean> {
-  const { rows } = await preparedQuery(q, 'ws_node_advance',
-    `WITH src AS (
-       UPDATE executions SET state = $3::jsonb, attempts = 0, lease_until = now() + make_interval(secs => $4::int)
-        WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running'
-        RETURNING session_id),
-     ${INSERT_EVENTS('src', '$1', '$5', '$6')}
-     SELECT notified.n FROM src, notified`,
-    [holder.executionId, holder.runnerId, JSON.stringify(state), holder.leaseSeconds, eventsJson(events), EVENTS_CHANNEL],
-  );
-  return rows.length > 0;
-}
-
-/** What `advanceAndStart` did: nothing (the execution is no longer ours), or advanced and maybe started. */
-export type Advanced = { owned: false } | { owned: true; runs: number | null };
-
-/**
- * `advanceState` and `startNode` of the next node in one statement, for the usual step where a
- * node's outcome leads straight to another node: the next state, the finished node's events and,
- * unless a run ceiling forbids it (same conditions as `startNode`), the next run counted with its
- * `node.started`. `runs` is null when the state advanced but the next node did not start
- * (`whyNotStarted` tells which ceiling).
- */
-export async function advanceAndStart(q: Queryable, holder: Holder, state: ExecutionState & { node: string }, processor: string, events: readonly NewExecutionEvent[]): Promise<Advanced> {
-  const all = [...events, { kind: 'node.started', node: state.node, attributes: { processor } }];
-  const { rows } = await preparedQuery<{ node_runs: number; started: boolean }>(q, 'ws_node_advance_start',
-    `WITH cur AS (
-       SELECT id, node_runs < (limits->>'workflow.processor_runs_per_execution')::int AND now() <= deadline_at AS ok
-         FROM executions
-        WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running'
-        FOR UPDATE),
-     src AS (
-       UPDATE executions e
-          SET state = $3::jsonb, attempts = 0, lease_until = now() + make_interval(secs => $4::int),
-              node_runs = e.node_runs + CASE WHEN cur.ok THEN 1 ELSE 0 END
-         FROM cur
-        WHERE e.id = cur.id
-        RETURNING e.session_id, e.node_runs, cur.ok AS started),
-     ins AS (
-       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
-       SELECT $1::uuid, src.session_id, x.ev->>'kind', x.ev->>'node', coalesce(x.ev->'attributes', '{}'::jsonb)
-         FROM src CROSS JOIN jsonb_array_elements($5::jsonb) WITH ORDINALITY AS x(ev, ord)
-        -- The last event is the next node's node.started: only when that run starts.
-        WHERE src.started OR x.ord < jsonb_array_length($5::jsonb)
-        ORDER BY x.ord
-       RETURNING id, execution_id),
-     notified AS (SELECT count(pg_notify($6, 'execution:' || execution_id || ':' || id)) AS n FROM ins)
-     SELECT src.node_runs, src.started, notified.n FROM src, notified`,
-    [holder.executionId, holder.runnerId, JSON.stringify(state), holder.leaseSeconds, eventsJson(all), EVENTS_CHANNEL],
-  );
-  const row = rows[0];
-  if (!row) return { owned: false };
-  return { owned: true, runs: row.started ? row.node_runs : null };
 }
 
 /** The row of an execution this runner holds, locked for the rest of the transaction. */

@@ -18,6 +18,7 @@ import { LeaseKeeper } from './lease-keeper.ts';
 import { giveUp, handBack } from './persist.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { RecoverySweep } from './recovery.ts';
+import { createStepWriter } from './step-writes.ts';
 import { WorkLoop } from './work-loop.ts';
 
 /** The subset of a pino logger the engine uses. */
@@ -160,6 +161,7 @@ export function createRunner(options: RunnerOptions): Runner {
     db,
     queue: boss,
     runnerId,
+    writes: createStepWriter(db, { runnerId }),
     processors: options.processors ?? processorRegistry,
     code,
     leaseSeconds,

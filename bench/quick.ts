@@ -1,0 +1,65 @@
+/**
+ * A short throughput probe for engine work (prints, asserts nothing): the system on embedded
+ * PostgreSQL, `--runners` runner processes, `--executions` three-node executions created as fast
+ * as the sockets allow, then executions/s and CPU per execution per process group. The full report
+ * with its targets is `npm run bench`; this is the inner loop of tuning.
+ *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--profile DIR]
+ */
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createWorkload, type Workload } from './client.ts';
+import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
+import { batchSpan, createMany, waitForEnd } from './executions.ts';
+import { startSystem, type System } from './system.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    executions: { type: 'string', default: '3000' },
+    runners: { type: 'string', default: '1' },
+    orgs: { type: 'string', default: '8' },
+    window: { type: 'string', default: '8' },
+    profile: { type: 'string' },
+  },
+});
+const GRAPH = {
+  start: 'a',
+  nodes: {
+    a: { processor: 'logic.code', config: { code: 'export default (input) => ({ n: input.n, a: 1 })' }, routes: { success: 'b' } },
+    b: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, b: 2 })' }, routes: { success: 'c' } },
+    c: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, c: 3 })' }, routes: { success: null } },
+  },
+};
+
+async function batch(system: System, workloads: Workload[], count: number): Promise<string> {
+  const groups = { 'control plane': [system.controlPlane.pid], runners: system.runners.map((r) => r.pid) };
+  const postmaster = await postmasterPid(system.sql);
+  const before = await cpuSnapshot(groups, postmaster);
+  const started = performance.now();
+  const ids = await createMany(system, workloads, { count, window: Number(args.window) });
+  const createSeconds = (performance.now() - started) / 1000;
+  await waitForEnd(system.sql, ids, 120_000);
+  const cpu = cpuSpent(before, await cpuSnapshot(groups, postmaster));
+  const span = await batchSpan(system.sql, ids);
+  const perExecution = Object.entries(cpu).map(([group, seconds]) => `${group} ${((seconds * 1000) / count).toFixed(2)}`);
+  const total = Object.values(cpu).reduce((a, b) => a + b, 0) * 1000 / count;
+  return `${(span.succeeded / span.seconds).toFixed(0)}/s (${span.succeeded} in ${span.seconds.toFixed(2)} s), creates ${(count / createSeconds).toFixed(0)}/s; CPU ms/execution: ${perExecution.join(', ')}, total ${total.toFixed(2)}`;
+}
+
+let system: System | undefined;
+try {
+  let runnerNodeArgs: string[] = [];
+  if (args.profile) {
+    const dir = resolve(args.profile);
+    await mkdir(dir, { recursive: true });
+    runnerNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  }
+  system = await startSystem({ runners: Number(args.runners), runnerNodeArgs });
+  const workloads: Workload[] = [];
+  for (let i = 0; i < Number(args.orgs); i++) workloads.push(await createWorkload(system, GRAPH, { sessions: 8, quota: 1_000_000 }));
+  process.stderr.write(`warm-up: ${await batch(system, workloads, 300)}\n`);
+  process.stdout.write(`${await batch(system, workloads, Number(args.executions))}\n`);
+} finally {
+  await system?.stop();
+}
+process.exit(0);

@@ -1,0 +1,74 @@
+/**
+ * Group commit for the runner's per-node writes. Many executions finish nodes at nearly the same
+ * moment; writing each outcome with its own statement costs a round trip and a transaction per
+ * node, which was most of the runner's and PostgreSQL's time (docs/benchmarks.md). A Batcher
+ * gathers the items submitted while earlier flushes are in progress and writes them with one
+ * statement. With nothing in flight an item is written at the end of the current tick, so an idle
+ * runner adds no delay; under load, batches grow by themselves.
+ *
+ * Each item's promise settles with its own result once its batch is durable: the caller still
+ * waits for its node's outcome to be written before it starts the next node.
+ */
+export interface BatcherOptions<I, O> {
+  /** Writes `items` in one statement; returns one result per item, in order. */
+  flush: (items: I[]) => Promise<O[]>;
+  /** Most items per flush. */
+  maxBatch: number;
+  /** Most flushes in progress at once (each holds a pool connection). */
+  maxInFlight: number;
+}
+
+interface Pending<I, O> {
+  item: I;
+  resolve: (value: O) => void;
+  reject: (error: unknown) => void;
+}
+
+export class Batcher<I, O> {
+  readonly #options: BatcherOptions<I, O>;
+  #queue: Array<Pending<I, O>> = [];
+  #inFlight = 0;
+  #scheduled = false;
+
+  constructor(options: BatcherOptions<I, O>) {
+    this.#options = { ...options, maxBatch: Math.max(1, options.maxBatch), maxInFlight: Math.max(1, options.maxInFlight) };
+  }
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.#queue.push({ item, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= this.#options.maxInFlight || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    // Items submitted in the same tick (one piscina message can finish several runs) share a batch.
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      this.#drain();
+    });
+  }
+
+  #drain(): void {
+    while (this.#inFlight < this.#options.maxInFlight && this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, this.#options.maxBatch);
+      this.#inFlight++;
+      void this.#write(batch);
+    }
+  }
+
+  async #write(batch: Array<Pending<I, O>>): Promise<void> {
+    try {
+      const results = await this.#options.flush(batch.map((pending) => pending.item));
+      if (results.length !== batch.length) throw new Error(`A batched write returned ${results.length} results for ${batch.length} items.`);
+      batch.forEach((pending, at) => pending.resolve(results[at] as O));
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    } finally {
+      this.#inFlight--;
+      this.#schedule();
+    }
+  }
+}
