@@ -1,9 +1,11 @@
 /**
  * A short throughput probe for engine work (prints, asserts nothing): the system on embedded
  * PostgreSQL, `--runners` runner processes, `--executions` three-node executions created as fast
- * as the sockets allow, then executions/s and CPU per execution per process group. The full report
- * with its targets is `npm run bench`; this is the inner loop of tuning.
- *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--profile DIR]
+ * as the sockets allow, then executions/s and CPU per execution per process group. `--drain`
+ * creates the batch with no runner and then starts the runners: the runners' and PostgreSQL's
+ * cost of running executions alone, at full batches. The full report with its targets is
+ * `npm run bench`; this is the inner loop of tuning.
+ *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--drain] [--profile DIR]
  */
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -20,6 +22,7 @@ const { values: args } = parseArgs({
     orgs: { type: 'string', default: '8' },
     window: { type: 'string', default: '8' },
     profile: { type: 'string' },
+    drain: { type: 'boolean', default: false },
   },
 });
 const GRAPH = {
@@ -46,6 +49,22 @@ async function batch(system: System, workloads: Workload[], count: number): Prom
   return `${(span.succeeded / span.seconds).toFixed(0)}/s (${span.succeeded} in ${span.seconds.toFixed(2)} s), creates ${(count / createSeconds).toFixed(0)}/s; CPU ms/execution: ${perExecution.join(', ')}, total ${total.toFixed(2)}`;
 }
 
+/** Creates `count` with no runner running, then starts the runners and measures until all ended. */
+async function drain(system: System, workloads: Workload[], count: number): Promise<string> {
+  const ids = await createMany(system, workloads, { count, window: Number(args.window) });
+  const postmaster = await postmasterPid(system.sql);
+  const started = performance.now();
+  const before = await cpuSnapshot({}, postmaster);
+  const runners = [];
+  for (let i = 0; i < Number(args.runners); i++) runners.push(await system.startRunner());
+  await waitForEnd(system.sql, ids, 120_000);
+  const seconds = (performance.now() - started) / 1000;
+  const after = await cpuSnapshot({ runners: runners.map((r) => r.pid) }, postmaster);
+  const cpu = cpuSpent({ seconds: { ...before.seconds, runners: 0 } }, after);
+  const perExecution = Object.entries(cpu).map(([group, s]) => `${group} ${((s * 1000) / count).toFixed(2)}`);
+  return `drained ${count} in ${seconds.toFixed(2)} s (${(count / seconds).toFixed(0)}/s, runner start included); CPU ms/execution: ${perExecution.join(', ')}`;
+}
+
 let system: System | undefined;
 try {
   let runnerNodeArgs: string[] = [];
@@ -54,9 +73,13 @@ try {
     await mkdir(dir, { recursive: true });
     runnerNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
   }
-  system = await startSystem({ runners: Number(args.runners), runnerNodeArgs });
+  system = await startSystem({ runners: args.drain ? 0 : Number(args.runners), runnerNodeArgs });
   const workloads: Workload[] = [];
   for (let i = 0; i < Number(args.orgs); i++) workloads.push(await createWorkload(system, GRAPH, { sessions: 8, quota: 1_000_000 }));
+  if (args.drain) {
+    process.stdout.write(`${await drain(system, workloads, Number(args.executions))}\n`);
+    process.exit(0);
+  }
   process.stderr.write(`warm-up: ${await batch(system, workloads, 300)}\n`);
   process.stdout.write(`${await batch(system, workloads, Number(args.executions))}\n`);
 } finally {

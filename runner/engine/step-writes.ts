@@ -10,7 +10,9 @@
  *
  * A node's events are inserted by the statement that records its outcome, and an execution's end,
  * its last events and `execution.finished` (in its own log and its session's) are one statement:
- * the log never shows what the state does not, nor the reverse.
+ * the log never shows what the state does not, nor the reverse. Each execution with new events is
+ * announced once per statement, naming its newest event: the listener reads everything above what
+ * it last pushed (control-plane/events/listener.ts), so one NOTIFY per owner is as good as one per event.
  */
 import type { Queryable } from '../../shared/db/db.ts';
 import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
@@ -113,7 +115,7 @@ export async function advanceNodes(q: Queryable, writer: Writer, items: readonly
                  WHERE src.started) AS x
         ORDER BY src.id, x.ord
        RETURNING id, execution_id),
-     notified AS (SELECT count(pg_notify($6, 'execution:' || execution_id || ':' || id)) AS n FROM ins)
+     notified AS (SELECT count(pg_notify($6, 'execution:' || execution_id || ':' || last)) AS n FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g)
      SELECT src.id, src.node_runs, src.started FROM src, notified`,
     [
       items.map((i) => i.executionId),
@@ -183,7 +185,7 @@ export async function endExecutions(q: Queryable, writer: Writer, items: readonl
        SELECT ended.session_id, ended.id, 'execution.finished', jsonb_build_object('execution_id', ended.id, 'status', ended.status)
          FROM ended ORDER BY ended.id
        RETURNING id, session_id),
-     notified AS (SELECT count(pg_notify($7, 'execution:' || execution_id || ':' || id)) AS n FROM ins),
+     notified AS (SELECT count(pg_notify($7, 'execution:' || execution_id || ':' || last)) AS n FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g),
      session_notified AS (SELECT count(pg_notify($7, 'session:' || session_id || ':' || id)) AS n FROM session_ins)
      SELECT ended.id FROM ended, notified, session_notified`,
     [
