@@ -1,14 +1,21 @@
 /**
- * Warm overhead of a trivial `logic.code` run (prints, asserts nothing):
+ * Warm overhead of `logic.code` runs (prints, asserts nothing):
  *   ./node_modules/.bin/node --no-node-snapshot bench/sandbox.ts [runs]
- * "latency" leaves the pool a moment between runs (a node run arriving at an idle runner, which
- * finds an isolate with a spare context); "back-to-back" starts each run as the last one returns.
+ * "latency" leaves the pool a moment between runs (a node run arriving at an idle runner);
+ * "back-to-back" starts each run as the last one returns. Runs are of one tenant, so they reuse
+ * its context, except "new tenant" (every run of another tenant, so a context is made and locked
+ * down each time; the pool's spare absorbs that when the runner idles) and "context alone".
+ * "cpu/run" is process CPU (all threads: this one, the isolate's, piscina's) over the batch, per
+ * run. "code pool" sends the trivial run through the runner's piscina pool (runner/code-pool.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { HostApi } from '../sandbox/host-bridge.ts';
+import ivm from 'isolated-vm';
+import { contextRecipe, prepareContext, type HostApi } from '../sandbox/host-bridge.ts';
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
-import type { CodeRequest } from '../sandbox/messages.ts';
+import { defaultBounds, type CodeRequest } from '../sandbox/messages.ts';
 import { runCode } from '../sandbox/sandbox.ts';
+import { CodePool } from '../runner/code-pool.ts';
+import type { CodeTask } from '../runner/messages.ts';
 
 const runs = Number(process.argv[2] ?? 2000);
 const host: HostApi = {
@@ -17,27 +24,60 @@ const host: HostApi = {
   graph: { mutate: async () => [], query: async () => ({ nodes: [], edges: [] }) },
   log: () => {},
 };
-const request = (code: string, imports: string[] = []): CodeRequest => ({
-  code, input: { name: 'bench' }, imports, timeoutMs: 5000, ids: { executionId: 'e', sessionId: 's', node: 'n' },
+const request = (code: string, imports: string[] = [], tenant: string | null = 'bench'): CodeRequest => ({
+  code, input: { name: 'bench' }, imports, timeoutMs: 5000, ids: { executionId: 'e', sessionId: 's', node: 'n' }, ...(tenant === null ? {} : { tenant }),
 });
 
-function summary(samples: number[]): string {
+function summary(samples: number[], cpuMs: number): string {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!.toFixed(3);
   const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-  return `mean ${mean.toFixed(3)} ms  p50 ${at(0.5)}  p90 ${at(0.9)}  p99 ${at(0.99)}`;
+  return `mean ${mean.toFixed(3)} ms  p50 ${at(0.5)}  p90 ${at(0.9)}  p99 ${at(0.99)}  cpu/run ${cpuMs.toFixed(3)} ms`;
 }
 
-async function measure(pool: IsolatePool, req: CodeRequest, pause: boolean): Promise<number[]> {
+async function measure(pool: IsolatePool, next: (i: number) => CodeRequest, pause: boolean, count = runs): Promise<string> {
   const samples: number[] = [];
-  for (let i = 0; i < runs; i++) {
+  let cpu = 0;
+  for (let i = 0; i < count; i++) {
     if (pause) await sleep(1);
+    const before = process.cpuUsage();
     const start = performance.now();
-    const result = await runCode(pool, req, host);
+    const result = await runCode(pool, next(i), host);
     samples.push(performance.now() - start);
+    const used = process.cpuUsage(before);
+    cpu += (used.user + used.system) / 1000;
     if (result.kind === 'error') throw new Error(`bench run failed: ${result.error.code} ${result.error.message}`);
   }
-  return samples.slice(Math.floor(runs / 10));
+  const skip = Math.floor(count / 10);
+  return summary(samples.slice(skip), cpu / count);
+}
+
+/**
+ * createContext + bootstrap + lockdown + runtime module, on an idle isolate: `first` makes a new
+ * isolate each time, whose first context walks the realm; otherwise contexts follow the plan.
+ */
+function contextCost(count: number, first: boolean): string {
+  let isolate = new ivm.Isolate({ memoryLimit: 64 });
+  let recipe = contextRecipe(isolate, defaultBounds);
+  const samples: number[] = [];
+  let cpu = 0;
+  for (let i = 0; i < count; i++) {
+    if (first && i > 0) {
+      recipe.plan?.release();
+      isolate.dispose();
+      isolate = new ivm.Isolate({ memoryLimit: 64 });
+      recipe = contextRecipe(isolate, defaultBounds);
+    }
+    const before = process.cpuUsage();
+    const start = performance.now();
+    prepareContext(isolate, recipe).release();
+    samples.push(performance.now() - start);
+    const used = process.cpuUsage(before);
+    cpu += (used.user + used.system) / 1000;
+  }
+  recipe.plan?.release();
+  isolate.dispose();
+  return summary(samples.slice(Math.floor(count / 10)), cpu / count);
 }
 
 const pool = new IsolatePool({ size: 1, warm: 1 });
@@ -45,10 +85,40 @@ await pool.warm();
 const trivial = request('export default (input) => input');
 const withCtx = request('export default async (input, ctx) => { await ctx.objects.get("a"); return { ok: true } }');
 const withImport = request('import { v4 } from "@ws/uuid"; export default () => v4()', ['@ws/uuid']);
-await measure(pool, trivial, false);
-console.log(`trivial run, latency:       ${summary(await measure(pool, trivial, true))}`);
-console.log(`trivial run, back-to-back:  ${summary(await measure(pool, trivial, false))}`);
-console.log(`one ctx call, latency:      ${summary(await measure(pool, withCtx, true))}`);
-console.log(`vetted import, latency:     ${summary(await measure(pool, withImport, true))}`);
+await measure(pool, () => trivial, false);
+console.log(`trivial run, latency:       ${await measure(pool, () => trivial, true)}`);
+console.log(`trivial run, back-to-back:  ${await measure(pool, () => trivial, false)}`);
+console.log(`one ctx call, latency:      ${await measure(pool, () => withCtx, true)}`);
+console.log(`one ctx call, back-to-back: ${await measure(pool, () => withCtx, false)}`);
+console.log(`vetted import, latency:     ${await measure(pool, () => withImport, true)}`);
+const fewer = Math.max(50, Math.floor(runs / 10));
+console.log(`new tenant, back-to-back:   ${await measure(pool, (i) => request('export default (input) => input', [], `tenant-${i}`), false, fewer)}`);
+console.log(`no tenant, back-to-back:    ${await measure(pool, () => request('export default (input) => input', [], null), false, fewer)}`);
+console.log(`context alone:              ${contextCost(fewer, false)}`);
+console.log(`first context of isolate:   ${contextCost(Math.min(fewer, 50), true)}`);
 console.log('pool', JSON.stringify(pool.stats()));
 await pool.dispose();
+
+// The same trivial run through the runner's piscina pool: one worker thread, its sandbox as
+// above. No ctx call is made, so the worker never connects to the (absent) database.
+const codePool = new CodePool({ databaseUrl: 'postgres://bench@127.0.0.1:1/none', threads: 1, onNotice: () => {} });
+codePool.start();
+const task: CodeTask = { request: trivial, scope: { executionId: 'e', sessionId: 's', blobId: 'b', node: 'n', sessionObjectsQuota: 10 } };
+async function throughPool(inFlight: number): Promise<string> {
+  for (let i = 0; i < 500; i++) await codePool.run(task);
+  const samples: number[] = [];
+  const before = process.cpuUsage();
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    for (let i = 0; i < runs / inFlight; i++) {
+      const start = performance.now();
+      const answer = await codePool.run(task);
+      samples.push(performance.now() - start);
+      if (answer.result.kind === 'error') throw new Error(`bench run failed: ${answer.result.error.code}`);
+    }
+  }));
+  const used = process.cpuUsage(before);
+  return summary(samples, (used.user + used.system) / 1000 / samples.length);
+}
+console.log(`code pool, back-to-back:    ${await throughPool(1)}`);
+console.log(`code pool, 4 in flight:     ${await throughPool(4)}`);
+await codePool.destroy();

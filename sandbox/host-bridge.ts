@@ -1,6 +1,7 @@
 /**
- * The host side of `ctx`: how a fresh context is wired to the host, and how a run's ctx calls,
- * logs and random draws are served. The isolate side is sandbox/isolate-source.ts.
+ * The host side of `ctx`: how a new context is wired to the host (bootstrap, lockdown, the
+ * runtime module and each run's driver), and how a run's ctx calls, logs and random draws are
+ * served. The isolate side is sandbox/isolate-source.ts.
  *
  * Messages are plain text both ways: the isolate calls `send(call, op, json)` (an isolated-vm
  * Callback, arguments copied), the host answers with
@@ -61,9 +62,9 @@ const operations: Record<string, Operation> = {
 };
 
 /**
- * The host end of one context's callbacks. A context is prepared before its run is known (the
- * pool keeps one ready), so the callbacks reach the run through this slot; before a run attaches
- * and after it detaches, everything the isolate sends is dropped.
+ * The host end of one context's callbacks. A context serves one run at a time, so the callbacks
+ * reach that run through this slot: `HostBridge` attaches itself for its run and detaches when the
+ * run is over; before, between and after runs everything the isolate sends is dropped.
  */
 export class BridgePort {
   bridge: HostBridge | null = null;
@@ -81,64 +82,142 @@ export class BridgePort {
   }
 }
 
-/** A context with the bootstrap run in it, ready for one run. */
+/**
+ * A context with the bootstrap run and the realm locked down in it, ready for runs of one tenant
+ * (isolate-source.ts describes the References).
+ */
 export interface PreparedContext {
   readonly context: ivm.Context;
-  /** The isolate's `run(namespace, inputJson, executionId, sessionId, node)`. */
-  readonly run: ivm.Reference;
-  /** The isolate's `deliver(call, ok, json)`. */
+  /** `begin(inputJson, executionId, sessionId, node)`: opens a run, resetting all per-run state. */
+  readonly begin: ivm.Reference;
+  /** `result()`: the run's tuple, or 'pending' / 'unstarted'. */
+  readonly result: ivm.Reference;
+  /** `wait()`: a promise of the run's tuple. */
+  readonly wait: ivm.Reference;
+  /** `deliver(call, ok, json)`: answers one host call. */
   readonly deliver: ivm.Reference;
+  /** `sandbox:runtime`, the module through which a run's driver reaches `start`. */
+  readonly runtime: ivm.Module;
   readonly port: BridgePort;
+  /** The tenant whose runs this context serves, fixed by its first run. */
+  tenant: string | null;
   /** Frees the context and the references into it; safe on a disposed isolate. */
   release(): void;
 }
 
-/** Compiles the bootstrap once per isolate; the Script runs in every context of it. */
-export function compileBootstrap(isolate: ivm.Isolate): ivm.Script {
+/**
+ * The module through which a run's driver calls the bootstrap's `start`. It is linked only into
+ * drivers: a `sandbox:` specifier in the code is refused like any URL (modules.ts).
+ */
+const RUNTIME_SOURCE = 'let start = null;\nexport function install(fn) { if (start === null) start = fn; }\nexport function run(namespace) { start(namespace); }\n';
+const RUNTIME_SPECIFIER = 'sandbox:runtime';
+/**
+ * The module a run evaluates: importing the code's module evaluates it first, then the driver
+ * hands its namespace to `start`. So one asynchronous task on the isolate runs the code's top
+ * level, its default export and every microtask that follows, instead of one task each.
+ */
+const DRIVER_SOURCE = "import * as code from 'sandbox:code';\nimport { run } from 'sandbox:runtime';\nrun(code);\n";
+const CODE_SPECIFIER = 'sandbox:code';
+
+function compileBootstrap(isolate: ivm.Isolate): ivm.Script {
   return isolate.compileScriptSync(ISOLATE_SOURCE, { filename: 'sandbox:bootstrap' });
 }
 
+/** What `prepareContext` needs of its isolate; `plan` is filled in by the first context. */
+export interface ContextRecipe {
+  bootstrap: ivm.Script;
+  bounds: SandboxBounds;
+  /** The lockdown plan of this isolate's first context (lockdown-source.ts), once there is one. */
+  plan: ivm.ExternalCopy<unknown[]> | null;
+}
+
+/** Compiles the bootstrap once per isolate; the Script runs in every context of it. */
+export function contextRecipe(isolate: ivm.Isolate, bounds: SandboxBounds): ContextRecipe {
+  return { bootstrap: compileBootstrap(isolate), bounds, plan: null };
+}
+
 /**
- * Creates a fresh context and runs the bootstrap in it. Synchronous: it runs only our own code,
- * on an idle isolate, and takes a fraction of a millisecond (bench/sandbox.ts).
+ * Creates a fresh context, runs the bootstrap (and so the lockdown) in it and wires the runtime
+ * module. Synchronous: it runs only our own code, on an idle isolate. It costs about a
+ * millisecond of CPU (the first context of an isolate, which walks the realm, a few: see
+ * bench/sandbox.ts), which is why contexts are kept per tenant.
  */
-export function prepareContext(isolate: ivm.Isolate, bootstrap: ivm.Script, bounds: SandboxBounds): PreparedContext {
+export function prepareContext(isolate: ivm.Isolate, recipe: ContextRecipe): PreparedContext {
   const port = new BridgePort();
   const context = isolate.createContextSync();
-  let boot: ivm.Reference | undefined;
-  let api: ivm.Reference | undefined;
+  const handles: Array<{ release(): void }> = [context];
+  const temporary: Array<{ release(): void }> = [];
   try {
-    boot = bootstrap.runSync(context, { reference: true, timeout: 1000 }) as ivm.Reference;
-    api = boot.applySync(undefined, [
+    const boot = recipe.bootstrap.runSync(context, { reference: true, timeout: 1000 }) as ivm.Reference;
+    temporary.push(boot);
+    const api = boot.applySync(undefined, [
       // Synchronous: the isolate waits until the host has registered the call or log, so nothing
       // it sent can arrive after its result (a lost log, a call the host never saw).
       new ivm.Callback((call: unknown, op: unknown, json: unknown) => port.onSend(call, op, json)),
       new ivm.Callback((level: unknown, text: unknown) => port.onLog(level, text)),
       new ivm.Callback((size: unknown) => port.onEntropy(size)),
-      JSON.stringify(bounds),
+      JSON.stringify(recipe.bounds),
+      recipe.plan ? recipe.plan.copyInto({ release: false }) : undefined,
     ], { result: { reference: true }, timeout: 1000 }) as ivm.Reference;
-    const run = api.getSync(0, { reference: true }) as ivm.Reference;
-    const deliver = api.getSync(1, { reference: true }) as ivm.Reference;
+    temporary.push(api);
+    // Kept as a copy of plain data (numbers and strings), so no object of one context ever
+    // reaches another.
+    recipe.plan ??= new ivm.ExternalCopy(api.getSync(5, { copy: true }) as unknown[]);
+    const [begin, start, result, wait, deliver] = [0, 1, 2, 3, 4].map((index) => {
+      const handle = api.getSync(index, { reference: true }) as ivm.Reference;
+      handles.push(handle);
+      return handle;
+    }) as [ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference];
+    const runtime = isolate.compileModuleSync(RUNTIME_SOURCE, { filename: RUNTIME_SPECIFIER });
+    handles.push(runtime);
+    runtime.instantiateSync(context, () => {
+      throw new Error('sandbox:runtime imports nothing.');
+    });
+    runtime.evaluateSync({ timeout: 1000 });
+    const install = runtime.namespace.getSync('install', { reference: true }) as ivm.Reference;
+    temporary.push(install);
+    install.applySync(undefined, [start.derefInto()], { timeout: 1000 });
     return {
-      context, run, deliver, port,
+      context, begin, result, wait, deliver, runtime, port,
+      tenant: null,
       release() {
         port.bridge = null;
-        for (const handle of [run, deliver, context]) {
-          try {
-            handle.release();
-          } catch {
-            // Already gone with a disposed isolate.
-          }
-        }
+        for (const handle of handles.reverse()) releaseQuietly(handle);
       },
     };
   } catch (error) {
-    context.release();
+    for (const handle of handles.reverse()) releaseQuietly(handle);
     throw error;
   } finally {
-    boot?.release();
-    api?.release();
+    for (const handle of temporary) releaseQuietly(handle);
   }
+}
+
+function releaseQuietly(handle: { release(): void }): void {
+  try {
+    handle.release();
+  } catch {
+    // Already gone with a disposed isolate.
+  }
+}
+
+/**
+ * Compiles and links the driver of one run: `code` must be instantiated in `prepared.context`
+ * already. Synchronous; runs nothing. The caller evaluates the driver and releases it.
+ */
+export function linkDriver(isolate: ivm.Isolate, prepared: PreparedContext, code: ivm.Module): ivm.Module {
+  const driver = isolate.compileModuleSync(DRIVER_SOURCE, { filename: 'sandbox:driver' });
+  try {
+    driver.instantiateSync(prepared.context, (specifier) => {
+      if (specifier === CODE_SPECIFIER) return code;
+      if (specifier === RUNTIME_SPECIFIER) return prepared.runtime;
+      throw new Error(`The driver imports ${specifier}.`);
+    });
+  } catch (error) {
+    driver.release();
+    throw error;
+  }
+  return driver;
 }
 
 /** Host-side view of an error thrown by a HostApi method, as the code will see it. */

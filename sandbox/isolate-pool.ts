@@ -1,9 +1,12 @@
 /**
- * Warm isolates for `logic.code` runs. An isolate serves one run at a time, each run in a fresh
- * context (so globals never outlive a run), and keeps a spare context bootstrapped while idle so
- * a run does not wait for one. An isolate is retired after `maxRunsPerIsolate` runs, when its
- * heap passes `maxHeapBytes`, and after any run that was stopped (timeout, memory, shutdown): a
- * stopped isolate is never handed out again.
+ * Warm isolates for `logic.code` runs. An isolate serves one run at a time. Its contexts are kept
+ * per tenant (the execution's organization): a small LRU of at most `maxContextsPerIsolate`
+ * contexts, each serving the runs of one tenant only, its realm frozen when it was made and its
+ * per-run state reset by every run (docs/sandbox.md, "Context reuse"). A run of a tenant without a
+ * context takes the isolate's spare one, prepared while the isolate was idle, or makes one. An
+ * isolate is retired after `maxRunsPerIsolate` runs, when its heap passes `maxHeapBytes`, and
+ * after any run that was stopped (timeout, memory, shutdown): a stopped isolate is never handed
+ * out again, and its contexts go with it.
  *
  * isolated-vm cannot always stop a run: some allocations inside V8 builtins outrun the memory
  * bound, and isolated-vm then parks the isolate's thread forever (reporting a "catastrophic
@@ -12,7 +15,7 @@
  * supervisor starts a clean one (docs/sandbox.md).
  */
 import ivm from 'isolated-vm';
-import { compileBootstrap, prepareContext, type PreparedContext } from './host-bridge.ts';
+import { contextRecipe, prepareContext, type ContextRecipe, type PreparedContext } from './host-bridge.ts';
 import { defaultBounds, type SandboxBounds } from './messages.ts';
 import { vettedSet, type VettedSet } from './modules.ts';
 
@@ -27,6 +30,8 @@ export interface IsolatePoolOptions {
   memoryMb?: number;
   /** Runs after which an isolate is retired. Default 500. */
   maxRunsPerIsolate?: number;
+  /** Tenants whose context an isolate keeps; the least recently used one goes first. Default 8. */
+  maxContextsPerIsolate?: number;
   /** Heap use (bytes, after a run) past which an isolate is retired. Default half of memoryMb. */
   maxHeapBytes?: number;
   /** How long a finished run waits for host calls still in progress. Default 5000 ms. */
@@ -53,6 +58,12 @@ export interface PoolStats {
   undisposed: number;
   runs: number;
   recycled: number;
+  /** Contexts alive in live isolates, spares included. */
+  contexts: number;
+  /** Contexts made (each bootstrapped and locked down once). */
+  contextsCreated: number;
+  /** Runs that found their tenant's context kept from an earlier run. */
+  contextsReused: number;
   abandoned: number;
   catastrophic: number;
   degraded: boolean;
@@ -64,12 +75,21 @@ type Waiter = { resolve: (lease: IsolateLease) => void; reject: (error: Error) =
 /** Why an isolate was disposed by us; null while it is alive or when isolated-vm disposed it. */
 export type DisposeCause = 'pool' | 'stopped' | 'recycled' | null;
 
+/** Counts the pool keeps about contexts, shared with its leases. */
+interface ContextCounters {
+  contextsCreated: number;
+  contextsReused: number;
+}
+
 /** One pooled isolate, leased to one run at a time. */
 export class IsolateLease {
   readonly isolate: ivm.Isolate;
-  readonly #bootstrap: ivm.Script;
-  readonly #bounds: SandboxBounds;
+  readonly #recipe: ContextRecipe;
+  readonly #maxContexts: number;
+  readonly #counters: ContextCounters;
   #spare: PreparedContext | null = null;
+  /** Kept contexts by tenant, least recently used first (Map keeps insertion order). */
+  readonly #contexts = new Map<string, PreparedContext>();
   runs = 0;
   disposedBy: DisposeCause = null;
   /** Message of isolated-vm's catastrophic error, once one was reported for this isolate. */
@@ -77,27 +97,75 @@ export class IsolateLease {
   /** Set by the run holding the lease, to hear of a catastrophic error at once. */
   onCatastrophe: ((message: string) => void) | null = null;
 
-  constructor(isolate: ivm.Isolate, bounds: SandboxBounds) {
+  constructor(isolate: ivm.Isolate, bounds: SandboxBounds, maxContexts: number, counters: ContextCounters) {
     this.isolate = isolate;
-    this.#bounds = bounds;
-    this.#bootstrap = compileBootstrap(isolate);
+    this.#maxContexts = maxContexts;
+    this.#counters = counters;
+    this.#recipe = contextRecipe(isolate, bounds);
   }
 
-  /** A fresh bootstrapped context: the spare one, or a new one. */
-  takeContext(): PreparedContext {
-    const spare = this.#spare;
+  /** Contexts alive in this isolate, the spare included. */
+  get contexts(): number {
+    return this.#contexts.size + (this.#spare ? 1 : 0);
+  }
+
+  /**
+   * The context for a run of `tenant`: the one kept for it, else the spare or a new one, which
+   * the run binds to the tenant. Without a tenant, a context used once and never kept. The
+   * context is out of the cache until `returnContext`, so a run that fails to return it (it was
+   * stopped) leaves nothing behind for the next one.
+   */
+  takeContext(tenant: string | undefined): PreparedContext {
+    if (tenant !== undefined) {
+      const kept = this.#contexts.get(tenant);
+      if (kept) {
+        this.#contexts.delete(tenant);
+        this.#counters.contextsReused++;
+        return kept;
+      }
+    }
+    const fresh = this.#spare ?? this.#prepare();
     this.#spare = null;
-    return spare ?? prepareContext(this.isolate, this.#bootstrap, this.#bounds);
+    fresh.tenant = tenant ?? null;
+    return fresh;
+  }
+
+  /**
+   * Keeps `prepared` for its tenant's next run, evicting the least recently used context past
+   * `maxContextsPerIsolate`; releases it when it has no tenant or the isolate is gone.
+   */
+  returnContext(prepared: PreparedContext): void {
+    const tenant = prepared.tenant;
+    if (tenant === null || this.isolate.isDisposed || this.disposedBy !== null || this.#contexts.has(tenant)) {
+      prepared.release();
+      return;
+    }
+    this.#contexts.set(tenant, prepared);
+    for (const [oldest, context] of this.#contexts) {
+      if (this.#contexts.size <= this.#maxContexts) break;
+      this.#contexts.delete(oldest);
+      context.release();
+    }
   }
 
   prepareSpare(): void {
-    this.#spare ??= prepareContext(this.isolate, this.#bootstrap, this.#bounds);
+    this.#spare ??= this.#prepare();
+  }
+
+  #prepare(): PreparedContext {
+    const prepared = prepareContext(this.isolate, this.#recipe);
+    this.#counters.contextsCreated++;
+    return prepared;
   }
 
   /** Disposes the isolate unless isolated-vm already did, or parked its thread (disposing could block). */
   dispose(cause: Exclude<DisposeCause, null>): void {
     this.#spare?.release();
     this.#spare = null;
+    for (const context of this.#contexts.values()) context.release();
+    this.#contexts.clear();
+    this.#recipe.plan?.release();
+    this.#recipe.plan = null;
     if (this.isolate.isDisposed || this.catastrophe !== null) return;
     this.disposedBy = cause;
     try {
@@ -117,6 +185,7 @@ export class IsolatePool {
   readonly #size: number;
   readonly #warm: number;
   readonly #maxRuns: number;
+  readonly #maxContexts: number;
   readonly #maxHeapBytes: number;
   readonly #abandonGraceMs: number;
   readonly #onDegraded: ((reason: string) => void) | undefined;
@@ -129,12 +198,14 @@ export class IsolatePool {
   readonly #reasons: string[] = [];
   #closed = false;
   #stats = { created: 0, retired: 0, runs: 0, recycled: 0, abandoned: 0, catastrophic: 0 };
+  readonly #contextCounters: ContextCounters = { contextsCreated: 0, contextsReused: 0 };
 
   constructor(options: IsolatePoolOptions = {}) {
     this.#size = Math.max(1, options.size ?? 2);
     this.#warm = Math.min(this.#size, Math.max(0, options.warm ?? 1));
     this.memoryMb = Math.max(8, options.memoryMb ?? 64);
     this.#maxRuns = Math.max(1, options.maxRunsPerIsolate ?? 500);
+    this.#maxContexts = Math.max(0, options.maxContextsPerIsolate ?? 8);
     this.#maxHeapBytes = options.maxHeapBytes ?? (this.memoryMb * MiB) / 2;
     this.hostSettleMs = options.hostSettleMs ?? 5000;
     this.#abandonGraceMs = options.abandonGraceMs ?? 2000;
@@ -246,6 +317,8 @@ export class IsolatePool {
   stats(): PoolStats {
     let undisposed = 0;
     for (const isolate of this.#created) if (!isolate.isDisposed) undisposed++;
+    let contexts = 0;
+    for (const lease of this.#live) contexts += lease.contexts;
     return {
       size: this.#size,
       live: this.#live.size,
@@ -253,6 +326,8 @@ export class IsolatePool {
       busy: this.#live.size - this.#idle.length,
       waiting: this.#waiters.length,
       ...this.#stats,
+      contexts,
+      ...this.#contextCounters,
       undisposed,
       degraded: this.degraded,
       reasons: [...this.#reasons],
@@ -284,7 +359,7 @@ export class IsolatePool {
     });
     this.#created.add(isolate);
     try {
-      lease = new IsolateLease(isolate, this.bounds);
+      lease = new IsolateLease(isolate, this.bounds, this.#maxContexts, this.#contextCounters);
     } catch (error) {
       isolate.dispose();
       throw error;

@@ -1,24 +1,38 @@
 /**
- * The JavaScript that runs inside every fresh context before the user's module: it hardens the
- * global object and builds `ctx`, `console` and `crypto`. It is a string because it executes in
- * the isolate, not in Node; host-bridge.ts compiles it once per isolate and runs it per context.
+ * The JavaScript that runs once inside every new context, before any user code: it builds
+ * `console`, `crypto` and the per-run machinery (`ctx`, host calls, logs, randomness), then
+ * freezes the realm (sandbox/lockdown-source.ts). It is a string because it executes in the
+ * isolate, not in Node; host-bridge.ts compiles it once per isolate and runs it per context.
+ *
+ * A context serves many runs of one tenant. Everything a run may change lives in one run record
+ * that `begin` replaces at the start of every run: host calls waiting or queued, log counters,
+ * the entropy block, route markers, the errors the bootstrap made, Error.prepareStackTrace, the
+ * input and ids. Call ids keep counting across runs, so an answer meant for an earlier run finds
+ * no waiter; ctx functions carry their run and refuse to work for another one.
  *
  * Invariants the source keeps:
  * - The host handles it receives (`send`, `log`, `entropy`: synchronous isolated-vm Callbacks
  *   taking and returning primitives only) stay in this closure; user code can reach none of them, and no
  *   `Reference` or `ExternalCopy` exists inside the isolate at all.
- * - Intrinsics it relies on are captured before user code runs, and its bookkeeping lives in
- *   null-prototype objects, so code that patches `Array.prototype`, `JSON` or `Promise` can only
- *   confuse its own run, never the host: the host re-validates every message it receives.
+ * - Intrinsics it relies on are captured before user code runs (and are frozen anyway), and its
+ *   bookkeeping lives in null-prototype objects; the host re-validates every message it receives.
  * - Host answers arrive as JSON text and are parsed here, so every value user code sees was made
  *   inside the isolate.
  *
- * The completion value is `bootstrap(send, log, entropy, boundsJson)`, which returns
- * `[run, deliver]` for the host to hold as References: `run(namespace, inputJson, executionId,
- * sessionId, node)` settles with `[kind, route|code|call, output|message, logsDropped]`, and
- * `deliver(call, ok, json)` answers one host call.
+ * The completion value is `bootstrap(send, log, entropy, boundsJson, lockdownPlan)`, which returns
+ * `[begin, start, result, wait, deliver, plan]`, the last the lockdown plan (lockdown-source.ts) to
+ * pass to the next context's bootstrap, the others for the host to hold as References:
+ * - `begin(inputJson, executionId, sessionId, node)` opens a run (before its module is evaluated);
+ * - `start(namespace)` is called by the run's driver module once the code's module has evaluated
+ *   (host-bridge.ts), and calls its default export;
+ * - `result()` is the run's `[kind, route|code|call, output|message, logsDropped]` once settled,
+ *   else 'pending' (the default export is awaiting) or 'unstarted' (the module never finished);
+ * - `wait()` resolves with that tuple when the run settles;
+ * - `deliver(call, ok, json)` answers one host call.
  */
-export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy, boundsJson) {
+import { LOCKDOWN_SOURCE } from './lockdown-source.ts';
+
+export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy, boundsJson, lockdownPlan) {
   'use strict';
   const G = globalThis;
   const create = Object.create;
@@ -30,8 +44,8 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
   const jsonParse = JSON.parse;
   const jsonStringify = JSON.stringify;
   const PromiseCtor = Promise;
+  const promiseThen = Promise.prototype.then;
   const ErrorCtor = Error;
-  const ReferenceErrorCtor = ReferenceError;
   const TypeErrorCtor = TypeError;
   const StringCtor = String;
   const Uint8ArrayCtor = Uint8Array;
@@ -49,11 +63,43 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
   const typedTag = getOwnPropertyDescriptor(typedArrayProto, Symbol.toStringTag).get;
   const bounds = jsonParse(boundsJson);
 
-  // Nothing here may outlive a run or block: no WebAssembly (native code, unbounded compile),
-  // no shared memory or Atomics.wait, and no finalizers (they would run during a later run
-  // in this isolate, possibly another tenant's).
-  const removed = ['WebAssembly', 'SharedArrayBuffer', 'Atomics', 'FinalizationRegistry', 'WeakRef'];
-  for (let i = 0; i < removed.length; i++) delete G[removed[i]];
+  // Run phases.
+  const BEGUN = 1;
+  const STARTED = 2;
+  const SETTLED = 3;
+
+  function newRun(inputJson, ids) {
+    const run = create(null);
+    run.phase = BEGUN;
+    run.inputJson = inputJson;
+    run.ids = ids;
+    // Host calls: at most maxCallsInFlight are with the host; the rest wait here, in memory that
+    // counts against this isolate, not the host's.
+    run.pending = create(null);
+    run.queue = create(null);
+    run.inFlight = 0;
+    run.head = 0;
+    run.tail = 0;
+    run.logged = 0;
+    run.dropped = 0;
+    // Randomness comes from the host's CSPRNG a block at a time; bytes left from a block belong to
+    // the run that drew it.
+    run.block = '';
+    run.blockAt = 0;
+    // Errors made here are recorded, so an uncaught one reports its own code; user code cannot
+    // add to these maps.
+    run.known = new WeakMapCtor();
+    run.routes = new WeakMapCtor();
+    run.routeCalls = 0;
+    run.prepareStackTrace = undefined;
+    run.tuple = null;
+    run.waiter = null;
+    return run;
+  }
+  // The record in force; the bootstrap itself runs under a closed one.
+  let current = newRun('null', null);
+  current.phase = SETTLED;
+  let nextCall = 0;
 
   function own(target, name, value) {
     defineProperty(target, name, { value, writable: true, enumerable: false, configurable: true });
@@ -78,9 +124,6 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
     }
   }
 
-  // Errors made here are recorded, so an uncaught one reports its own code; user code cannot add
-  // to this map.
-  const known = new WeakMapCtor();
   class LimitExceeded extends ErrorCtor {
     constructor(message, limit) {
       super(message);
@@ -93,11 +136,11 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
   function localError(code, message) {
     const error = new ErrorCtor(message);
     own(error, 'code', code);
-    apply(weakSet, known, [error, { code, message, call: 0 }]);
+    apply(weakSet, current.known, [error, { code, message, call: 0 }]);
     return error;
   }
 
-  function hostError(call, data) {
+  function hostError(run, call, data) {
     const code = typeof data.code === 'string' ? data.code : 'internal_error';
     const message = typeof data.message === 'string' ? data.message : 'The host call failed.';
     let error;
@@ -108,7 +151,7 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
       own(error, 'code', code);
       if (data.limit !== undefined) own(error, 'limit', data.limit);
     }
-    apply(weakSet, known, [error, { code, message, call }]);
+    apply(weakSet, run.known, [error, { code, message, call }]);
     return error;
   }
 
@@ -116,16 +159,8 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
     return new PromiseCtor((resolve, reject) => reject(error));
   }
 
-  // Host calls: at most maxCallsInFlight are with the host; the rest wait here, in memory that
-  // counts against this isolate, not the host's.
-  const pending = create(null);
-  const queue = create(null);
-  let nextCall = 0;
-  let inFlight = 0;
-  let head = 0;
-  let tail = 0;
-
-  function call(op, args) {
+  function call(run, op, args) {
+    if (run !== current) return rejected(localError('call_refused', 'This ctx belongs to a run that has ended.'));
     let json;
     try {
       json = jsonStringify(args);
@@ -137,34 +172,33 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
     }
     return new PromiseCtor((resolve, reject) => {
       const id = ++nextCall;
-      pending[id] = { resolve, reject };
-      if (inFlight < bounds.maxCallsInFlight) {
-        inFlight++;
+      run.pending[id] = { resolve, reject };
+      if (run.inFlight < bounds.maxCallsInFlight) {
+        run.inFlight++;
         send(id, op, json);
       } else {
-        queue[tail++] = [id, op, json];
+        run.queue[run.tail++] = [id, op, json];
       }
     });
   }
 
   function deliver(id, ok, json) {
-    const waiter = pending[id];
+    const run = current;
+    const waiter = run.pending[id];
     if (waiter === undefined) return;
-    delete pending[id];
-    inFlight--;
-    while (inFlight < bounds.maxCallsInFlight && head < tail) {
-      const next = queue[head];
-      delete queue[head++];
-      inFlight++;
+    delete run.pending[id];
+    run.inFlight--;
+    while (run.inFlight < bounds.maxCallsInFlight && run.head < run.tail) {
+      const next = run.queue[run.head];
+      delete run.queue[run.head++];
+      run.inFlight++;
       send(next[0], next[1], next[2]);
     }
     if (ok) waiter.resolve(json === '' ? null : jsonParse(json));
-    else waiter.reject(hostError(id, jsonParse(json)));
+    else waiter.reject(hostError(run, id, jsonParse(json)));
   }
 
   // Logging: bounded here so a loop of console.log cannot flood the host with messages.
-  let logged = 0;
-  let dropped = 0;
   function format(value) {
     if (typeof value === 'string') return value;
     if (value !== null && typeof value === 'object' && value instanceof ErrorCtor) return describe(value);
@@ -176,11 +210,12 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
     }
   }
   function emit(level, args) {
-    if (logged >= bounds.maxLogEntries) {
-      dropped++;
+    const run = current;
+    if (run.logged >= bounds.maxLogEntries) {
+      run.dropped++;
       return;
     }
-    logged++;
+    run.logged++;
     let text = '';
     for (let i = 0; i < args.length && text.length <= bounds.maxLogEntryBytes; i++) {
       text += (i === 0 ? '' : ' ') + format(args[i]);
@@ -205,19 +240,17 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
   freeze(ctxLog);
   own(G, 'console', freeze({ log: ctxLog, debug: logFns.debug, info: logFns.info, warn: logFns.warn, error: logFns.error, trace: logFns.debug }));
 
-  // Randomness comes from the host's CSPRNG, a block at a time, within a per-run budget.
-  let block = '';
-  let blockAt = 0;
   function randomByte() {
-    if (blockAt >= block.length) {
+    const run = current;
+    if (run.blockAt >= run.block.length) {
       const next = entropy(256);
       if (typeof next !== 'string' || next.length === 0) {
         throw localError('call_refused', 'This run has drawn its ' + bounds.maxRandomBytes + ' random bytes.');
       }
-      block = next;
-      blockAt = 0;
+      run.block = next;
+      run.blockAt = 0;
     }
-    return apply(charCodeAt, block, [blockAt++]);
+    return apply(charCodeAt, run.block, [run.blockAt++]);
   }
   function getRandomValues(view) {
     const tag = apply(typedTag, view, []);
@@ -245,9 +278,17 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
   }
   own(G, 'crypto', freeze({ getRandomValues, randomUUID }));
 
-  // One run per context: run() is called once, with the module namespace.
-  const routes = new WeakMapCtor();
-  let routeCalls = 0;
+  // Error.prepareStackTrace belongs to the run that set it: V8 reads it through this accessor
+  // (Error.stackTraceLimit, which V8 reads as a data property only, is frozen instead).
+  defineProperty(ErrorCtor, 'prepareStackTrace', {
+    get() { return current.prepareStackTrace; },
+    set(value) {
+      if (this === ErrorCtor) current.prepareStackTrace = value;
+      else defineProperty(this, 'prepareStackTrace', { value, writable: true, enumerable: true, configurable: true });
+    },
+    enumerable: false,
+    configurable: false,
+  });
 
   function serialize(value) {
     if (value === undefined) return 'null';
@@ -262,69 +303,129 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
     return json;
   }
 
-  function failure(error) {
-    if (error !== null && (typeof error === 'object' || typeof error === 'function') && apply(weakHas, known, [error])) {
-      const record = apply(weakGet, known, [error]);
-      if (record.call > 0) return ['host_error', '' + record.call, '', dropped];
-      return ['error', record.code, record.message, dropped];
+  function failure(run, error) {
+    if (error !== null && (typeof error === 'object' || typeof error === 'function') && apply(weakHas, run.known, [error])) {
+      const record = apply(weakGet, run.known, [error]);
+      if (record.call > 0) return ['host_error', '' + record.call, '', run.dropped];
+      return ['error', record.code, record.message, run.dropped];
     }
-    return ['error', 'code_error', describe(error), dropped];
+    return ['error', 'code_error', describe(error), run.dropped];
   }
 
-  function makeCtx(ids) {
+  function outputOf(run, value) {
+    let route = '';
+    if (value !== null && typeof value === 'object' && apply(weakHas, run.routes, [value])) {
+      const chosen = apply(weakGet, run.routes, [value]);
+      route = chosen.name;
+      value = chosen.output;
+    } else if (run.routeCalls > 0) {
+      return ['error', 'output_invalid', 'ctx.route() was called but its result was not returned; return ctx.route(name, output) to take a route.', run.dropped];
+    }
+    const json = serialize(value);
+    if (typeof json !== 'string') return ['error', 'output_invalid', json.invalid, run.dropped];
+    return [route === '' ? 'output' : 'route', route, json, run.dropped];
+  }
+
+  function settle(run, tuple) {
+    if (run.phase === SETTLED) return;
+    run.phase = SETTLED;
+    run.tuple = tuple;
+    const waiter = run.waiter;
+    run.waiter = null;
+    if (waiter !== null) waiter(tuple);
+  }
+
+  function makeCtx(run) {
+    const ids = run.ids;
     return freeze({
       ids: freeze({ executionId: ids.executionId, sessionId: ids.sessionId, node: ids.node }),
       objects: freeze({
-        get: (alias) => call('objects.get', [alias]),
-        put: (alias, value) => call('objects.put', [alias, value]),
-        list: (options) => call('objects.list', [options === undefined ? null : options]),
+        get: (alias) => call(run, 'objects.get', [alias]),
+        put: (alias, value) => call(run, 'objects.put', [alias, value]),
+        list: (options) => call(run, 'objects.list', [options === undefined ? null : options]),
       }),
-      thread: freeze({ post: (item) => call('thread.post', [item]) }),
+      thread: freeze({ post: (item) => call(run, 'thread.post', [item]) }),
       graph: freeze({
-        mutate: (mutations) => call('graph.mutate', [mutations]),
-        query: (query) => call('graph.query', [query]),
+        mutate: (mutations) => call(run, 'graph.mutate', [mutations]),
+        query: (query) => call(run, 'graph.query', [query]),
       }),
       log: ctxLog,
       route(name, output) {
         if (typeof name !== 'string' || name.length === 0) throw new TypeErrorCtor('ctx.route takes a route name.');
-        routeCalls++;
+        run.routeCalls++;
         const marker = freeze(create(null));
-        apply(weakSet, routes, [marker, { name, output }]);
+        apply(weakSet, run.routes, [marker, { name, output }]);
         return marker;
       },
       LimitExceeded,
     });
   }
 
-  async function run(namespace, inputJson, executionId, sessionId, node) {
+  function begin(inputJson, executionId, sessionId, node) {
+    current = newRun(inputJson, { executionId, sessionId, node });
+  }
+
+  // Called by the driver module with the code's module namespace, after the code's top level ran.
+  function start(namespace) {
+    const run = current;
+    if (run.phase !== BEGUN) return;
+    run.phase = STARTED;
     let fn;
     try {
       fn = namespace.default;
     } catch (error) {
-      if (error instanceof ReferenceErrorCtor) {
-        return ['error', 'code_error', 'The module did not finish loading: a top-level await never settled.', dropped];
-      }
-      return failure(error);
+      settle(run, failure(run, error));
+      return;
     }
-    if (typeof fn !== 'function') return ['error', 'code_error', 'The module has no default export function.', dropped];
-    let value;
+    if (typeof fn !== 'function') {
+      settle(run, ['error', 'code_error', 'The module has no default export function.', run.dropped]);
+      return;
+    }
+    let input;
     try {
-      value = await fn(jsonParse(inputJson), makeCtx({ executionId, sessionId, node }));
+      input = jsonParse(run.inputJson);
     } catch (error) {
-      return failure(error);
+      settle(run, ['error', 'internal_error', 'The input is not JSON.', run.dropped]);
+      return;
     }
-    let route = '';
-    if (value !== null && typeof value === 'object' && apply(weakHas, routes, [value])) {
-      const chosen = apply(weakGet, routes, [value]);
-      route = chosen.name;
-      value = chosen.output;
-    } else if (routeCalls > 0) {
-      return ['error', 'output_invalid', 'ctx.route() was called but its result was not returned; return ctx.route(name, output) to take a route.', dropped];
-    }
-    const json = serialize(value);
-    if (typeof json !== 'string') return ['error', 'output_invalid', json.invalid, dropped];
-    return [route === '' ? 'output' : 'route', route, json, dropped];
+    const ctx = makeCtx(run);
+    // An async function adopts a returned thenable exactly as awaiting the call would.
+    const settled = (async () => fn(input, ctx))();
+    apply(promiseThen, settled, [
+      (value) => {
+        let tuple;
+        try {
+          tuple = outputOf(run, value);
+        } catch (error) {
+          tuple = failure(run, error);
+        }
+        settle(run, tuple);
+      },
+      (error) => settle(run, failure(run, error)),
+    ]);
   }
 
-  return [run, deliver];
+  function result() {
+    const run = current;
+    if (run.phase === SETTLED) return run.tuple;
+    return run.phase === STARTED ? 'pending' : 'unstarted';
+  }
+
+  function wait() {
+    const run = current;
+    return new PromiseCtor((resolve) => {
+      if (run.phase === SETTLED) resolve(run.tuple);
+      else run.waiter = resolve;
+    });
+  }
+
+  const lockdown = ${LOCKDOWN_SOURCE};
+  const errorPrototypes = [LimitExceeded.prototype];
+  const errorNames = ['Error', 'EvalError', 'RangeError', 'ReferenceError', 'SyntaxError', 'TypeError', 'URIError', 'AggregateError', 'SuppressedError'];
+  for (let i = 0; i < errorNames.length; i++) {
+    if (typeof G[errorNames[i]] === 'function') errorPrototypes.push(G[errorNames[i]].prototype);
+  }
+  const plan = lockdown([LimitExceeded], errorPrototypes, lockdownPlan);
+
+  return [begin, start, result, wait, deliver, plan];
 })`;

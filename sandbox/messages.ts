@@ -53,6 +53,12 @@ export interface CodeRequest {
   /** Wall-clock bound of the whole run (`workflow.code_run_seconds` × 1000). */
   timeoutMs: number;
   ids: RunIds;
+  /**
+   * Whose runs may share a context with this one: the execution's organization id. Contexts are
+   * kept per tenant and never serve another (docs/sandbox.md); without a tenant the run gets a
+   * context of its own, used once.
+   */
+  tenant?: string;
 }
 
 /** Measurements of one run, for logs and metrics; nothing depends on them. */

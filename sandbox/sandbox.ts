@@ -1,13 +1,22 @@
 /**
- * Runs one `logic.code` node: leases an isolate, compiles the code as an ES module in a fresh
- * context, links its granted imports, calls its default export with `(input, ctx)` and copies the
- * result out as JSON. The run is bounded by `timeoutMs` of wall-clock time whatever the code does
- * (sync loops, awaits that never settle, microtask storms): isolated-vm's `timeout` stops
- * synchronous stretches, and a host-side watchdog stops everything else by disposing the isolate
- * at the deadline. It never throws: every way a run can end is a `CodeResult`.
+ * Runs one `logic.code` node: leases an isolate, takes its tenant's context (isolate-pool.ts),
+ * opens a run in it, compiles the code as an ES module, links its granted imports, calls its
+ * default export with `(input, ctx)` and copies the result out as JSON. The run is bounded by
+ * `timeoutMs` of wall-clock time whatever the code does (sync loops, awaits that never settle,
+ * microtask storms): isolated-vm's `timeout` stops synchronous stretches, and a host-side watchdog
+ * stops everything else by disposing the isolate at the deadline. It never throws: every way a
+ * run can end is a `CodeResult`.
+ *
+ * Thread hops: everything that runs only our code (opening the run, compiling, linking, reading
+ * the result) is a synchronous call on the calling thread, a few microseconds each. The code
+ * itself always runs as an asynchronous task on the isolate's own thread, never synchronously
+ * here: an allocation bomb that outruns the memory bound parks the thread that runs it for good
+ * (docs/sandbox.md), and that must not be the runner's. One such task runs the module's top level,
+ * the default export and the microtasks after it (the driver module, host-bridge.ts); only a run
+ * still awaiting host calls when it ends needs a second hop, to wait for its promise.
  */
 import type ivm from 'isolated-vm';
-import { HostBridge, parseJson, truncateChars, type HostApi, type PreparedContext } from './host-bridge.ts';
+import { HostBridge, linkDriver, parseJson, truncateChars, type HostApi, type PreparedContext } from './host-bridge.ts';
 import type { IsolateLease, IsolatePool } from './isolate-pool.ts';
 import type { CodeError, CodeRequest, CodeResult, JsonValue, RunStats } from './messages.ts';
 import { linkModule, refusedImport } from './modules.ts';
@@ -53,6 +62,7 @@ class CodeRun {
   readonly #handles: Array<{ release(): void }> = [];
   #stop: (stop: Stop) => void = () => {};
   #bridge: HostBridge | null = null;
+  #prepared: PreparedContext | null = null;
 
   constructor(pool: IsolatePool, lease: IsolateLease, request: CodeRequest, host: HostApi, stats: RunStats) {
     this.#pool = pool;
@@ -100,6 +110,12 @@ class CodeRun {
         // Released with its isolate.
       }
     }
+    // A context goes back to its tenant's cache only after a run that ended by itself and left
+    // nothing running; a stopped isolate is disposed with all its contexts.
+    if (this.#prepared) {
+      if (healthy && settled) this.#lease.returnContext(this.#prepared);
+      else this.#prepared.release();
+    }
     this.#pool.release(this.#lease, healthy && settled);
 
     this.#stats.wallMs = performance.now() - this.#started;
@@ -117,8 +133,8 @@ class CodeRun {
     const { isolate } = this.#lease;
     const request = this.#request;
     try {
-      const prepared: PreparedContext = this.#lease.takeContext();
-      this.#handles.push(prepared);
+      const prepared = this.#lease.takeContext(request.tenant);
+      this.#prepared = prepared;
       this.#bridge = new HostBridge({
         port: prepared.port,
         deliver: prepared.deliver,
@@ -127,6 +143,9 @@ class CodeRun {
         deadline: this.#deadline,
         onFault: (error) => this.#stop(this.#stopOfError(error) ?? { reason: 'timeout' }),
       });
+      const ids = request.ids;
+      // Before the code's top level runs: it may log or draw random bytes already.
+      prepared.begin.applySync(undefined, [JSON.stringify(request.input ?? null), ids.executionId, ids.sessionId, ids.node], { timeout: this.#remaining() });
 
       let module: ivm.Module;
       try {
@@ -139,30 +158,34 @@ class CodeRun {
 
       const refused = refusedImport(module.dependencySpecifiers, request.imports, this.#pool.vetted);
       if (refused !== null) return this.#error('import_refused', refused);
+      let driver: ivm.Module;
       try {
         this.#handles.push(...linkModule(isolate, prepared.context, module, request.imports, this.#pool.vetted));
+        driver = linkDriver(isolate, prepared, module);
       } catch (error) {
         if (hasCode(error, 'import_refused')) return this.#error('import_refused', (error as Error).message);
         return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
       }
+      this.#handles.push(driver);
 
       try {
-        await module.evaluate({ timeout: this.#remaining() });
+        await driver.evaluate({ timeout: this.#remaining() });
       } catch (error) {
+        // The module threw at top level, or a promise was rejected with no handler while the
+        // task ran, at top level or in the default export (isolated-vm fails the task).
         return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
       }
 
-      const namespace = module.namespace;
-      const ids = request.ids;
-      let tuple: unknown;
-      try {
-        tuple = await prepared.run.apply(
-          undefined,
-          [namespace.derefInto({ release: true }), JSON.stringify(request.input ?? null), ids.executionId, ids.sessionId, ids.node],
-          { timeout: this.#remaining(), result: { promise: true, copy: true } },
-        );
-      } catch (error) {
-        return this.#stopOfError(error) ?? this.#error('internal_error', 'The sandbox failed to run the code.');
+      let tuple: unknown = prepared.result.applySync(undefined, [], { timeout: this.#remaining(), result: { copy: true } });
+      if (tuple === 'unstarted') {
+        return this.#error('code_error', 'The module did not finish loading: a top-level await never settled.');
+      }
+      if (tuple === 'pending') {
+        try {
+          tuple = await prepared.wait.apply(undefined, [], { timeout: this.#remaining(), result: { promise: true, copy: true } });
+        } catch (error) {
+          return this.#stopOfError(error) ?? this.#error('internal_error', 'The sandbox failed to run the code.');
+        }
       }
       return { result: this.#resultOf(tuple) };
     } catch (error) {

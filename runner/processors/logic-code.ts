@@ -23,6 +23,8 @@ export const logicCode: Processor<{ code: string }> = {
         imports: execution.limits['workflow.code_imports'],
         timeoutMs: execution.limits['workflow.code_run_seconds'] * 1000,
         ids: { executionId: execution.id, sessionId: execution.sessionId, node: ctx.node },
+        // Runs of one organization may share a sandbox context, never runs of two.
+        tenant: execution.orgId,
       },
       scope: {
         executionId: execution.id,

@@ -110,13 +110,15 @@ t.test('getters, toJSON and Proxy traps run inside the isolate; the host gets da
 
 t.test('globals and patched intrinsics do not leak into the next run', async (t) => {
   const created = pool.stats().created;
+  // The realm is frozen, so each patch throws; it is attempted all the same.
   const first = `export default () => {
-    globalThis.leak = 'secret';
-    Object.prototype.polluted = 1;
-    Array.prototype.push = null;
-    JSON.stringify = () => '"hijacked"';
-    JSON.parse = () => 'hijacked';
-    Promise.prototype.then = null;
+    const attempt = (patch) => { try { patch() } catch {} };
+    attempt(() => { globalThis.leak = 'secret' });
+    attempt(() => { Object.prototype.polluted = 1 });
+    attempt(() => { Array.prototype.push = null });
+    attempt(() => { JSON.stringify = () => '"hijacked"' });
+    attempt(() => { JSON.parse = () => 'hijacked' });
+    attempt(() => { Promise.prototype.then = null });
     return { wrote: true };
   }`;
   t.same(output(await runCode(pool, request(first), fakeHost())), { wrote: true }, 'the run is answered despite its patches');
@@ -131,9 +133,10 @@ t.test('globals and patched intrinsics do not leak into the next run', async (t)
 t.test('patched intrinsics do not change what the bridge does', async (t) => {
   const host = fakeHost();
   const code = `export default async (i, ctx) => {
-    JSON.stringify = () => '["objects.put", "forged"]';
-    Object.defineProperty(Object.prototype, 'reference', { get() { return true }, configurable: true });
-    Array.prototype.push = function () { throw new Error('no push') };
+    const attempt = (patch) => { try { patch() } catch {} };
+    attempt(() => { JSON.stringify = () => '["objects.put", "forged"]' });
+    attempt(() => Object.defineProperty(Object.prototype, 'reference', { get() { return true }, configurable: true }));
+    attempt(() => { Array.prototype.push = function () { throw new Error('no push') } });
     const read = await ctx.objects.get('x');
     for (let n = 0; n < 5; n++) console.log('line', n);
     return { read, n: 1 };
