@@ -161,7 +161,7 @@ export function createRunner(options: RunnerOptions): Runner {
     db,
     queue: boss,
     runnerId,
-    writes: createStepWriter(db, { runnerId }),
+    writes: createStepWriter(db, { runnerId, leaseSeconds }),
     processors: options.processors ?? processorRegistry,
     code,
     leaseSeconds,
@@ -232,6 +232,7 @@ export function createRunner(options: RunnerOptions): Runner {
     batchSize: options.batchSize ?? 16,
     pollSeconds: Math.max(0.5, options.pollSeconds ?? 2),
     execute,
+    inFlight: (id) => flights.has(id),
     onJobs: (count) => stats.count(count),
     onError: (err) => log.warn({ err }, 'rescheduling early wake-ups failed'),
   });

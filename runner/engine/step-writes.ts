@@ -21,13 +21,20 @@ import { Batcher } from './batcher.ts';
 import type { ExecutionState, NewExecutionEvent } from './persist.ts';
 
 /**
- * Who writes: this runner. The writes leave `lease_until` alone: the lease keeper renews every held
- * lease on its own period, and a write that changes no indexed column is a HOT update (no new
- * index entries), which a lease extension per node would prevent (`lease_until` is indexed).
+ * Who writes: this runner, and its lease length. A write pushes `lease_until` forward only once
+ * less than half of the lease is left: the lease keeper renews every held lease on its own
+ * period, and a write that changes no indexed column is a HOT update (no new index entries),
+ * which a lease extension on every node would prevent (`lease_until` is indexed). Under a starved
+ * lease keeper, progress still keeps the lease alive.
  */
 export interface Writer {
   runnerId: string;
+  leaseSeconds: number;
 }
+
+// The lease after a write: unchanged while more than half of it is left (see Writer).
+const LEASE = (param: string) => `CASE WHEN e.lease_until < now() + make_interval(secs => ${param}::int) / 2
+  THEN now() + make_interval(secs => ${param}::int) ELSE e.lease_until END`;
 
 function eventsJson(events: readonly NewExecutionEvent[]): string {
   return JSON.stringify(events.map((event) => ({ kind: event.kind, node: event.node ?? null, attributes: event.attributes ?? {} })));
@@ -54,7 +61,7 @@ export async function startNodes(q: Queryable, writer: Writer, items: readonly S
         WHERE e.id = ANY($1::uuid[]) AND e.lease_owner = $4::uuid AND e.status = 'running' AND ${MAY_START}
         ORDER BY e.id FOR UPDATE OF e),
      src AS (
-       UPDATE executions e SET node_runs = e.node_runs + 1
+       UPDATE executions e SET node_runs = e.node_runs + 1, lease_until = ${LEASE('$6')}
          FROM cur WHERE e.id = cur.id AND e.id = ANY($1::uuid[])
        RETURNING e.id, e.session_id, e.node_runs),
      ins AS (
@@ -64,7 +71,7 @@ export async function startNodes(q: Queryable, writer: Writer, items: readonly S
        RETURNING id, execution_id),
      notified AS (SELECT count(pg_notify($5, 'execution:' || execution_id || ':' || id)) AS n FROM ins)
      SELECT src.id, src.node_runs FROM src, notified`,
-    [items.map((i) => i.executionId), items.map((i) => i.node), items.map((i) => i.processor), writer.runnerId, EVENTS_CHANNEL],
+    [items.map((i) => i.executionId), items.map((i) => i.node), items.map((i) => i.processor), writer.runnerId, EVENTS_CHANNEL, writer.leaseSeconds],
   );
   const runs = new Map(rows.map((row) => [row.id, row.node_runs]));
   return items.map((item) => runs.get(item.executionId) ?? null);
@@ -98,7 +105,7 @@ export async function advanceNodes(q: Queryable, writer: Writer, items: readonly
         ORDER BY e.id FOR UPDATE OF e),
      src AS (
        UPDATE executions e
-          SET state = input.state::jsonb, attempts = 0,
+          SET state = input.state::jsonb, attempts = 0, lease_until = ${LEASE('$7')},
               node_runs = e.node_runs + CASE WHEN cur.starts THEN 1 ELSE 0 END
          FROM cur JOIN input USING (id)
         WHERE e.id = cur.id AND e.id = ANY($1::uuid[])
@@ -124,6 +131,7 @@ export async function advanceNodes(q: Queryable, writer: Writer, items: readonly
       items.map((i) => i.startProcessor),
       writer.runnerId,
       EVENTS_CHANNEL,
+      writer.leaseSeconds,
     ],
   );
   const byId = new Map(rows.map((row) => [row.id, row]));

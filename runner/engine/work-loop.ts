@@ -28,6 +28,12 @@ export interface WorkLoopOptions {
   batchSize: number;
   /** Backstop poll interval in seconds (≥ 0.5). */
   pollSeconds: number;
+  /**
+   * True for an execution this runner is working on now: its wake-ups are skipped, so a runner
+   * whose lease ran out while the execution was still in its hands (a starved lease keeper) never
+   * claims it a second time and runs it twice in parallel.
+   */
+  inFlight: (executionId: string) => boolean;
   /** Works on one claimed execution; resolves when it has left this runner. Never rejects. */
   execute: (execution: ClaimedExecution) => Promise<void>;
   /** Told how many jobs each batch held (queue statistics). */
@@ -87,7 +93,8 @@ export class WorkLoop {
 
   async #handle(jobs: Job<ExecutionJobData>[]): Promise<void> {
     this.#options.onJobs?.(jobs.length);
-    const ids = [...new Set(jobs.map((job) => job.data?.execution_id).filter((id): id is string => typeof id === 'string' && isUuid(id)))];
+    const ids = [...new Set(jobs.map((job) => job.data?.execution_id).filter((id): id is string => typeof id === 'string' && isUuid(id)))]
+      .filter((id) => !this.#options.inFlight(id));
     if (ids.length === 0) return;
     // Fetched while stopping: fail the batch so pg-boss offers the wake-ups again (to another runner).
     if (this.#stopping) throw new Error('The runner is stopping; the wake-ups go back to the queue.');

@@ -25,7 +25,7 @@ t.test('a subscriber to an execution receives each of its events once, in order'
     },
   };
   // Created before any runner exists, so the subscription is in place before the first event.
-  const executions = [];
+  const executions: Array<Record<string, any>> = [];
   for (let i = 0; i < 4; i++) executions.push(await runGraph(app, alice, flow, graphs, { n: i }));
   const socket = await openSocket(t, app, alice);
   const subscriptions = new Map<string, string>();
