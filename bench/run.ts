@@ -2,7 +2,8 @@
  * `npm run bench`: the execution engine's figures in one run, printed as a table beside their
  * targets (printed, never asserted). docs/benchmarks.md explains each figure.
  *
- *   npm run bench [-- --executions 3000 --latency 400 --rate 40 --durable --profile DIR]
+ *   npm run bench [-- --executions 3000 --latency 400 --rate 40 --durable --profile DIR
+ *                     --profile-control-plane DIR]
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
  * takes every process and the temporary folder down again, also on failure or Ctrl-C.
@@ -34,6 +35,7 @@ const { values: args } = parseArgs({
     window: { type: 'string', default: '8' },
     durable: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    'profile-control-plane': { type: 'string' },
     verbose: { type: 'boolean', default: false },
   },
 });
@@ -191,11 +193,19 @@ async function main(): Promise<void> {
     runnerNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
     log(`runner CPU profiles go to ${dir} (written when the runners stop)`);
   }
+  let controlPlaneNodeArgs: string[] = [];
+  if (args['profile-control-plane']) {
+    const dir = resolve(args['profile-control-plane']);
+    await mkdir(dir, { recursive: true });
+    controlPlaneNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+    log(`control plane CPU profile goes to ${dir} (written when it stops)`);
+  }
   log('starting PostgreSQL, the control plane and one runner');
   system = await startSystem({
     runners: 1,
     durable: args.durable,
     runnerNodeArgs,
+    controlPlaneNodeArgs,
     ...(args.verbose ? { onOutput: (name: string, line: string) => log(`${name}: ${line}`) } : {}),
   });
   const workloads: Workload[] = [];

@@ -1,11 +1,12 @@
 import type { PgBoss } from 'pg-boss';
 import t from 'tap';
+import { heldCount } from '../shared/limits/holdings.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from './helpers/app.ts';
 import { grant } from './helpers/access.ts';
 import { executionJobs } from './helpers/queue.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
-import { sameRefusal, transports } from './helpers/session-commands.ts';
+import { openSocket, sameRefusal, transports } from './helpers/session-commands.ts';
 import { holdSessionRow } from './helpers/session-fixtures.ts';
 
 // The app sends through the test's pg-boss; `failSends` makes a send fail after pg-boss wrote the
@@ -175,6 +176,71 @@ t.test('workflow.running_executions_per_org: counted across the organization\'s 
   t.equal(await heldOnOrg(mine.orgId, 'workflow.running_executions_per_org'), 1, 'the end freed the slot');
   t.equal((await createExecution(mine)).status, 'queued', 'and a new execution takes it');
   t.equal(await heldOnOrg(mine.orgId, 'workflow.running_executions_per_org'), 2);
+});
+
+t.test('refusals come in the specified order: input ceiling, then the organization, then the session', async (t) => {
+  const mine = await freshFlow();
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', mine.orgId, 1);
+  await setOverride(app, 'workflow.executions_per_session', 'blob', mine.blobId, 1);
+  await createExecution(mine);
+  const base = { session_id: mine.sessionId, definition_id: mine.definitionId };
+  // Both holders are full: the input ceiling still answers first, then the organization.
+  sameRefusal(t, await io.both(alice, mine.rev, 'create_execution', { ...base, input_data: 'x'.repeat(INPUT_BYTES) }), 400, 'limit_exceeded', { limit: { id: 'workflow.execution_input_bytes', value: INPUT_BYTES } });
+  const org = await io.both(alice, mine.rev, 'create_execution', base);
+  sameRefusal(t, org, 400, 'limit_exceeded', { limit: { id: 'workflow.running_executions_per_org', value: 1, held: 1 } });
+  t.equal(org.rest.body.message, 'Limit workflow.running_executions_per_org is 1 and 1 are held.');
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', mine.orgId, 5);
+  sameRefusal(t, await io.both(alice, mine.rev, 'create_execution', base), 400, 'limit_exceeded', { limit: { id: 'workflow.executions_per_session', value: 1, held: 1 } });
+  // A missing definition answers before any limit.
+  sameRefusal(t, await io.both(alice, mine.rev, 'create_execution', { ...base, definition_id: 'no-such-flow', input_data: 'x'.repeat(INPUT_BYTES) }), 404, 'not_found');
+  // `held` is what takeSlot's own count says (shared/limits/holdings.ts), for both quotas.
+  t.equal(await heldCount(db, 'workflow.executions_per_session', mine.sessionId), 1);
+  t.equal(await heldCount(db, 'workflow.running_executions_per_org', mine.orgId), 1);
+});
+
+t.test('parallel creates against running_executions_per_org = 3 take exactly 3 slots', async (t) => {
+  const mine = await freshFlow();
+  const second = await ok(alice, mine.rev, 'create_session', {});
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', mine.orgId, 3);
+  const sessions = [mine.sessionId, second.session.id];
+  const outcomes = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+    io.rest(alice, mine.rev, 'create_execution', { session_id: sessions[i % 2], definition_id: mine.definitionId })));
+  const created = outcomes.filter((o) => o.status === 200);
+  t.equal(created.length, 3, 'exactly the free slots');
+  for (const o of outcomes.filter((o) => o.status !== 200)) {
+    t.equal(o.status, 400);
+    t.same(o.body.limit, { id: 'workflow.running_executions_per_org', value: 3, held: 3 }, 'each refusal saw the organization full');
+  }
+  const inOrg = `SELECT 1 FROM executions e WHERE e.org_id = $1::uuid`;
+  t.equal(await count(inOrg, [mine.orgId]), 3);
+  t.equal(await count(`SELECT 1 FROM pgboss.job j JOIN executions e ON e.id::text = j.data->>'execution_id' WHERE j.name = 'executions' AND e.org_id = $1::uuid`, [mine.orgId]), 3, 'one job each');
+  t.equal(await count(`SELECT 1 FROM session_events WHERE session_id = ANY($1::uuid[]) AND kind = 'execution.created'`, [sessions]), 3, 'one event each');
+  t.equal(await heldOnOrg(mine.orgId, 'workflow.running_executions_per_org'), 3);
+});
+
+t.test('parallel creates against executions_per_session = 4 take exactly 4 slots', async (t) => {
+  const mine = await freshFlow();
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', mine.orgId, 100);
+  await setOverride(app, 'workflow.executions_per_session', 'blob', mine.blobId, 4);
+  await createExecution(mine);
+  const outcomes = await Promise.all(Array.from({ length: 12 }, () =>
+    io.rest(alice, mine.rev, 'create_execution', { session_id: mine.sessionId, definition_id: mine.definitionId })));
+  t.equal(outcomes.filter((o) => o.status === 200).length, 3, 'the three free slots');
+  for (const o of outcomes.filter((o) => o.status !== 200)) t.same(o.body.limit, { id: 'workflow.executions_per_session', value: 4, held: 4 });
+  t.equal(await count('SELECT 1 FROM executions WHERE session_id = $1::uuid', [mine.sessionId]), 4);
+});
+
+t.test('a subscriber to the session hears execution.created (the NOTIFY of the create)', async (t) => {
+  const mine = await freshFlow();
+  const socket = await openSocket(t, app, alice);
+  const subscribed = await socket.call('subscribe', { revision_id: mine.rev, session_id: mine.sessionId });
+  const execution = await createExecution(mine, { definition_id: 'flow' });
+  const pushed = await socket.notification();
+  t.equal(pushed.params.subscription, subscribed.result.subscription);
+  t.match(pushed.params.event, { kind: 'execution.created', session_id: mine.sessionId, execution_id: execution.id, node: null, at: ISO });
+  t.same(pushed.params.event.attributes, { execution_id: execution.id, definition_id: mine.definitionId });
+  const { rows } = await db.query('SELECT id FROM session_events WHERE execution_id = $1::uuid', [execution.id]);
+  t.equal(pushed.params.event.id, String(rows[0].id));
 });
 
 t.test('create_execution refusals: missing session or definition 404, deleting session 409, bad params 400', async (t) => {

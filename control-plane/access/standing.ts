@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Queryable } from '../../shared/db/db.ts';
+import { preparedQuery } from '../../shared/events/store.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refColumn } from '../../shared/ids.ts';
 import { maxRole, minRole, roleAtLeast, type Role } from '../../shared/roles.ts';
@@ -253,17 +254,18 @@ export async function blobByRefFor(ctx: AppContext, principal: Principal, blobRe
   return { ...found, role: requireRole(blobStanding(principal, found.org, found.blob), needed, 'blob') };
 }
 
-/** Resolves a revision by id with its blob and organization, and checks standing on the blob. */
-export async function revisionFor(ctx: AppContext, principal: Principal, revisionId: string, needed: Role, q: Queryable = ctx.db): Promise<{ org: OrgRow; blob: BlobRow; revision: RevisionRow; role: Role }> {
-  if (!isUuid(revisionId)) throw new ServiceError('not_found', 'No such revision.');
-  const { rows } = await q.query<BlobJoinRow>(
-    `SELECT ${prefixed('r', REVISION_FIELDS)}, ${prefixed('b', BLOB_FIELDS)}, ${prefixed('o', ORG_FIELDS)},
+// Every revision command runs this first: one constant text, sent as a named prepared statement,
+// so PostgreSQL parses and plans it once per connection rather than on every command.
+const REVISION_SCOPE_SQL = `SELECT ${prefixed('r', REVISION_FIELDS)}, ${prefixed('b', BLOB_FIELDS)}, ${prefixed('o', ORG_FIELDS)},
             ${memberRoleSql('$2::uuid', { org: 'o.id' })} AS org_role,
             ${memberRoleSql('$2::uuid', { blob: 'b.id' })} AS blob_role
        FROM revisions r JOIN blobs b ON b.id = r.blob_id JOIN orgs o ON o.id = b.org_id
-      WHERE r.id = $1::uuid`,
-    [revisionId, principal.userId],
-  );
+      WHERE r.id = $1::uuid`;
+
+/** Resolves a revision by id with its blob and organization, and checks standing on the blob. */
+export async function revisionFor(ctx: AppContext, principal: Principal, revisionId: string, needed: Role, q: Queryable = ctx.db): Promise<{ org: OrgRow; blob: BlobRow; revision: RevisionRow; role: Role }> {
+  if (!isUuid(revisionId)) throw new ServiceError('not_found', 'No such revision.');
+  const { rows } = await preparedQuery<BlobJoinRow>(q, 'cp_revision_scope', REVISION_SCOPE_SQL, [revisionId, principal.userId]);
   const row = rows[0];
   if (!row) throw new ServiceError('not_found', 'No such revision.');
   const org = withGrant(pick<OrgRow>(row, 'o', ORG_FIELDS), principal, row.org_role);

@@ -1,8 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppContext } from '../context.ts';
 import { ServiceError } from '../../shared/errors.ts';
+import { preparedQuery } from '../../shared/events/store.ts';
 import type { Principal } from './principal.ts';
 import { authenticateApiKey } from './api-key-auth.ts';
+import type { VerifiedToken } from './tokens.ts';
 
 /** The credential a request carries, read from its headers (REST and WebSocket alike). */
 export type Credential = { type: 'bearer'; token: string } | { type: 'api_key'; key: string };
@@ -29,7 +31,8 @@ interface AccountRow {
 }
 
 async function loadAccount(ctx: AppContext, id: string): Promise<AccountRow | undefined> {
-  const { rows } = await ctx.db.query<AccountRow>('SELECT id, kind FROM users WHERE id = $1::uuid', [id]);
+  // Named: every bearer request and every WebSocket frame runs it.
+  const { rows } = await preparedQuery<AccountRow>(ctx.db, 'cp_account', 'SELECT id, kind FROM users WHERE id = $1::uuid', [id]);
   return rows[0];
 }
 
@@ -40,8 +43,38 @@ async function loadAccount(ctx: AppContext, id: string): Promise<AccountRow | un
 export async function authenticate(ctx: AppContext, credential: Credential | undefined): Promise<Principal> {
   if (!credential) throw new ServiceError('unauthorized', 'A credential is required.');
   if (credential.type === 'api_key') return authenticateApiKey(ctx, credential.key);
+  return principalOf(ctx, await ctx.tokens.verify(credential.token));
+}
 
-  const token = await ctx.tokens.verify(credential.token);
+/**
+ * `authenticate` for a credential presented again and again: a WebSocket's, once per frame. A
+ * bearer token is a fixed string, so its signature and claims are verified once; afterwards only
+ * its expiry is checked, as jose checks it (refused once `exp` is at or before the current
+ * second), and an expired token is verified again so it is refused with the same error. The
+ * account is still read on every call and an API key looked up every time, so a deleted account,
+ * a retired service account or a revoked key stops at the next frame.
+ */
+export function credentialAuthenticator(ctx: AppContext, credential: Credential): () => Promise<Principal> {
+  if (credential.type !== 'bearer') return () => authenticate(ctx, credential);
+  let verified: Promise<VerifiedToken> | undefined;
+  return async () => {
+    let token: VerifiedToken;
+    try {
+      token = await (verified ??= ctx.tokens.verify(credential.token));
+    } catch (error) {
+      verified = undefined;
+      throw error;
+    }
+    if (token.exp <= Math.floor(Date.now() / 1000)) {
+      verified = undefined;
+      token = await ctx.tokens.verify(credential.token);
+    }
+    return principalOf(ctx, token);
+  };
+}
+
+/** The principal of a verified token, if its account still stands behind it. */
+async function principalOf(ctx: AppContext, token: VerifiedToken): Promise<Principal> {
   const account = await loadAccount(ctx, token.sub);
   if (!account) throw new ServiceError('unauthorized', 'The account no longer exists.');
   if (token.kind === 'access') {

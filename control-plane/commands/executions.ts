@@ -1,27 +1,17 @@
 import { z } from 'zod';
-import type { RunLimits } from '../../shared/workflow/run-limits.ts';
-import { appendSessionEvent } from '../../shared/events/store.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refSchema } from '../../shared/ids.ts';
-import { takeSlot } from '../../shared/limits/holdings.ts';
-import { limitsInForce } from '../../shared/limits/in-force.ts';
-import { limitExceeded, type ResolvedLimits } from '../../shared/limits/index.ts';
+import { limitExceeded } from '../../shared/limits/index.ts';
 import { enqueueExecution } from '../../shared/queue/execution-jobs.ts';
 import { endExecution } from '../../shared/workflow/execution-end.ts';
-import { executionRecord, RUN_LIMIT_IDS, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
+import { executionRecord, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import type { Queryable } from '../../shared/db/db.ts';
-import { findDefinition } from '../sql/definitions.ts';
-import { executionListing, findExecution, insertExecution } from '../sql/executions.ts';
+import { createExecutionRow, executionListing, findExecution } from '../sql/executions.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
-import { findActiveSession, findSession } from '../workflow/session-ref.ts';
+import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand } from './command.ts';
 
 const WORKFLOW = ['svc.compute.workflow'] as const;
-
-/** The five run limits as stored with an execution: limit id → the value resolved at creation. */
-function runLimits(inForce: ResolvedLimits): RunLimits {
-  return Object.fromEntries(RUN_LIMIT_IDS.map((id) => [id, inForce[id].value])) as unknown as RunLimits;
-}
 
 /** The execution `ref` of the revision; 404 otherwise (executions have ids only, never aliases). */
 async function executionOf(q: Queryable, revisionId: string, ref: string): Promise<ExecutionRecordRow> {
@@ -29,6 +19,13 @@ async function executionOf(q: Queryable, revisionId: string, ref: string): Promi
   if (row === undefined) throw new ServiceError('not_found', 'No such execution.');
   return row;
 }
+
+// The database's refusals (other than limits) as the client sees them.
+const NOT_CREATED = {
+  session_not_found: () => new ServiceError('not_found', 'No such session.'),
+  session_deleting: () => new ServiceError('conflict', 'The session is being deleted.'),
+  definition_not_found: () => new ServiceError('not_found', 'No such definition.'),
+} as const;
 
 /**
  * `create_execution {session_id, definition_id, input_data?}` → `execution` (`queued`). The
@@ -38,7 +35,8 @@ async function executionOf(q: Queryable, revisionId: string, ref: string): Promi
  * `workflow.executions_per_session`. Every limit is resolved once, from the session's blob, and
  * the five run limits are stored with the execution. The quota slots, the row, the
  * `execution.created` session event and the runner's wake-up job are one transaction: neither the
- * execution nor its job can exist without the other.
+ * execution nor its job can exist without the other. All but the job is one round trip
+ * (createExecutionRow); the job is pg-boss's own insert on the same transaction.
  */
 export const createExecution = defineCommand({
   name: 'create_execution',
@@ -47,37 +45,24 @@ export const createExecution = defineCommand({
   params: z.strictObject({ session_id: refSchema, definition_id: refSchema, input_data: z.unknown().optional() }),
   async handler(ctx, _principal, params, call) {
     const { org, blob, revision } = call.revision;
+    // Serialized once: the same text is measured for the ceiling and stored.
+    const inputJson = JSON.stringify(params.input_data ?? null);
+    const inputBytes = params.input_data === undefined ? 0 : Buffer.byteLength(inputJson, 'utf8');
     const execution = await ctx.db.transaction(async (tx) => {
-      // Read without a lock: a delete committing after this read leaves an execution in a session
-      // that is going away, and the session's removal takes it (and frees its slots) by cascade.
-      const session = await findActiveSession(tx, revision.id, params.session_id);
-      const definition = await findDefinition(tx, revision.id, params.definition_id);
-      if (definition === undefined) throw new ServiceError('not_found', 'No such definition.');
-      const inForce = await limitsInForce(tx, { blobId: blob.id });
-      const inputBytes = params.input_data === undefined ? 0 : Buffer.byteLength(JSON.stringify(params.input_data), 'utf8');
-      const maxInput = inForce['workflow.execution_input_bytes'];
-      if (inputBytes > maxInput.value) throw limitExceeded(maxInput);
-      // Organization before session: the order in which deleting an organization locks them too.
-      await takeSlot(tx, 'workflow.running_executions_per_org', org.id, inForce['workflow.running_executions_per_org']);
-      await takeSlot(tx, 'workflow.executions_per_session', session.id, inForce['workflow.executions_per_session']);
-      const row = await insertExecution(tx, {
-        sessionId: session.id,
+      const created = await createExecutionRow(tx, {
+        revisionId: revision.id,
         orgId: org.id,
         blobId: blob.id,
-        revisionId: revision.id,
-        definitionId: definition.id,
-        graph: definition.graph,
-        inputData: params.input_data ?? null,
-        limits: runLimits(inForce),
+        sessionRef: params.session_id,
+        definitionRef: params.definition_id,
+        inputJson,
+        inputBytes,
       });
-      await appendSessionEvent(tx, {
-        sessionId: session.id,
-        executionId: row.id,
-        kind: 'execution.created',
-        attributes: { execution_id: row.id, definition_id: definition.id },
-      });
-      await enqueueExecution(ctx.queue, tx, row.id);
-      return row;
+      if ('refusal' in created) {
+        throw created.refusal === 'limit' ? limitExceeded(created.limit, created.held) : NOT_CREATED[created.refusal]();
+      }
+      await enqueueExecution(ctx.queue, tx, created.id);
+      return created;
     });
     return { execution: executionRecord(execution) };
   },

@@ -1,36 +1,71 @@
-import type { Queryable } from '../../shared/db/db.ts';
-import type { RunLimits } from '../../shared/workflow/run-limits.ts';
-import { EXECUTION_RECORD_COLUMNS, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
-import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
+import type { Queryable, Tx } from '../../shared/db/db.ts';
+import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { limitById, type LimitId, type LimitInForce } from '../../shared/limits/index.ts';
+import { EXECUTION_RECORD_COLUMNS, RUN_LIMIT_IDS, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import { tableListing, type RecordSource } from '../workflow/record-cursor.ts';
 
+/** What `create_execution` asks of the database (see `createExecutionRow`). */
 export interface NewExecution {
-  sessionId: string;
+  revisionId: string;
+  /** The organization of the session's blob: the holder of `workflow.running_executions_per_org`. */
   orgId: string;
   blobId: string;
-  revisionId: string;
-  definitionId: string;
-  /** The definition's graph, copied: the execution runs it even if the definition is deleted. */
-  graph: WorkflowGraph;
-  inputData: unknown;
-  limits: RunLimits;
+  /** The session and the definition as the client named them: an id or an alias. */
+  sessionRef: string;
+  definitionRef: string;
+  /** The input as JSON text (`null` when left out): it is stored as sent. */
+  inputJson: string;
+  /** The input's JSON serialization in UTF-8 bytes (0 when left out), for the ceiling. */
+  inputBytes: number;
 }
 
+/** Why the database refused a create; nothing was written, and the caller rolls back. */
+export type CreateRefusal =
+  | { refusal: 'session_not_found' | 'session_deleting' | 'definition_not_found' }
+  | { refusal: 'limit'; limit: LimitInForce; held: number | undefined };
+
+interface CreateRow extends Omit<ExecutionRecordRow, 'id'> {
+  refusal: 'session_not_found' | 'session_deleting' | 'definition_not_found' | 'limit' | null;
+  refused_limit: LimitInForce | null;
+  held: number | null;
+  id: string | null;
+}
+
+// The catalog entries the function resolves, sent with every call as JSON: the catalog stays the
+// only place a default or a most permissive value is written (migration 012 holds only the rules).
+const spec = (id: LimitId) => JSON.stringify(limitById(id));
+const INPUT_SPEC = spec('workflow.execution_input_bytes');
+const ORG_SPEC = spec('workflow.running_executions_per_org');
+const SESSION_SPEC = spec('workflow.executions_per_session');
+const RUN_SPECS = JSON.stringify(RUN_LIMIT_IDS.map((id) => limitById(id)));
+
+const CREATE_SQL = `SELECT * FROM create_execution($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::text, $6::uuid, $7::text, $8::jsonb, $9::int,
+                        $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14::text)`;
+
 /**
- * Inserts a queued execution. Its state already names the start node and its input, so the first
- * runner to claim it starts there like any resumption. Call after taking both quota slots in the
- * same transaction.
+ * Creates a queued execution in one round trip (the `create_execution` function of migration
+ * 012): finds the active session and the definition, resolves the limits from the blob's
+ * ownership chain, refuses in the specified order (`workflow.execution_input_bytes`, then
+ * `workflow.running_executions_per_org`, then `workflow.executions_per_session`), takes both
+ * quota slots under their holder row locks, inserts the row with its five run limits and appends
+ * `execution.created` to the session's events with its NOTIFY. Call it in the transaction that
+ * also sends the execution's job; on a refusal, roll that transaction back.
  */
-export async function insertExecution(q: Queryable, fields: NewExecution): Promise<ExecutionRecordRow> {
-  const input = JSON.stringify(fields.inputData ?? null);
-  const { rows } = await q.query<ExecutionRecordRow>(
-    `INSERT INTO executions AS e (session_id, org_id, blob_id, revision_id, definition_id, graph, input_data, limits, state)
-     VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::jsonb,
-             jsonb_build_object('node', $6::jsonb->'start', 'input', $7::jsonb))
-     RETURNING ${EXECUTION_RECORD_COLUMNS}`,
-    [fields.sessionId, fields.orgId, fields.blobId, fields.revisionId, fields.definitionId, JSON.stringify(fields.graph), input, JSON.stringify(fields.limits)],
-  );
-  return rows[0]!;
+export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<ExecutionRecordRow | CreateRefusal> {
+  const sessionById = isUuid(fields.sessionRef);
+  const definitionById = isUuid(fields.definitionRef);
+  const { rows } = await preparedQuery<CreateRow>(tx, 'cp_create_execution', CREATE_SQL, [
+    fields.revisionId, fields.orgId, fields.blobId,
+    sessionById ? fields.sessionRef : null, sessionById ? null : fields.sessionRef,
+    definitionById ? fields.definitionRef : null, definitionById ? null : fields.definitionRef,
+    fields.inputJson, fields.inputBytes,
+    INPUT_SPEC, ORG_SPEC, SESSION_SPEC, RUN_SPECS, EVENTS_CHANNEL,
+  ]);
+  const { refusal, refused_limit, held, id, ...record } = rows[0]!;
+  if (refusal === 'limit') return { refusal, limit: refused_limit!, held: held ?? undefined };
+  if (refusal !== null) return { refusal };
+  return { id: id!, ...record };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { decodeJwt } from 'jose';
 import type { RawData, WebSocket } from 'ws';
 import { isServiceError } from '../../shared/errors.ts';
-import { authenticate, type Credential } from '../auth/authenticate.ts';
+import { credentialAuthenticator, type Credential } from '../auth/authenticate.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { CommandConnection } from '../commands/command.ts';
 import { runCommand, type CommandRegistry } from '../commands/registry.ts';
@@ -107,13 +107,14 @@ export function serveConnection(options: ServeOptions): CommandConnection {
   });
 
   const onInternal = (error: unknown) => log.error({ err: error }, 'command failed');
+  const authenticateFrame = credentialAuthenticator(ctx, credential);
 
   async function answer(text: string): Promise<void> {
     // Authenticated once per frame, lazily: a parse error costs no database round trip.
     let principal: Promise<Principal> | undefined;
     let refused = false;
     const dispatch: Dispatch = async (method, params) => {
-      principal ??= authenticate(ctx, credential);
+      principal ??= authenticateFrame();
       let caller: Principal;
       try {
         caller = await principal;
