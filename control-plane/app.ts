@@ -28,6 +28,7 @@ import { CodeChecker } from '../sandbox/check.ts';
 import { createEventListener } from './events/listener.ts';
 import { createSessionRemoval } from './workflow/session-reaper.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
+import { createExecutionCreator } from './workflow/execution-creator.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -75,6 +76,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     events: createEventListener({ db: options.db, log: app.log }),
     sessionRemoval: createSessionRemoval(options.db, { onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry') }),
     queue: options.queue ?? NO_QUEUE,
+    creates: createExecutionCreator(options.db, options.queue ?? NO_QUEUE),
   };
   app.decorate('ctx', ctx);
   // The checker's isolate is created on first use; closing the app releases it.

@@ -6,6 +6,7 @@ import type { CodeCheck } from '../shared/workflow/validate-graph.ts';
 import type { EventListener } from './events/listener.ts';
 import type { SessionRemoval } from './workflow/session-reaper.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
+import type { ExecutionCreator } from './workflow/execution-creator.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
 export interface AppContext {
@@ -20,6 +21,8 @@ export interface AppContext {
   sessionRemoval: SessionRemoval;
   /** Sends runner jobs (the control plane's started pg-boss), always inside the transaction of the row they announce. */
   queue: JobQueue;
+  /** Creates executions with their jobs, batched across requests (control-plane/workflow/execution-creator.ts). */
+  creates: ExecutionCreator;
 }
 
 declare module 'fastify' {

@@ -2,11 +2,10 @@ import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refSchema } from '../../shared/ids.ts';
 import { limitExceeded } from '../../shared/limits/index.ts';
-import { enqueueExecution } from '../../shared/queue/execution-jobs.ts';
 import { endExecution } from '../../shared/workflow/execution-end.ts';
 import { executionRecord, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import type { Queryable } from '../../shared/db/db.ts';
-import { createExecutionRow, executionListing, findExecution } from '../sql/executions.ts';
+import { executionListing, findExecution } from '../sql/executions.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand } from './command.ts';
@@ -48,23 +47,20 @@ export const createExecution = defineCommand({
     // Serialized once: the same text is measured for the ceiling and stored.
     const inputJson = JSON.stringify(params.input_data ?? null);
     const inputBytes = params.input_data === undefined ? 0 : Buffer.byteLength(inputJson, 'utf8');
-    const execution = await ctx.db.transaction(async (tx) => {
-      const created = await createExecutionRow(tx, {
-        revisionId: revision.id,
-        orgId: org.id,
-        blobId: blob.id,
-        sessionRef: params.session_id,
-        definitionRef: params.definition_id,
-        inputJson,
-        inputBytes,
-      });
-      if ('refusal' in created) {
-        throw created.refusal === 'limit' ? limitExceeded(created.limit, created.held) : NOT_CREATED[created.refusal]();
-      }
-      await enqueueExecution(ctx.queue, tx, created.id);
-      return created;
+    // Batched with the creates in flight (group commit); the row and its job commit together.
+    const created = await ctx.creates.create({
+      revisionId: revision.id,
+      orgId: org.id,
+      blobId: blob.id,
+      sessionRef: params.session_id,
+      definitionRef: params.definition_id,
+      inputJson,
+      inputBytes,
     });
-    return { execution: executionRecord(execution) };
+    if ('refusal' in created) {
+      throw created.refusal === 'limit' ? limitExceeded(created.limit, created.held) : NOT_CREATED[created.refusal]();
+    }
+    return { execution: executionRecord(created) };
   },
 });
 

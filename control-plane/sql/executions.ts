@@ -62,10 +62,41 @@ export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<
     fields.inputJson, fields.inputBytes,
     INPUT_SPEC, ORG_SPEC, SESSION_SPEC, RUN_SPECS, EVENTS_CHANNEL,
   ]);
-  const { refusal, refused_limit, held, id, ...record } = rows[0]!;
+  return resultOf(rows[0]!);
+}
+
+// The same function over arrays, one call per item in array order (a nested loop over the
+// unnested input): each call's statements take their own snapshots, so an item's counts include
+// the items before it in the batch.
+const CREATE_MANY_SQL = `SELECT r.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::int[])
+                          WITH ORDINALITY AS i(revision_id, org_id, blob_id, session_id, session_alias, definition_id, definition_alias, input, input_bytes, ord)
+  CROSS JOIN LATERAL create_execution(i.revision_id, i.org_id, i.blob_id, i.session_id, i.session_alias, i.definition_id, i.definition_alias,
+                                      i.input::jsonb, i.input_bytes, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14::text) AS r
+  ORDER BY i.ord`;
+
+function resultOf(row: CreateRow): ExecutionRecordRow | CreateRefusal {
+  const { refusal, refused_limit, held, id, ...record } = row;
   if (refusal === 'limit') return { refusal, limit: refused_limit!, held: held ?? undefined };
   if (refusal !== null) return { refusal };
   return { id: id!, ...record };
+}
+
+/**
+ * `createExecutionRow` for several creates in one statement, in the order given (the caller
+ * orders them by organization: see control-plane/workflow/execution-creator.ts). One result per
+ * item; refused items wrote nothing, so the caller commits the others.
+ */
+export async function createExecutionRows(tx: Tx, items: readonly NewExecution[]): Promise<Array<ExecutionRecordRow | CreateRefusal>> {
+  const refs = (ref: string) => (isUuid(ref) ? [ref, null] : [null, ref]);
+  const { rows } = await preparedQuery<CreateRow>(tx, 'cp_create_executions', CREATE_MANY_SQL, [
+    items.map((i) => i.revisionId), items.map((i) => i.orgId), items.map((i) => i.blobId),
+    items.map((i) => refs(i.sessionRef)[0]), items.map((i) => refs(i.sessionRef)[1]),
+    items.map((i) => refs(i.definitionRef)[0]), items.map((i) => refs(i.definitionRef)[1]),
+    items.map((i) => i.inputJson), items.map((i) => i.inputBytes),
+    INPUT_SPEC, ORG_SPEC, SESSION_SPEC, RUN_SPECS, EVENTS_CHANNEL,
+  ]);
+  if (rows.length !== items.length) throw new Error(`create_execution answered ${rows.length} rows for ${items.length} creates`);
+  return rows.map(resultOf);
 }
 
 /**

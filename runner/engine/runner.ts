@@ -31,9 +31,9 @@ export interface RunnerLog {
 
 /** Timings and sizes of the engine; every field has a production default (docs/architecture.md). */
 export interface RunnerTuning {
-  /** Executions worked on at once. Default 64. */
+  /** Executions worked on at once. Default 128. */
   concurrency?: number;
-  /** Wake-ups fetched per batch. Default 16. */
+  /** Wake-ups fetched per batch. Default 32. */
   batchSize?: number;
   /** Backstop poll of the queue, seconds (≥ 0.5). Default 2. */
   pollSeconds?: number;
@@ -51,9 +51,9 @@ export interface RunnerTuning {
   analyzeSeconds?: number;
   /** …or after this many jobs handled here. Default 10,000. */
   analyzeJobs?: number;
-  /** Code worker threads. Default: CPU count, 1 to 4. */
+  /** Code worker threads. Default: half the CPU count, 1 to 4 (isolated-vm runs the code on threads of its own; these orchestrate). */
   codeThreads?: number;
-  /** Isolates (concurrent code runs) per code thread. Default 2. */
+  /** Isolates (concurrent code runs) per code thread. Default 4. */
   isolatesPerThread?: number;
   /** Heap bound per isolate, MiB. Default 64. */
   codeMemoryMb?: number;
@@ -119,7 +119,7 @@ function delay(ms: number): Promise<void> {
 /** Builds a runner engine; nothing starts until `start()`. */
 export function createRunner(options: RunnerOptions): Runner {
   const { db, boss, runnerId, log } = options;
-  const concurrency = Math.max(1, options.concurrency ?? 64);
+  const concurrency = Math.max(1, options.concurrency ?? 128);
   const leaseSeconds = Math.max(1, options.leaseSeconds ?? 10);
   const flights = new Map<string, Flight>();
   const wakeTimers = new Set<NodeJS.Timeout>();
@@ -131,8 +131,8 @@ export function createRunner(options: RunnerOptions): Runner {
 
   const codePool = options.code ? null : new CodePool({
     databaseUrl: options.databaseUrl,
-    threads: options.codeThreads ?? Math.max(1, Math.min(4, availableParallelism())),
-    isolatesPerThread: options.isolatesPerThread ?? 2,
+    threads: options.codeThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
+    isolatesPerThread: options.isolatesPerThread ?? 4,
     memoryMb: options.codeMemoryMb ?? 64,
     onNotice(notice) {
       if (notice.type === 'host_error') {
@@ -229,7 +229,7 @@ export function createRunner(options: RunnerOptions): Runner {
     runnerId,
     leaseSeconds,
     concurrency,
-    batchSize: options.batchSize ?? 16,
+    batchSize: options.batchSize ?? 32,
     pollSeconds: Math.max(0.5, options.pollSeconds ?? 2),
     execute,
     inFlight: (id) => flights.has(id),

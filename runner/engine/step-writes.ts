@@ -17,7 +17,7 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
 import type { ExecutionError, TerminalStatus } from '../../shared/workflow/execution-end.ts';
-import { Batcher } from './batcher.ts';
+import { Batcher } from '../../shared/batcher.ts';
 import type { ExecutionState, NewExecutionEvent } from './persist.ts';
 
 /**

@@ -43,3 +43,23 @@ export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: str
   if (jobId === null) throw new Error(`pg-boss did not create the job of execution ${executionId}`);
   return jobId;
 }
+
+/** A queue that can also insert many jobs in one statement (pg-boss `insert`). */
+export interface BatchJobQueue extends JobQueue {
+  insert?(name: string, jobs: Array<{ data: ExecutionJobData }>, options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } }): Promise<string[] | null>;
+}
+
+/**
+ * Sends the wake-up jobs of several executions through the caller's transaction: one pg-boss
+ * `insert` statement when the queue has it, else one `send` each. Same guarantee as
+ * `enqueueExecution`: the jobs commit or roll back with the rows they announce.
+ */
+export async function enqueueExecutions(queue: BatchJobQueue, tx: Tx, executionIds: readonly string[]): Promise<void> {
+  if (executionIds.length === 0) return;
+  if (executionIds.length === 1 || !queue.insert) {
+    for (const id of executionIds) await enqueueExecution(queue, tx, id);
+    return;
+  }
+  const jobs = executionIds.map((id) => ({ data: { execution_id: id } }));
+  await queue.insert(QUEUES.executions.name, jobs, { db: { executeSql: (text, values) => preparedQuery(tx, statementName(text), text, values ?? []) } });
+}

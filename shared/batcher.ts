@@ -1,13 +1,13 @@
 /**
- * Group commit for the runner's per-node writes. Many executions finish nodes at nearly the same
- * moment; writing each outcome with its own statement costs a round trip and a transaction per
- * node, which was most of the runner's and PostgreSQL's time (docs/benchmarks.md). A Batcher
- * gathers the items submitted while earlier flushes are in progress and writes them with one
- * statement. With nothing in flight an item is written at the end of the current tick, so an idle
- * runner adds no delay; under load, batches grow by themselves.
+ * Group commit: the runner's per-node writes and the control plane's execution creates. Writing
+ * each item with its own statement (and transaction) costs a round trip per item, which was most
+ * of the runner's and PostgreSQL's time (docs/benchmarks.md). A Batcher gathers the items
+ * submitted while earlier flushes are in progress and writes them together. With nothing in
+ * flight an item is written at the end of the current tick, so an idle process adds no delay;
+ * under load, batches grow by themselves.
  *
- * Each item's promise settles with its own result once its batch is durable: the caller still
- * waits for its node's outcome to be written before it starts the next node.
+ * Each item's promise settles with its own result once its batch is durable: a caller still waits
+ * for its own write (a node's outcome before the next node starts; a create before its answer).
  */
 export interface BatcherOptions<I, O> {
   /** Writes `items` in one statement; returns one result per item, in order. */

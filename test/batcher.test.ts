@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Batcher } from '../../runner/engine/batcher.ts';
+import { Batcher } from '../shared/batcher.ts';
 
 function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
