@@ -44,8 +44,10 @@ export class Batcher<I, O> {
   #schedule(): void {
     if (this.#scheduled || this.#inFlight >= this.#options.maxInFlight || this.#queue.length === 0) return;
     this.#scheduled = true;
-    // Items submitted in the same tick (one piscina message can finish several runs) share a batch.
-    queueMicrotask(() => {
+    // Flushed after this turn of the event loop: the results that arrived in the same turn (one
+    // message each from the code workers, one per request) share the batch. A microtask would
+    // write each message's item alone whenever nothing is in flight.
+    setImmediate(() => {
       this.#scheduled = false;
       this.#drain();
     });

@@ -22,8 +22,7 @@ t.test('items submitted while a flush is in progress share the next flush', asyn
     },
   });
   const first = batcher.submit(1);
-  await Promise.resolve();
-  await Promise.resolve();
+  while (batches.length < 1) await new Promise((resolve) => setImmediate(resolve));
   const rest = [2, 3, 4].map((item) => batcher.submit(item));
   t.same(batches, [[1]], 'the first item leaves at once; the others wait for the flush in progress');
   gates[0]!.resolve();
@@ -32,6 +31,13 @@ t.test('items submitted while a flush is in progress share the next flush', asyn
   t.same(batches, [[1], [2, 3, 4]]);
   gates[1]!.resolve();
   t.same(await Promise.all(rest), ['r2', 'r3', 'r4'], 'each item gets its own result');
+});
+
+t.test('items submitted in the same turn of the event loop leave together', async (t) => {
+  const batches: number[][] = [];
+  const batcher = new Batcher<number, number>({ maxBatch: 10, maxInFlight: 2, flush: async (items) => { batches.push(items); return items; } });
+  await Promise.all([1, 2, 3].map((item) => batcher.submit(item)));
+  t.same(batches, [[1, 2, 3]]);
 });
 
 t.test('maxBatch splits, maxInFlight bounds concurrent flushes, a failure rejects only its batch', async (t) => {
