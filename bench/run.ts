@@ -221,13 +221,15 @@ async function main(): Promise<void> {
   log(`throughput, 1 runner: ${EXECUTIONS} executions`);
   thr.push(await throughput(system, workloads, EXECUTIONS));
 
+  // The same order as with one runner (warm-up, latency, throughput), so the new runner's code
+  // is as warm (JIT, isolates, contexts) as the first one's was when its throughput was measured.
   log('starting a second runner');
   await system.startRunner();
   await throughput(system, workloads, 200);
-  log(`throughput, 2 runners: ${EXECUTIONS} executions`);
-  thr.push(await throughput(system, workloads, EXECUTIONS));
   log(`latency, 2 runners: ${LATENCY_EXECUTIONS} executions at ${LATENCY_RATE}/s`);
   lat.push(await latency(system, workloads));
+  log(`throughput, 2 runners: ${EXECUTIONS} executions`);
+  thr.push(await throughput(system, workloads, EXECUTIONS));
 
   log('pg-boss baseline');
   const baseline = await pgbossBaseline(system.databaseUrl, system.sql, { latencySamples: 300, gapMs: 10, backlog: 20_000, batchSize: 100 });
