@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { createWorkload, type Workload } from './client.ts';
 import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
 import { batchSpan, createMany, waitForEnd } from './executions.ts';
+import { BENCH_GRAPH } from './workflow.ts';
 import { startSystem, type System } from './system.ts';
 
 const { values: args } = parseArgs({
@@ -25,14 +26,6 @@ const { values: args } = parseArgs({
     drain: { type: 'boolean', default: false },
   },
 });
-const GRAPH = {
-  start: 'a',
-  nodes: {
-    a: { processor: 'logic.code', config: { code: 'export default (input) => ({ n: input.n, a: 1 })' }, routes: { success: 'b' } },
-    b: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, b: 2 })' }, routes: { success: 'c' } },
-    c: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, c: 3 })' }, routes: { success: null } },
-  },
-};
 
 async function batch(system: System, workloads: Workload[], count: number): Promise<string> {
   const groups = { 'control plane': [system.controlPlane.pid], runners: system.runners.map((r) => r.pid) };
@@ -75,7 +68,7 @@ try {
   }
   system = await startSystem({ runners: args.drain ? 0 : Number(args.runners), runnerNodeArgs });
   const workloads: Workload[] = [];
-  for (let i = 0; i < Number(args.orgs); i++) workloads.push(await createWorkload(system, GRAPH, { sessions: 8, quota: 1_000_000 }));
+  for (let i = 0; i < Number(args.orgs); i++) workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: 8, quota: 1_000_000 }));
   if (args.drain) {
     process.stdout.write(`${await drain(system, workloads, Number(args.executions))}\n`);
     process.exit(0);

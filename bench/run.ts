@@ -24,6 +24,7 @@ import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
 import { batchSpan, createMany, executionLatencies, nodeTimings, statusCounts, waitForEnd } from './executions.ts';
 import { pgbossBaseline, type BaselineResult } from './pgboss-baseline.ts';
 import { fmt, summarize, table, type Summary } from './stats.ts';
+import { BENCH_GRAPH } from './workflow.ts';
 import { startSystem, type System } from './system.ts';
 
 const { values: args } = parseArgs({
@@ -49,17 +50,8 @@ const SESSIONS = 8;
 /** A batch that has not ended within this is reported as incomplete (the bench must stay short). */
 const BATCH_TIMEOUT_MS = 120_000;
 
-/** Three chained trivial `logic.code` nodes. */
-const GRAPH = {
-  start: 'a',
-  nodes: {
-    a: { processor: 'logic.code', config: { code: 'export default (input) => ({ n: input.n, a: 1 })' }, routes: { success: 'b' } },
-    b: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, b: 2 })' }, routes: { success: 'c' } },
-    c: { processor: 'logic.code', config: { code: 'export default (input) => ({ ...input, c: 3 })' }, routes: { success: null } },
-  },
-};
 
-const NODES = Object.keys(GRAPH.nodes).length;
+const NODES = Object.keys(BENCH_GRAPH.nodes).length;
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
@@ -209,7 +201,7 @@ async function main(): Promise<void> {
     ...(args.verbose ? { onOutput: (name: string, line: string) => log(`${name}: ${line}`) } : {}),
   });
   const workloads: Workload[] = [];
-  for (let i = 0; i < ORGS; i++) workloads.push(await createWorkload(system, GRAPH, { sessions: SESSIONS, quota: 1_000_000 }));
+  for (let i = 0; i < ORGS; i++) workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: SESSIONS, quota: 1_000_000 }));
 
   log('warm-up');
   await throughput(system, workloads, 200);

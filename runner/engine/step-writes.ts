@@ -44,6 +44,26 @@ function eventsJson(events: readonly NewExecutionEvent[]): string {
 // processor_runs_per_execution, or any run past the deadline, never starts.
 const MAY_START = `e.node_runs < (e.limits->>'workflow.processor_runs_per_execution')::int AND now() <= e.deadline_at`;
 
+// Ordinal of the event a statement appends after a row's own events.
+const LAST = 2147483647;
+
+/**
+ * The CTE `ins`: for each row of `source` (columns id, session_id, events), its `events` in order
+ * and then what `tail` selects (kind, node, attributes, ordinal; it may select nothing).
+ */
+function INSERT_EVENTS_THEN(source: string, tail: string): string {
+  return `ins AS (
+       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
+       SELECT ${source}.id, ${source}.session_id, x.kind, x.node, x.attributes
+         FROM ${source} CROSS JOIN LATERAL (
+                SELECT ev->>'kind' AS kind, ev->>'node' AS node, coalesce(ev->'attributes', '{}'::jsonb) AS attributes, ord
+                  FROM jsonb_array_elements(${source}.events) WITH ORDINALITY AS t(ev, ord)
+                UNION ALL
+                ${tail}) AS x
+        ORDER BY ${source}.id, x.ord
+       RETURNING id, execution_id)`;
+}
+
 /** One node to start: `node.started` is appended when it does. */
 export interface StartItem {
   executionId: string;
@@ -111,17 +131,7 @@ export async function advanceNodes(q: Queryable, writer: Writer, items: readonly
         WHERE e.id = cur.id AND e.id = ANY($1::uuid[])
        RETURNING e.id, e.session_id, e.node_runs, cur.starts AS started, input.events::jsonb AS events,
                  input.state::jsonb->>'node' AS next_node, input.processor),
-     ins AS (
-       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
-       SELECT src.id, src.session_id, x.kind, x.node, x.attributes
-         FROM src CROSS JOIN LATERAL (
-                SELECT ev->>'kind' AS kind, ev->>'node' AS node, coalesce(ev->'attributes', '{}'::jsonb) AS attributes, ord
-                  FROM jsonb_array_elements(src.events) WITH ORDINALITY AS t(ev, ord)
-                UNION ALL
-                SELECT 'node.started', src.next_node, jsonb_build_object('processor', src.processor), 2147483647
-                 WHERE src.started) AS x
-        ORDER BY src.id, x.ord
-       RETURNING id, execution_id),
+     ${INSERT_EVENTS_THEN('src', `SELECT 'node.started', src.next_node, jsonb_build_object('processor', src.processor), ${LAST} WHERE src.started`)},
      notified AS (SELECT count(pg_notify($6, 'execution:' || execution_id || ':' || last)) AS n FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g)
      SELECT src.id, src.node_runs, src.started FROM src, notified`,
     [
@@ -178,16 +188,7 @@ export async function endExecutions(q: Queryable, writer: Writer, items: readonl
         WHERE e.id = cur.id AND e.id = ANY($1::uuid[])
        RETURNING e.id, e.session_id, input.status, input.events::jsonb AS events,
                  round(extract(epoch FROM now() - coalesce(e.started_at, e.created_at)) * 1000)::int AS duration_ms),
-     ins AS (
-       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
-       SELECT ended.id, ended.session_id, x.kind, x.node, x.attributes
-         FROM ended CROSS JOIN LATERAL (
-                SELECT ev->>'kind' AS kind, ev->>'node' AS node, coalesce(ev->'attributes', '{}'::jsonb) AS attributes, ord
-                  FROM jsonb_array_elements(ended.events) WITH ORDINALITY AS t(ev, ord)
-                UNION ALL
-                SELECT 'execution.finished', NULL, jsonb_build_object('status', ended.status, 'duration_ms', ended.duration_ms), 2147483647) AS x
-        ORDER BY ended.id, x.ord
-       RETURNING id, execution_id),
+     ${INSERT_EVENTS_THEN('ended', `SELECT 'execution.finished', NULL, jsonb_build_object('status', ended.status, 'duration_ms', ended.duration_ms), ${LAST}`)},
      session_ins AS (
        INSERT INTO session_events (session_id, execution_id, kind, attributes)
        SELECT ended.session_id, ended.id, 'execution.finished', jsonb_build_object('execution_id', ended.id, 'status', ended.status)
