@@ -1,6 +1,6 @@
 /**
- * The interpreter's per-node writes, each one statement for a whole batch of executions (see
- * batcher.ts): start a node, record a node's outcome (and start the next node), end an execution.
+ * The interpreter's per-node writes — start a node, record a node's outcome (and start the next
+ * node), end an execution — for a whole batch of executions in one statement (shared/batcher.ts).
  * Every row is guarded like persist.ts: changed only `WHERE lease_owner = <this runner> AND status =
  * 'running'`, so a runner that lost an execution changes nothing for it and learns so from its
  * result, whatever the rest of its batch does. Rows are found by `id = ANY(…)`, an index scan
@@ -33,8 +33,8 @@ export interface Writer {
 }
 
 // The lease after a write: unchanged while more than half of it is left (see Writer).
-const LEASE = (param: string) => `CASE WHEN e.lease_until < now() + make_interval(secs => ${param}::int) / 2
-  THEN now() + make_interval(secs => ${param}::int) ELSE e.lease_until END`;
+const LEASE = `CASE WHEN e.lease_until < now() + make_interval(secs => $3::int) / 2
+  THEN now() + make_interval(secs => $3::int) ELSE e.lease_until END`;
 
 function eventsJson(events: readonly NewExecutionEvent[]): string {
   return JSON.stringify(events.map((event) => ({ kind: event.kind, node: event.node ?? null, attributes: event.attributes ?? {} })));
@@ -48,11 +48,11 @@ const MAY_START = `e.node_runs < (e.limits->>'workflow.processor_runs_per_execut
 const LAST = 2147483647;
 
 /**
- * The CTE `ins`: for each row of `source` (columns id, session_id, events), its `events` in order
- * and then what `tail` selects (kind, node, attributes, ordinal; it may select nothing).
+ * The CTE `<name>`: for each row of `source` (columns id, session_id, events), its `events` in
+ * order and then what `tail` selects (kind, node, attributes, ordinal; it may select nothing).
  */
-function INSERT_EVENTS_THEN(source: string, tail: string): string {
-  return `ins AS (
+function insertEventsThen(name: string, source: string, tail: string): string {
+  return `${name} AS (
        INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
        SELECT ${source}.id, ${source}.session_id, x.kind, x.node, x.attributes
          FROM ${source} CROSS JOIN LATERAL (
@@ -64,37 +64,17 @@ function INSERT_EVENTS_THEN(source: string, tail: string): string {
        RETURNING id, execution_id)`;
 }
 
+/** The CTE `<name>`: one NOTIFY per execution in `inserted`, naming its newest event. */
+function announce(name: string, inserted: string): string {
+  return `${name} AS (SELECT count(pg_notify($2, 'execution:' || execution_id || ':' || last)) AS n
+       FROM (SELECT execution_id, max(id) AS last FROM ${inserted} GROUP BY execution_id) AS g)`;
+}
+
 /** One node to start: `node.started` is appended when it does. */
 export interface StartItem {
   executionId: string;
   node: string;
   processor: string;
-}
-
-/** Per item: the new run count, or null when nothing was written (lost, or a ceiling; see whyNotStarted). */
-export async function startNodes(q: Queryable, writer: Writer, items: readonly StartItem[]): Promise<Array<number | null>> {
-  const { rows } = await preparedQuery<{ id: string; node_runs: number }>(q, 'ws_nodes_start',
-    `WITH input AS (
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS i(id, node, processor)),
-     cur AS (
-       SELECT e.id FROM executions e
-        WHERE e.id = ANY($1::uuid[]) AND e.lease_owner = $4::uuid AND e.status = 'running' AND ${MAY_START}
-        ORDER BY e.id FOR UPDATE OF e),
-     src AS (
-       UPDATE executions e SET node_runs = e.node_runs + 1, lease_until = ${LEASE('$6')}
-         FROM cur WHERE e.id = cur.id AND e.id = ANY($1::uuid[])
-       RETURNING e.id, e.session_id, e.node_runs),
-     ins AS (
-       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
-       SELECT src.id, src.session_id, 'node.started', input.node, jsonb_build_object('processor', input.processor)
-         FROM src JOIN input USING (id)
-       RETURNING id, execution_id),
-     notified AS (SELECT count(pg_notify($5, 'execution:' || execution_id || ':' || id)) AS n FROM ins)
-     SELECT src.id, src.node_runs FROM src, notified`,
-    [items.map((i) => i.executionId), items.map((i) => i.node), items.map((i) => i.processor), writer.runnerId, EVENTS_CHANNEL, writer.leaseSeconds],
-  );
-  const runs = new Map(rows.map((row) => [row.id, row.node_runs]));
-  return items.map((item) => runs.get(item.executionId) ?? null);
 }
 
 /** A finished node run: the next state, the node's events, and the next node's processor when it is to start now. */
@@ -108,49 +88,6 @@ export interface AdvanceItem {
 
 /** What an advance did: nothing (the execution is no longer ours), or advanced, and the next run's count when it started. */
 export type Advanced = { owned: false } | { owned: true; runs: number | null };
-
-/**
- * Records each item's outcome (a completed node run is progress: the crash-recovery count starts
- * again from zero) and, where asked and no run ceiling forbids it, counts the next node's run and
- * appends its `node.started` after the finished node's events.
- */
-export async function advanceNodes(q: Queryable, writer: Writer, items: readonly AdvanceItem[]): Promise<Advanced[]> {
-  const { rows } = await preparedQuery<{ id: string; node_runs: number; started: boolean }>(q, 'ws_nodes_advance',
-    `WITH input AS (
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) AS i(id, state, events, processor)),
-     cur AS (
-       SELECT e.id, input.processor IS NOT NULL AND ${MAY_START} AS starts
-         FROM executions e JOIN input USING (id)
-        WHERE e.id = ANY($1::uuid[]) AND e.lease_owner = $5::uuid AND e.status = 'running'
-        ORDER BY e.id FOR UPDATE OF e),
-     src AS (
-       UPDATE executions e
-          SET state = input.state::jsonb, attempts = 0, lease_until = ${LEASE('$7')},
-              node_runs = e.node_runs + CASE WHEN cur.starts THEN 1 ELSE 0 END
-         FROM cur JOIN input USING (id)
-        WHERE e.id = cur.id AND e.id = ANY($1::uuid[])
-       RETURNING e.id, e.session_id, e.node_runs, cur.starts AS started, input.events::jsonb AS events,
-                 input.state::jsonb->>'node' AS next_node, input.processor),
-     ${INSERT_EVENTS_THEN('src', `SELECT 'node.started', src.next_node, jsonb_build_object('processor', src.processor), ${LAST} WHERE src.started`)},
-     notified AS (SELECT count(pg_notify($6, 'execution:' || execution_id || ':' || last)) AS n FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g)
-     SELECT src.id, src.node_runs, src.started FROM src, notified`,
-    [
-      items.map((i) => i.executionId),
-      items.map((i) => JSON.stringify(i.state)),
-      items.map((i) => eventsJson(i.events)),
-      items.map((i) => i.startProcessor),
-      writer.runnerId,
-      EVENTS_CHANNEL,
-      writer.leaseSeconds,
-    ],
-  );
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return items.map((item): Advanced => {
-    const row = byId.get(item.executionId);
-    if (!row) return { owned: false };
-    return { owned: true, runs: row.started ? row.node_runs : null };
-  });
-}
 
 /** An execution to end, with the events of its last node. */
 export interface EndItem {
@@ -166,52 +103,146 @@ function toJson(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
 
-/**
- * Ends each item's execution if this runner still holds it: status, output/error and `ended_at` in
- * one UPDATE (which frees its `workflow.running_executions_per_org` slot, as endExecution does),
- * the lease cleared, the last node's events, then `execution.finished` in the execution's log and
- * the session's. Per item: whether it ended here.
- */
-export async function endExecutions(q: Queryable, writer: Writer, items: readonly EndItem[]): Promise<boolean[]> {
-  const { rows } = await preparedQuery<{ id: string }>(q, 'ws_executions_end',
-    `WITH input AS (
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[]) AS i(id, status, output, error, events)),
-     cur AS (
-       SELECT e.id FROM executions e
-        WHERE e.id = ANY($1::uuid[]) AND e.lease_owner = $6::uuid AND e.status = 'running' AND e.ended_at IS NULL
-        ORDER BY e.id FOR UPDATE OF e),
-     ended AS (
-       UPDATE executions e
-          SET status = input.status, output = input.output::jsonb, error = input.error::jsonb, ended_at = now(),
-              lease_owner = NULL, lease_until = NULL, wake_at = NULL
-         FROM cur JOIN input USING (id)
-        WHERE e.id = cur.id AND e.id = ANY($1::uuid[])
-       RETURNING e.id, e.session_id, input.status, input.events::jsonb AS events,
-                 round(extract(epoch FROM now() - coalesce(e.started_at, e.created_at)) * 1000)::int AS duration_ms),
-     ${INSERT_EVENTS_THEN('ended', `SELECT 'execution.finished', NULL, jsonb_build_object('status', ended.status, 'duration_ms', ended.duration_ms), ${LAST}`)},
-     session_ins AS (
-       INSERT INTO session_events (session_id, execution_id, kind, attributes)
-       SELECT ended.session_id, ended.id, 'execution.finished', jsonb_build_object('execution_id', ended.id, 'status', ended.status)
-         FROM ended ORDER BY ended.id
-       RETURNING id, session_id),
-     notified AS (SELECT count(pg_notify($7, 'execution:' || execution_id || ':' || last)) AS n FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g),
-     session_notified AS (SELECT count(pg_notify($7, 'session:' || session_id || ':' || id)) AS n FROM session_ins)
-     SELECT ended.id FROM ended, notified, session_notified`,
-    [
-      items.map((i) => i.executionId),
-      items.map((i) => i.status),
-      items.map((i) => toJson(i.output)),
-      items.map((i) => toJson(i.error)),
-      items.map((i) => eventsJson(i.events)),
-      writer.runnerId,
-      EVENTS_CHANNEL,
-    ],
-  );
-  const ended = new Set(rows.map((row) => row.id));
-  return items.map((item) => ended.has(item.executionId));
+/** Writes of the three kinds for one statement; an execution appears at most once in all. */
+export interface StepBatch {
+  starts: readonly StartItem[];
+  advances: readonly AdvanceItem[];
+  ends: readonly EndItem[];
 }
 
-/** The three writes, each batched across this runner's executions (batcher.ts). */
+/** Per item of each kind, in order: see startNodes, advanceNodes and endExecutions. */
+export interface StepResults {
+  starts: Array<number | null>;
+  advances: Advanced[];
+  ends: boolean[];
+}
+
+// $1 runner, $2 events channel, $3 lease seconds; starts $4–$6; advances $7–$10; ends $11–$15.
+// Each kind's rows are found by `id = ANY(...)`, locked in id order, and guarded by the lease; the
+// three kinds touch disjoint executions (an execution has one write in flight at a time).
+const STEPS_SQL = `WITH
+     -- Node starts: count the run and append node.started, unless a ceiling forbids it.
+     s_input AS (SELECT * FROM unnest($4::uuid[], $5::text[], $6::text[]) AS i(id, node, processor)),
+     s_cur AS (
+       SELECT e.id FROM executions e
+        WHERE e.id = ANY($4::uuid[]) AND e.lease_owner = $1::uuid AND e.status = 'running' AND ${MAY_START}
+        ORDER BY e.id FOR UPDATE OF e),
+     s_src AS (
+       UPDATE executions e SET node_runs = e.node_runs + 1, lease_until = ${LEASE}
+         FROM s_cur WHERE e.id = s_cur.id AND e.id = ANY($4::uuid[])
+       RETURNING e.id, e.session_id, e.node_runs),
+     s_ins AS (
+       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
+       SELECT s_src.id, s_src.session_id, 'node.started', s_input.node, jsonb_build_object('processor', s_input.processor)
+         FROM s_src JOIN s_input USING (id)
+       RETURNING id, execution_id),
+     ${announce('s_notified', 's_ins')},
+
+     -- Node outcomes: the next state and the node's events, and the next node's start when asked
+     -- and no ceiling forbids it (node.started after the finished node's events).
+     a_input AS (SELECT * FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[]) AS i(id, state, events, processor)),
+     a_cur AS (
+       SELECT e.id, a_input.processor IS NOT NULL AND ${MAY_START} AS starts
+         FROM executions e JOIN a_input USING (id)
+        WHERE e.id = ANY($7::uuid[]) AND e.lease_owner = $1::uuid AND e.status = 'running'
+        ORDER BY e.id FOR UPDATE OF e),
+     a_src AS (
+       UPDATE executions e
+          SET state = a_input.state::jsonb, attempts = 0, lease_until = ${LEASE},
+              node_runs = e.node_runs + CASE WHEN a_cur.starts THEN 1 ELSE 0 END
+         FROM a_cur JOIN a_input USING (id)
+        WHERE e.id = a_cur.id AND e.id = ANY($7::uuid[])
+       RETURNING e.id, e.session_id, e.node_runs, a_cur.starts AS started, a_input.events::jsonb AS events,
+                 a_input.state::jsonb->>'node' AS next_node, a_input.processor),
+     ${insertEventsThen('a_ins', 'a_src', `SELECT 'node.started', a_src.next_node, jsonb_build_object('processor', a_src.processor), ${LAST} WHERE a_src.started`)},
+     ${announce('a_notified', 'a_ins')},
+
+     -- Ends: status, output/error, ended_at (which frees the running slot), the lease cleared, the
+     -- last node's events, execution.finished in the execution's log and in the session's.
+     e_input AS (SELECT * FROM unnest($11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[]) AS i(id, status, output, error, events)),
+     e_cur AS (
+       SELECT e.id FROM executions e
+        WHERE e.id = ANY($11::uuid[]) AND e.lease_owner = $1::uuid AND e.status = 'running' AND e.ended_at IS NULL
+        ORDER BY e.id FOR UPDATE OF e),
+     e_ended AS (
+       UPDATE executions e
+          SET status = e_input.status, output = e_input.output::jsonb, error = e_input.error::jsonb, ended_at = now(),
+              lease_owner = NULL, lease_until = NULL, wake_at = NULL
+         FROM e_cur JOIN e_input USING (id)
+        WHERE e.id = e_cur.id AND e.id = ANY($11::uuid[])
+       RETURNING e.id, e.session_id, e_input.status, e_input.events::jsonb AS events,
+                 round(extract(epoch FROM now() - coalesce(e.started_at, e.created_at)) * 1000)::int AS duration_ms),
+     ${insertEventsThen('e_ins', 'e_ended', `SELECT 'execution.finished', NULL, jsonb_build_object('status', e_ended.status, 'duration_ms', e_ended.duration_ms), ${LAST}`)},
+     e_session_ins AS (
+       INSERT INTO session_events (session_id, execution_id, kind, attributes)
+       SELECT e_ended.session_id, e_ended.id, 'execution.finished', jsonb_build_object('execution_id', e_ended.id, 'status', e_ended.status)
+         FROM e_ended ORDER BY e_ended.id
+       RETURNING id, session_id),
+     ${announce('e_notified', 'e_ins')},
+     e_session_notified AS (SELECT count(pg_notify($2, 'session:' || session_id || ':' || id)) AS n FROM e_session_ins)
+   -- The announcements are read here so that they run.
+   SELECT r.kind, r.id, r.runs, r.started
+     FROM (SELECT 's' AS kind, id, node_runs AS runs, true AS started FROM s_src
+           UNION ALL SELECT 'a', id, node_runs, started FROM a_src
+           UNION ALL SELECT 'e', id, NULL::int, NULL::boolean FROM e_ended) AS r,
+          s_notified, a_notified, e_notified, e_session_notified`;
+
+/**
+ * One statement for a batch of node starts, node outcomes and ends (each kind may be empty). A
+ * start counts the run and appends `node.started` unless a run ceiling forbids it (then null:
+ * whyNotStarted tells which). An outcome records the next state and the node's events (a
+ * completed node run is progress: the crash-recovery count starts again from zero) and, when
+ * asked and no ceiling forbids it, counts the next node's run and appends its `node.started`. An
+ * end writes the status, output/error and `ended_at` (which frees the execution's
+ * `workflow.running_executions_per_org` slot, as endExecution does), clears the lease, and appends
+ * the last node's events and `execution.finished` to the execution's log and the session's.
+ */
+export async function writeSteps(q: Queryable, writer: Writer, batch: StepBatch): Promise<StepResults> {
+  const { starts, advances, ends } = batch;
+  const { rows } = await preparedQuery<{ kind: 's' | 'a' | 'e'; id: string; runs: number | null; started: boolean | null }>(q, 'ws_steps', STEPS_SQL, [
+    writer.runnerId, EVENTS_CHANNEL, writer.leaseSeconds,
+    starts.map((i) => i.executionId), starts.map((i) => i.node), starts.map((i) => i.processor),
+    advances.map((i) => i.executionId), advances.map((i) => JSON.stringify(i.state)), advances.map((i) => eventsJson(i.events)), advances.map((i) => i.startProcessor),
+    ends.map((i) => i.executionId), ends.map((i) => i.status), ends.map((i) => toJson(i.output)), ends.map((i) => toJson(i.error)), ends.map((i) => eventsJson(i.events)),
+  ]);
+  const started = new Map<string, number>();
+  const advanced = new Map<string, { runs: number; started: boolean }>();
+  const ended = new Set<string>();
+  for (const row of rows) {
+    if (row.kind === 's') started.set(row.id, row.runs as number);
+    else if (row.kind === 'a') advanced.set(row.id, { runs: row.runs as number, started: row.started === true });
+    else ended.add(row.id);
+  }
+  return {
+    starts: starts.map((item) => started.get(item.executionId) ?? null),
+    advances: advances.map((item): Advanced => {
+      const row = advanced.get(item.executionId);
+      if (!row) return { owned: false };
+      return { owned: true, runs: row.started ? row.runs : null };
+    }),
+    ends: ends.map((item) => ended.has(item.executionId)),
+  };
+}
+
+/** Node starts alone: per item the new run count, or null when nothing was written. */
+export async function startNodes(q: Queryable, writer: Writer, items: readonly StartItem[]): Promise<Array<number | null>> {
+  return (await writeSteps(q, writer, { starts: items, advances: [], ends: [] })).starts;
+}
+
+/** Node outcomes alone (see writeSteps). */
+export async function advanceNodes(q: Queryable, writer: Writer, items: readonly AdvanceItem[]): Promise<Advanced[]> {
+  return (await writeSteps(q, writer, { starts: [], advances: items, ends: [] })).advances;
+}
+
+/** Ends alone: per item whether it ended here (see writeSteps). */
+export async function endExecutions(q: Queryable, writer: Writer, items: readonly EndItem[]): Promise<boolean[]> {
+  return (await writeSteps(q, writer, { starts: [], advances: [], ends: items })).ends;
+}
+
+type StepItem = { kind: 'start'; item: StartItem } | { kind: 'advance'; item: AdvanceItem } | { kind: 'end'; item: EndItem };
+type StepResult = number | null | Advanced | boolean;
+
+/** The per-node writes of one runner, batched across its executions (shared/batcher.ts). */
 export interface StepWriter {
   start(item: StartItem): Promise<number | null>;
   advance(item: AdvanceItem): Promise<Advanced>;
@@ -219,23 +250,42 @@ export interface StepWriter {
 }
 
 export interface StepWriterOptions {
-  /** Most executions per statement. Default 256. */
+  /** Most writes per statement. Default 256. */
   maxBatch?: number;
   /**
-   * Most statements of each kind in progress at once. Default 1: what arrives meanwhile waits for
-   * it and leaves as one batch (measured: bigger batches, fewer statements, same throughput).
+   * Most statements in progress at once. Default 1: what arrives meanwhile waits for it and leaves
+   * as one batch (measured: bigger batches, fewer statements, same throughput).
    */
   maxInFlight?: number;
 }
 
+/**
+ * Starts, outcomes and ends share one batch and one statement: with one kind per statement a
+ * runner sent up to three statements where one does, and each statement costs a round trip, a
+ * transaction and wake-ups on both sides.
+ */
 export function createStepWriter(q: Queryable, writer: Writer, options: StepWriterOptions = {}): StepWriter {
-  const sizes = { maxBatch: options.maxBatch ?? 256, maxInFlight: options.maxInFlight ?? 1 };
-  const starts = new Batcher<StartItem, number | null>({ ...sizes, flush: (items) => startNodes(q, writer, items) });
-  const advances = new Batcher<AdvanceItem, Advanced>({ ...sizes, flush: (items) => advanceNodes(q, writer, items) });
-  const ends = new Batcher<EndItem, boolean>({ ...sizes, flush: (items) => endExecutions(q, writer, items) });
+  const batcher = new Batcher<StepItem, StepResult>({
+    maxBatch: options.maxBatch ?? 256,
+    maxInFlight: options.maxInFlight ?? 1,
+    async flush(items) {
+      const batch = {
+        starts: items.flatMap((step) => (step.kind === 'start' ? [step.item] : [])),
+        advances: items.flatMap((step) => (step.kind === 'advance' ? [step.item] : [])),
+        ends: items.flatMap((step) => (step.kind === 'end' ? [step.item] : [])),
+      };
+      const results = await writeSteps(q, writer, batch);
+      const next = { start: 0, advance: 0, end: 0 };
+      return items.map((step): StepResult => {
+        if (step.kind === 'start') return results.starts[next.start++] as number | null;
+        if (step.kind === 'advance') return results.advances[next.advance++] as Advanced;
+        return results.ends[next.end++] as boolean;
+      });
+    },
+  });
   return {
-    start: (item) => starts.submit(item),
-    advance: (item) => advances.submit(item),
-    end: (item) => ends.submit(item),
+    start: async (item) => (await batcher.submit({ kind: 'start', item })) as number | null,
+    advance: async (item) => (await batcher.submit({ kind: 'advance', item })) as Advanced,
+    end: async (item) => (await batcher.submit({ kind: 'end', item })) as boolean,
   };
 }

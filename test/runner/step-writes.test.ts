@@ -8,7 +8,7 @@ import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
 import { command, createWorkflow, define, executionEvents, startExecution } from '../helpers/runner.ts';
 import { claimExecutions } from '../../runner/engine/claim.ts';
-import { advanceNodes, endExecutions, startNodes } from '../../runner/engine/step-writes.ts';
+import { advanceNodes, endExecutions, startNodes, writeSteps } from '../../runner/engine/step-writes.ts';
 
 const { app, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -85,4 +85,19 @@ t.test('the run ceiling holds per row inside a batch', async (t) => {
   const advanced = await advanceNodes(db, me, [a, b].map((executionId) => ({ executionId, state: { node: 'b', input: null }, events: [], startProcessor: 'logic.code' })));
   t.same(advanced, [{ owned: true, runs: null }, { owned: true, runs: 2 }], 'the execution at its ceiling advances but does not start');
   t.same(await startNodes(db, me, [{ executionId: a, node: 'b', processor: 'logic.code' }]), [null]);
+});
+
+t.test('starts, outcomes and ends of different executions share one statement', async (t) => {
+  const [a, b, c] = await created(3) as [string, string, string];
+  await claimExecutions(db, me.runnerId, [a, b, c], 30);
+  await startNodes(db, me, [b, c].map((executionId) => ({ executionId, node: 'a', processor: 'logic.code' })));
+  const results = await writeSteps(db, me, {
+    starts: [{ executionId: a, node: 'a', processor: 'logic.code' }],
+    advances: [{ executionId: b, state: { node: 'b', input: { b: true } }, events: [{ kind: 'node.finished', node: 'a' }], startProcessor: 'logic.code' }],
+    ends: [{ executionId: c, status: 'succeeded', output: { c: true }, events: [{ kind: 'node.finished', node: 'a' }] }],
+  });
+  t.same(results, { starts: [1], advances: [{ owned: true, runs: 2 }], ends: [true] });
+  t.same(kinds(await executionEvents(app, alice, flow, a)), ['execution.started', 'node.started:a']);
+  t.same(kinds(await executionEvents(app, alice, flow, b)), ['execution.started', 'node.started:a', 'node.finished:a', 'node.started:b']);
+  t.same(kinds(await executionEvents(app, alice, flow, c)), ['execution.started', 'node.started:a', 'node.finished:a', 'execution.finished']);
 });
