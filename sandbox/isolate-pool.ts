@@ -28,7 +28,7 @@ export interface IsolatePoolOptions {
   warm?: number;
   /** Heap bound of each isolate in MiB (isolated-vm `memoryLimit`, minimum 8). Default 64. */
   memoryMb?: number;
-  /** Runs after which an isolate is retired. Default 500. */
+  /** Runs after which an isolate is retired. Default 5000: a retired isolate takes its tenants' contexts and their optimised code with it, so a context should serve hundreds of runs (heap growth still retires it early). */
   maxRunsPerIsolate?: number;
   /** Tenants whose context an isolate keeps; the least recently used one goes first. Default 8. */
   maxContextsPerIsolate?: number;
@@ -204,7 +204,7 @@ export class IsolatePool {
     this.#size = Math.max(1, options.size ?? 2);
     this.#warm = Math.min(this.#size, Math.max(0, options.warm ?? 1));
     this.memoryMb = Math.max(8, options.memoryMb ?? 64);
-    this.#maxRuns = Math.max(1, options.maxRunsPerIsolate ?? 500);
+    this.#maxRuns = Math.max(1, options.maxRunsPerIsolate ?? 5000);
     this.#maxContexts = Math.max(0, options.maxContextsPerIsolate ?? 8);
     this.#maxHeapBytes = options.maxHeapBytes ?? (this.memoryMb * MiB) / 2;
     this.hostSettleMs = options.hostSettleMs ?? 5000;
