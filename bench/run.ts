@@ -138,10 +138,14 @@ function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
   const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
   const rows: string[][] = [['figure', 'measured', 'target', 'met']];
   for (const t of thr) {
-    rows.push([`(a) 3-node executions/s, ${t.runners} runner${t.runners > 1 ? 's' : ''}`, `${fmt(t.perSecond, 0)}/s (${t.succeeded} in ${fmt(t.seconds, 2)} s${t.complete ? '' : ', INCOMPLETE'})`, '>= 500/s', yes(t.perSecond >= 500)]);
+    rows.push([`(a) 3-node executions/s, ${t.runners} runner${t.runners > 1 ? 's' : ''}${t === thr[2] ? ', again' : ''}`, `${fmt(t.perSecond, 0)}/s (${t.succeeded} in ${fmt(t.seconds, 2)} s${t.complete ? '' : ', INCOMPLETE'})`, '>= 500/s', yes(t.perSecond >= 500)]);
     rows.push(['    create_execution answered/s meanwhile', `${fmt(t.createsPerSecond, 0)}/s`, '-', '']);
   }
-  if (thr.length === 2) rows.push(['(a) 2 runners vs 1', `x${fmt(thr[1]!.perSecond / thr[0]!.perSecond, 2)}`, '>= x1.00', yes(thr[1]!.perSecond >= thr[0]!.perSecond)]);
+  if (thr.length === 3) {
+    // Against the mean of the one-runner batches before and after the two-runner one.
+    const one = (thr[0]!.perSecond + thr[2]!.perSecond) / 2;
+    rows.push(['(a) 2 runners vs 1 (mean of before and after)', `x${fmt(thr[1]!.perSecond / one, 2)} (${fmt(thr[1]!.perSecond, 0)} vs ${fmt(one, 0)}/s)`, '>= x1.00', yes(thr[1]!.perSecond >= one)]);
+  }
   for (const l of lat) {
     const r = `${l.runners} runner${l.runners > 1 ? 's' : ''}`;
     rows.push([`(b) create -> first node.started, ${r}`, `p50 ${fmt(l.toStart.p50)} ms, p99 ${fmt(l.toStart.p99)} ms`, 'p50 <= 10, p99 <= 50', yes(l.toStart.p50 <= 10 && l.toStart.p99 <= 50)]);
@@ -159,13 +163,13 @@ function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
   rows.push(['    same, back-to-back', sandbox.backToBack, '-', '']);
   for (const t of thr) {
     const perNode = t.cpuMs.runners! / NODES;
-    rows.push([`(d) runner CPU per node run (all work), ${t.runners} runner${t.runners > 1 ? 's' : ''}`, `${fmt(perNode, 2)} ms`, '<= 0.5 ms', yes(perNode <= 0.5)]);
+    rows.push([`(d) runner CPU per node run (all work), ${t.runners} runner${t.runners > 1 ? 's' : ''}${t === thr[2] ? ', again' : ''}`, `${fmt(perNode, 2)} ms`, '<= 0.5 ms', yes(perNode <= 0.5)]);
   }
   const lines = [table(rows), ''];
   const groups = Object.keys(thr[0]?.cpuMs ?? {});
   if (groups.length) {
     lines.push('CPU per execution during the throughput batches (ms; the machine has ' + availableParallelism() + ' cores):');
-    lines.push(table([['runners', ...groups, 'total'], ...thr.map((t) => [String(t.runners), ...groups.map((g) => fmt(t.cpuMs[g]!, 2)), fmt(Object.values(t.cpuMs).reduce((a, b) => a + b, 0), 2)])]), '');
+    lines.push(table([['runners', ...groups, 'total'], ...thr.map((t) => [`${t.runners}${t === thr[2] ? ' (again)' : ''}`, ...groups.map((g) => fmt(t.cpuMs[g]!, 2)), fmt(Object.values(t.cpuMs).reduce((a, b) => a + b, 0), 2)])]), '');
   }
   for (const l of lat) lines.push(`latency batch, ${l.runners} runner(s): ${statusText(l.statuses)}`);
   for (const t of thr) lines.push(`throughput batch, ${t.runners} runner(s): ${statusText(t.statuses)}`);
@@ -221,6 +225,13 @@ async function main(): Promise<void> {
   log(`latency, 2 runners: ${LATENCY_EXECUTIONS} executions at ${LATENCY_RATE}/s`);
   lat.push(await latency(system, workloads));
   log(`throughput, 2 runners: ${EXECUTIONS} executions`);
+  thr.push(await throughput(system, workloads, EXECUTIONS));
+  // One runner again, on the database as it is now: the two-runner batch is compared with the
+  // mean of the one-runner batches before and after it, so what drifts with time (tables grow,
+  // autovacuum starts, the shared host's load) weighs on both sides alike.
+  log('stopping the second runner');
+  await system.stopProcess(system.runners[1]!);
+  log(`throughput, 1 runner again: ${EXECUTIONS} executions`);
   thr.push(await throughput(system, workloads, EXECUTIONS));
 
   log('pg-boss baseline');
