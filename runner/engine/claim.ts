@@ -29,6 +29,8 @@ export interface ClaimedExecution {
   /** Takeovers after a holder's lease expired without a completed node run since (crash recoveries). */
   attempts: number;
   reason: ClaimReason;
+  /** The claim also started `state.node` (counted the run, appended `node.started`): run it now. */
+  prestarted: boolean;
 }
 
 /**
@@ -36,26 +38,46 @@ export interface ClaimedExecution {
  * `execution.started` (first claim: `started_at` and the deadline are set now) or
  * `execution.resumed {reason}` event, in one statement. A takeover of an expired lease held by
  * another runner counts one more attempt; a hand-back or a sleep does not.
+ *
+ * With `maxRecoveries` the claim also starts the node the execution resumes at, as a node start
+ * would (the run counted, `node.started` appended after the claim's event), saving the runner a
+ * statement and the execution a round trip before its first node: only when the interpreter
+ * would start it at once — a node to run that the graph has, within the poison bound, the run
+ * ceiling (a well-formed number) and the deadline. Otherwise the interpreter decides as before.
  */
-export async function claimExecutions(q: Queryable, runnerId: string, ids: readonly string[], leaseSeconds: number): Promise<ClaimedExecution[]> {
+export async function claimExecutions(q: Queryable, runnerId: string, ids: readonly string[], leaseSeconds: number, maxRecoveries: number | null = null): Promise<ClaimedExecution[]> {
   if (ids.length === 0) return [];
   const { rows } = await preparedQuery<ClaimedExecution>(q, 'ws_claim',
     `WITH prev AS (
-       SELECT id, status, started_at, lease_owner FROM executions
-        WHERE id = ANY($1::uuid[]) AND ended_at IS NULL
-          AND (lease_until IS NULL OR lease_until < now())
-          AND (wake_at IS NULL OR wake_at <= now())
-        FOR UPDATE),
+       SELECT id, status, started_at, lease_owner, attempts_now, processor,
+              $5::int IS NOT NULL AND processor IS NOT NULL AND attempts_now <= $5::int
+                AND jsonb_typeof(limits->'workflow.processor_runs_per_execution') = 'number'
+                AND node_runs < (limits->>'workflow.processor_runs_per_execution')::numeric
+                AND deadline_now IS NOT NULL AND now() <= deadline_now AS prestart
+         FROM (
+           SELECT e.id, e.status, e.started_at, e.lease_owner, e.limits, e.node_runs,
+                  e.attempts + CASE WHEN e.lease_owner IS NOT NULL AND e.lease_owner <> $2::uuid THEN 1 ELSE 0 END AS attempts_now,
+                  -- Guarded cast: one malformed row must not fail the claim of its whole batch.
+                  coalesce(e.deadline_at, CASE WHEN jsonb_typeof(e.limits->'workflow.execution_seconds') = 'number'
+                    THEN now() + make_interval(secs => (e.limits->>'workflow.execution_seconds')::float8) END) AS deadline_now,
+                  CASE WHEN jsonb_typeof(e.graph->'nodes'->(e.state->>'node')) = 'object'
+                    THEN e.graph->'nodes'->(e.state->>'node')->>'processor' END AS processor
+             FROM executions e
+            WHERE e.id = ANY($1::uuid[]) AND e.ended_at IS NULL
+              AND (e.lease_until IS NULL OR e.lease_until < now())
+              AND (e.wake_at IS NULL OR e.wake_at <= now())
+            ORDER BY e.id
+              FOR UPDATE OF e) AS locked),
      claimed AS (
        UPDATE executions e
           SET status = 'running',
               started_at = coalesce(e.started_at, now()),
-              -- Guarded cast: one malformed row must not fail the claim of its whole batch.
               deadline_at = coalesce(e.deadline_at, CASE WHEN jsonb_typeof(e.limits->'workflow.execution_seconds') = 'number'
                 THEN now() + make_interval(secs => (e.limits->>'workflow.execution_seconds')::float8) END),
               lease_owner = $2::uuid,
               lease_until = now() + make_interval(secs => $3::int),
-              attempts = e.attempts + CASE WHEN e.lease_owner IS NOT NULL AND e.lease_owner <> $2::uuid THEN 1 ELSE 0 END,
+              attempts = prev.attempts_now,
+              node_runs = e.node_runs + CASE WHEN prev.prestart THEN 1 ELSE 0 END,
               wake_at = NULL
          FROM prev
         WHERE e.id = prev.id
@@ -63,19 +85,29 @@ export async function claimExecutions(q: Queryable, runnerId: string, ids: reado
                   CASE WHEN prev.started_at IS NULL THEN 'started'
                        WHEN prev.status = 'sleeping' THEN 'woke'
                        WHEN prev.lease_owner IS NOT NULL THEN 'recovered'
-                       ELSE 'handed_back' END AS reason),
+                       ELSE 'handed_back' END AS reason,
+                  prev.prestart AS prestarted, prev.processor),
      ins AS (
-       INSERT INTO execution_events (execution_id, session_id, kind, attributes)
-       SELECT id, session_id,
-              CASE WHEN reason = 'started' THEN 'execution.started' ELSE 'execution.resumed' END,
-              CASE WHEN reason = 'started' THEN '{}'::jsonb
-                   WHEN reason = 'recovered' THEN jsonb_build_object('reason', reason, 'attempts', attempts)
-                   ELSE jsonb_build_object('reason', reason) END
-         FROM claimed
+       INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
+       SELECT c.id, c.session_id, x.kind, x.node, x.attributes
+         FROM claimed c CROSS JOIN LATERAL (
+                SELECT CASE WHEN c.reason = 'started' THEN 'execution.started' ELSE 'execution.resumed' END AS kind,
+                       NULL::text AS node,
+                       CASE WHEN c.reason = 'started' THEN '{}'::jsonb
+                            WHEN c.reason = 'recovered' THEN jsonb_build_object('reason', c.reason, 'attempts', c.attempts)
+                            ELSE jsonb_build_object('reason', c.reason) END AS attributes,
+                       1 AS ord
+                UNION ALL
+                SELECT 'node.started', c.state->>'node', jsonb_build_object('processor', c.processor), 2
+                 WHERE c.prestarted) AS x
+        ORDER BY c.id, x.ord
        RETURNING id, execution_id),
-     notified AS (SELECT count(pg_notify($4, 'execution:' || execution_id || ':' || id)) AS n FROM ins)
-     SELECT claimed.* FROM claimed, notified`,
-    [ids, runnerId, leaseSeconds, EVENTS_CHANNEL],
+     notified AS (SELECT count(pg_notify($4, 'execution:' || execution_id || ':' || last)) AS n
+                    FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g)
+     SELECT claimed.id, claimed.session_id, claimed.org_id, claimed.blob_id, claimed.revision_id, claimed.graph, claimed.limits,
+            claimed.state, claimed.node_runs, claimed.attempts, claimed.reason, claimed.prestarted
+       FROM claimed, notified`,
+    [ids, runnerId, leaseSeconds, EVENTS_CHANNEL, maxRecoveries],
   );
   return rows;
 }

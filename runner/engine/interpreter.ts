@@ -104,15 +104,17 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
   }
 
   let state = execution.state;
-  // Set when the previous step already started this node in the statement that advanced to it.
-  let prestarted: boolean | null = null;
+  // Set when the statement that claimed the execution, or the one that advanced to this node,
+  // already started it.
+  let prestarted: boolean | null = execution.prestarted ? true : null;
   for (;;) {
     if (control.dead) return 'abandoned';
     if (control.signal.aborted) return 'lost';
     if (state.node === null) {
       return (await end(ctx, holder, [], 'succeeded', state.input ?? null)) ? 'ended' : 'lost';
     }
-    if (control.yielding) {
+    // A node already started is in flight: a draining runner finishes it, then hands back.
+    if (control.yielding && prestarted === null) {
       return (await ctx.db.transaction((tx) => handBack(tx, ctx.queue, holder))) ? 'handed_back' : 'lost';
     }
     const name = state.node;

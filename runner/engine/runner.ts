@@ -231,6 +231,7 @@ export function createRunner(options: RunnerOptions): Runner {
     concurrency,
     batchSize: options.batchSize ?? 32,
     pollSeconds: Math.max(0.5, options.pollSeconds ?? 2),
+    maxRecoveries: engine.maxRecoveries,
     execute,
     inFlight: (id) => flights.has(id),
     onJobs: (count) => stats.count(count),

@@ -42,7 +42,7 @@ function eventsJson(events: readonly NewExecutionEvent[]): string {
 
 // Whether the row may count one more node run: the run that would pass
 // processor_runs_per_execution, or any run past the deadline, never starts.
-const MAY_START = `e.node_runs < (e.limits->>'workflow.processor_runs_per_execution')::int AND now() <= e.deadline_at`;
+const MAY_START = `l.node_runs < (l.limits->>'workflow.processor_runs_per_execution')::int AND now() <= l.deadline_at`;
 
 // Ordinal of the event a statement appends after a row's own events.
 const LAST = 2147483647;
@@ -118,15 +118,19 @@ export interface StepResults {
 }
 
 // $1 runner, $2 events channel, $3 lease seconds; starts $4–$6; advances $7–$10; ends $11–$15.
-// Each kind's rows are found by `id = ANY(...)`, locked in id order, and guarded by the lease; the
+// Rows are found by `id = ANY(...)`, locked together in id order, and guarded by the lease; the
 // three kinds touch disjoint executions (an execution has one write in flight at a time).
 const STEPS_SQL = `WITH
+     -- Every row of the statement, locked once and in id order whatever its kind: the order the
+     -- lease keeper's renewal takes them in too, so the two never deadlock.
+     locked AS (
+       SELECT e.id, e.node_runs, e.limits, e.deadline_at FROM executions e
+        WHERE e.id = ANY($4::uuid[] || $7::uuid[] || $11::uuid[]) AND e.lease_owner = $1::uuid AND e.status = 'running'
+        ORDER BY e.id FOR UPDATE OF e),
+
      -- Node starts: count the run and append node.started, unless a ceiling forbids it.
      s_input AS (SELECT * FROM unnest($4::uuid[], $5::text[], $6::text[]) AS i(id, node, processor)),
-     s_cur AS (
-       SELECT e.id FROM executions e
-        WHERE e.id = ANY($4::uuid[]) AND e.lease_owner = $1::uuid AND e.status = 'running' AND ${MAY_START}
-        ORDER BY e.id FOR UPDATE OF e),
+     s_cur AS (SELECT l.id FROM locked l WHERE l.id = ANY($4::uuid[]) AND ${MAY_START}),
      s_src AS (
        UPDATE executions e SET node_runs = e.node_runs + 1, lease_until = ${LEASE}
          FROM s_cur WHERE e.id = s_cur.id AND e.id = ANY($4::uuid[])
@@ -142,10 +146,8 @@ const STEPS_SQL = `WITH
      -- and no ceiling forbids it (node.started after the finished node's events).
      a_input AS (SELECT * FROM unnest($7::uuid[], $8::text[], $9::text[], $10::text[]) AS i(id, state, events, processor)),
      a_cur AS (
-       SELECT e.id, a_input.processor IS NOT NULL AND ${MAY_START} AS starts
-         FROM executions e JOIN a_input USING (id)
-        WHERE e.id = ANY($7::uuid[]) AND e.lease_owner = $1::uuid AND e.status = 'running'
-        ORDER BY e.id FOR UPDATE OF e),
+       SELECT l.id, a_input.processor IS NOT NULL AND ${MAY_START} AS starts
+         FROM locked l JOIN a_input USING (id)),
      a_src AS (
        UPDATE executions e
           SET state = a_input.state::jsonb, attempts = 0, lease_until = ${LEASE},
@@ -160,10 +162,7 @@ const STEPS_SQL = `WITH
      -- Ends: status, output/error, ended_at (which frees the running slot), the lease cleared, the
      -- last node's events, execution.finished in the execution's log and in the session's.
      e_input AS (SELECT * FROM unnest($11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[]) AS i(id, status, output, error, events)),
-     e_cur AS (
-       SELECT e.id FROM executions e
-        WHERE e.id = ANY($11::uuid[]) AND e.lease_owner = $1::uuid AND e.status = 'running' AND e.ended_at IS NULL
-        ORDER BY e.id FOR UPDATE OF e),
+     e_cur AS (SELECT l.id FROM locked l WHERE l.id = ANY($11::uuid[])),
      e_ended AS (
        UPDATE executions e
           SET status = e_input.status, output = e_input.output::jsonb, error = e_input.error::jsonb, ended_at = now(),

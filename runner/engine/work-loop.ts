@@ -24,6 +24,8 @@ export interface WorkLoopOptions {
   leaseSeconds: number;
   /** Executions this runner works on at once. */
   concurrency: number;
+  /** The poison bound: a claim starts an execution's node only within it (see claimExecutions). */
+  maxRecoveries: number;
   /** Wake-ups fetched per batch (at most `concurrency`). */
   batchSize: number;
   /** Backstop poll interval in seconds (≥ 0.5). */
@@ -99,7 +101,7 @@ export class WorkLoop {
     // Fetched while stopping: fail the batch so pg-boss offers the wake-ups again (to another runner).
     if (this.#stopping) throw new Error('The runner is stopping; the wake-ups go back to the queue.');
     // Thrown errors fail the batch: pg-boss retries its jobs, the recovery sweep backs them up.
-    const claimed = await claimExecutions(this.#options.db, this.#options.runnerId, ids, this.#options.leaseSeconds);
+    const claimed = await claimExecutions(this.#options.db, this.#options.runnerId, ids, this.#options.leaseSeconds, this.#options.maxRecoveries);
     for (const execution of claimed) this.#launch(execution);
     if (claimed.length < ids.length) {
       const taken = new Set(claimed.map((execution) => execution.id));
