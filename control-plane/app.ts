@@ -68,6 +68,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: true,
   });
   const codeChecker = new CodeChecker();
+  const queue = options.queue ?? NO_QUEUE;
   const ctx: AppContext = {
     config: options.config,
     db: options.db,
@@ -75,8 +76,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     codeCheck: codeChecker,
     events: createEventListener({ db: options.db, log: app.log }),
     sessionRemoval: createSessionRemoval(options.db, { onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry') }),
-    queue: options.queue ?? NO_QUEUE,
-    creates: createExecutionCreator(options.db, options.queue ?? NO_QUEUE),
+    queue,
+    creates: createExecutionCreator(options.db, queue),
   };
   app.decorate('ctx', ctx);
   // The checker's isolate is created on first use; closing the app releases it.

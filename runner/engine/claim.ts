@@ -49,7 +49,7 @@ export async function claimExecutions(q: Queryable, runnerId: string, ids: reado
   if (ids.length === 0) return [];
   const { rows } = await preparedQuery<ClaimedExecution>(q, 'ws_claim',
     `WITH prev AS (
-       SELECT id, status, started_at, lease_owner, attempts_now, processor,
+       SELECT id, status, started_at, lease_owner, attempts_now, deadline_now, processor,
               $5::int IS NOT NULL AND processor IS NOT NULL AND attempts_now <= $5::int
                 AND jsonb_typeof(limits->'workflow.processor_runs_per_execution') = 'number'
                 AND node_runs < (limits->>'workflow.processor_runs_per_execution')::numeric
@@ -72,8 +72,7 @@ export async function claimExecutions(q: Queryable, runnerId: string, ids: reado
        UPDATE executions e
           SET status = 'running',
               started_at = coalesce(e.started_at, now()),
-              deadline_at = coalesce(e.deadline_at, CASE WHEN jsonb_typeof(e.limits->'workflow.execution_seconds') = 'number'
-                THEN now() + make_interval(secs => (e.limits->>'workflow.execution_seconds')::float8) END),
+              deadline_at = prev.deadline_now,
               lease_owner = $2::uuid,
               lease_until = now() + make_interval(secs => $3::int),
               attempts = prev.attempts_now,

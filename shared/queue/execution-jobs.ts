@@ -29,6 +29,11 @@ function statementName(text: string): string {
   return `pgboss_send_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
 }
 
+/** pg-boss's `db` option on the caller's transaction, its statements prepared by name. */
+function inTransaction(tx: Tx) {
+  return { executeSql: (text: string, values?: unknown[]) => preparedQuery(tx, statementName(text), text, values ?? []) };
+}
+
 /**
  * Sends an execution's wake-up job through the caller's transaction (pg-boss `db` option), so the
  * job commits or rolls back with the row change it announces: no execution without its job, and
@@ -36,7 +41,7 @@ function statementName(text: string): string {
  */
 export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: string, options: EnqueueOptions = {}): Promise<string> {
   const data: ExecutionJobData = { execution_id: executionId };
-  const sendOptions: SendOptions = { db: { executeSql: (text, values) => preparedQuery(tx, statementName(text), text, values ?? []) } };
+  const sendOptions: SendOptions = { db: inTransaction(tx) };
   if (options.startAfter !== undefined) sendOptions.startAfter = options.startAfter;
   const jobId = await queue.send(QUEUES.executions.name, data, sendOptions);
   // pg-boss answers null only for a throttled or singleton send, which this queue never uses.
@@ -61,5 +66,5 @@ export async function enqueueExecutions(queue: BatchJobQueue, tx: Tx, executionI
     return;
   }
   const jobs = executionIds.map((id) => ({ data: { execution_id: id } }));
-  await queue.insert(QUEUES.executions.name, jobs, { db: { executeSql: (text, values) => preparedQuery(tx, statementName(text), text, values ?? []) } });
+  await queue.insert(QUEUES.executions.name, jobs, { db: inTransaction(tx) });
 }

@@ -101,3 +101,23 @@ t.test('starts, outcomes and ends of different executions share one statement', 
   t.same(kinds(await executionEvents(app, alice, flow, b)), ['execution.started', 'node.started:a', 'node.finished:a', 'node.started:b']);
   t.same(kinds(await executionEvents(app, alice, flow, c)), ['execution.started', 'node.started:a', 'node.finished:a', 'execution.finished']);
 });
+
+t.test('a claim starts the node only where the interpreter would start it at once', async (t) => {
+  const [fresh, noRuns, noNode, poisoned, plain] = await created(5) as [string, string, string, string, string];
+  await db.query(`UPDATE executions SET limits = jsonb_set(limits, '{workflow.processor_runs_per_execution}', '0') WHERE id = $1`, [noRuns]);
+  await db.query(`UPDATE executions SET state = jsonb_set(state, '{node}', '"gone"') WHERE id = $1`, [noNode]);
+  // Held by a runner whose lease ran out, after three takeovers already: this claim is the fourth.
+  await db.query(`UPDATE executions SET status = 'running', started_at = now(), deadline_at = now() + interval '1 hour', lease_owner = $2, lease_until = now() - interval '1 second', attempts = 3 WHERE id = $1`, [poisoned, other.runnerId]);
+
+  const claimed = await claimExecutions(db, me.runnerId, [fresh, noRuns, noNode, poisoned], 30, 3);
+  const byId = new Map(claimed.map((row) => [row.id, row]));
+  t.match(byId.get(fresh), { prestarted: true, node_runs: 1 }, 'a fresh execution starts its first node with the claim');
+  t.match(byId.get(noRuns), { prestarted: false, node_runs: 0 }, 'not past processor_runs_per_execution');
+  t.match(byId.get(noNode), { prestarted: false, node_runs: 0 }, 'not a node the graph lacks');
+  t.match(byId.get(poisoned), { prestarted: false, attempts: 4, reason: 'recovered' }, 'not past the poison bound');
+  t.same(kinds(await executionEvents(app, alice, flow, fresh)), ['execution.started', 'node.started:a']);
+  t.same(kinds(await executionEvents(app, alice, flow, noRuns)), ['execution.started']);
+
+  const [withoutBound] = await claimExecutions(db, me.runnerId, [plain], 30);
+  t.match(withoutBound, { prestarted: false, node_runs: 0 }, 'without a poison bound the claim starts nothing');
+});
