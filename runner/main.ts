@@ -58,9 +58,9 @@ function stop(): Promise<void> {
 async function start(): Promise<void> {
   // Every process migrates: runners may start before the control plane (migrate is advisory-locked).
   await migrate(databaseUrl);
-  // Executions in flight share this pool (each runs its statements one after another); code
-  // workers open their own small pools.
-  db = createDb({ connectionString: databaseUrl, max: 8, applicationName: 'workspace-runner' });
+  // Claims, lease renewals, recovery and hand-backs; the engine worker threads, which interpret
+  // the executions, open pools of their own.
+  db = createDb({ connectionString: databaseUrl, max: 4, applicationName: 'workspace-runner' });
   boss = createBoss(databaseUrl, 'runner');
   boss.on('error', (err) => log.error({ err }, 'queue error'));
   boss.on('warning', (warning) => log.warn({ warning }, 'queue warning'));

@@ -1,10 +1,12 @@
 /**
- * What crosses between the runner's main thread and its code worker threads (runner/code-pool.ts,
- * runner/code-worker.ts). Everything is plain data (structured clone). Errors cross as
+ * What crosses between the runner's main thread and its engine worker threads (runner/worker-pool.ts,
+ * runner/engine-worker.ts). Everything is plain data (structured clone). Errors cross as
  * `{code, message}`; match on `code`.
  */
 import { z } from 'zod';
 import type { CodeRequest, CodeResult, LogLevel } from '../sandbox/messages.ts';
+import type { ClaimedExecution } from './engine/claim.ts';
+import type { Outcome } from './engine/interpreter.ts';
 
 /** Who a `logic.code` run works for: what the worker's HostApi needs to write on the session's behalf. */
 export interface CodeScope {
@@ -20,10 +22,27 @@ export interface CodeScope {
   sessionObjectsQuota: number;
 }
 
-/** One `logic.code` node run, posted to a worker. */
+/** One `logic.code` node run, posted to a worker (a runner that interprets on its main thread). */
 export interface CodeTask {
+  type: 'code';
   request: CodeRequest;
   scope: CodeScope;
+}
+
+/** A claimed execution, posted to a worker that interprets it until it leaves this runner. */
+export interface ExecutionTask {
+  type: 'execution';
+  execution: ClaimedExecution;
+}
+
+export type WorkerTask = CodeTask | ExecutionTask;
+
+/** A worker's answer to an ExecutionTask. */
+export interface ExecutionTaskResult {
+  /** `failed`: the interpretation threw (a database failure); the worker already gave it back. */
+  outcome: Outcome | 'failed';
+  /** When it parked: the time its wake-up job is due (ISO 8601). */
+  wakeAt?: string;
 }
 
 /** One `ctx.log` / `console` entry kept for the node's events. */
@@ -46,34 +65,51 @@ export const MAX_NODE_LOGS = 50;
 /** Longest log entry kept in an event, in characters. */
 export const MAX_NODE_LOG_CHARS = 1000;
 
-/** Configuration of every code worker (piscina `workerData`). */
-export interface CodeWorkerData {
+/** Configuration of every engine worker (piscina `workerData`). */
+export interface EngineWorkerData {
   databaseUrl: string;
+  /** The runner's id: the lease owner every write of the worker is guarded by. */
+  runnerId: string;
+  leaseSeconds: number;
+  /** The poison bound (RunnerTuning.maxRecoveries). */
+  maxRecoveries: number;
+  /** Connections of the worker's pool: its executions' step writes, transactions and ctx calls. */
+  connections: number;
   /** Isolates per worker thread: also the runs one thread serves at once. */
   isolates: number;
   /** Heap bound of each isolate in MiB. */
   memoryMb: number;
-  /** The pool's BroadcastChannel, on which the runner posts `CodePoolSignal`s to every worker. */
+  /** The pool's BroadcastChannel, on which the runner posts `WorkerSignal`s to every worker. */
   channel: string;
 }
 
 /**
- * What the runner broadcasts to all its code workers: `close` before the threads are terminated,
- * so each disposes its isolates first (a thread terminated under a running isolate can abort the
- * whole process in isolated-vm's cleanup).
+ * What the runner broadcasts to all its workers, the cross-thread form of `RunControl`:
+ * - `lost`: the lease of these executions is no longer this runner's (cancelled, taken over):
+ *   stop working on them.
+ * - `drain`: the runner drains: finish each node in flight, then hand its execution back.
+ * - `dead`: the runner handed these executions back itself (the drain's grace ran out), or
+ *   `all` of them when it was abandoned (a simulated kill): write nothing more for them.
+ * - `close`: sent before the threads are terminated, so each disposes its isolates first (a thread
+ *   terminated under a running isolate can abort the whole process in isolated-vm's cleanup).
  */
-export interface CodePoolSignal {
-  type: 'close';
-}
+export type WorkerSignal =
+  | { type: 'lost'; executionIds: string[] }
+  | { type: 'drain' }
+  | { type: 'dead'; executionIds: string[] | 'all' }
+  | { type: 'close' };
 
 /**
- * Messages a worker posts on its own (outside task answers): its isolate pool can no longer
- * promise a clean process (the runner must drain and exit), or a host call failed in a way the
- * code saw only as `internal_error` (logged by the runner).
+ * Messages a worker posts on its own (outside task answers), for the runner to act on or log: its
+ * isolate pool can no longer promise a clean process (the runner must drain and exit); a host call
+ * failed in a way the code saw only as `internal_error`; a processor threw something that was not
+ * a refusal; the interpretation of an execution failed (a database failure) and it was given back.
  */
 export const workerNoticeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('degraded'), reason: z.string() }),
   z.strictObject({ type: z.literal('host_error'), message: z.string() }),
+  z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string() }),
+  z.strictObject({ type: z.literal('execution_error'), executionId: z.string(), message: z.string() }),
 ]);
 
 export type WorkerNotice = z.output<typeof workerNoticeSchema>;

@@ -1,19 +1,20 @@
 /**
- * One runner engine: the work loop (intake), the interpreter for every claimed execution, the
- * lease keeper, the recovery sweep, the queue statistics and the code worker pool, wired together
- * with start / stop / abandon. runner/main.ts builds one per process; tests build them in-process
- * against their own database (test/helpers/runner.ts). It owns none of `db` and `boss`: the caller
- * opens and closes them.
+ * One runner engine: the work loop (intake), the lease keeper, the recovery sweep, the queue
+ * statistics and the engine worker pool, wired together with start / stop / abandon. Claimed
+ * executions are interpreted on the pool's worker threads (runner/engine-worker.ts); a runner
+ * given processors or a code runner of its own (tests) interprets on this thread instead.
+ * runner/main.ts builds one per process; tests build them in-process against their own database
+ * (test/helpers/runner.ts). It owns none of `db` and `boss`: the caller opens and closes them.
  */
 import { availableParallelism } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
-import { CodePool } from '../code-pool.ts';
-import type { CodeRunner } from '../messages.ts';
+import { WorkerPool } from '../worker-pool.ts';
+import type { CodeRunner, ExecutionTaskResult } from '../messages.ts';
 import type { Processor } from '../processors/processor.ts';
 import { processorRegistry } from '../processors/registry.ts';
 import type { ClaimedExecution } from './claim.ts';
-import { runExecution, type EngineContext, type Outcome, type RunControl } from './interpreter.ts';
+import { runExecution, type EngineContext, type RunControl } from './interpreter.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { giveUp, handBack } from './persist.ts';
 import { QueueStatistics } from './queue-statistics.ts';
@@ -51,9 +52,9 @@ export interface RunnerTuning {
   analyzeSeconds?: number;
   /** …or after this many jobs handled here. Default 10,000. */
   analyzeJobs?: number;
-  /** Code worker threads. Default: half the CPU count, 1 to 4 (isolated-vm runs the code on threads of its own; these orchestrate). */
-  codeThreads?: number;
-  /** Isolates (concurrent code runs) per code thread. Default 4. */
+  /** Engine worker threads. Default: half the CPU count, 1 to 4 (isolated-vm runs the code on threads of its own). */
+  workerThreads?: number;
+  /** Isolates (concurrent code runs) per worker thread. Default 4. */
   isolatesPerThread?: number;
   /** Heap bound per isolate, MiB. Default 64. */
   codeMemoryMb?: number;
@@ -62,14 +63,18 @@ export interface RunnerTuning {
 export interface RunnerOptions extends RunnerTuning {
   db: Db;
   boss: PgBoss;
-  /** Where the code workers open their own connections. */
+  /** Where the worker threads open their own connections. */
   databaseUrl: string;
   /** This runner's id (its `runners` row): the lease owner of what it claims. */
   runnerId: string;
   log: RunnerLog;
-  /** The processors to run (default: runner/processors/registry.ts). */
+  /**
+   * Processors of the caller's (tests): executions are then interpreted on this thread, their
+   * `logic.code` nodes still run on the worker threads. Default: runner/processors/registry.ts,
+   * on the worker threads.
+   */
   processors?: ReadonlyMap<string, Processor>;
-  /** Replaces the piscina pool (tests of the engine without threads). */
+  /** Runs `logic.code` instead of the worker threads (tests of the engine without threads); implies interpreting on this thread. */
   code?: CodeRunner;
   /**
    * The sandbox can no longer promise a clean process (an isolate thread was lost). The runner
@@ -129,15 +134,29 @@ export function createRunner(options: RunnerOptions): Runner {
   let started = false;
   let stopping: Promise<void> | undefined;
 
-  const codePool = options.code ? null : new CodePool({
+  const maxRecoveries = options.maxRecoveries ?? 3;
+  // Interpreting on this thread is for tests that bring processors or a code runner of their own.
+  const onThisThread = options.processors !== undefined || options.code !== undefined;
+  const pool = options.code ? null : new WorkerPool({
     databaseUrl: options.databaseUrl,
-    threads: options.codeThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
+    runnerId,
+    leaseSeconds,
+    maxRecoveries,
+    concurrency,
+    threads: options.workerThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
     isolatesPerThread: options.isolatesPerThread ?? 4,
     memoryMb: options.codeMemoryMb ?? 64,
     onNotice(notice) {
-      if (notice.type === 'host_error') {
-        log.warn({ runner_id: runnerId, error: notice.message }, 'a logic.code host call failed');
-        return;
+      switch (notice.type) {
+        case 'host_error':
+          log.warn({ runner_id: runnerId, error: notice.message }, 'a logic.code host call failed');
+          return;
+        case 'processor_error':
+          log.error({ err: notice.message, node: notice.node, runner_id: runnerId }, 'processor failed unexpectedly');
+          return;
+        case 'execution_error':
+          log.error({ err: notice.message, execution_id: notice.executionId, runner_id: runnerId }, 'execution run failed; giving it back');
+          return;
       }
       if (degraded) return;
       degraded = true;
@@ -147,7 +166,7 @@ export function createRunner(options: RunnerOptions): Runner {
       options.onDegraded?.(notice.reason);
     },
   });
-  const code: CodeRunner | undefined = options.code ?? codePool ?? undefined;
+  const code: CodeRunner | undefined = options.code ?? pool ?? undefined;
 
   const leases = new LeaseKeeper({
     db,
@@ -165,25 +184,26 @@ export function createRunner(options: RunnerOptions): Runner {
     processors: options.processors ?? processorRegistry,
     code,
     leaseSeconds,
-    maxRecoveries: options.maxRecoveries ?? 3,
-    onParked(wakeAt) {
-      if (draining || abandoned || wakeTimers.size >= MAX_WAKE_TIMERS) return;
-      // The delayed job is due at wakeAt; fetch then rather than at the next poll.
-      const timer = setTimeout(() => {
-        wakeTimers.delete(timer);
-        workLoop.wake();
-      }, Math.max(0, wakeAt.getTime() - Date.now()) + 20);
-      timer.unref();
-      wakeTimers.add(timer);
-    },
+    maxRecoveries,
+    onParked,
     onProcessorError: (err, node) => log.error({ err, node, runner_id: runnerId }, 'processor failed unexpectedly'),
   };
 
-  async function execute(execution: ClaimedExecution): Promise<void> {
-    const controller = new AbortController();
-    const flight: Flight = { execution, controller, dead: false, done: Promise.resolve() };
+  function onParked(wakeAt: Date): void {
+    if (draining || abandoned || wakeTimers.size >= MAX_WAKE_TIMERS) return;
+    // The delayed job is due at wakeAt; fetch then rather than at the next poll.
+    const timer = setTimeout(() => {
+      wakeTimers.delete(timer);
+      workLoop.wake();
+    }, Math.max(0, wakeAt.getTime() - Date.now()) + 20);
+    timer.unref();
+    wakeTimers.add(timer);
+  }
+
+  /** Interprets on this thread; throws for database failures like runExecution. */
+  async function interpretHere(execution: ClaimedExecution, flight: Flight): Promise<ExecutionTaskResult> {
     const control: RunControl = {
-      signal: controller.signal,
+      signal: flight.controller.signal,
       get yielding() {
         return draining;
       },
@@ -191,16 +211,32 @@ export function createRunner(options: RunnerOptions): Runner {
         return flight.dead || abandoned;
       },
     };
-    const onLost = () => controller.abort();
+    return { outcome: await runExecution(engine, execution, control) };
+  }
+
+  /** Interprets on a worker thread, which gives the execution back itself when its run fails. */
+  async function interpretOnWorker(execution: ClaimedExecution): Promise<ExecutionTaskResult> {
+    const result = await pool!.execute(execution);
+    if (result.wakeAt !== undefined) onParked(new Date(result.wakeAt));
+    return result;
+  }
+
+  async function execute(execution: ClaimedExecution): Promise<void> {
+    const controller = new AbortController();
+    const flight: Flight = { execution, controller, dead: false, done: Promise.resolve() };
+    const onLost = () => {
+      controller.abort();
+      if (!onThisThread) pool?.signal({ type: 'lost', executionIds: [execution.id] });
+    };
     flights.set(execution.id, flight);
     leases.hold(execution.id, onLost);
     flight.done = (async () => {
-      let outcome: Outcome | 'failed' = 'failed';
+      let outcome: ExecutionTaskResult['outcome'] = 'failed';
       try {
-        outcome = await runExecution(engine, execution, control);
+        outcome = (onThisThread ? await interpretHere(execution, flight) : await interpretOnWorker(execution)).outcome;
       } catch (err) {
         log.error({ err, execution_id: execution.id, runner_id: runnerId }, 'execution run failed; giving it back');
-        if (!control.dead) {
+        if (!flight.dead && !abandoned) {
           const holder = { executionId: execution.id, runnerId, leaseSeconds };
           // If even this fails, the lease runs out and the recovery sweep takes over.
           await db.transaction((tx) => giveUp(tx, boss, holder)).catch((giveUpError: unknown) => log.warn({ err: giveUpError }, 'giving the execution back failed'));
@@ -231,7 +267,7 @@ export function createRunner(options: RunnerOptions): Runner {
     concurrency,
     batchSize: options.batchSize ?? 32,
     pollSeconds: Math.max(0.5, options.pollSeconds ?? 2),
-    maxRecoveries: engine.maxRecoveries,
+    maxRecoveries,
     execute,
     inFlight: (id) => flights.has(id),
     onJobs: (count) => stats.count(count),
@@ -263,7 +299,7 @@ export function createRunner(options: RunnerOptions): Runner {
     async start() {
       if (started) return;
       started = true;
-      codePool?.start();
+      pool?.start();
       leases.start();
       recovery.start();
       stats.start();
@@ -273,12 +309,14 @@ export function createRunner(options: RunnerOptions): Runner {
     stop(graceMs = DEFAULT_GRACE_MS) {
       stopping ??= (async () => {
         draining = true;
+        pool?.signal({ type: 'drain' });
         clearWakeTimers();
         await Promise.all([recovery.stop(), stats.stop()]);
         await workLoop.stop().catch((err: unknown) => log.warn({ err }, 'stopping the intake failed'));
         if (!(await allLeft(graceMs))) {
           // Nodes still running past the grace period: hand their executions back now, so another
           // runner resumes them from the last persisted node; what these runs do next is discarded.
+          pool?.signal({ type: 'dead', executionIds: [...flights.keys()] });
           for (const flight of flights.values()) {
             flight.dead = true;
             flight.controller.abort();
@@ -288,7 +326,7 @@ export function createRunner(options: RunnerOptions): Runner {
           }
         }
         await leases.stop();
-        await codePool?.destroy();
+        await pool?.destroy();
         await allLeft(UNWIND_MS);
       })();
       return stopping;
@@ -299,11 +337,12 @@ export function createRunner(options: RunnerOptions): Runner {
       abandoned = true;
       stopping ??= Promise.resolve();
       draining = true;
+      pool?.signal({ type: 'dead', executionIds: 'all' });
       clearWakeTimers();
       await leases.stop();
       await Promise.all([recovery.stop(), stats.stop()]);
       await workLoop.stop().catch(() => {});
-      await codePool?.destroy();
+      await pool?.destroy();
       await allLeft(UNWIND_MS);
     },
 

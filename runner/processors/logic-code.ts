@@ -3,7 +3,7 @@ import type { CodeTask } from '../messages.ts';
 import type { NodeEventAttributes, NodeResult, Processor } from './processor.ts';
 
 /**
- * `logic.code {code}`: runs the module in the sandbox on a code worker thread (runner/code-pool.ts)
+ * `logic.code {code}`: runs the module in the sandbox on an engine worker thread (runner/worker-pool.ts)
  * under the limits the execution resolved at creation: `workflow.code_run_seconds` bounds the run
  * (a run stopped there takes `failure` with `code_timeout`, its message naming the limit),
  * `workflow.code_imports` decides imports, `workflow.session_objects_per_session` bounds
@@ -16,6 +16,7 @@ export const logicCode: Processor<{ code: string }> = {
     if (!ctx.code) return { kind: 'failure', error: { code: 'internal_error', message: 'This runner has no code sandbox.' } };
     const { execution } = ctx;
     const task: CodeTask = {
+      type: 'code',
       request: {
         code: config.code,
         // Node inputs are read from jsonb, so they are JSON data.

@@ -15,7 +15,7 @@ export const FAST: RunnerTuning = {
   sweepSeconds: 0.5,
   renewSeconds: 1,
   orphanSeconds: 2,
-  codeThreads: 1,
+  workerThreads: 1,
   isolatesPerThread: 2,
 };
 

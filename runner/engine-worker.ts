@@ -1,0 +1,176 @@
+/**
+ * An engine worker thread of the runner's piscina pool (runner/worker-pool.ts): it interprets the
+ * executions its runner claimed, node by node, with everything a node needs in the same thread —
+ * the interpreter (runner/engine/interpreter.ts), the processors, an isolate pool (sandbox/) for
+ * `logic.code`, and a pg pool and step writer of its own for the per-node writes. An execution
+ * crosses threads twice (posted in when claimed, answered when it leaves this runner) instead of
+ * twice per node. The main thread keeps what is about the runner as a whole: intake and claims,
+ * leases, recovery, drain.
+ *
+ * What the main thread decides about an execution in flight (lease lost, drain, hand-back after
+ * the grace, abandon) arrives as a `WorkerSignal` on the pool's BroadcastChannel and becomes the
+ * interpreter's `RunControl`. Every write is guarded by the lease in the database anyway, so a
+ * signal still in transit can cost at most a write that changes nothing.
+ *
+ * `code` tasks run one `logic.code` node for a runner that interprets on its main thread (tests
+ * with processors of their own). The pools are created on the first task, not at import. When the
+ * isolate pool degrades (an isolate thread was lost: docs/sandbox.md) the worker tells the runner,
+ * which drains and exits.
+ */
+import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
+import { PgBoss } from 'pg-boss';
+import { createDb, type Db } from '../shared/db/db.ts';
+import type { JobQueue } from '../shared/queue/execution-jobs.ts';
+import { IsolatePool } from '../sandbox/isolate-pool.ts';
+import { runCode } from '../sandbox/sandbox.ts';
+import { createLogSink, sessionHost } from './code-host.ts';
+import { runExecution, type EngineContext, type RunControl } from './engine/interpreter.ts';
+import { giveUp } from './engine/persist.ts';
+import { createStepWriter } from './engine/step-writes.ts';
+import { processorRegistry } from './processors/registry.ts';
+import type { CodeRunner, CodeTask, CodeTaskResult, EngineWorkerData, ExecutionTask, ExecutionTaskResult, WorkerNotice, WorkerSignal, WorkerTask } from './messages.ts';
+
+interface Flight {
+  readonly controller: AbortController;
+  dead: boolean;
+}
+
+interface WorkerState {
+  db: Db;
+  isolates: IsolatePool;
+  engine: EngineContext;
+  flights: Map<string, Flight>;
+  draining: boolean;
+  abandoned: boolean;
+}
+
+const data = workerData as EngineWorkerData;
+let state: WorkerState | undefined;
+
+function notify(notice: WorkerNotice): void {
+  parentPort?.postMessage(notice);
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+async function runCodeTask(db: Db, isolates: IsolatePool, task: CodeTask): Promise<CodeTaskResult> {
+  const logs = createLogSink();
+  const host = sessionHost(db, task.scope, logs, (error) => notify({ type: 'host_error', message: describe(error) }));
+  const result = await runCode(isolates, task.request, host);
+  return { result, logs: logs.entries, logsDropped: logs.dropped + result.stats.logsDropped };
+}
+
+/**
+ * The worker's pg-boss, started at its first send: it only ever sends (a sleep's wake-up, a
+ * hand-back) on a transaction of the worker's own pool. No maintenance, no cron, no schema work:
+ * the runner's main instance does those.
+ */
+function jobSender(): JobQueue {
+  let started: Promise<PgBoss> | undefined;
+  const start = async () => {
+    const boss = new PgBoss({ connectionString: data.databaseUrl, application_name: 'workspace-runner-worker-queue', max: 1, supervise: false, schedule: false, migrate: false });
+    boss.on('error', (error) => notify({ type: 'host_error', message: `queue: ${describe(error)}` }));
+    await boss.start();
+    return boss;
+  };
+  return {
+    async send(name, payload, options) {
+      started ??= start().catch((error: unknown) => {
+        started = undefined;
+        throw error;
+      });
+      return (await started).send(name, payload ?? null, options ?? undefined);
+    },
+  };
+}
+
+function open(): WorkerState {
+  const db = createDb({ connectionString: data.databaseUrl, max: data.connections, applicationName: 'workspace-runner-worker' });
+  const isolates = new IsolatePool({
+    size: data.isolates,
+    memoryMb: data.memoryMb,
+    onDegraded: (reason) => notify({ type: 'degraded', reason }),
+  });
+  const code: CodeRunner = { run: (task) => runCodeTask(db, isolates, task) };
+  const flights = new Map<string, Flight>();
+  const engine: EngineContext = {
+    db,
+    queue: jobSender(),
+    runnerId: data.runnerId,
+    writes: createStepWriter(db, { runnerId: data.runnerId, leaseSeconds: data.leaseSeconds }),
+    processors: processorRegistry,
+    code,
+    leaseSeconds: data.leaseSeconds,
+    maxRecoveries: data.maxRecoveries,
+    onProcessorError: (error, node) => notify({ type: 'processor_error', node, message: describe(error) }),
+  };
+  const worker: WorkerState = { db, isolates, engine, flights, draining: false, abandoned: false };
+
+  const channel = new BroadcastChannel(data.channel);
+  channel.unref();
+  channel.onmessage = (event) => {
+    const signal = (event as { data?: WorkerSignal }).data;
+    switch (signal?.type) {
+      case 'lost':
+        for (const id of signal.executionIds) flights.get(id)?.controller.abort();
+        return;
+      case 'drain':
+        worker.draining = true;
+        return;
+      case 'dead':
+        if (signal.executionIds === 'all') worker.abandoned = true;
+        for (const [id, flight] of flights) {
+          if (signal.executionIds !== 'all' && !signal.executionIds.includes(id)) continue;
+          flight.dead = true;
+          flight.controller.abort();
+        }
+        return;
+      case 'close':
+        // Runs in progress end at once (internal_error) and no isolate thread outlives its environment.
+        channel.close();
+        void isolates.dispose();
+        return;
+    }
+  };
+  return worker;
+}
+
+async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promise<ExecutionTaskResult> {
+  const { execution } = task;
+  const flight: Flight = { controller: new AbortController(), dead: worker.abandoned };
+  worker.flights.set(execution.id, flight);
+  const control: RunControl = {
+    signal: flight.controller.signal,
+    get yielding() {
+      return worker.draining;
+    },
+    get dead() {
+      return flight.dead || worker.abandoned;
+    },
+  };
+  let wakeAt: Date | undefined;
+  const engine: EngineContext = { ...worker.engine, onParked: (at) => { wakeAt = at; } };
+  try {
+    const outcome = await runExecution(engine, execution, control);
+    return wakeAt && outcome === 'parked' ? { outcome, wakeAt: wakeAt.toISOString() } : { outcome };
+  } catch (error) {
+    notify({ type: 'execution_error', executionId: execution.id, message: describe(error) });
+    if (!control.dead) {
+      const holder = { executionId: execution.id, runnerId: data.runnerId, leaseSeconds: data.leaseSeconds };
+      // If even this fails, the lease runs out and the recovery sweep takes over.
+      await worker.db.transaction((tx) => giveUp(tx, engine.queue, holder))
+        .catch((giveUpError: unknown) => notify({ type: 'execution_error', executionId: execution.id, message: `giving it back failed: ${describe(giveUpError)}` }));
+    }
+    return { outcome: 'failed' };
+  } finally {
+    if (worker.flights.get(execution.id) === flight) worker.flights.delete(execution.id);
+  }
+}
+
+/** piscina's task handler. Never rejects for anything an execution or its code does. */
+export default function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
+  state ??= open();
+  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.isolates, task);
+}
