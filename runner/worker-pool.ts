@@ -36,7 +36,7 @@ export interface WorkerPoolOptions {
   isolatesPerThread?: number;
   /** Heap bound of each isolate in MiB. Default 64. */
   memoryMb?: number;
-  /** Connections of each thread's pg pool. Default 8. */
+  /** Connections of each thread's pg pool (step writes, transactions, ctx calls). Default 6. */
   connectionsPerThread?: number;
   /** Degradation reports and errors the workers hid from the executions. */
   onNotice: (notice: WorkerNotice) => void;
@@ -77,7 +77,7 @@ export class WorkerPool implements CodeRunner {
       runnerId: options.runnerId,
       leaseSeconds: options.leaseSeconds,
       maxRecoveries: options.maxRecoveries,
-      connections: Math.max(2, options.connectionsPerThread ?? 8),
+      connections: Math.max(2, options.connectionsPerThread ?? 6),
       isolates,
       memoryMb: options.memoryMb ?? 64,
       channel,

@@ -64,10 +64,17 @@ export class LeaseKeeper {
     const holds = new Map(this.#held);
     if (holds.size === 0) return;
     try {
+      // Locked in id order first, like the step statements and claims: an UPDATE alone takes its
+      // rows in whatever order its plan visits them (a bitmap scan: the heap's), and a renewal
+      // that locked against a step statement's order could deadlock with it.
       const { rows } = await this.#options.db.query<{ id: string }>(
-        `UPDATE executions SET lease_until = now() + make_interval(secs => $3::int)
-          WHERE id = ANY($1::uuid[]) AND lease_owner = $2::uuid AND status = 'running'
-          RETURNING id`,
+        `WITH mine AS (
+           SELECT id FROM executions
+            WHERE id = ANY($1::uuid[]) AND lease_owner = $2::uuid AND status = 'running'
+            ORDER BY id FOR NO KEY UPDATE)
+         UPDATE executions e SET lease_until = now() + make_interval(secs => $3::int)
+           FROM mine WHERE e.id = mine.id
+         RETURNING e.id`,
         [[...holds.keys()], this.#options.runnerId, this.#options.leaseSeconds],
       );
       const renewed = new Set(rows.map((row) => row.id));

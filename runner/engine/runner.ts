@@ -144,7 +144,7 @@ export function createRunner(options: RunnerOptions): Runner {
     maxRecoveries,
     concurrency,
     threads: options.workerThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
-    isolatesPerThread: options.isolatesPerThread ?? 4,
+    isolatesPerThread: options.isolatesPerThread ?? Number(process.env.XISO ?? 4),
     memoryMb: options.codeMemoryMb ?? 64,
     onNotice(notice) {
       switch (notice.type) {
@@ -271,7 +271,7 @@ export function createRunner(options: RunnerOptions): Runner {
     execute,
     inFlight: (id) => flights.has(id),
     onJobs: (count) => stats.count(count),
-    onError: (err) => log.warn({ err }, 'rescheduling early wake-ups failed'),
+    onError: (err) => log.warn({ err }, 'a deferred or early wake-up could not be handled; the recovery sweep will'),
   });
 
   const recovery = new RecoverySweep({

@@ -238,6 +238,27 @@ export async function endExecutions(q: Queryable, writer: Writer, items: readonl
   return (await writeSteps(q, writer, { starts: [], advances: [], ends: items })).ends;
 }
 
+/** Times a statement chosen as a deadlock victim is run again before its batch fails. */
+const VICTIM_RETRIES = 3;
+
+/**
+ * Runs `write` (one statement, so all or nothing) again when PostgreSQL chose it as a deadlock
+ * victim or failed it for serialization: a failed batch would give back every execution in it.
+ * Every statement that locks executions takes them in id order, so a deadlock is not expected;
+ * this keeps a plan that visits rows otherwise (or a hand-written statement) from costing more
+ * than a retry.
+ */
+async function retryingVictims<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (attempt >= VICTIM_RETRIES || (code !== '40P01' && code !== '40001')) throw error;
+    }
+  }
+}
+
 type StepItem = { kind: 'start'; item: StartItem } | { kind: 'advance'; item: AdvanceItem } | { kind: 'end'; item: EndItem };
 type StepResult = number | null | Advanced | boolean;
 
@@ -273,7 +294,7 @@ export function createStepWriter(q: Queryable, writer: Writer, options: StepWrit
         advances: items.flatMap((step) => (step.kind === 'advance' ? [step.item] : [])),
         ends: items.flatMap((step) => (step.kind === 'end' ? [step.item] : [])),
       };
-      const results = await writeSteps(q, writer, batch);
+      const results = await retryingVictims(() => writeSteps(q, writer, batch));
       const next = { start: 0, advance: 0, end: 0 };
       return items.map((step): StepResult => {
         if (step.kind === 'start') return results.starts[next.start++] as number | null;

@@ -31,9 +31,11 @@ export interface WorkLoopOptions {
   /** Backstop poll interval in seconds (≥ 0.5). */
   pollSeconds: number;
   /**
-   * True for an execution this runner is working on now: its wake-ups are skipped, so a runner
-   * whose lease ran out while the execution was still in its hands (a starved lease keeper) never
-   * claims it a second time and runs it twice in parallel.
+   * True for an execution this runner is working on now: its wake-ups are not claimed at once, so
+   * a runner whose lease ran out while the execution was still in its hands (a starved lease
+   * keeper) never claims it a second time and runs it twice in parallel. They are claimed once the
+   * execution has left: the wake-up may be the one its own hand-back sent, committed before the
+   * execution's worker thread told the runner it had left.
    */
   inFlight: (executionId: string) => boolean;
   /** Works on one claimed execution; resolves when it has left this runner. Never rejects. */
@@ -48,6 +50,8 @@ export class WorkLoop {
   readonly #batchSize: number;
   #workerId: string | null = null;
   #inFlight = 0;
+  /** Executions in flight whose wake-up arrived meanwhile: claimed again once they leave. */
+  readonly #deferred = new Set<string>();
   #roomWaiters: Array<() => void> = [];
   #stopping = false;
 
@@ -95,13 +99,17 @@ export class WorkLoop {
 
   async #handle(jobs: Job<ExecutionJobData>[]): Promise<void> {
     this.#options.onJobs?.(jobs.length);
-    const ids = [...new Set(jobs.map((job) => job.data?.execution_id).filter((id): id is string => typeof id === 'string' && isUuid(id)))]
-      .filter((id) => !this.#options.inFlight(id));
+    const ids: string[] = [];
+    for (const id of new Set(jobs.map((job) => job.data?.execution_id))) {
+      if (typeof id !== 'string' || !isUuid(id)) continue;
+      if (this.#options.inFlight(id)) this.#deferred.add(id);
+      else ids.push(id);
+    }
     if (ids.length === 0) return;
     // Fetched while stopping: fail the batch so pg-boss offers the wake-ups again (to another runner).
     if (this.#stopping) throw new Error('The runner is stopping; the wake-ups go back to the queue.');
     // Thrown errors fail the batch: pg-boss retries its jobs, the recovery sweep backs them up.
-    const claimed = await claimExecutions(this.#options.db, this.#options.runnerId, ids, this.#options.leaseSeconds, this.#options.maxRecoveries);
+    const claimed = await this.#claim(ids);
     for (const execution of claimed) this.#launch(execution);
     if (claimed.length < ids.length) {
       const taken = new Set(claimed.map((execution) => execution.id));
@@ -111,14 +119,38 @@ export class WorkLoop {
     await this.#roomForBatch();
   }
 
+  #claim(ids: string[]): Promise<ClaimedExecution[]> {
+    return claimExecutions(this.#options.db, this.#options.runnerId, ids, this.#options.leaseSeconds, this.#options.maxRecoveries);
+  }
+
   #launch(execution: ClaimedExecution): void {
     this.#inFlight += 1;
     void this.#options.execute(execution).finally(() => {
       this.#inFlight -= 1;
+      if (this.#deferred.delete(execution.id)) this.#reclaim(execution.id);
       if (this.#options.concurrency - this.#inFlight >= this.#batchSize) {
         for (const resolve of this.#roomWaiters.splice(0)) resolve();
       }
     });
+  }
+
+  /**
+   * Claims an execution whose wake-up arrived while it was in flight here. Its job is complete,
+   * so if this fails (or the runner stops) the recovery sweep is what wakes it.
+   */
+  #reclaim(id: string): void {
+    if (this.#stopping) return;
+    this.#inFlight += 1;
+    this.#claim([id]).then(
+      (claimed) => {
+        this.#inFlight -= 1;
+        for (const execution of claimed) this.#launch(execution);
+      },
+      (error: unknown) => {
+        this.#inFlight -= 1;
+        this.#options.onError(error);
+      },
+    );
   }
 
   /** Resolves once a whole batch fits again, or at stop. */

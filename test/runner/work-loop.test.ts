@@ -4,6 +4,7 @@
  */
 import t from 'tap';
 import { enqueueExecution } from '../../shared/queue/execution-jobs.ts';
+import { giveUp } from '../../runner/engine/persist.ts';
 import { processorRegistry } from '../../runner/processors/registry.ts';
 import type { Processor } from '../../runner/processors/processor.ts';
 import { switchRoute } from '../../shared/workflow/switch.ts';
@@ -68,6 +69,41 @@ t.test('duplicate and early wake-ups claim nothing; the execution wakes once, at
   const jobs = await executionJobs(db, created.id);
   t.equal(jobs.length, 4, 'creation, sleep, the early one, and its re-send');
   t.equal(jobs[3]!.start_after, jobs[1]!.start_after, 'the early wake-up was re-sent for wake_at');
+});
+
+t.test('a wake-up that arrives while its execution is in flight here is claimed once the execution has left', async (t) => {
+  // The processor gives its own execution back (what a worker thread that failed on it does: lease
+  // released, a new wake-up in the same transaction) and waits until this runner has fetched that
+  // wake-up, while the execution is still in flight here. Its next write finds the lease gone, the
+  // execution leaves, and the deferred wake-up claims it again. No recovery sweep could help:
+  // orphans are looked for only after ten minutes.
+  let runs = 0;
+  const givingBack: Processor = {
+    name: 'logic.switch',
+    async run(ctx, config, input) {
+      runs += 1;
+      if (runs === 1) {
+        const holder = { executionId: ctx.execution.id, runnerId: runner.id, leaseSeconds: 10 };
+        t.ok(await db.transaction((tx) => giveUp(tx, testApp.boss, holder)), 'given back');
+        await waitFor(() => executionJobs(db, ctx.execution.id), (jobs) => jobs.length === 2 && jobs[1]!.state === 'completed', 'the runner to fetch the new wake-up');
+      }
+      return { kind: 'route', route: switchRoute(config, input), output: input };
+    },
+  };
+  const processors = new Map(processorRegistry);
+  processors.set('logic.switch', givingBack);
+  const runner = await startRunner(t, databaseUrl, { processors, orphanSeconds: 600 });
+  const flow = await createWorkflow(app, alice);
+  const created = await runGraph(app, alice, flow, {
+    start: 'sw',
+    nodes: { sw: { processor: 'logic.switch', config: { cases: [{ when: { path: 'n', gte: 0 }, route: 'done' }] } } },
+  }, { n: 1 });
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.same([ended.status, ended.output], ['succeeded', { n: 1 }]);
+  t.equal(runs, 2, 'the node ran again after the execution was claimed again');
+  const events = await executionEvents(app, alice, flow, created.id);
+  t.same(events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes.reason), ['handed_back']);
+  t.equal((await executionJobs(db, created.id)).length, 2, 'no wake-up beyond the creation\'s and the hand-back\'s');
 });
 
 t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t) => {
