@@ -144,7 +144,7 @@ export function createRunner(options: RunnerOptions): Runner {
     maxRecoveries,
     concurrency,
     threads: options.workerThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
-    isolatesPerThread: options.isolatesPerThread ?? Number(process.env.XISO ?? 4),
+    isolatesPerThread: options.isolatesPerThread ?? 4,
     memoryMb: options.codeMemoryMb ?? 64,
     onNotice(notice) {
       switch (notice.type) {
