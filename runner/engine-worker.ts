@@ -12,20 +12,21 @@
  * interpreter's `RunControl`. Every write is guarded by the lease in the database anyway, so a
  * signal still in transit can cost at most a write that changes nothing.
  *
- * `code` tasks run one `logic.code` node for a runner that interprets on its main thread (tests
+ * An execution whose interpretation fails (a database error) rejects its task, and the main thread
+ * gives it back. `code` tasks run one `logic.code` node for a runner that interprets on its main thread (tests
  * with processors of their own). The pools are created on the first task, not at import. When the
  * isolate pool degrades (an isolate thread was lost: docs/sandbox.md) the worker tells the runner,
  * which drains and exits.
  */
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import { PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
+import { createBoss } from '../shared/queue/queues.ts';
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
 import { runCode } from '../sandbox/sandbox.ts';
 import { createLogSink, sessionHost } from './code-host.ts';
 import { runExecution, type EngineContext, type RunControl } from './engine/interpreter.ts';
-import { giveUp } from './engine/persist.ts';
 import { createStepWriter } from './engine/step-writes.ts';
 import { processorRegistry } from './processors/registry.ts';
 import type { CodeRunner, CodeTask, CodeTaskResult, EngineWorkerData, ExecutionTask, ExecutionTaskResult, WorkerNotice, WorkerSignal, WorkerTask } from './messages.ts';
@@ -70,7 +71,7 @@ async function runCodeTask(db: Db, isolates: IsolatePool, task: CodeTask): Promi
 function jobSender(): JobQueue {
   let started: Promise<PgBoss> | undefined;
   const start = async () => {
-    const boss = new PgBoss({ connectionString: data.databaseUrl, application_name: 'workspace-runner-worker-queue', max: 1, supervise: false, schedule: false, migrate: false });
+    const boss = createBoss(data.databaseUrl, 'sender');
     boss.on('error', (error) => notify({ type: 'host_error', message: `queue: ${describe(error)}` }));
     await boss.start();
     return boss;
@@ -153,23 +154,16 @@ async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promi
   let wakeAt: Date | undefined;
   const engine: EngineContext = { ...worker.engine, onParked: (at) => { wakeAt = at; } };
   try {
+    // A database failure rejects the task: the runner gives the execution back, as it does when
+    // this thread dies under it.
     const outcome = await runExecution(engine, execution, control);
     return wakeAt && outcome === 'parked' ? { outcome, wakeAt: wakeAt.toISOString() } : { outcome };
-  } catch (error) {
-    notify({ type: 'execution_error', executionId: execution.id, message: describe(error) });
-    if (!control.dead) {
-      const holder = { executionId: execution.id, runnerId: data.runnerId, leaseSeconds: data.leaseSeconds };
-      // If even this fails, the lease runs out and the recovery sweep takes over.
-      await worker.db.transaction((tx) => giveUp(tx, engine.queue, holder))
-        .catch((giveUpError: unknown) => notify({ type: 'execution_error', executionId: execution.id, message: `giving it back failed: ${describe(giveUpError)}` }));
-    }
-    return { outcome: 'failed' };
   } finally {
     if (worker.flights.get(execution.id) === flight) worker.flights.delete(execution.id);
   }
 }
 
-/** piscina's task handler. Never rejects for anything an execution or its code does. */
+/** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */
 export default function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
   state ??= open();
   return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.isolates, task);

@@ -37,10 +37,9 @@ export interface ExecutionTask {
 
 export type WorkerTask = CodeTask | ExecutionTask;
 
-/** A worker's answer to an ExecutionTask. */
+/** A worker's answer to an ExecutionTask (a database failure rejects the task instead). */
 export interface ExecutionTaskResult {
-  /** `failed`: the interpretation threw (a database failure); the worker already gave it back. */
-  outcome: Outcome | 'failed';
+  outcome: Outcome;
   /** When it parked: the time its wake-up job is due (ISO 8601). */
   wakeAt?: string;
 }
@@ -103,13 +102,12 @@ export type WorkerSignal =
  * Messages a worker posts on its own (outside task answers), for the runner to act on or log: its
  * isolate pool can no longer promise a clean process (the runner must drain and exit); a host call
  * failed in a way the code saw only as `internal_error`; a processor threw something that was not
- * a refusal; the interpretation of an execution failed (a database failure) and it was given back.
+ * a refusal.
  */
 export const workerNoticeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('degraded'), reason: z.string() }),
   z.strictObject({ type: z.literal('host_error'), message: z.string() }),
   z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string() }),
-  z.strictObject({ type: z.literal('execution_error'), executionId: z.string(), message: z.string() }),
 ]);
 
 export type WorkerNotice = z.output<typeof workerNoticeSchema>;

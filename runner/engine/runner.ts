@@ -154,9 +154,6 @@ export function createRunner(options: RunnerOptions): Runner {
         case 'processor_error':
           log.error({ err: notice.message, node: notice.node, runner_id: runnerId }, 'processor failed unexpectedly');
           return;
-        case 'execution_error':
-          log.error({ err: notice.message, execution_id: notice.executionId, runner_id: runnerId }, 'execution run failed; giving it back');
-          return;
       }
       if (degraded) return;
       degraded = true;
@@ -176,7 +173,8 @@ export function createRunner(options: RunnerOptions): Runner {
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'lease renewal failed; retrying'),
   });
 
-  const engine: EngineContext = {
+  // The main thread's own interpreter context, for a runner that interprets here.
+  const engine: EngineContext | null = !onThisThread ? null : {
     db,
     queue: boss,
     runnerId,
@@ -201,7 +199,7 @@ export function createRunner(options: RunnerOptions): Runner {
   }
 
   /** Interprets on this thread; throws for database failures like runExecution. */
-  async function interpretHere(execution: ClaimedExecution, flight: Flight): Promise<ExecutionTaskResult> {
+  async function interpretHere(engine: EngineContext, execution: ClaimedExecution, flight: Flight): Promise<ExecutionTaskResult> {
     const control: RunControl = {
       signal: flight.controller.signal,
       get yielding() {
@@ -214,9 +212,9 @@ export function createRunner(options: RunnerOptions): Runner {
     return { outcome: await runExecution(engine, execution, control) };
   }
 
-  /** Interprets on a worker thread, which gives the execution back itself when its run fails. */
-  async function interpretOnWorker(execution: ClaimedExecution): Promise<ExecutionTaskResult> {
-    const result = await pool!.execute(execution);
+  /** Interprets on a worker thread; rejects for database failures and for a thread that died. */
+  async function interpretOnWorker(pool: WorkerPool, execution: ClaimedExecution): Promise<ExecutionTaskResult> {
+    const result = await pool.execute(execution);
     if (result.wakeAt !== undefined) onParked(new Date(result.wakeAt));
     return result;
   }
@@ -226,14 +224,14 @@ export function createRunner(options: RunnerOptions): Runner {
     const flight: Flight = { execution, controller, dead: false, done: Promise.resolve() };
     const onLost = () => {
       controller.abort();
-      if (!onThisThread) pool?.signal({ type: 'lost', executionIds: [execution.id] });
+      pool?.signal({ type: 'lost', executionIds: [execution.id] });
     };
     flights.set(execution.id, flight);
     leases.hold(execution.id, onLost);
     flight.done = (async () => {
-      let outcome: ExecutionTaskResult['outcome'] = 'failed';
+      let outcome: ExecutionTaskResult['outcome'] | 'failed' = 'failed';
       try {
-        outcome = (onThisThread ? await interpretHere(execution, flight) : await interpretOnWorker(execution)).outcome;
+        outcome = (engine ? await interpretHere(engine, execution, flight) : await interpretOnWorker(pool!, execution)).outcome;
       } catch (err) {
         log.error({ err, execution_id: execution.id, runner_id: runnerId }, 'execution run failed; giving it back');
         if (!flight.dead && !abandoned) {

@@ -14,19 +14,24 @@ export const QUEUES = {
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES]['name'];
 
-/** Which process a pg-boss instance serves: runners also run pg-boss maintenance and cron. */
-export type BossRole = 'control-plane' | 'runner';
+/**
+ * Which process a pg-boss instance serves: runners also run pg-boss maintenance and cron; a
+ * runner's worker thread only sends (a sleep's wake-up, a hand-back) and touches no schema.
+ */
+export type BossRole = 'control-plane' | 'runner' | 'sender';
 
 /**
  * A pg-boss instance on `connectionString`; call `start()` then `createQueues()`. pg-boss installs
  * or upgrades its own schema (`pgboss`) at start, under its own advisory lock.
  */
 export function createBoss(connectionString: string, role: BossRole): PgBoss {
-  const options: ConstructorOptions = role === 'runner'
-    ? { connectionString, application_name: 'workspace-runner-queue', max: 5, useListenNotify: true }
+  const options: Record<BossRole, ConstructorOptions> = {
+    runner: { connectionString, application_name: 'workspace-runner-queue', max: 5, useListenNotify: true },
     // The control plane only sends and reads counts: maintenance and cron stay with the runners.
-    : { connectionString, application_name: 'workspace-control-plane-queue', max: 5, supervise: false, schedule: false };
-  return new PgBoss(options);
+    'control-plane': { connectionString, application_name: 'workspace-control-plane-queue', max: 5, supervise: false, schedule: false },
+    sender: { connectionString, application_name: 'workspace-runner-worker-queue', max: 1, supervise: false, schedule: false, migrate: false },
+  };
+  return new PgBoss(options[role]);
 }
 
 /** Creates every queue of `QUEUES` that does not exist yet (idempotent). */

@@ -10,7 +10,7 @@ import type { Processor } from '../../runner/processors/processor.ts';
 import { switchRoute } from '../../shared/workflow/switch.ts';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
 import { executionJobs } from '../helpers/queue.ts';
-import { createWorkflow, define, executionEvents, runGraph, startExecution, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+import { createWorkflow, define, executionEvents, runGraph, runningHeld, startExecution, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
 
 const testApp = await buildTestApp(t);
 const { app, databaseUrl, db } = testApp;
@@ -104,6 +104,7 @@ t.test('a wake-up that arrives while its execution is in flight here is claimed 
   const events = await executionEvents(app, alice, flow, created.id);
   t.same(events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes.reason), ['handed_back']);
   t.equal((await executionJobs(db, created.id)).length, 2, 'no wake-up beyond the creation\'s and the hand-back\'s');
+  t.equal(await runningHeld(app, alice, flow.orgId), 0, 'its running_executions_per_org slot is free again');
 });
 
 t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t) => {
