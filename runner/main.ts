@@ -18,6 +18,7 @@ import { migrate } from '../shared/db/migrate.ts';
 import { runEntry } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { createRunner, type Runner } from './engine/runner.ts';
+import { yieldCpu } from './priority.ts';
 import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
 import { createBoss, createQueues } from '../shared/queue/queues.ts';
 import { registerRunner, type Registration } from '../shared/runner-registry.ts';
@@ -33,6 +34,8 @@ const JOBS_GRACE_MS = 3_500;
 const config = loadConfig();
 const log = pino({ level: config.logLevel, base: { process: 'runner', pid: process.pid } });
 const databaseUrl = databaseUrlFor(config);
+// Before any thread of ours starts, so that every one inherits it (runner/priority.ts).
+const priority = config.runner.nice > 0 ? yieldCpu(config.runner.nice) : null;
 
 let db: Db | undefined;
 let boss: PgBoss | undefined;
@@ -90,7 +93,7 @@ async function start(): Promise<void> {
   });
   await runner.start();
   retention = startRetentionTimer(db, { log });
-  log.info({ runner_id: registration.id, version: VERSION }, 'runner started');
+  log.info({ runner_id: registration.id, version: VERSION, nice: priority?.nice ?? null }, 'runner started');
 }
 
 runEntry({ name: 'runner', start, stop, log, graceMs: GRACE_MS });

@@ -25,6 +25,8 @@ export interface Config {
     /** Recovery sweep period, and the grace before an unheld execution gets a new wake-up. */
     sweepSeconds: number;
     orphanSeconds: number;
+    /** The nice value the runner raises its threads to (runner/priority.ts); 0 keeps the priority it started with. */
+    nice: number;
   };
 }
 
@@ -36,7 +38,7 @@ function int(env: Record<string, string | undefined>, name: string, fallback: nu
   return value;
 }
 
-/** The engine's timings (docs/architecture.md), checked so that a lease is always renewed before it runs out. */
+/** The engine's timings and CPU priority (docs/architecture.md), checked so that a lease is always renewed before it runs out. */
 function runnerConfig(env: Record<string, string | undefined>): Config['runner'] {
   const runner = {
     concurrency: int(env, 'RUNNER_CONCURRENCY', 0),
@@ -44,11 +46,13 @@ function runnerConfig(env: Record<string, string | undefined>): Config['runner']
     renewSeconds: int(env, 'RUNNER_RENEW_SECONDS', 3),
     sweepSeconds: int(env, 'RUNNER_SWEEP_SECONDS', 5),
     orphanSeconds: int(env, 'RUNNER_ORPHAN_SECONDS', 30),
+    nice: int(env, 'RUNNER_NICE', 10),
   };
   if (runner.renewSeconds < 1 || runner.renewSeconds >= runner.leaseSeconds) {
     throw new Error(`RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${runner.leaseSeconds}), got ${runner.renewSeconds}`);
   }
   if (runner.sweepSeconds < 1) throw new Error(`RUNNER_SWEEP_SECONDS must be at least 1, got ${runner.sweepSeconds}`);
+  if (runner.nice > 19) throw new Error(`RUNNER_NICE must be from 0 to 19, got ${runner.nice}`);
   return runner;
 }
 

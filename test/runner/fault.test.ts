@@ -4,6 +4,7 @@ import { createWorkload, type Workload } from '../../bench/client.ts';
 import { createMany, statusCounts, waitForEnd } from '../../bench/executions.ts';
 import { startSystem, type ServiceProcess, type System } from '../../bench/system.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { threadNices } from '../helpers/threads.ts';
 
 // The fault test of issue 6: the real service as processes (control plane + two runners) on this
 // file's own database; one runner is killed with SIGKILL while executions are in flight, nothing
@@ -99,6 +100,11 @@ t.test('kill -9 of one of two runners with 50 executions in flight: every execut
   t.equal(open, 0, 'every execution reached a terminal state');
   t.same(await statusCounts(system.sql, ids), { succeeded: EXECUTIONS }, 'and succeeded: a crash costs a node re-run, not the execution');
   t.ok(survivor.running(), 'the survivor still runs');
+  if (process.platform === 'linux') {
+    // RUNNER_NICE's default: every thread, the engine workers and isolate threads included.
+    const nices = threadNices(survivor.pid);
+    t.ok(nices.every((nice) => nice >= 10), `the survivor's threads yield the CPU (nice values ${[...new Set(nices)].join(', ')})`);
+  }
 
   // Taken over, not finished by the victim before it died: the survivor's claim of each recorded
   // an execution.resumed event with reason `recovered`.

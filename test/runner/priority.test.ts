@@ -1,0 +1,63 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import t from 'tap';
+import { yieldCpu } from '../../runner/priority.ts';
+import { threadNices } from '../helpers/threads.ts';
+
+const PRIORITY_MODULE = new URL('../../runner/priority.ts', import.meta.url).href;
+
+/**
+ * Runs `body` in a child process that has `yieldCpu` in scope and then starts a worker thread, so
+ * the threads that exist before the call and one started after it are both there to read.
+ * Resolves with the child's pid and what it printed, while it still runs; `stop` ends it.
+ */
+async function child(body: string): Promise<{ pid: number; printed: unknown; stop: () => Promise<void> }> {
+  const source = `
+    import { yieldCpu } from ${JSON.stringify(PRIORITY_MODULE)};
+    import { Worker } from 'node:worker_threads';
+    const printed = (() => { ${body} })();
+    const worker = new Worker('setInterval(() => {}, 1000)', { eval: true });
+    worker.on('online', () => process.stdout.write(JSON.stringify(printed) + '\\n'));
+    process.stdin.on('end', () => process.exit(0));
+    process.stdin.resume();`;
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  proc.stdout.setEncoding('utf8');
+  proc.stdout.on('data', (chunk: string) => (out += chunk));
+  while (!out.includes('\n')) {
+    if (proc.exitCode !== null) throw new Error(`the child exited with ${proc.exitCode}`);
+    await Promise.race([once(proc.stdout, 'data'), once(proc, 'exit')]);
+  }
+  return {
+    pid: proc.pid!,
+    printed: JSON.parse(out.trim()),
+    stop: async () => {
+      const exited = once(proc, 'exit');
+      proc.stdin.end();
+      await exited;
+    },
+  };
+}
+
+t.test('yieldCpu refuses what is not a nice value, before changing anything', async (t) => {
+  for (const bad of [-1, 20, 1.5, Number.NaN]) t.throws(() => yieldCpu(bad), RangeError, String(bad));
+});
+
+t.test('every thread of the process ends at the nice value: those that existed, and one started after', { skip: process.platform !== 'linux' && 'nice values per thread are read from Linux /proc' }, async (t) => {
+  const proc = await child('return yieldCpu(7);');
+  t.teardown(proc.stop);
+  const printed = proc.printed as { nice: number; raised: number };
+  t.equal(printed.nice, 7);
+  const nices = threadNices(proc.pid);
+  // The main thread, V8's platform threads (started before the call) and the worker thread.
+  t.ok(printed.raised >= 2, `raised ${printed.raised} threads`);
+  t.ok(nices.length > printed.raised, 'the worker thread started after the call is counted too');
+  t.same([...new Set(nices)], [7], `thread nice values: ${nices.join(', ')}`);
+});
+
+t.test('a thread already at a higher nice value keeps it: yieldCpu never asks for more priority', { skip: process.platform !== 'linux' && 'nice values per thread are read from Linux /proc' }, async (t) => {
+  const proc = await child('yieldCpu(12); return yieldCpu(7);');
+  t.teardown(proc.stop);
+  t.same(proc.printed, { nice: 12, raised: 0 });
+  t.same([...new Set(threadNices(proc.pid))], [12]);
+});
