@@ -11,6 +11,10 @@
  * that a busy runner fetched but has not claimed yet is not doubled. Doubled wake-ups are harmless
  * anyway (a claim takes an execution once). Every runner sweeps; an advisory lock lets one sweep
  * at a time.
+ *
+ * Under the same lock the sweep compacts the end counts behind
+ * `workflow.running_executions_per_org` (migration 015): the rows of closed database connections
+ * are folded into their organization's, so reading the count stays a few rows.
  */
 import type { Db } from '../../shared/db/db.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
@@ -58,6 +62,7 @@ export class RecoverySweep {
     const ids = await this.#options.db.transaction(async (tx) => {
       const { rows: [lock] } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS locked', [SWEEP_LOCK.toString()]);
       if (!lock?.locked) return [];
+      await tx.query('SELECT compact_execution_ends()');
       const { rows } = await tx.query<{ id: string }>(
         `SELECT e.id FROM executions e
           WHERE e.ended_at IS NULL

@@ -11,8 +11,9 @@ interface Holding {
 
 // A quota counts live rows rather than keeping a counter: the count can never drift from what
 // exists, deleting a record frees its slot by construction, and deleting a holder deletes its
-// counts with it. The one exception, executions per session, is a counter kept by triggers in
-// the statements that add and remove the rows, which gives the same guarantees. Concurrency is handled by locking the holder row first (see takeSlot).
+// counts with it. The exceptions, executions per session and running executions per organization,
+// are counters kept by triggers in the statements that add, end and remove the rows, which gives
+// the same guarantees. Concurrency is handled by locking the holder row first (see takeSlot).
 const HOLDINGS = {
   'platform.orgs_per_user': { holder: 'user', count: 'SELECT count(*)::int AS n FROM orgs WHERE owner_id = $1::uuid' },
   'platform.blobs_per_org': { holder: 'org', count: 'SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid' },
@@ -23,7 +24,8 @@ const HOLDINGS = {
   'workflow.sessions_per_revision': { holder: 'revision', count: `SELECT count(*)::int AS n FROM sessions WHERE revision_id = $1::uuid AND status = 'active'` },
   // Kept on the session row by triggers on executions (migration 014): a create reads it in O(1).
   'workflow.executions_per_session': { holder: 'session', count: 'SELECT executions_count AS n FROM sessions WHERE id = $1::uuid' },
-  'workflow.running_executions_per_org': { holder: 'org', count: `SELECT count(*)::int AS n FROM executions WHERE org_id = $1::uuid AND ended_at IS NULL` },
+  // Two totals kept by triggers on executions (migration 015): O(1) whatever the backlog.
+  'workflow.running_executions_per_org': { holder: 'org', count: 'SELECT org_running_executions($1::uuid) AS n' },
   'workflow.session_objects_per_session': { holder: 'session', count: 'SELECT count(*)::int AS n FROM session_objects WHERE session_id = $1::uuid' },
   'scheduler.schedules_per_revision': { holder: 'revision', count: 'SELECT count(*)::int AS n FROM schedules WHERE revision_id = $1::uuid' },
 } as const satisfies Record<string, Holding>;
