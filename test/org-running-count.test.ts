@@ -110,6 +110,32 @@ t.test('compaction folds the ends of closed connections and changes no count', a
   t.same(await drift(), []);
 });
 
+t.test('compaction never waits: a row being written is skipped until the next call', async (t) => {
+  const { flow } = await flowWith(10);
+  // A row of a connection id no backend has (pids are below 2^22), held locked by a transaction
+  // as an end on a recycled id would hold it.
+  await db.query('INSERT INTO execution_ends (org_id, backend, ended) VALUES ($1, 4194303, 2)', [flow.orgId]);
+  const holder = new pg.Client({ connectionString: databaseUrl });
+  await holder.connect();
+  t.teardown(() => holder.end());
+  await holder.query('BEGIN');
+  await holder.query('UPDATE execution_ends SET ended = ended + 1 WHERE org_id = $1 AND backend = 4194303', [flow.orgId]);
+  const compactor = new pg.Client({ connectionString: databaseUrl });
+  await compactor.connect();
+  t.teardown(() => compactor.end());
+  await compactor.query(`SET lock_timeout = '2s'`);
+  const compactRow = async () => (await compactor.query('SELECT 1 FROM execution_ends WHERE org_id = $1 AND backend = 4194303', [flow.orgId])).rowCount;
+  await compactor.query('SELECT compact_execution_ends()');
+  t.equal(await compactRow(), 1, 'skipped while locked, without waiting');
+  await holder.query('COMMIT');
+  await compactor.query('SELECT compact_execution_ends()');
+  t.equal(await compactRow(), 0, 'folded once free');
+  const { rows } = await db.query<{ ended: string }>('SELECT ended FROM execution_ends WHERE org_id = $1 AND backend = 0', [flow.orgId]);
+  t.same(rows, [{ ended: '3' }], 'with the committed write');
+  // The row counted no execution of this organization's: take it out again.
+  await db.query('DELETE FROM execution_ends WHERE org_id = $1', [flow.orgId]);
+});
+
 t.test('ends on different connections never wait on each other, in any order of organizations', async (t) => {
   const a = await flowWith(10);
   const b = await flowWith(10);

@@ -86,17 +86,23 @@ CREATE TRIGGER executions_running_deleted AFTER DELETE ON executions
 
 -- Folds the rows of closed connections into each organization's row 0 and drops the rows of
 -- organizations that are gone; returns how many rows it removed. Only this function writes
--- row 0, and a caller serialises it (the recovery sweep's advisory lock); it waits at most for an
--- end on a recycled connection id, which never waits for it.
+-- row 0, and a caller serialises it (the recovery sweep's advisory lock). It never waits: a row
+-- an end is writing right now (its connection id recycled by a new connection) is skipped until
+-- the next call, so it cannot deadlock with ends either.
 CREATE FUNCTION compact_execution_ends() RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   v_removed integer;
 BEGIN
-  WITH gone AS (
-    DELETE FROM execution_ends c
+  WITH stale AS (
+    SELECT c.org_id, c.backend FROM execution_ends c
      WHERE (c.backend <> 0 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.backend))
         OR NOT EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id)
+     ORDER BY c.org_id, c.backend
+       FOR UPDATE SKIP LOCKED),
+  gone AS (
+    DELETE FROM execution_ends c USING stale
+     WHERE c.org_id = stale.org_id AND c.backend = stale.backend
     RETURNING c.org_id, c.ended),
   folded AS (
     INSERT INTO execution_ends AS c (org_id, backend, ended)
