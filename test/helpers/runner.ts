@@ -125,6 +125,15 @@ export async function executionEvents(app: FastifyInstance, caller: Caller, flow
   return events;
 }
 
+/**
+ * Waits until `runner` holds no execution and no lease. The database shows an execution parked or
+ * ended as soon as the engine worker's statement commits; the runner's main thread learns it one
+ * message later, so its counts are read once they settle (a runner that never lets go fails here).
+ */
+export function runnerIdle(runner: TestRunner): Promise<ReturnType<Runner['stats']>> {
+  return waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0 && stats.leases === 0, 'the runner to let go of its executions');
+}
+
 /** Polls `read` until `done` holds for its value (generous bound: no timing is asserted). */
 export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
   const until = Date.now() + timeoutMs;

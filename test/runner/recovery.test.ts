@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
-import { createWorkflow, define, executionEvents, runGraph, startExecution, runningHeld, startRunner, waitFor, waitForEnd, type Workflow } from '../helpers/runner.ts';
+import { createWorkflow, define, executionEvents, runGraph, runnerIdle, startExecution, runningHeld, startRunner, waitFor, waitForEnd, type Workflow } from '../helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -74,7 +74,7 @@ t.test('a killed runner\'s execution resumes on another runner from the last com
   t.equal(ended.node_runs, 4, 'the re-run counts as a node run');
   t.equal((await holder(created.id)).attempts, 0, 'a completed node run resets the attempts');
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
-  t.equal(rescuer.runner.stats().inFlight, 0);
+  t.equal((await runnerIdle(rescuer)).inFlight, 0);
 });
 
 t.test('a poison execution ends failed after the recovery bound instead of crash-looping its runners', async (t) => {
@@ -158,5 +158,5 @@ t.test('two runners share a queue; each execution runs once to its end', async (
     { kind: 'node.started', n: 60 },
   ], 'each execution started, ran each node and finished exactly once');
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
-  for (const runner of runners) t.equal(runner.runner.stats().inFlight, 0);
+  for (const runner of runners) t.equal((await runnerIdle(runner)).inFlight, 0);
 });

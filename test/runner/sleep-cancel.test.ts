@@ -6,7 +6,7 @@
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
 import { executionJobs } from '../helpers/queue.ts';
-import { command, createWorkflow, executionEvents, runGraph, runningHeld, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+import { command, createWorkflow, executionEvents, runGraph, runnerIdle, runningHeld, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -29,7 +29,7 @@ t.test('logic.sleep parks the execution; a runner started after the first one st
 
   const sleeping = await waitForStatus(app, alice, flow, created.id, 'sleeping');
   t.equal(sleeping.ended_at, null);
-  t.same(first.runner.stats(), { inFlight: 0, leases: 0, degraded: false }, 'no runner is busy with a sleeping execution');
+  t.same(await runnerIdle(first), { inFlight: 0, leases: 0, degraded: false }, 'no runner is busy with a sleeping execution');
   t.equal(await runningHeld(app, alice, flow.orgId), 1, 'a sleeping execution still counts as running');
   const { rows: [row] } = await db.query('SELECT lease_owner, wake_at FROM executions WHERE id = $1', [created.id]);
   t.equal(row.lease_owner, null, 'no lease is held while sleeping');
@@ -79,7 +79,7 @@ t.test('cancel while sleeping: the execution ends cancelled and its wake-up late
   const events = await executionEvents(app, alice, flow, created.id);
   t.same(events.map((event) => event.kind), ['execution.started', 'node.started', 'node.finished', 'execution.sleeping', 'execution.finished']);
   t.same(events.at(-1).attributes.status, 'cancelled');
-  t.equal(runner.runner.stats().inFlight, 0);
+  t.equal((await runnerIdle(runner)).inFlight, 0);
 });
 
 t.test('cancel while running: the runner notices and writes nothing more', async (t) => {

@@ -10,7 +10,7 @@ import type { Processor } from '../../runner/processors/processor.ts';
 import { switchRoute } from '../../shared/workflow/switch.ts';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
 import { executionJobs } from '../helpers/queue.ts';
-import { createWorkflow, define, executionEvents, runGraph, runningHeld, startExecution, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+import { createWorkflow, define, executionEvents, runGraph, runnerIdle, runningHeld, startExecution, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
 
 const testApp = await buildTestApp(t);
 const { app, databaseUrl, db } = testApp;
@@ -48,7 +48,7 @@ t.test('a runner works on at most `concurrency` executions at once and finishes 
   }
   t.ok(most <= 2, `at most 2 at once (saw ${most})`);
   t.ok(most >= 1);
-  t.equal(runner.runner.stats().inFlight, 0);
+  t.equal((await runnerIdle(runner)).inFlight, 0);
 });
 
 t.test('duplicate and early wake-ups claim nothing; the execution wakes once, at its time', async (t) => {
