@@ -3,19 +3,15 @@
  * the control plane, the runners, PostgreSQL and the benchmark's own client. On a machine without
  * /proc every figure reads 0.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import type pg from 'pg';
+import { statFields } from '../shared/proc-stat.ts';
 
 export interface CpuSnapshot {
   /** Seconds of CPU (user + system) per group, summed over its processes. */
   seconds: Record<string, number>;
 }
 
-/** Fields of /proc/<pid>/stat after the parenthesised name (state is index 0), or undefined. */
-async function statFields(pid: number): Promise<string[] | undefined> {
-  const line = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return line?.slice(line.lastIndexOf(')') + 2).split(' ');
-}
 
 // Linux reports /proc times in USER_HZ ticks, 100 per second on every architecture Node runs on.
 const TICKS_PER_SECOND = 100;

@@ -101,7 +101,7 @@ await pool.dispose();
 
 // The same trivial run through the runner's piscina pool: one worker thread, its sandbox as
 // above. No ctx call is made, so the worker never connects to the (absent) database.
-const codePool = new WorkerPool({ databaseUrl: 'postgres://bench@127.0.0.1:1/none', runnerId: '00000000-0000-4000-8000-000000000000', leaseSeconds: 10, maxRecoveries: 3, concurrency: 4, threads: 1, onNotice: () => {} });
+const codePool = new WorkerPool({ databaseUrl: 'postgres://bench@127.0.0.1:1/none', runnerId: '00000000-0000-4000-8000-000000000000', leaseSeconds: 10, maxRecoveries: 3, concurrency: 4, threads: 1, isolatesPerThread: 2, onNotice: () => {} });
 codePool.start();
 const task: CodeTask = { type: 'code', request: trivial, scope: { executionId: 'e', sessionId: 's', blobId: 'b', node: 'n', sessionObjectsQuota: 10 } };
 async function throughPool(inFlight: number): Promise<string> {

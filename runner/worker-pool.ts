@@ -5,7 +5,6 @@
  * what crosses.
  */
 import { randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { ClaimedExecution } from './engine/claim.ts';
@@ -30,10 +29,10 @@ export interface WorkerPoolOptions {
   maxRecoveries: number;
   /** Executions in flight at once (all threads together). */
   concurrency: number;
-  /** Worker threads at most. Default: the CPU count, between 1 and 4. */
-  threads?: number;
-  /** Isolates per thread, i.e. concurrent `logic.code` runs per thread. Default 2. */
-  isolatesPerThread?: number;
+  /** Worker threads at most (the runner's default: RunnerTuning.workerThreads). */
+  threads: number;
+  /** Isolates per thread, i.e. concurrent `logic.code` runs per thread (RunnerTuning.isolatesPerThread). */
+  isolatesPerThread: number;
   /** Heap bound of each isolate in MiB. Default 64. */
   memoryMb?: number;
   /** Connections of each thread's pg pool (step writes, transactions, ctx calls). Default 6. */
@@ -69,8 +68,8 @@ export class WorkerPool implements CodeRunner {
   start(): void {
     if (this.#piscina || this.#closed) return;
     const options = this.#options;
-    const isolates = Math.max(1, options.isolatesPerThread ?? 2);
-    const threads = Math.max(1, options.threads ?? Math.min(4, availableParallelism()));
+    const isolates = Math.max(1, options.isolatesPerThread);
+    const threads = Math.max(1, options.threads);
     const channel = `runner-workers-${randomUUID()}`;
     const workerData: EngineWorkerData = {
       databaseUrl: options.databaseUrl,

@@ -83,6 +83,17 @@ t.test('a freed slot is taken again; the quota refuses exactly at the limit', as
   t.same(await drift(), []);
 });
 
+t.test('an execution whose end is undone counts as running again', async (t) => {
+  const { flow, long } = await flowWith(10);
+  const { id } = await startExecution(app, alice, flow, long);
+  await db.query(`UPDATE executions SET status = 'cancelled', ended_at = now() WHERE id = $1`, [id]);
+  t.equal(await runningHeld(app, alice, flow.orgId), 0);
+  // No path of the service does this; the count must still follow the rows if anything does.
+  await db.query(`UPDATE executions SET status = 'queued', ended_at = NULL WHERE id = $1`, [id]);
+  t.equal(await runningHeld(app, alice, flow.orgId), 1);
+  t.same(await drift(), []);
+});
+
 t.test('compaction folds the ends of closed connections and changes no count', async (t) => {
   const { flow, long } = await flowWith(50);
   const ids = [];

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import t from 'tap';
 import { freePort } from '../shared/db/free-port.ts';
+import { statFields } from '../shared/proc-stat.ts';
 
 // `npm start` on a fresh data folder: embedded PostgreSQL, control plane and runner as processes.
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-start-'));
@@ -87,10 +88,9 @@ async function aliveRunners(): Promise<{ pid: number }[]> {
   return body.data.runners.filter((r) => r.alive);
 }
 
-/** The stat line of `pid` after its parenthesised name: state, ppid, ... ('' once it is gone). */
+/** The stat line of `pid` after its parenthesised name: state, ppid, ... (empty once it is gone). */
 async function stat(pid: number): Promise<string[]> {
-  const line = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return line ? line.slice(line.lastIndexOf(')') + 2).split(' ') : [];
+  return (await statFields(pid)) ?? [];
 }
 
 /** A process counts as gone once it no longer exists or is a zombie awaiting its reaper. */

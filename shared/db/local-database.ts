@@ -5,6 +5,7 @@ import pg from 'pg';
 import { LOCAL_DATABASE, withDatabase } from './database-url.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
 import { migrate } from './migrate.ts';
+import { statFields } from '../proc-stat.ts';
 
 /** Creates `database` on the server behind `adminUrl` unless it exists. Safe to race. */
 export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
@@ -33,10 +34,9 @@ function processAlive(pid: number): boolean {
   }
 }
 
-/** Field `n` (1-based, n >= 3) of /proc/<pid>/stat, counted after the parenthesised name. */
+/** Field `n` (1-based, n >= 3) of /proc/<pid>/stat. */
 async function procStat(pid: number, n: number): Promise<string | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[n - 3];
+  return (await statFields(pid))?.[n - 3];
 }
 
 /**

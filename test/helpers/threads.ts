@@ -1,9 +1,12 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { statFields } from '../../shared/proc-stat.ts';
 
 /** The nice value of every thread of `pid`, from Linux /proc (stat(5) field 19). */
-export function threadNices(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).map((tid) => {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-  });
+export async function threadNices(pid: number): Promise<number[]> {
+  const nices: number[] = [];
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const fields = await statFields(pid, Number(tid));
+    if (fields) nices.push(Number(fields[16]));
+  }
+  return nices;
 }

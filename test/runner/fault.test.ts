@@ -102,7 +102,7 @@ t.test('kill -9 of one of two runners with 50 executions in flight: every execut
   t.ok(survivor.running(), 'the survivor still runs');
   if (process.platform === 'linux') {
     // RUNNER_NICE's default: every thread, the engine workers and isolate threads included.
-    const nices = threadNices(survivor.pid);
+    const nices = await threadNices(survivor.pid);
     t.ok(nices.every((nice) => nice >= 10), `the survivor's threads yield the CPU (nice values ${[...new Set(nices)].join(', ')})`);
   }
 

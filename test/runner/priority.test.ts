@@ -48,7 +48,7 @@ t.test('every thread of the process ends at the nice value: those that existed, 
   t.teardown(proc.stop);
   const printed = proc.printed as { nice: number; raised: number };
   t.equal(printed.nice, 7);
-  const nices = threadNices(proc.pid);
+  const nices = await threadNices(proc.pid);
   // The main thread, V8's platform threads (started before the call) and the worker thread.
   t.ok(printed.raised >= 2, `raised ${printed.raised} threads`);
   t.ok(nices.length > printed.raised, 'the worker thread started after the call is counted too');
@@ -59,5 +59,5 @@ t.test('a thread already at a higher nice value keeps it: yieldCpu never asks fo
   const proc = await child('yieldCpu(12); return yieldCpu(7);');
   t.teardown(proc.stop);
   t.same(proc.printed, { nice: 12, raised: 0 });
-  t.same([...new Set(threadNices(proc.pid))], [12]);
+  t.same([...new Set(await threadNices(proc.pid))], [12]);
 });

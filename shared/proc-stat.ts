@@ -1,0 +1,13 @@
+/**
+ * Linux /proc/<pid>/stat (or a thread's, /proc/<pid>/task/<tid>/stat), split into its fields after
+ * the parenthesised command name, which may itself hold spaces and parentheses: index 0 is the
+ * state, so stat(5) field n is at index n - 3. Undefined where there is no such file (the process
+ * is gone, or the system has no /proc).
+ */
+import { readFile } from 'node:fs/promises';
+
+export async function statFields(pid: number, tid?: number): Promise<string[] | undefined> {
+  const path = tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`;
+  const line = await readFile(path, 'utf8').catch(() => undefined);
+  return line?.slice(line.lastIndexOf(')') + 2).split(' ');
+}
