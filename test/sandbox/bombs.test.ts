@@ -29,6 +29,8 @@ const bombs = [
   'export default () => JSON.stringify(new Array(1e8).fill("xxxxxxxxxxx")).length',
   'export default () => Array.from({ length: 1e9 }).length',
   'export default () => { const m = new Map(); for (let i = 0; ; i++) m.set(i, i) }',
+  // Run synchronously on a worker thread, this one took the process to 2 GB and a crash (docs/sandbox.md).
+  'export default () => { const a = []; while (true) a.push({ x: new Array(1000) }) }',
 ];
 
 for (const code of bombs) {

@@ -158,6 +158,22 @@ t.test('a synchronous endless loop is stopped at workflow.code_run_seconds', asy
   await stillWorks(t, pool);
 });
 
+// The code must never run on the caller's thread (the runner's engine thread): a bomb that
+// outruns the memory bound there takes the runner with it (docs/sandbox.md). A synchronous run
+// would block this event loop for the whole loop, and the interval below could not fire.
+t.test("code runs off the calling thread: the caller's event loop turns while the code loops", async (t) => {
+  let turns = 0;
+  const interval = setInterval(() => turns++, 5);
+  try {
+    const result = await runCode(pool, request('export default () => { while (true) {} }', { timeoutMs: 400 }), fakeHost());
+    t.match(result, { kind: 'error', error: { code: 'code_timeout' } });
+  } finally {
+    clearInterval(interval);
+  }
+  t.ok(turns >= 5, `the caller's timers fired during the run (${turns} times)`);
+  await stillWorks(t, pool);
+});
+
 t.test('an endless loop at module top level is stopped', async (t) => {
   t.match(await runCode(pool, request('for (;;) {} export default () => 1', { timeoutMs: 300 }), fakeHost()), { kind: 'error', error: { code: 'code_timeout' } });
   await stillWorks(t, pool);
