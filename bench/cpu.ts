@@ -3,7 +3,7 @@
  * the control plane, the runners, PostgreSQL and the benchmark's own client. On a machine without
  * /proc every figure reads 0.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
 import { statFields } from '../shared/proc-stat.ts';
 
@@ -66,4 +66,36 @@ export async function cpuSnapshot(groups: Record<string, number[]>, postmaster: 
 /** CPU seconds spent per group between two snapshots. */
 export function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
   return Object.fromEntries(Object.entries(after.seconds).map(([name, s]) => [name, s - (before.seconds[name] ?? 0)]));
+}
+
+/** One thread's totals since it started: CPU seconds and context switches. */
+export interface ThreadTimes {
+  pid: number;
+  tid: number;
+  /** The thread's name (comm): Node's worker threads and isolated-vm's threads both read `WorkerThread`. */
+  name: string;
+  seconds: number;
+  voluntarySwitches: number;
+  involuntarySwitches: number;
+}
+
+/** Every live thread of `pids`, from /proc/<pid>/task; empty without /proc. */
+export async function threadTimes(pids: number[]): Promise<ThreadTimes[]> {
+  const threads: ThreadTimes[] = [];
+  for (const pid of pids) {
+    for (const entry of await readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
+      const tid = Number(entry);
+      const f = await statFields(pid, tid);
+      const status = await readFile(`/proc/${pid}/task/${tid}/status`, 'utf8').catch(() => '');
+      const name = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8').catch(() => '?')).trim();
+      if (!f) continue;
+      threads.push({
+        pid, tid, name,
+        seconds: (Number(f[UTIME]) + Number(f[STIME])) / TICKS_PER_SECOND,
+        voluntarySwitches: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0),
+        involuntarySwitches: Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0),
+      });
+    }
+  }
+  return threads;
 }

@@ -3,15 +3,17 @@
  * PostgreSQL, `--runners` runner processes, `--executions` three-node executions created as fast
  * as the sockets allow, then executions/s and CPU per execution per process group. `--drain`
  * creates the batch with no runner and then starts the runners: the runners' and PostgreSQL's
- * cost of running executions alone, at full batches. The full report with its targets is
+ * cost of running executions alone, at full batches; with `--threads` it also prints the runners'
+ * CPU and context switches per execution by thread (the engine worker thread is the busiest
+ * `WorkerThread`; isolated-vm's threads carry the same name). The full report with its targets is
  * `npm run bench`; this is the inner loop of tuning.
- *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--drain] [--profile DIR]
+ *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--drain [--threads]] [--profile DIR]
  */
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createWorkload, type Workload } from './client.ts';
-import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
+import { cpuSnapshot, cpuSpent, postmasterPid, threadTimes, type ThreadTimes } from './cpu.ts';
 import { batchSpan, createMany, waitForEnd } from './executions.ts';
 import { BENCH_GRAPH } from './workflow.ts';
 import { startSystem, type System } from './system.ts';
@@ -24,6 +26,7 @@ const { values: args } = parseArgs({
     window: { type: 'string', default: '8' },
     profile: { type: 'string' },
     drain: { type: 'boolean', default: false },
+    threads: { type: 'boolean', default: false },
   },
 });
 
@@ -55,7 +58,28 @@ async function drain(system: System, workloads: Workload[], count: number): Prom
   const after = await cpuSnapshot({ runners: runners.map((r) => r.pid) }, postmaster);
   const cpu = cpuSpent({ seconds: { ...before.seconds, runners: 0 } }, after);
   const perExecution = Object.entries(cpu).map(([group, s]) => `${group} ${((s * 1000) / count).toFixed(2)}`);
-  return `drained ${count} in ${seconds.toFixed(2)} s (${(count / seconds).toFixed(0)}/s, runner start included); CPU ms/execution: ${perExecution.join(', ')}`;
+  const summary = `drained ${count} in ${seconds.toFixed(2)} s (${(count / seconds).toFixed(0)}/s, runner start included); CPU ms/execution: ${perExecution.join(', ')}`;
+  if (!args.threads) return summary;
+  // The runners started with the batch, so a thread's totals are what it spent on it.
+  return `${summary}\n${threadTable(await threadTimes(runners.map((r) => r.pid)), count)}`;
+}
+
+/** Threads that took at least 1 % of the runners' CPU, one line each; the rest summed per name. */
+function threadTable(threads: ThreadTimes[], count: number): string {
+  const total = threads.reduce((sum, t) => sum + t.seconds, 0);
+  const rows = new Map<string, { seconds: number; voluntary: number; involuntary: number; n: number }>();
+  for (const t of threads) {
+    const key = t.seconds >= total / 100 ? `${t.name} ${t.pid}/${t.tid}` : `${t.name} (others)`;
+    const row = rows.get(key) ?? { seconds: 0, voluntary: 0, involuntary: 0, n: 0 };
+    row.seconds += t.seconds;
+    row.voluntary += t.voluntarySwitches;
+    row.involuntary += t.involuntarySwitches;
+    row.n += 1;
+    rows.set(key, row);
+  }
+  return [...rows].sort((a, b) => b[1].seconds - a[1].seconds).map(([key, r]) =>
+    `  ${key.padEnd(28)} ${((r.seconds * 1000) / count).toFixed(3)} ms/execution, switches/execution ${(r.voluntary / count).toFixed(2)} voluntary ${(r.involuntary / count).toFixed(2)} involuntary${r.n > 1 ? ` (${r.n} threads)` : ''}`,
+  ).join('\n');
 }
 
 let system: System | undefined;
