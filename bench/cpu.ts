@@ -5,7 +5,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
-import { statFields } from '../shared/proc-stat.ts';
+import { statFields, threadIds } from '../shared/proc-stat.ts';
 
 export interface CpuSnapshot {
   /** Seconds of CPU (user + system) per group, summed over its processes. */
@@ -83,12 +83,11 @@ export interface ThreadTimes {
 export async function threadTimes(pids: number[]): Promise<ThreadTimes[]> {
   const threads: ThreadTimes[] = [];
   for (const pid of pids) {
-    for (const entry of await readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
-      const tid = Number(entry);
+    for (const tid of await threadIds(pid)) {
       const f = await statFields(pid, tid);
+      if (!f) continue;
       const status = await readFile(`/proc/${pid}/task/${tid}/status`, 'utf8').catch(() => '');
       const name = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8').catch(() => '?')).trim();
-      if (!f) continue;
       threads.push({
         pid, tid, name,
         seconds: (Number(f[UTIME]) + Number(f[STIME])) / TICKS_PER_SECOND,

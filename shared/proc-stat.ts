@@ -4,10 +4,16 @@
  * state, so stat(5) field n is at index n - 3. Undefined where there is no such file (the process
  * is gone, or the system has no /proc).
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
 export async function statFields(pid: number, tid?: number): Promise<string[] | undefined> {
   const path = tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`;
   const line = await readFile(path, 'utf8').catch(() => undefined);
   return line?.slice(line.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The thread ids of `pid` (/proc/<pid>/task); empty where there are none to read. */
+export async function threadIds(pid: number): Promise<number[]> {
+  const entries = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  return entries.map(Number).filter((id) => Number.isInteger(id) && id > 0);
 }
