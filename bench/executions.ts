@@ -71,14 +71,17 @@ export async function waitForEnd(sql: pg.Pool, ids: readonly string[], timeoutMs
   }
 }
 
-/** The span of a batch: first `created_at` to last `ended_at`, and how many succeeded in it. */
-export async function batchSpan(sql: pg.Pool, ids: readonly string[]): Promise<{ seconds: number; succeeded: number; ended: number }> {
+/**
+ * The span of a batch: its first `created_at` (or `from`, a database timestamp) to its last
+ * `ended_at`, and how many succeeded in it.
+ */
+export async function batchSpan(sql: pg.Pool, ids: readonly string[], from?: string): Promise<{ seconds: number; succeeded: number; ended: number }> {
   const { rows } = await sql.query<{ seconds: number; succeeded: number; ended: number }>(
-    `SELECT extract(epoch FROM max(ended_at) - min(created_at))::float8 AS seconds,
+    `SELECT extract(epoch FROM max(ended_at) - coalesce($2::timestamptz, min(created_at)))::float8 AS seconds,
             count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
             count(ended_at)::int AS ended
        FROM executions WHERE id = ANY($1::uuid[])`,
-    [ids],
+    [ids, from ?? null],
   );
   return rows[0]!;
 }

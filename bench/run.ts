@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import '../shared/db/embedded.ts';
 import { STOP_SIGNALS } from '../shared/shutdown.ts';
 import { createWorkload, type Workload } from './client.ts';
-import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
+import { cpuSnapshot, cpuSpent, postmasterPid, settledCpuSplit } from './cpu.ts';
 import { batchSpan, createMany, executionLatencies, nodeTimings, statusCounts, waitForEnd } from './executions.ts';
 import { pgbossBaseline, type BaselineResult } from './pgboss-baseline.ts';
 import { fmt, summarize, table, type Summary } from './stats.ts';
@@ -82,12 +82,34 @@ interface Latency {
   statuses: Record<string, number>;
 }
 
+function runningPids(system: System): number[] {
+  return system.runners.filter((r) => r.running()).map((r) => r.pid);
+}
+
+/** What a batch of `count` executions measured, from its span and the CPU spent on it. */
+async function measured(system: System, batch: { label: string; runners: number; ids: string[]; createSeconds: number; open: number; cpu: Record<string, number>; from?: string }): Promise<Throughput> {
+  const count = batch.ids.length;
+  const span = await batchSpan(system.sql, batch.ids, batch.from);
+  return {
+    runners: batch.runners,
+    label: batch.label,
+    perSecond: span.succeeded / span.seconds,
+    createsPerSecond: count / batch.createSeconds,
+    seconds: span.seconds,
+    succeeded: span.succeeded,
+    statuses: await statusCounts(system.sql, batch.ids),
+    complete: batch.open === 0,
+    cpuMs: Object.fromEntries(Object.entries(batch.cpu).map(([group, seconds]) => [group, (seconds * 1000) / count])),
+  };
+}
+
 /** Creates `count` executions as fast as the sockets allow and measures first create → last end. */
 async function throughput(system: System, workloads: Workload[], count: number, label = ''): Promise<Throughput> {
   // Each batch starts on a vacuumed, analyzed database: the dead rows and statistics the previous
   // batch left are not cleaned up by an autovacuum that happens to start during this one.
   await system.sql.query('VACUUM (ANALYZE)');
-  const groups = { 'control plane': [system.controlPlane.pid], runners: system.runners.filter((r) => r.running()).map((r) => r.pid) };
+  const runners = system.runners.filter((r) => r.running()).map((r) => r.pid);
+  const groups = { 'control plane': [system.controlPlane.pid], runners };
   const postmaster = await postmasterPid(system.sql);
   const before = await cpuSnapshot(groups, postmaster);
   const createStart = performance.now();
@@ -95,18 +117,37 @@ async function throughput(system: System, workloads: Workload[], count: number, 
   const createSeconds = (performance.now() - createStart) / 1000;
   const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
   const cpu = cpuSpent(before, await cpuSnapshot(groups, postmaster));
-  const span = await batchSpan(system.sql, ids);
-  return {
-    runners: system.runners.filter((r) => r.running()).length,
-    label,
-    perSecond: span.succeeded / span.seconds,
-    createsPerSecond: count / createSeconds,
-    seconds: span.seconds,
-    succeeded: span.succeeded,
-    statuses: await statusCounts(system.sql, ids),
-    complete: open === 0,
-    cpuMs: Object.fromEntries(Object.entries(cpu).map(([group, seconds]) => [group, (seconds * 1000) / count])),
+  return measured(system, { label, runners: runners.length, ids, createSeconds, open, cpu });
+}
+
+/**
+ * The runners' own pace: `count` executions are created with every runner stopped (SIGSTOP), and
+ * timed from the moment the runners continue to the last `ended_at`. Nothing else competes for
+ * the cores, so this is what the runners (and PostgreSQL under them) can do, where `throughput`
+ * also pays for creation on the same cores.
+ */
+async function drain(system: System, workloads: Workload[], count: number, label: string): Promise<Throughput> {
+  const live = system.runners.filter((r) => r.running());
+  const signal = (name: NodeJS.Signals) => {
+    for (const runner of live) if (runner.running()) runner.proc.kill(name);
   };
+  const groups = { runners: live.map((r) => r.pid) };
+  const postmaster = await postmasterPid(system.sql);
+  signal('SIGSTOP');
+  try {
+    const createStart = performance.now();
+    const ids = await createMany(system, workloads, { count, window: WINDOW });
+    const createSeconds = (performance.now() - createStart) / 1000;
+    await system.sql.query('VACUUM (ANALYZE)');
+    const before = await cpuSnapshot(groups, postmaster);
+    const from = (await system.sql.query<{ at: string }>('SELECT clock_timestamp()::text AS at')).rows[0]!.at;
+    signal('SIGCONT');
+    const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
+    const { 'bench client': _waiting, ...cpu } = cpuSpent(before, await cpuSnapshot(groups, postmaster));
+    return measured(system, { label, runners: live.length, ids, createSeconds, open, cpu, from });
+  } finally {
+    signal('SIGCONT');
+  }
 }
 
 /** Creates executions at a moderate, paced rate and reads their latencies from SQL. */
@@ -142,27 +183,43 @@ function statusText(statuses: Record<string, number>): string {
   return Object.entries(statuses).map(([status, n]) => `${status} ${n}`).join(', ');
 }
 
-function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>; lat: Latency[]; thr: Throughput[]; baseline: BaselineResult | undefined }): string {
-  const { sandbox, lat, thr, baseline } = results;
-  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+
+/**
+ * Each two-runner batch (odd positions of `batches`) against the mean of the one-runner batches on
+ * either side of it; the target is read on the mean of the rounds' ratios.
+ */
+function ratioRows(rows: string[][], batches: Throughput[], what: string): void {
+  const ratios: number[] = [];
+  for (let i = 1; i + 1 < batches.length; i += 2) {
+    const one = (batches[i - 1]!.perSecond + batches[i + 1]!.perSecond) / 2;
+    const ratio = batches[i]!.perSecond / one;
+    ratios.push(ratio);
+    rows.push([`    2 runners vs 1, ${what}, round ${ratios.length}`, `x${fmt(ratio, 3)} (${fmt(batches[i]!.perSecond, 0)} vs ${fmt(one, 0)}/s, mean of before and after)`, '-', '']);
+  }
+  if (ratios.length === 0) return;
+  const mean = ratios.reduce((a, b) => a + b, 0) / ratios.length;
+  rows.push([`(a) 2 runners vs 1, ${what} (mean of ${ratios.length} round${ratios.length > 1 ? 's' : ''})`, `x${fmt(mean, 3)}`, '>= x1.000', yes(mean >= 1)]);
+}
+
+function cpuTable(title: string, batches: Throughput[]): string[] {
+  const groups = Object.keys(batches[0]?.cpuMs ?? {});
+  if (groups.length === 0) return [];
+  return [title, table([['batch', ...groups, 'total'], ...batches.map((t) => [t.label, ...groups.map((g) => fmt(t.cpuMs[g]!, 2)), fmt(Object.values(t.cpuMs).reduce((a, b) => a + b, 0), 2)])]), ''];
+}
+
+function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>; lat: Latency[]; thr: Throughput[]; drn: Throughput[]; baseline: BaselineResult | undefined }): string {
+  const { sandbox, lat, thr, drn, baseline } = results;
   const rows: string[][] = [['figure', 'measured', 'target', 'met']];
   for (const t of thr) {
     rows.push([`(a) 3-node executions/s, ${t.label}`, `${fmt(t.perSecond, 0)}/s (${t.succeeded} in ${fmt(t.seconds, 2)} s${t.complete ? '' : ', INCOMPLETE'})`, '>= 500/s', yes(t.perSecond >= 500)]);
     rows.push(['    create_execution answered/s meanwhile', `${fmt(t.createsPerSecond, 0)}/s`, '-', '']);
   }
-  // Each two-runner batch (odd positions) against the mean of the one-runner batches on either
-  // side of it; the target is read on the mean of the rounds' ratios.
-  const ratios: number[] = [];
-  for (let i = 1; i + 1 < thr.length; i += 2) {
-    const one = (thr[i - 1]!.perSecond + thr[i + 1]!.perSecond) / 2;
-    const ratio = thr[i]!.perSecond / one;
-    ratios.push(ratio);
-    rows.push([`    2 runners vs 1, round ${ratios.length} (mean of before and after)`, `x${fmt(ratio, 3)} (${fmt(thr[i]!.perSecond, 0)} vs ${fmt(one, 0)}/s)`, '-', '']);
+  ratioRows(rows, thr, 'created concurrently');
+  for (const d of drn) {
+    rows.push([`(a) queue drained, executions/s, ${d.label}`, `${fmt(d.perSecond, 0)}/s (${d.succeeded} in ${fmt(d.seconds, 2)} s${d.complete ? '' : ', INCOMPLETE'})`, '>= 500/s', yes(d.perSecond >= 500)]);
   }
-  if (ratios.length > 0) {
-    const mean = ratios.reduce((a, b) => a + b, 0) / ratios.length;
-    rows.push([`(a) 2 runners vs 1 (mean of ${ratios.length} round${ratios.length > 1 ? 's' : ''})`, `x${fmt(mean, 3)}`, '>= x1.000', yes(mean >= 1)]);
-  }
+  ratioRows(rows, drn, 'queue drained');
   for (const l of lat) {
     const r = `${l.runners} runner${l.runners > 1 ? 's' : ''}`;
     rows.push([`(b) create -> first node.started, ${r}`, `p50 ${fmt(l.toStart.p50)} ms, p99 ${fmt(l.toStart.p99)} ms`, 'p50 <= 10, p99 <= 50', yes(l.toStart.p50 <= 10 && l.toStart.p99 <= 50)]);
@@ -183,13 +240,11 @@ function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
     rows.push([`(d) runner CPU per node run (all work), ${t.label}`, `${fmt(perNode, 2)} ms`, '<= 0.5 ms', yes(perNode <= 0.5)]);
   }
   const lines = [table(rows), ''];
-  const groups = Object.keys(thr[0]?.cpuMs ?? {});
-  if (groups.length) {
-    lines.push('CPU per execution during the throughput batches (ms; the machine has ' + availableParallelism() + ' cores):');
-    lines.push(table([['batch', ...groups, 'total'], ...thr.map((t) => [t.label, ...groups.map((g) => fmt(t.cpuMs[g]!, 2)), fmt(Object.values(t.cpuMs).reduce((a, b) => a + b, 0), 2)])]), '');
-  }
+  lines.push(...cpuTable(`CPU per execution during the throughput batches, created concurrently (ms; the machine has ${availableParallelism()} cores):`, thr));
+  lines.push(...cpuTable('CPU per execution while draining the queue (ms):', drn));
   for (const l of lat) lines.push(`latency batch, ${l.runners} runner(s): ${statusText(l.statuses)}`);
   for (const t of thr) lines.push(`throughput batch, ${t.runners} runner(s): ${statusText(t.statuses)}`);
+  for (const d of drn) lines.push(`drain batch, ${d.runners} runner(s): ${statusText(d.statuses)}`);
   return lines.join('\n');
 }
 
@@ -229,10 +284,13 @@ async function main(): Promise<void> {
 
   const lat: Latency[] = [];
   const thr: Throughput[] = [];
+  const drn: Throughput[] = [];
   log(`latency, 1 runner: ${LATENCY_EXECUTIONS} executions at ${LATENCY_RATE}/s`);
   lat.push(await latency(system, workloads));
   log(`throughput, 1 runner: ${EXECUTIONS} executions`);
   thr.push(await throughput(system, workloads, EXECUTIONS, '1 runner'));
+  log(`queue drained, 1 runner: ${EXECUTIONS} executions`);
+  drn.push(await drain(system, workloads, EXECUTIONS, '1 runner'));
 
   // Rounds of: a second runner, its batch, one runner again. Each two-runner batch is compared
   // with the mean of the one-runner batches before and after it, on the database as it then is,
@@ -243,6 +301,7 @@ async function main(): Promise<void> {
     // is as warm (JIT, isolates, contexts) as the first one's was when its throughput was measured.
     log(`round ${round}: starting a second runner`);
     const second = await system.startRunner();
+    log(`round ${round}: runner CPUs ${(await settledCpuSplit(runningPids(system))).join(' | ')}`);
     await throughput(system, workloads, 200);
     if (round === 1) {
       log(`latency, 2 runners: ${LATENCY_EXECUTIONS} executions at ${LATENCY_RATE}/s`);
@@ -250,16 +309,21 @@ async function main(): Promise<void> {
     }
     log(`round ${round}: throughput, 2 runners: ${EXECUTIONS} executions`);
     thr.push(await throughput(system, workloads, EXECUTIONS, `2 runners, round ${round}`));
+    log(`round ${round}: queue drained, 2 runners: ${EXECUTIONS} executions`);
+    drn.push(await drain(system, workloads, EXECUTIONS, `2 runners, round ${round}`));
     log(`round ${round}: stopping the second runner`);
     await system.stopProcess(second);
+    log(`round ${round}: runner CPUs ${(await settledCpuSplit(runningPids(system))).join(' | ')}`);
     log(`round ${round}: throughput, 1 runner again: ${EXECUTIONS} executions`);
     thr.push(await throughput(system, workloads, EXECUTIONS, `1 runner, after round ${round}`));
+    log(`round ${round}: queue drained, 1 runner again: ${EXECUTIONS} executions`);
+    drn.push(await drain(system, workloads, EXECUTIONS, `1 runner, after round ${round}`));
   }
 
   log('pg-boss baseline');
   const baseline = await pgbossBaseline(system.databaseUrl, system.sql, { latencySamples: 300, gapMs: 10, backlog: 20_000, batchSize: 100 });
 
-  process.stdout.write(`\n${report({ sandbox, lat, thr, baseline })}\n`);
+  process.stdout.write(`\n${report({ sandbox, lat, thr, drn, baseline })}\n`);
 }
 
 // A stop signal (Ctrl-C) takes everything down like a failure does, and exits non-zero.

@@ -18,8 +18,10 @@ import { migrate } from '../shared/db/migrate.ts';
 import { runEntry } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { createRunner, type Runner } from './engine/runner.ts';
+import { startCpuSplit } from './cpu-split.ts';
 import { yieldCpu } from './priority.ts';
 import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
+import type { Periodic } from '../shared/periodic.ts';
 import { createBoss, createQueues } from '../shared/queue/queues.ts';
 import { registerRunner, type Registration } from '../shared/runner-registry.ts';
 
@@ -30,6 +32,8 @@ const GRACE_MS = 7_000;
  * takes up to 1.5 s more to unwind them, the rest is for deregistering and closing.
  */
 const JOBS_GRACE_MS = 3_500;
+/** How often a runner looks for runners joining or leaving its host (runner/cpu-split.ts). */
+const CPU_SPLIT_EVERY_MS = 2_000;
 
 const config = loadConfig();
 const log = pino({ level: config.logLevel, base: { process: 'runner', pid: process.pid } });
@@ -42,6 +46,7 @@ let boss: PgBoss | undefined;
 let registration: Registration | undefined;
 let runner: Runner | undefined;
 let retention: RetentionTimer | undefined;
+let cpuSplit: Periodic | null = null;
 let stopping: Promise<void> | undefined;
 
 /** Undoes whatever has started, in the order that keeps `stopped_at` honest. Runs once. */
@@ -51,6 +56,7 @@ function stop(): Promise<void> {
     // The engine first: every execution it holds is finished or handed back before the queue goes.
     await runner?.stop(JOBS_GRACE_MS);
     await boss?.stop({ graceful: true, timeout: 1_000 });
+    await cpuSplit?.stop();
     // Only after the queue stopped: `stopped_at` then means no job runs here any more.
     await registration?.stop();
     await db?.close();
@@ -71,6 +77,16 @@ async function start(): Promise<void> {
   await createQueues(boss);
   registration = await registerRunner(db, { host: hostname(), pid: process.pid, version: VERSION },
     (err) => log.warn({ err }, 'heartbeat failed'));
+  if (config.runner.cpuSplit) {
+    cpuSplit = startCpuSplit({
+      db,
+      host: hostname(),
+      runnerId: registration.id,
+      everyMs: CPU_SPLIT_EVERY_MS,
+      onChange: ({ cpus, runnersOnHost }) => log.info({ cpus, runners_on_host: runnersOnHost }, 'runner CPUs set'),
+      onError: (err) => log.warn({ err }, 'CPU split failed'),
+    });
+  }
   runner = createRunner({
     db,
     boss,

@@ -27,6 +27,8 @@ export interface Config {
     orphanSeconds: number;
     /** The nice value the runner raises its threads to (runner/priority.ts); 0 keeps the priority it started with. */
     nice: number;
+    /** Whether runners on one host split its CPUs between them (runner/cpu-split.ts). */
+    cpuSplit: boolean;
   };
 }
 
@@ -38,6 +40,13 @@ function int(env: Record<string, string | undefined>, name: string, fallback: nu
   return value;
 }
 
+function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, values: readonly [T, ...T[]]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return values[0];
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got ${raw}`);
+  return raw as T;
+}
+
 /** The engine's timings and CPU priority (docs/architecture.md), checked so that a lease is always renewed before it runs out. */
 function runnerConfig(env: Record<string, string | undefined>): Config['runner'] {
   const runner = {
@@ -47,6 +56,7 @@ function runnerConfig(env: Record<string, string | undefined>): Config['runner']
     sweepSeconds: int(env, 'RUNNER_SWEEP_SECONDS', 5),
     orphanSeconds: int(env, 'RUNNER_ORPHAN_SECONDS', 30),
     nice: int(env, 'RUNNER_NICE', 10),
+    cpuSplit: oneOf(env, 'RUNNER_CPU_SPLIT', ['auto', 'off']) === 'auto',
   };
   if (runner.renewSeconds < 1 || runner.renewSeconds >= runner.leaseSeconds) {
     throw new Error(`RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${runner.leaseSeconds}), got ${runner.renewSeconds}`);
