@@ -2,7 +2,7 @@
  * `npm run bench`: the execution engine's figures in one run, printed as a table beside their
  * targets (printed, never asserted). docs/benchmarks.md explains each figure.
  *
- *   npm run bench [-- --executions 8000 --rounds 2 --latency 400 --rate 40 --durable --profile DIR
+ *   npm run bench [-- --executions 8000 --rounds 3 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR]
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
@@ -30,7 +30,7 @@ import { startSystem, type System } from './system.ts';
 const { values: args } = parseArgs({
   options: {
     executions: { type: 'string', default: '8000' },
-    rounds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
     latency: { type: 'string', default: '400' },
     rate: { type: 'string', default: '20' },
     orgs: { type: 'string', default: '8' },
@@ -50,6 +50,13 @@ const ORGS = Number(args.orgs);
 const WINDOW = Number(args.window);
 /** Sessions per organization: executions spread over many sessions, as real traffic does. */
 const SESSIONS = 8;
+/**
+ * Executions that warm up a runner before it is measured. A fresh runner spends more CPU per
+ * execution over its first thousands (V8 optimises the engine's code, each isolate its contexts'),
+ * while the runner it is compared with has run tens of thousands: both halves of a bracket must
+ * be about as warm.
+ */
+const WARM_UP = 2000;
 /** A batch that has not ended within this is reported as incomplete (the bench must stay short). */
 const BATCH_TIMEOUT_MS = 120_000;
 
@@ -276,11 +283,16 @@ async function main(): Promise<void> {
     controlPlaneNodeArgs,
     ...(args.verbose ? { onOutput: (name: string, line: string) => log(`${name}: ${line}`) } : {}),
   });
+  // The bench vacuums before every batch itself. Autovacuum wakes once a minute and would land in
+  // whichever batch runs at that moment, the same one in every run (round 2's two-runner batch:
+  // PostgreSQL then spent 1.42–1.44 ms per execution against 1.1–1.2 in the others).
+  await system.sql.query('ALTER SYSTEM SET autovacuum = off');
+  await system.sql.query('SELECT pg_reload_conf()');
   const workloads: Workload[] = [];
   for (let i = 0; i < ORGS; i++) workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: SESSIONS, quota: 1_000_000 }));
 
   log('warm-up');
-  await throughput(system, workloads, 200);
+  await throughput(system, workloads, WARM_UP);
 
   const lat: Latency[] = [];
   const thr: Throughput[] = [];
@@ -302,7 +314,7 @@ async function main(): Promise<void> {
     log(`round ${round}: starting a second runner`);
     const second = await system.startRunner();
     log(`round ${round}: runner CPUs ${(await settledCpuSplit(runningPids(system))).join(' | ')}`);
-    await throughput(system, workloads, 200);
+    await throughput(system, workloads, WARM_UP);
     if (round === 1) {
       log(`latency, 2 runners: ${LATENCY_EXECUTIONS} executions at ${LATENCY_RATE}/s`);
       lat.push(await latency(system, workloads));

@@ -11,12 +11,14 @@
  * scheduler balances those better than any fixed share. Runners on one host are those registered
  * with the same host name (shared/runner-registry.ts), ordered by start; each looks again every
  * `everyMs`, so shares follow runners joining and leaving. Linux only; elsewhere nothing happens.
+ * A failed `taskset` (none installed) is reported once and ends the splitting.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Queryable } from '../shared/db/db.ts';
-import { formatCpuList, ownAllowedCpus } from '../shared/cpu-list.ts';
+import { allowedCpus, formatCpuList, ownAllowedCpus } from '../shared/cpu-list.ts';
 import { startPeriodic, type Periodic } from '../shared/periodic.ts';
+import { threadIds } from '../shared/proc-stat.ts';
 import { ALIVE_WITHIN_SECONDS } from '../shared/runner-registry.ts';
 
 const run = promisify(execFile);
@@ -30,6 +32,15 @@ export function cpuShare(cpus: readonly number[], index: number, count: number):
   const from = Math.floor((index * cpus.length) / count);
   const to = Math.floor(((index + 1) * cpus.length) / count);
   return cpus.slice(from, to);
+}
+
+async function allThreadsOn(cpus: string): Promise<boolean> {
+  for (const tid of await threadIds(process.pid)) {
+    const allowed = await allowedCpus(process.pid, tid);
+    // A thread that ended meanwhile has nothing to read.
+    if (allowed !== undefined && formatCpuList(allowed) !== cpus) return false;
+  }
+  return true;
 }
 
 export interface CpuSplitOptions {
@@ -59,16 +70,20 @@ export function startCpuSplit(options: CpuSplitOptions): Periodic | null {
     const index = rows.findIndex((row) => row.id === options.runnerId);
     if (index < 0) return;
     const wanted = formatCpuList(cpuShare(hostCpus, index, rows.length));
-    if (wanted === current) return;
+    // Every thread is read, not only the last list set: a thread started while taskset went
+    // through the others keeps the list of the thread that started it.
+    if (wanted === current && await allThreadsOn(wanted)) return;
     try {
       await run('taskset', ['--all-tasks', '--pid', '--cpu-list', wanted, String(process.pid)]);
     } catch (error) {
-      // No taskset (util-linux) on this host: say so once and leave the CPUs to the scheduler.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') unavailable = true;
+      // No taskset (util-linux) on this host, or CPUs taken away from under the process: say so
+      // once and leave the CPUs to the scheduler from then on.
+      unavailable = true;
       throw error;
     }
+    const changed = wanted !== current;
     current = wanted;
-    options.onChange({ cpus: wanted, runnersOnHost: rows.length });
+    if (changed) options.onChange({ cpus: wanted, runnersOnHost: rows.length });
   };
   return startPeriodic(check, { everyMs: options.everyMs, firstMs: 0, onError: options.onError });
 }

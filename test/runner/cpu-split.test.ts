@@ -81,3 +81,17 @@ t.test('RUNNER_CPU_SPLIT=off leaves the CPUs to the scheduler', { skip: !linuxWi
   const all = formatCpuList(host as number[]);
   for (const runner of system.runners) t.same(await processCpus(runner.pid), [all], `runner ${runner.pid} runs on every CPU`);
 });
+
+t.test('without taskset the runners keep every CPU, say why once each, and go on working', { skip: !linuxWithCpus && 'needs Linux and at least two CPUs' }, async (t) => {
+  // The runners are started by absolute path, so an empty PATH only hides taskset from them.
+  const system = await startSystem({ runners: 2, databaseUrl: await createTestDatabase(t), env: { PATH: '/nonexistent' } });
+  t.teardown(() => system.stop());
+  // Three looks at the registry by each runner: a failure must not be retried and reported again.
+  await sleep(6_500);
+  const all = formatCpuList(host as number[]);
+  for (const runner of system.runners) {
+    t.ok(runner.running(), `runner ${runner.pid} runs`);
+    t.same(await processCpus(runner.pid), [all], `runner ${runner.pid} runs on every CPU`);
+    t.equal(runner.output.filter((line) => line.includes('CPU split failed')).length, 1, `runner ${runner.pid} said why once`);
+  }
+});
