@@ -2,7 +2,7 @@
  * `npm run bench`: the execution engine's figures in one run, printed as a table beside their
  * targets (printed, never asserted). docs/benchmarks.md explains each figure.
  *
- *   npm run bench [-- --executions 8000 --rounds 3 --latency 400 --rate 40 --durable --profile DIR
+ *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR]
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
@@ -30,7 +30,7 @@ import { startSystem, type System } from './system.ts';
 const { values: args } = parseArgs({
   options: {
     executions: { type: 'string', default: '8000' },
-    rounds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '6' },
     latency: { type: 'string', default: '400' },
     rate: { type: 'string', default: '20' },
     orgs: { type: 'string', default: '8' },
