@@ -70,7 +70,10 @@ export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { 
 
   const batcher = new Batcher<NewExecution, Settled>({
     maxBatch: options.maxBatch ?? 64,
-    maxInFlight: options.maxInFlight ?? 2,
+    // One batch at a time: a batch locks every organization it covers, so a second one in flight
+    // mostly waited on the first's row locks until its commit, and the waiting cost PostgreSQL
+    // CPU (0.98–1.17 ms per execution in the bench with one, 1.09–1.29 with two in flight).
+    maxInFlight: options.maxInFlight ?? 1,
     flush: together,
   });
 
