@@ -6,7 +6,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
 import { cpuShare } from '../runner/cpu-split.ts';
-import { allowedCpus, formatCpuList, ownAllowedCpus } from '../shared/cpu-list.ts';
+import { formatCpuList, ownAllowedCpus, threadCpuLists } from '../shared/cpu-list.ts';
 import { statFields, threadIds } from '../shared/proc-stat.ts';
 
 export interface CpuSnapshot {
@@ -102,9 +102,9 @@ export async function threadTimes(pids: number[]): Promise<ThreadTimes[]> {
 }
 
 /**
- * Waits until runners `pids` (in start order) run on the CPUs runner/cpu-split.ts gives them, at
- * most `timeoutMs` (a runner looks every 2 s), and returns each one's CPU list as it then is. With
- * `RUNNER_CPU_SPLIT=off` every runner keeps the host's CPUs.
+ * Waits until every thread of runners `pids` (in start order) runs on the CPUs runner/cpu-split.ts
+ * gives its runner, at most `timeoutMs` (a runner looks every 2 s), and returns each runner's CPU
+ * lists as they then are. With `RUNNER_CPU_SPLIT=off` every runner keeps the host's CPUs.
  */
 export async function settledCpuSplit(pids: number[], timeoutMs = 10_000): Promise<string[]> {
   const host = ownAllowedCpus();
@@ -113,11 +113,10 @@ export async function settledCpuSplit(pids: number[], timeoutMs = 10_000): Promi
   const wanted = pids.map((_, i) => formatCpuList(split ? cpuShare(host, i, pids.length) : host));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const actual = await Promise.all(pids.map(async (pid) => {
-      const cpus = await allowedCpus(pid);
-      return cpus === undefined ? '?' : formatCpuList(cpus);
-    }));
-    if (actual.every((cpus, i) => cpus === wanted[i]) || Date.now() > deadline) return actual;
+    const actual = await Promise.all(pids.map((pid) => threadCpuLists(pid)));
+    if (actual.every((lists, i) => lists.length === 1 && lists[0] === wanted[i]) || Date.now() > deadline) {
+      return actual.map((lists) => lists.join(' + ') || '?');
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -16,9 +16,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Queryable } from '../shared/db/db.ts';
-import { allowedCpus, formatCpuList, ownAllowedCpus } from '../shared/cpu-list.ts';
+import { formatCpuList, ownAllowedCpus, threadCpuLists } from '../shared/cpu-list.ts';
 import { startPeriodic, type Periodic } from '../shared/periodic.ts';
-import { threadIds } from '../shared/proc-stat.ts';
 import { ALIVE_WITHIN_SECONDS } from '../shared/runner-registry.ts';
 
 const run = promisify(execFile);
@@ -34,21 +33,12 @@ export function cpuShare(cpus: readonly number[], index: number, count: number):
   return cpus.slice(from, to);
 }
 
-async function allThreadsOn(cpus: string): Promise<boolean> {
-  for (const tid of await threadIds(process.pid)) {
-    const allowed = await allowedCpus(process.pid, tid);
-    // A thread that ended meanwhile has nothing to read.
-    if (allowed !== undefined && formatCpuList(allowed) !== cpus) return false;
-  }
-  return true;
-}
-
 export interface CpuSplitOptions {
   db: Queryable;
   host: string;
   runnerId: string;
   everyMs: number;
-  /** Told each time this runner's CPUs change. */
+  /** Told each time this runner sets its CPUs. */
   onChange: (change: { cpus: string; runnersOnHost: number }) => void;
   onError: (error: unknown) => void;
 }
@@ -56,8 +46,7 @@ export interface CpuSplitOptions {
 /** Starts splitting; null where the process's CPUs cannot be read (not Linux). */
 export function startCpuSplit(options: CpuSplitOptions): Periodic | null {
   const hostCpus = ownAllowedCpus();
-  if (hostCpus === undefined || process.platform !== 'linux') return null;
-  let current = formatCpuList(hostCpus);
+  if (hostCpus === undefined) return null;
   let unavailable = false;
   const check = async () => {
     if (unavailable) return;
@@ -70,9 +59,10 @@ export function startCpuSplit(options: CpuSplitOptions): Periodic | null {
     const index = rows.findIndex((row) => row.id === options.runnerId);
     if (index < 0) return;
     const wanted = formatCpuList(cpuShare(hostCpus, index, rows.length));
-    // Every thread is read, not only the last list set: a thread started while taskset went
-    // through the others keeps the list of the thread that started it.
-    if (wanted === current && await allThreadsOn(wanted)) return;
+    // Every thread is read, not a list remembered from the last change: a thread started while
+    // taskset went through the others keeps the list of the thread that started it.
+    const lists = await threadCpuLists(process.pid);
+    if (lists.every((list) => list === wanted)) return;
     try {
       await run('taskset', ['--all-tasks', '--pid', '--cpu-list', wanted, String(process.pid)]);
     } catch (error) {
@@ -81,9 +71,7 @@ export function startCpuSplit(options: CpuSplitOptions): Periodic | null {
       unavailable = true;
       throw error;
     }
-    const changed = wanted !== current;
-    current = wanted;
-    if (changed) options.onChange({ cpus: wanted, runnersOnHost: rows.length });
+    options.onChange({ cpus: wanted, runnersOnHost: rows.length });
   };
   return startPeriodic(check, { everyMs: options.everyMs, firstMs: 0, onError: options.onError });
 }

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { threadIds } from './proc-stat.ts';
 
 /** Parses `0-3,6` into `[0, 1, 2, 3, 6]` (sorted, no duplicates); throws on anything else. */
 export function parseCpuList(text: string): number[] {
@@ -50,4 +51,17 @@ export function ownAllowedCpus(): number[] | undefined {
 export async function allowedCpus(pid: number, tid: number = pid): Promise<number[] | undefined> {
   const status = await readFile(`/proc/${pid}/task/${tid}/status`, 'utf8').catch(() => undefined);
   return status === undefined ? undefined : allowedOf(status);
+}
+
+/**
+ * The distinct CPU lists the threads of `pid` may run on, formatted: one entry when the whole
+ * process agrees. Threads that end meanwhile are skipped; empty where nothing could be read.
+ */
+export async function threadCpuLists(pid: number): Promise<string[]> {
+  const lists = new Set<string>();
+  for (const tid of await threadIds(pid)) {
+    const cpus = await allowedCpus(pid, tid);
+    if (cpus !== undefined) lists.add(formatCpuList(cpus));
+  }
+  return [...lists];
 }

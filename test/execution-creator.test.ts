@@ -61,3 +61,32 @@ t.test('a batch that fails for another reason is retried item by item', async (t
   const stored = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE session_id = $1::uuid', [flow.sessionId]);
   t.equal(stored.rows[0]!.n, 3);
 });
+
+t.test('two control planes batching on the same organizations at once: the quota holds exactly, no deadlock, one job each', async (t) => {
+  const a = await createWorkflow(app, alice);
+  const b = await createWorkflow(app, alice);
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', a.orgId, 5);
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', b.orgId, 5);
+  const aDef = await define(app, alice, a, graph);
+  const bDef = await define(app, alice, b, graph);
+  // One creator each, as two control plane processes have: one batch in flight per creator, so
+  // the two batches race on both organizations' rows (submitted in opposite orders).
+  const one = createExecutionCreator(db, boss);
+  const two = createExecutionCreator(db, boss);
+  const items = [];
+  for (let n = 0; n < 8; n++) items.push(await fields(a, aDef, n), await fields(b, bDef, n));
+  const results = await Promise.all([
+    ...items.map((item) => one.create(item)),
+    ...[...items].reverse().map((item) => two.create(item)),
+  ]);
+
+  const created = results.filter((r): r is Exclude<typeof r, { refusal: string }> => !('refusal' in r));
+  t.equal(created.length, 10, 'five per organization of the 32 asked for');
+  t.equal(results.filter((r) => 'refusal' in r && r.refusal === 'limit').length, 22, 'every other one refused on the quota');
+  const stored = await db.query<{ org: string; n: number }>(
+    'SELECT org_id::text AS org, count(*)::int AS n FROM executions WHERE session_id = ANY($1::uuid[]) GROUP BY org_id ORDER BY org_id',
+    [[a.sessionId, b.sessionId]],
+  );
+  t.same(stored.rows.map((row) => row.n), [5, 5]);
+  for (const execution of created) t.equal((await executionJobs(db, execution.id)).length, 1, 'its job committed with it');
+});

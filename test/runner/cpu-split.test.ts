@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { startSystem } from '../../bench/system.ts';
 import { cpuShare } from '../../runner/cpu-split.ts';
-import { allowedCpus, formatCpuList, ownAllowedCpus, parseCpuList } from '../../shared/cpu-list.ts';
+import { formatCpuList, ownAllowedCpus, parseCpuList, threadCpuLists } from '../../shared/cpu-list.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 
 t.setTimeout(120_000);
@@ -37,16 +37,11 @@ t.test('a runner alone keeps every CPU; runners that fit split them in contiguou
 const host = ownAllowedCpus();
 const linuxWithCpus = process.platform === 'linux' && host !== undefined && host.length >= 2;
 
-/** The CPU list of every thread of `pid`, deduplicated: one entry when the whole process agrees. */
+/** The CPU lists of the threads of `pid`: one entry when the whole process agrees; never empty. */
 async function processCpus(pid: number): Promise<string[]> {
-  const { threadIds } = await import('../../shared/proc-stat.ts');
-  const lists = new Set<string>();
-  for (const tid of await threadIds(pid)) {
-    const cpus = await allowedCpus(pid, tid);
-    if (cpus) lists.add(formatCpuList(cpus));
-  }
-  if (lists.size === 0) throw new Error(`No thread of ${pid} could be read.`);
-  return [...lists];
+  const lists = await threadCpuLists(pid);
+  if (lists.length === 0) throw new Error(`No thread of ${pid} could be read.`);
+  return lists;
 }
 
 async function waitForCpus(pid: number, wanted: string): Promise<string[]> {
