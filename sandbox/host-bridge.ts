@@ -237,6 +237,8 @@ export interface HostBridgeOptions {
   deadline: number;
   /** Called when answering the isolate failed (it timed out or was disposed meanwhile). */
   onFault(error: unknown): void;
+  /** Called when the last host call in flight has been answered and the answer delivered. */
+  onQuiet?(): void;
 }
 
 /** Serves the ctx calls, logs and random draws of one run. */
@@ -268,6 +270,11 @@ export class HostBridge {
 
   get logsDropped(): number {
     return this.#logsDropped;
+  }
+
+  /** True when no host call is in progress and no answer is on its way into the isolate. */
+  get quiet(): boolean {
+    return this.#inFlight === 0 && this.#deliveries.size === 0;
   }
 
   /** The error the host answered call `call` with, if it failed. */
@@ -309,6 +316,7 @@ export class HostBridge {
     const task = this.#serve(call, operation, args).finally(() => {
       this.#inFlight--;
       this.#pending.delete(task);
+      this.#quieted();
     });
     this.#pending.add(task);
   }
@@ -403,8 +411,15 @@ export class HostBridge {
         this.#faulted = true;
         if (this.#open) this.#o.onFault(error);
       },
-    ).finally(() => this.#deliveries.delete(delivery));
+    ).finally(() => {
+      this.#deliveries.delete(delivery);
+      this.#quieted();
+    });
     this.#deliveries.add(delivery);
+  }
+
+  #quieted(): void {
+    if (this.#open && !this.#faulted && this.quiet) this.#o.onQuiet?.();
   }
 }
 

@@ -15,6 +15,7 @@
  * supervisor starts a clean one (docs/sandbox.md).
  */
 import ivm from 'isolated-vm';
+import { FairQueue } from './fair-queue.ts';
 import { contextRecipe, prepareContext, type ContextRecipe, type PreparedContext } from './host-bridge.ts';
 import { defaultBounds, type SandboxBounds } from './messages.ts';
 import { vettedSet, type VettedSet } from './modules.ts';
@@ -22,8 +23,16 @@ import { vettedSet, type VettedSet } from './modules.ts';
 const MiB = 1024 * 1024;
 
 export interface IsolatePoolOptions {
-  /** Most isolates alive at once, which is also the most concurrent runs. Default 2. */
+  /**
+   * Isolates the pool keeps, and the most one tenant's runs hold at once. Default 2. A tenant
+   * holding none while all are busy gets one more, up to `maxIsolates`, so another tenant's
+   * long runs can never shut it out (docs/sandbox.md, "Fair share").
+   */
   size?: number;
+  /** Most isolates alive at once, the extra ones made for tenants that held none. Default 2 × size. */
+  maxIsolates?: number;
+  /** How long an extra isolate (past `size`) may stay idle before it is retired. Default 5000 ms. */
+  extraIdleMs?: number;
   /** Idle isolates `warm()` prepares ahead of demand. Default 1. */
   warm?: number;
   /** Heap bound of each isolate in MiB (isolated-vm `memoryLimit`, minimum 8). Default 64. */
@@ -42,12 +51,16 @@ export interface IsolatePoolOptions {
   bounds?: Partial<SandboxBounds>;
   /** The vetted module set (default: sandbox/vetted/). */
   vetted?: VettedSet;
-  /** Called once per reason when the pool can no longer promise a clean process. */
-  onDegraded?: (reason: string) => void;
+  /**
+   * Called once per reason when the pool can no longer promise a clean process, with the tenant
+   * whose run lost the isolate thread when known.
+   */
+  onDegraded?: (reason: string, tenant: string | undefined) => void;
 }
 
 export interface PoolStats {
   size: number;
+  maxIsolates: number;
   live: number;
   idle: number;
   busy: number;
@@ -68,9 +81,11 @@ export interface PoolStats {
   catastrophic: number;
   degraded: boolean;
   reasons: string[];
+  /** Tenants with runs holding or waiting for an isolate ('' = runs without a tenant). */
+  tenants: Array<{ tenant: string; waiting: number; busy: number }>;
 }
 
-type Waiter = { resolve: (lease: IsolateLease) => void; reject: (error: Error) => void };
+type Waiter = { resolve: (lease: IsolateLease) => void; reject: (error: Error) => void; cleanup?: () => void };
 
 /** Why an isolate was disposed by us; null while it is alive or when isolated-vm disposed it. */
 export type DisposeCause = 'pool' | 'stopped' | 'recycled' | null;
@@ -91,6 +106,11 @@ export class IsolateLease {
   /** Kept contexts by tenant, least recently used first (Map keeps insertion order). */
   readonly #contexts = new Map<string, PreparedContext>();
   runs = 0;
+  /** The tenant of the run holding the lease ('' without one) and when it took it. */
+  tenant = '';
+  startedAt = 0;
+  /** Retires an extra isolate that stayed idle (IsolatePoolOptions.extraIdleMs). */
+  idleTimer: NodeJS.Timeout | undefined;
   disposedBy: DisposeCause = null;
   /** Message of isolated-vm's catastrophic error, once one was reported for this isolate. */
   catastrophe: string | null = null;
@@ -102,6 +122,11 @@ export class IsolateLease {
     this.#maxContexts = maxContexts;
     this.#counters = counters;
     this.#recipe = contextRecipe(isolate, bounds);
+  }
+
+  /** True when a context of `tenant` is kept here. */
+  hasContext(tenant: string): boolean {
+    return this.#contexts.has(tenant);
   }
 
   /** Contexts alive in this isolate, the spare included. */
@@ -183,16 +208,18 @@ export class IsolatePool {
   readonly memoryMb: number;
   readonly hostSettleMs: number;
   readonly #size: number;
+  readonly #maxIsolates: number;
+  readonly #extraIdleMs: number;
   readonly #warm: number;
   readonly #maxRuns: number;
   readonly #maxContexts: number;
   readonly #maxHeapBytes: number;
   readonly #abandonGraceMs: number;
-  readonly #onDegraded: ((reason: string) => void) | undefined;
+  readonly #onDegraded: ((reason: string, tenant: string | undefined) => void) | undefined;
   readonly #live = new Set<IsolateLease>();
   readonly #created = new Set<ivm.Isolate>();
   readonly #idle: IsolateLease[] = [];
-  readonly #waiters: Waiter[] = [];
+  readonly #queue = new FairQueue<Waiter>();
   readonly #zombies = new Set<NodeJS.Timeout>();
   readonly #immediates = new Set<NodeJS.Immediate>();
   readonly #reasons: string[] = [];
@@ -202,6 +229,8 @@ export class IsolatePool {
 
   constructor(options: IsolatePoolOptions = {}) {
     this.#size = Math.max(1, options.size ?? 2);
+    this.#maxIsolates = Math.max(this.#size, options.maxIsolates ?? this.#size * 2);
+    this.#extraIdleMs = options.extraIdleMs ?? 5000;
     this.#warm = Math.min(this.#size, Math.max(0, options.warm ?? 1));
     this.memoryMb = Math.max(8, options.memoryMb ?? 64);
     this.#maxRuns = Math.max(1, options.maxRunsPerIsolate ?? 5000);
@@ -228,19 +257,84 @@ export class IsolatePool {
     }
   }
 
-  /** Leases an isolate: an idle one, a new one while under `size`, or the next one released. */
-  acquire(): Promise<IsolateLease> {
+  /**
+   * Leases an isolate for a run of `tenant`: at once when one is idle, or a new one can be made
+   * (under `size`, or past it for a tenant holding none), unless the tenant already holds `size`;
+   * otherwise the run waits in the fair queue. Aborting `signal` takes a waiting run out of it.
+   */
+  acquire(tenant?: string, signal?: AbortSignal): Promise<IsolateLease> {
     if (this.#closed) return Promise.reject(new Error('The sandbox pool is shut down.'));
-    const idle = this.#idle.pop();
-    if (idle) return Promise.resolve(idle);
-    if (this.#live.size < this.#size) {
-      try {
-        return Promise.resolve(this.#create());
-      } catch (error) {
-        return Promise.reject(error as Error);
+    const key = tenant ?? '';
+    try {
+      const lease = this.#grant(key);
+      if (lease) return Promise.resolve(lease);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject };
+      this.#queue.enqueue(key, waiter);
+      if (!signal) return;
+      const onAbort = () => {
+        if (this.#queue.remove(key, waiter)) reject(new Error('The run was aborted while it waited for an isolate.'));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      waiter.cleanup = () => signal.removeEventListener('abort', onAbort);
+    });
+  }
+
+  /** Whether a run of a tenant holding `busy` isolates may take one now. */
+  #grantable(busy: number): boolean {
+    if (busy >= this.#size) return false;
+    return this.#idle.length > 0 || this.#live.size < this.#size || (busy === 0 && this.#live.size < this.#maxIsolates);
+  }
+
+  /** An isolate for a run of `tenant`, or undefined when it must wait. */
+  #grant(tenant: string): IsolateLease | undefined {
+    if (!this.#grantable(this.#queue.busy(tenant))) return undefined;
+    const lease = this.#takeIdle(tenant) ?? this.#create();
+    this.#begin(lease, tenant);
+    return lease;
+  }
+
+  /** An idle isolate, preferring one that keeps `tenant`'s context (no new context to make). */
+  #takeIdle(tenant: string): IsolateLease | undefined {
+    if (this.#idle.length === 0) return undefined;
+    let at = this.#idle.length - 1;
+    for (let i = this.#idle.length - 1; i >= 0; i--) {
+      if ((this.#idle[i] as IsolateLease).hasContext(tenant)) {
+        at = i;
+        break;
       }
     }
-    return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    const [lease] = this.#idle.splice(at, 1) as [IsolateLease];
+    clearTimeout(lease.idleTimer);
+    lease.idleTimer = undefined;
+    return lease;
+  }
+
+  #begin(lease: IsolateLease, tenant: string): void {
+    lease.tenant = tenant;
+    lease.startedAt = performance.now();
+    this.#queue.started(tenant, lease.startedAt);
+  }
+
+  /** Hands free isolates (idle, or room to make one) to waiting runs, fairest first. */
+  #dispatch(): void {
+    while (!this.#closed && this.#queue.waiting > 0) {
+      const next = this.#queue.dequeue((_tenant, busy) => this.#grantable(busy));
+      if (!next) return;
+      next.waiter.cleanup?.();
+      let lease: IsolateLease;
+      try {
+        lease = this.#takeIdle(next.tenant) ?? this.#create();
+      } catch (error) {
+        next.waiter.reject(error as Error);
+        continue;
+      }
+      this.#begin(lease, next.tenant);
+      next.waiter.resolve(lease);
+    }
   }
 
   /**
@@ -251,6 +345,7 @@ export class IsolatePool {
     lease.runs++;
     lease.onCatastrophe = null;
     this.#stats.runs++;
+    this.#queue.finished(lease.tenant, lease.startedAt);
     if (!healthy || this.#closed || lease.isolate.isDisposed || lease.catastrophe !== null) {
       this.#retire(lease, 'stopped');
       return;
@@ -273,12 +368,16 @@ export class IsolatePool {
       this.#retire(lease, 'recycled');
       return;
     }
-    const waiter = this.#waiters.shift();
-    if (waiter) {
-      waiter.resolve(lease);
-      return;
-    }
     this.#idle.push(lease);
+    this.#dispatch();
+    if (!this.#idle.includes(lease)) return;
+    if (this.#live.size > this.#size) {
+      lease.idleTimer = setTimeout(() => {
+        lease.idleTimer = undefined;
+        if (this.#idle.includes(lease) && this.#live.size > this.#size) this.#retire(lease, 'recycled');
+      }, this.#extraIdleMs);
+      lease.idleTimer.unref();
+    }
     // The spare context is made after the caller's result is out; a run that leases the isolate
     // first makes its own.
     const immediate = setImmediate(() => {
@@ -297,13 +396,13 @@ export class IsolatePool {
    * Watches the unfinished work of a stopped run: if it has not settled after the grace period,
    * its isolate thread is lost and the pool is degraded.
    */
-  watchStopped(work: Promise<unknown>): void {
+  watchStopped(work: Promise<unknown>, tenant?: string): void {
     let settled = false;
     const timer = setTimeout(() => {
       this.#zombies.delete(timer);
       if (settled) return;
       this.#stats.abandoned++;
-      this.#degrade('An isolate thread did not stop after its run was stopped; its memory and thread are lost until the process exits.');
+      this.#degrade('An isolate thread did not stop after its run was stopped; its memory and thread are lost until the process exits.', tenant);
     }, this.#abandonGraceMs);
     this.#zombies.add(timer);
     const done = () => {
@@ -321,10 +420,12 @@ export class IsolatePool {
     for (const lease of this.#live) contexts += lease.contexts;
     return {
       size: this.#size,
+      maxIsolates: this.#maxIsolates,
       live: this.#live.size,
       idle: this.#idle.length,
       busy: this.#live.size - this.#idle.length,
-      waiting: this.#waiters.length,
+      waiting: this.#queue.waiting,
+      tenants: this.#queue.waitingByTenant(),
       ...this.#stats,
       contexts,
       ...this.#contextCounters,
@@ -337,7 +438,10 @@ export class IsolatePool {
   /** Refuses new leases, fails waiting ones and disposes every isolate, busy ones included. */
   async dispose(): Promise<void> {
     this.#closed = true;
-    for (const waiter of this.#waiters.splice(0)) waiter.reject(new Error('The sandbox pool is shut down.'));
+    for (const waiter of this.#queue.drain()) {
+      waiter.cleanup?.();
+      waiter.reject(new Error('The sandbox pool is shut down.'));
+    }
     for (const timer of this.#zombies) clearTimeout(timer);
     this.#zombies.clear();
     for (const immediate of this.#immediates) clearImmediate(immediate);
@@ -351,7 +455,7 @@ export class IsolatePool {
       memoryLimit: this.memoryMb,
       onCatastrophicError: (message: string) => {
         this.#stats.catastrophic++;
-        this.#degrade(`isolated-vm reported a catastrophic error: ${message}`);
+        this.#degrade(`isolated-vm reported a catastrophic error: ${message}`, lease?.tenant || undefined);
         if (!lease) return;
         lease.catastrophe = message;
         lease.onCatastrophe?.(message);
@@ -375,21 +479,16 @@ export class IsolatePool {
     if (at >= 0) this.#idle.splice(at, 1);
     lease.dispose(cause);
     if (lease.isolate.isDisposed) this.#created.delete(lease.isolate);
+    clearTimeout(lease.idleTimer);
     this.#stats.retired++;
     // A waiting run takes the freed place.
-    if (!this.#closed && this.#waiters.length > 0 && this.#live.size < this.#size) {
-      const waiter = this.#waiters.shift() as Waiter;
-      try {
-        waiter.resolve(this.#create());
-      } catch (error) {
-        waiter.reject(error as Error);
-      }
-    }
+    this.#dispatch();
   }
 
-  #degrade(reason: string): void {
-    if (this.#reasons.includes(reason)) return;
-    this.#reasons.push(reason);
-    this.#onDegraded?.(reason);
+  /** Records why the pool is degraded; `onDegraded` hears of each reason once, and of every blamed tenant. */
+  #degrade(reason: string, tenant: string | undefined): void {
+    const known = this.#reasons.includes(reason);
+    if (!known) this.#reasons.push(reason);
+    if (!known || tenant !== undefined) this.#onDegraded?.(reason, tenant);
   }
 }

@@ -23,6 +23,7 @@ export const runErrorCodes = {
   code_memory: 'The run was stopped at the sandbox memory bound.',
   import_refused: 'The code imports a module that is not granted by workflow.code_imports.',
   output_invalid: 'The returned value is not JSON data within the output bound.',
+  code_aborted: 'The run was stopped because its execution was cancelled or left the runner.',
   internal_error: 'The sandbox failed for a reason of its own.',
 } as const satisfies Record<string, string>;
 

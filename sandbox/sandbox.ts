@@ -33,22 +33,30 @@ const SYNC_COMPILE_CHARS = 64 * 1024;
 /** Longest route name accepted from the code. */
 const MAX_ROUTE_CHARS = 128;
 
-type Stop = { reason: 'timeout' | 'memory' | 'shutdown' };
+type Stop = { reason: 'timeout' | 'memory' | 'shutdown' | 'aborted' | 'stuck' };
 type Outcome = { result: CodeResult } | Stop;
 
 /**
  * Runs `request.code` against `host` in an isolate of `pool`. Resolves with the output, the
- * route taken, or the error the node fails with.
+ * route taken, or the error the node fails with. Aborting `signal` stops the run at once (its
+ * execution was cancelled or its lease lost): a run still waiting for an isolate leaves the queue,
+ * a running one has its isolate disposed, and it resolves with `code_aborted`.
  */
-export async function runCode(pool: IsolatePool, request: CodeRequest, host: HostApi): Promise<CodeResult> {
+export async function runCode(pool: IsolatePool, request: CodeRequest, host: HostApi, signal?: AbortSignal): Promise<CodeResult> {
   const stats: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
+  if (signal?.aborted) return abortedResult(stats);
   let lease: IsolateLease;
   try {
-    lease = await pool.acquire();
+    lease = await pool.acquire(request.tenant, signal);
   } catch {
+    if (signal?.aborted) return abortedResult(stats);
     return { kind: 'error', error: { code: 'internal_error', message: 'The sandbox is shut down.' }, stats };
   }
-  return new CodeRun(pool, lease, request, host, stats).execute();
+  return new CodeRun(pool, lease, request, host, stats, signal).execute();
+}
+
+function abortedResult(stats: RunStats): CodeResult {
+  return { kind: 'error', error: { code: 'code_aborted', message: 'The run was stopped: its execution was cancelled or left this runner.' }, stats };
 }
 
 class CodeRun {
@@ -60,12 +68,18 @@ class CodeRun {
   readonly #started = performance.now();
   readonly #deadline: number;
   readonly #handles: Array<{ release(): void }> = [];
+  readonly #signal: AbortSignal | undefined;
   #stop: (stop: Stop) => void = () => {};
+  /** Set once the default export is awaiting: from then on the run can only move on through host answers. */
+  #awaiting = false;
+  /** The host holds a promise of the run's result (`wait`); a run stopped after this retires its isolate, which releases it. */
+  #waitStarted = false;
   #bridge: HostBridge | null = null;
   #prepared: PreparedContext | null = null;
 
-  constructor(pool: IsolatePool, lease: IsolateLease, request: CodeRequest, host: HostApi, stats: RunStats) {
+  constructor(pool: IsolatePool, lease: IsolateLease, request: CodeRequest, host: HostApi, stats: RunStats, signal?: AbortSignal) {
     this.#pool = pool;
+    this.#signal = signal;
     this.#lease = lease;
     this.#request = request;
     this.#host = host;
@@ -85,22 +99,28 @@ class CodeRun {
       if (isolate.isDisposed) this.#stop(this.#stopOfDisposed());
     }, POLL_MS);
     this.#lease.onCatastrophe = (message) => this.#stop({ reason: /memory/i.test(message) ? 'memory' : 'timeout' });
+    const onAbort = () => this.#stop({ reason: 'aborted' });
+    this.#signal?.addEventListener('abort', onAbort, { once: true });
 
     const work = this.#work();
     const outcome: Outcome = await Promise.race([work, stopped]);
     clearTimeout(timer);
     clearInterval(poll);
+    this.#signal?.removeEventListener('abort', onAbort);
 
-    const healthy = 'result' in outcome && !isolate.isDisposed && this.#lease.catastrophe === null;
+    // A stuck run's isolate is idle and its context can be reused by the next run of the tenant:
+    // `begin` resets every per-run state, and its unsettled promise is garbage.
+    const quietStop = 'reason' in outcome && outcome.reason === 'stuck' && !this.#waitStarted;
+    const healthy = ('result' in outcome || quietStop) && !isolate.isDisposed && this.#lease.catastrophe === null;
     if (!healthy) {
       // Stop the isolate before anything else so it cannot run on past its deadline.
       this.#lease.dispose('stopped');
-      this.#pool.watchStopped(work);
+      this.#pool.watchStopped(work, this.#request.tenant);
     }
     const settled = (await this.#bridge?.close(this.#pool.hostSettleMs)) ?? true;
     if (healthy && !settled) {
       this.#lease.dispose('stopped');
-      this.#pool.watchStopped(work);
+      this.#pool.watchStopped(work, this.#request.tenant);
     }
     const cpuAfter = readCpu(isolate);
     for (const handle of this.#handles.reverse()) {
@@ -116,8 +136,6 @@ class CodeRun {
       if (healthy && settled) this.#lease.returnContext(this.#prepared);
       else this.#prepared.release();
     }
-    this.#pool.release(this.#lease, healthy && settled);
-
     this.#stats.wallMs = performance.now() - this.#started;
     this.#stats.cpuMs = cpuBefore !== null && cpuAfter !== null ? Number(cpuAfter - cpuBefore) / 1e6 : null;
     if (this.#bridge) {
@@ -125,6 +143,7 @@ class CodeRun {
       this.#stats.logs = this.#bridge.logs;
       this.#stats.logsDropped = this.#bridge.logsDropped;
     }
+    this.#pool.release(this.#lease, healthy && settled);
     if ('result' in outcome) return { ...outcome.result, stats: this.#stats };
     return this.#stopped(outcome.reason);
   }
@@ -142,6 +161,7 @@ class CodeRun {
         bounds: this.#pool.bounds,
         deadline: this.#deadline,
         onFault: (error) => this.#stop(this.#stopOfError(error) ?? { reason: 'timeout' }),
+        onQuiet: () => this.#checkStuck(),
       });
       const ids = request.ids;
       // Before the code's top level runs: it may log or draw random bytes already.
@@ -181,6 +201,11 @@ class CodeRun {
         return this.#error('code_error', 'The module did not finish loading: a top-level await never settled.');
       }
       if (tuple === 'pending') {
+        // Nothing in the isolate can run by itself (no timers, microtasks drained): with no host
+        // call in flight, the promise the export returned can never settle.
+        this.#awaiting = true;
+        if (this.#bridge?.quiet) return { reason: 'stuck' };
+        this.#waitStarted = true;
         try {
           tuple = await prepared.wait.apply(undefined, [], { timeout: this.#remaining(), result: { promise: true, copy: true } });
         } catch (error) {
@@ -191,6 +216,23 @@ class CodeRun {
     } catch (error) {
       return this.#stopOfError(error) ?? this.#error('internal_error', 'The sandbox failed to prepare the run.');
     }
+  }
+
+  /**
+   * Called when the last host call in flight was answered and its answer delivered: if the run is
+   * still pending then, nothing can ever resume it, so it stops now instead of holding its isolate
+   * until `workflow.code_run_seconds`. The answer's delivery ran the code up to its next await and
+   * drained the microtasks; a new ctx call would have registered synchronously (not quiet).
+   */
+  #checkStuck(): void {
+    if (!this.#awaiting || !this.#prepared || this.#lease.isolate.isDisposed) return;
+    let tuple: unknown;
+    try {
+      tuple = this.#prepared.result.applySync(undefined, [], { timeout: this.#remaining(), result: { copy: true } });
+    } catch {
+      return;
+    }
+    if (tuple === 'pending') this.#stop({ reason: 'stuck' });
   }
 
   /** Milliseconds left, at least 1 (isolated-vm reads 0 as "no timeout"). */
@@ -274,6 +316,17 @@ class CodeRun {
     if (reason === 'memory') {
       return { kind: 'error', error: { code: 'code_memory', message: `The code used more than the sandbox memory bound (${this.#pool.memoryMb} MiB) and was stopped.` }, stats };
     }
+    if (reason === 'stuck') {
+      return {
+        kind: 'error',
+        error: {
+          code: 'code_error',
+          message: 'The code can never finish: it awaits a promise that nothing will settle (no ctx call is in flight, and the sandbox has no timers).',
+        },
+        stats,
+      };
+    }
+    if (reason === 'aborted') return abortedResult(stats);
     return { kind: 'error', error: { code: 'internal_error', message: 'The sandbox was shut down during the run.' }, stats };
   }
 }

@@ -179,8 +179,22 @@ t.test('an endless loop at module top level is stopped', async (t) => {
   await stillWorks(t, pool);
 });
 
-t.test('awaiting a promise that never settles is stopped', async (t) => {
-  t.match(await runCode(pool, request('export default async () => { await new Promise(() => {}) }', { timeoutMs: 300 }), fakeHost()), { kind: 'error', error: { code: 'code_timeout' } });
+t.test('awaiting a promise that never settles fails at once, not at the deadline', async (t) => {
+  const never = /can never finish: it awaits a promise that nothing will settle/;
+  // A 60 s deadline: a code_timeout here would mean the run held its isolate until then.
+  const direct = await runCode(pool, request('export default async () => { await new Promise(() => {}) }', { timeoutMs: 60_000 }), fakeHost());
+  t.match(direct, { kind: 'error', error: { code: 'code_error', message: never } });
+  // Stuck only after host calls were answered: found when the last answer is delivered.
+  const host = fakeHost();
+  const after = await runCode(pool, request("export default async (i, ctx) => { await ctx.objects.list(); await ctx.graph.query({}); await new Promise(() => {}) }", { timeoutMs: 60_000 }), host);
+  t.match(after, { kind: 'error', error: { code: 'code_error', message: never } });
+  t.same(host.calls, ['objects.list', 'graph.query']);
+  // A never-settling promise beside a host call that does answer is found once that call is answered.
+  const beside = await runCode(pool, request("export default (i, ctx) => { ctx.graph.query({}); return new Promise(() => {}) }", { timeoutMs: 60_000 }), fakeHost());
+  t.match(beside, { kind: 'error', error: { code: 'code_error', message: never } });
+  // Code that is still awaiting a slow host answer is not stuck.
+  const slow = await runCode(pool, request("export default async (i, ctx) => (await ctx.graph.query(7)).nodes", { timeoutMs: 60_000 }), fakeHost());
+  t.same(slow.kind === 'output' && slow.output, [7]);
   await stillWorks(t, pool);
 });
 

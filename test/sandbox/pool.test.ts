@@ -67,9 +67,11 @@ t.test('a host call that never answers ends in code_timeout after a bounded wait
 });
 
 t.test('disposing the pool stops busy runs and refuses new ones', async (t) => {
-  const pool = new IsolatePool({ size: 1, memoryMb: 32 });
+  const pool = new IsolatePool({ size: 1, memoryMb: 32, hostSettleMs: 50 });
   pools.push(pool);
-  const busy = runCode(pool, request('export default async () => { await new Promise(() => {}) }', { timeoutMs: 10_000 }), fakeHost());
+  const host = fakeHost();
+  const stuck = { ...host, objects: { ...host.objects, get: () => new Promise<never>(() => {}) } };
+  const busy = runCode(pool, request("export default (i, ctx) => ctx.objects.get('a')", { timeoutMs: 10_000 }), stuck);
   await sleep(50);
   const waiting = runCode(pool, trivial, fakeHost());
   await sleep(10);

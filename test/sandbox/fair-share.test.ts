@@ -1,0 +1,139 @@
+/**
+ * Fair share of a pool's isolates between tenants (sandbox/fair-queue.ts, sandbox/isolate-pool.ts):
+ * a tenant alone uses every isolate, never more than `size`; a tenant holding none gets one even
+ * when another tenant's runs hold them all; waiting runs go out fairest first; an aborted run
+ * leaves the queue or its isolate at once.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import t from 'tap';
+import { FairQueue } from '../../sandbox/fair-queue.ts';
+import type { IsolatePool } from '../../sandbox/isolate-pool.ts';
+import { runCode } from '../../sandbox/sandbox.ts';
+import { fakeHost, request, testDisposal, testPool, type FakeHost } from './fake-host.ts';
+
+const pools: IsolatePool[] = [];
+
+/** A host whose `objects.get` answers only when `open()` is called: a run that holds its isolate as long as a test wants. */
+function gatedHost(): { host: FakeHost; open: () => void } {
+  const host = fakeHost();
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { host: { ...host, objects: { ...host.objects, get: async () => gate.then(() => 'opened') } }, open };
+}
+
+const holding = "export default (i, ctx) => ctx.objects.get('gate')";
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await sleep(10);
+}
+
+t.test('the queue serves the tenant with the least isolate time first, a new tenant before a busy one', async (t) => {
+  const queue = new FairQueue<string>();
+  queue.started('a', 0);
+  queue.finished('a', 0, 100);
+  queue.started('a', 100);
+  queue.enqueue('a', 'a1');
+  queue.enqueue('a', 'a2');
+  queue.enqueue('b', 'b1');
+  queue.enqueue('b', 'b2');
+  const any = () => true;
+  // a has used 100 ms and holds a run started at 100; b arrived with nothing used.
+  t.same(queue.dequeue(any, 150), { tenant: 'b', waiter: 'b1' });
+  queue.started('b', 150);
+  queue.finished('b', 150, 160);
+  t.same(queue.dequeue(any, 160), { tenant: 'b', waiter: 'b2' }, 'b has used 10 ms against a\'s 160');
+  t.same(queue.dequeue(any, 160), { tenant: 'a', waiter: 'a1' });
+  t.equal(queue.waiting, 1);
+  t.same(queue.dequeue((tenant) => tenant !== 'a', 160), undefined, 'an ineligible tenant is skipped');
+  t.equal(queue.remove('a', 'a2'), true);
+  t.equal(queue.remove('a', 'a2'), false);
+  t.equal(queue.waiting, 0);
+  t.same(queue.waitingByTenant(), [{ tenant: 'a', waiting: 0, busy: 1 }]);
+});
+
+t.test('a tenant that comes back after idling gets no credit for the time it was away', async (t) => {
+  const queue = new FairQueue<string>();
+  // b works for a long time while a is away.
+  for (let i = 0; i < 10; i++) {
+    queue.enqueue('b', `b${i}`);
+    queue.dequeue(() => true, i * 100);
+    queue.started('b', i * 100);
+    queue.finished('b', i * 100, i * 100 + 100);
+  }
+  queue.enqueue('b', 'b-next');
+  queue.enqueue('a', 'a-first');
+  queue.enqueue('a', 'a-second');
+  t.same(queue.dequeue(() => true, 1000), { tenant: 'a', waiter: 'a-first' }, 'the returning tenant goes first');
+  queue.started('a', 1000);
+  queue.finished('a', 1000, 1200);
+  // a started at the clock (b's time at its last dispatch, 900) and has used 200 ms: b (1000) goes next.
+  t.same(queue.dequeue(() => true, 1200), { tenant: 'b', waiter: 'b-next' });
+});
+
+t.test('a tenant alone may use every isolate, and no more than size', async (t) => {
+  const pool = testPool(t, { size: 2, maxIsolates: 4 }, pools);
+  const gate = gatedHost();
+  const runs = [1, 2, 3].map(() => runCode(pool, request(holding, { tenant: 'org-a', timeoutMs: 10_000 }), gate.host));
+  await until(() => pool.stats().waiting === 1);
+  t.match(pool.stats(), { busy: 2, waiting: 1, live: 2, tenants: [{ tenant: 'org-a', waiting: 1, busy: 2 }] });
+  gate.open();
+  for (const run of runs) t.match(await run, { kind: 'output', output: 'opened' });
+});
+
+t.test("a tenant holding no isolate gets one while another tenant's runs hold them all", async (t) => {
+  const pool = testPool(t, { size: 2, maxIsolates: 3 }, pools);
+  const gate = gatedHost();
+  const hog = [1, 2, 3].map(() => runCode(pool, request(holding, { tenant: 'org-a', timeoutMs: 10_000 }), gate.host));
+  await until(() => pool.stats().busy === 2);
+  // org-b finishes runs while org-a's hold every isolate of `size`.
+  for (let i = 0; i < 3; i++) t.match(await runCode(pool, request('export default () => 42', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 42 });
+  t.match(pool.stats(), { live: 3, waiting: 1 });
+  // With maxIsolates reached, a third tenant waits, and goes before org-a's waiting run.
+  const gateC = gatedHost();
+  const c = runCode(pool, request(holding, { tenant: 'org-c', timeoutMs: 10_000 }), gateC.host);
+  const d = runCode(pool, request('export default () => 4', { tenant: 'org-d' }), fakeHost());
+  await until(() => pool.stats().busy === 3 && pool.stats().waiting === 2);
+  t.match(pool.stats(), { live: 3, busy: 3, waiting: 2 });
+  gateC.open();
+  t.match(await c, { kind: 'output', output: 'opened' });
+  t.match(await d, { kind: 'output', output: 4 });
+  t.match(pool.stats().tenants, [{ tenant: 'org-a', waiting: 1, busy: 2 }], "org-d went before org-a's third run");
+  gate.open();
+  for (const run of hog) t.match(await run, { kind: 'output', output: 'opened' });
+});
+
+t.test('an extra isolate is retired after it idled', async (t) => {
+  const pool = testPool(t, { size: 1, maxIsolates: 2, extraIdleMs: 20 }, pools);
+  const gate = gatedHost();
+  const hog = runCode(pool, request(holding, { tenant: 'org-a', timeoutMs: 10_000 }), gate.host);
+  await until(() => pool.stats().busy === 1);
+  t.match(await runCode(pool, request('export default () => 1', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 1 });
+  t.equal(pool.stats().live, 2);
+  await until(() => pool.stats().live === 1);
+  t.match(pool.stats(), { live: 1, busy: 1 });
+  gate.open();
+  await hog;
+});
+
+t.test('an aborted run leaves the queue, or its isolate, at once', async (t) => {
+  const pool = testPool(t, { size: 1, maxIsolates: 1, hostSettleMs: 20 }, pools);
+  const loop = new AbortController();
+  const looping = runCode(pool, request('export default () => { for (;;) {} }', { tenant: 'org-a', timeoutMs: 60_000 }), fakeHost(), loop.signal);
+  await until(() => pool.stats().busy === 1);
+  const queued = new AbortController();
+  const waiting = runCode(pool, request('export default () => 1', { tenant: 'org-b' }), fakeHost(), queued.signal);
+  await until(() => pool.stats().waiting === 1);
+  queued.abort();
+  t.match(await waiting, { kind: 'error', error: { code: 'code_aborted' } });
+  t.equal(pool.stats().waiting, 0);
+  loop.abort();
+  t.match(await looping, { kind: 'error', error: { code: 'code_aborted' } });
+  t.match(await runCode(pool, request('export default () => 2', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 2 }, 'the isolate is free again');
+  const before = new AbortController();
+  before.abort();
+  t.match(await runCode(pool, request('export default () => 3'), fakeHost(), before.signal), { kind: 'error', error: { code: 'code_aborted' } });
+});
+
+testDisposal(t, pools);
