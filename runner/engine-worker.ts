@@ -56,10 +56,10 @@ function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
-async function runCodeTask(db: Db, isolates: IsolatePool, task: CodeTask): Promise<CodeTaskResult> {
+async function runCodeTask(db: Db, isolates: IsolatePool, task: CodeTask, signal?: AbortSignal): Promise<CodeTaskResult> {
   const logs = createLogSink();
   const host = sessionHost(db, task.scope, logs, (error) => notify({ type: 'host_error', message: describe(error) }));
-  const result = await runCode(isolates, task.request, host);
+  const result = await runCode(isolates, task.request, host, signal);
   return { result, logs: logs.entries, logsDropped: logs.dropped + result.stats.logsDropped };
 }
 
@@ -94,7 +94,7 @@ function open(): WorkerState {
     memoryMb: data.memoryMb,
     onDegraded: (reason) => notify({ type: 'degraded', reason }),
   });
-  const code: CodeRunner = { run: (task) => runCodeTask(db, isolates, task) };
+  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, isolates, task, signal) };
   const flights = new Map<string, Flight>();
   const engine: EngineContext = {
     db,

@@ -114,5 +114,6 @@ export type WorkerNotice = z.output<typeof workerNoticeSchema>;
 
 /** Runs `logic.code` tasks somewhere else than the calling thread (the piscina pool in production). */
 export interface CodeRunner {
-  run(task: CodeTask): Promise<CodeTaskResult>;
+  /** Aborting `signal` stops the run at once (its execution was cancelled or its lease lost). */
+  run(task: CodeTask, signal?: AbortSignal): Promise<CodeTaskResult>;
 }

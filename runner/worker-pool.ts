@@ -116,6 +116,8 @@ export class WorkerPool implements CodeRunner {
 
   /** Runs one `logic.code` node on a worker; rejects once the pool is destroyed. */
   run(task: CodeTask): Promise<CodeTaskResult> {
+    // Only tests interpret on the main thread and post code here; a run aborted there ends with
+    // its deadline (production aborts runs on the engine worker thread itself).
     return this.#run(task);
   }
 

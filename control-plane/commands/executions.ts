@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refSchema } from '../../shared/ids.ts';
 import { limitExceeded } from '../../shared/limits/index.ts';
-import { endExecution } from '../../shared/workflow/execution-end.ts';
+import { announceCancel, endExecution } from '../../shared/workflow/execution-end.ts';
 import { executionRecord, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import type { Queryable } from '../../shared/db/db.ts';
 import { executionListing, findExecution } from '../sql/executions.ts';
@@ -78,8 +78,8 @@ export const getExecution = defineCommand({
 /**
  * `cancel_execution {execution_id}` → `execution`. An unfinished execution (queued, running or
  * sleeping) ends `cancelled` through endExecution, which frees its running slot in the same
- * statement and records `execution.finished`; a runner working on it notices at its next guarded
- * write. An execution that already ended comes back unchanged (200): cancelling is idempotent.
+ * statement and records `execution.finished`; a runner working on it hears of it at commit
+ * (`announceCancel`) and stops the node's code at once. An execution that already ended comes back unchanged (200): cancelling is idempotent.
  */
 export const cancelExecution = defineCommand({
   name: 'cancel_execution',
@@ -90,7 +90,8 @@ export const cancelExecution = defineCommand({
     const execution = await ctx.db.transaction(async (tx) => {
       const found = await executionOf(tx, call.revision.revision.id, params.execution_id);
       if (found.ended_at !== null) return found;
-      await endExecution(tx, { executionId: found.id, status: 'cancelled', guard: 'unended' });
+      // Announced whatever the status read: a runner may have claimed it since.
+      if (await endExecution(tx, { executionId: found.id, status: 'cancelled', guard: 'unended' })) await announceCancel(tx, found.id);
       // Read again either way: if a runner ended it first, that ending is the answer.
       return executionOf(tx, call.revision.revision.id, found.id);
     });

@@ -30,7 +30,12 @@ interface CreateRow extends Omit<ExecutionRecordRow, 'id'> {
   refused_limit: LimitInForce | null;
   held: number | null;
   id: string | null;
+  /** The organization's unfinished executions, this one included (batched creates only). */
+  org_in_flight?: number | null;
 }
+
+/** A created execution with the priority of its wake-up job (shared/queue/execution-jobs.ts, `fairPriority`). */
+export type CreatedExecution = ExecutionRecordRow & { orgInFlight?: number };
 
 // The catalog entries the function resolves, sent with every call as JSON: the catalog stays the
 // only place a default or a most permissive value is written (migration 012 holds only the rules).
@@ -40,8 +45,9 @@ const ORG_SPEC = spec('workflow.running_executions_per_org');
 const SESSION_SPEC = spec('workflow.executions_per_session');
 const RUN_SPECS = JSON.stringify(RUN_LIMIT_IDS.map((id) => limitById(id)));
 
-const CREATE_SQL = `SELECT * FROM create_execution($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::text, $6::uuid, $7::text, $8::jsonb, $9::int,
-                        $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14::text)`;
+const CREATE_SQL = `SELECT r.*, CASE WHEN r.id IS NOT NULL THEN org_running_executions($2::uuid) END AS org_in_flight
+                      FROM create_execution($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::text, $6::uuid, $7::text, $8::jsonb, $9::int,
+                        $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14::text) AS r`;
 
 /**
  * Creates a queued execution in one round trip (the `create_execution` function of migration
@@ -52,7 +58,7 @@ const CREATE_SQL = `SELECT * FROM create_execution($1::uuid, $2::uuid, $3::uuid,
  * `execution.created` to the session's events with its NOTIFY. Call it in the transaction that
  * also sends the execution's job; on a refusal, roll that transaction back.
  */
-export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<ExecutionRecordRow | CreateRefusal> {
+export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<CreatedExecution | CreateRefusal> {
   const sessionById = isUuid(fields.sessionRef);
   const definitionById = isUuid(fields.definitionRef);
   const { rows } = await preparedQuery<CreateRow>(tx, 'cp_create_execution', CREATE_SQL, [
@@ -68,17 +74,18 @@ export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<
 // The same function over arrays, one call per item in array order (a nested loop over the
 // unnested input): each call's statements take their own snapshots, so an item's counts include
 // the items before it in the batch.
-const CREATE_MANY_SQL = `SELECT r.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::int[])
+// org_in_flight is read right after each item's call: its wake-up's fair-queueing priority.
+const CREATE_MANY_SQL = `SELECT r.*, CASE WHEN r.id IS NOT NULL THEN org_running_executions(i.org_id) END AS org_in_flight FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::int[])
                           WITH ORDINALITY AS i(revision_id, org_id, blob_id, session_id, session_alias, definition_id, definition_alias, input, input_bytes, ord)
   CROSS JOIN LATERAL create_execution(i.revision_id, i.org_id, i.blob_id, i.session_id, i.session_alias, i.definition_id, i.definition_alias,
                                       i.input::jsonb, i.input_bytes, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14::text) AS r
   ORDER BY i.ord`;
 
-function resultOf(row: CreateRow): ExecutionRecordRow | CreateRefusal {
-  const { refusal, refused_limit, held, id, ...record } = row;
+function resultOf(row: CreateRow): CreatedExecution | CreateRefusal {
+  const { refusal, refused_limit, held, id, org_in_flight, ...record } = row;
   if (refusal === 'limit') return { refusal, limit: refused_limit!, held: held ?? undefined };
   if (refusal !== null) return { refusal };
-  return { id: id!, ...record };
+  return org_in_flight === null || org_in_flight === undefined ? { id: id!, ...record } : { id: id!, ...record, orgInFlight: org_in_flight };
 }
 
 /**
@@ -86,7 +93,7 @@ function resultOf(row: CreateRow): ExecutionRecordRow | CreateRefusal {
  * orders them by organization: see control-plane/workflow/execution-creator.ts). One result per
  * item; refused items wrote nothing, so the caller commits the others.
  */
-export async function createExecutionRows(tx: Tx, items: readonly NewExecution[]): Promise<Array<ExecutionRecordRow | CreateRefusal>> {
+export async function createExecutionRows(tx: Tx, items: readonly NewExecution[]): Promise<Array<CreatedExecution | CreateRefusal>> {
   const refs = (ref: string) => (isUuid(ref) ? [ref, null] : [null, ref]);
   const { rows } = await preparedQuery<CreateRow>(tx, 'cp_create_executions', CREATE_MANY_SQL, [
     items.map((i) => i.revisionId), items.map((i) => i.orgId), items.map((i) => i.blobId),

@@ -13,9 +13,9 @@
  */
 import { Batcher } from '../../shared/batcher.ts';
 import type { Db } from '../../shared/db/db.ts';
-import { enqueueExecution, enqueueExecutions, type BatchJobQueue } from '../../shared/queue/execution-jobs.ts';
+import { enqueueExecution, enqueueExecutions, fairPriority, type BatchJobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
-import { createExecutionRow, createExecutionRows, type CreateRefusal, type NewExecution } from '../sql/executions.ts';
+import { createExecutionRow, createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../sql/executions.ts';
 
 export type Created = ExecutionRecordRow | CreateRefusal;
 type Settled = { ok: Created } | { error: unknown };
@@ -35,7 +35,7 @@ export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { 
       return {
         ok: await db.transaction(async (tx) => {
           const created = await createExecutionRow(tx, fields);
-          if (isCreated(created)) await enqueueExecution(queue, tx, created.id);
+          if (isCreated(created)) await enqueueExecution(queue, tx, created.id, { priority: fairPriority((created as CreatedExecution).orgInFlight) });
           return created;
         }),
       };
@@ -54,7 +54,7 @@ export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { 
     try {
       const results = await db.transaction(async (tx) => {
         const rows = await createExecutionRows(tx, order.map((at) => items[at]!));
-        await enqueueExecutions(queue, tx, rows.filter(isCreated).map((row) => row.id));
+        await enqueueExecutions(queue, tx, rows.filter(isCreated).map((row) => ({ id: row.id, orgInFlight: (row as CreatedExecution).orgInFlight })));
         return rows;
       });
       const settled: Settled[] = new Array(items.length);

@@ -13,6 +13,7 @@ import { WorkerPool } from '../worker-pool.ts';
 import type { CodeRunner, ExecutionTaskResult } from '../messages.ts';
 import type { Processor } from '../processors/processor.ts';
 import { processorRegistry } from '../processors/registry.ts';
+import { CancelListener } from './cancel-listener.ts';
 import type { ClaimedExecution } from './claim.ts';
 import { runExecution, type EngineContext, type RunControl } from './interpreter.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
@@ -107,6 +108,8 @@ export interface Runner {
 interface Flight {
   execution: ClaimedExecution;
   controller: AbortController;
+  /** Stops working on the execution: its lease is gone (cancel, takeover). */
+  lost: () => void;
   dead: boolean;
   done: Promise<void>;
 }
@@ -173,6 +176,13 @@ export function createRunner(options: RunnerOptions): Runner {
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'lease renewal failed; retrying'),
   });
 
+  const cancels = new CancelListener({
+    databaseUrl: options.databaseUrl,
+    // The cancel already ended the row; what the node does next is discarded by the lease guard.
+    onCancelled: (executionId) => flights.get(executionId)?.lost(),
+    onError: (err) => log.warn({ err, runner_id: runnerId }, 'cancel listener connection failed; reconnecting'),
+  });
+
   // The main thread's own interpreter context, for a runner that interprets here.
   const engine: EngineContext | null = !onThisThread ? null : {
     db,
@@ -221,11 +231,12 @@ export function createRunner(options: RunnerOptions): Runner {
 
   async function execute(execution: ClaimedExecution): Promise<void> {
     const controller = new AbortController();
-    const flight: Flight = { execution, controller, dead: false, done: Promise.resolve() };
     const onLost = () => {
+      if (controller.signal.aborted) return;
       controller.abort();
       pool?.signal({ type: 'lost', executionIds: [execution.id] });
     };
+    const flight: Flight = { execution, controller, lost: onLost, dead: false, done: Promise.resolve() };
     flights.set(execution.id, flight);
     leases.hold(execution.id, onLost);
     flight.done = (async () => {
@@ -298,6 +309,7 @@ export function createRunner(options: RunnerOptions): Runner {
       if (started) return;
       started = true;
       pool?.start();
+      cancels.start();
       leases.start();
       recovery.start();
       stats.start();
@@ -324,6 +336,7 @@ export function createRunner(options: RunnerOptions): Runner {
           }
         }
         await leases.stop();
+        await cancels.stop();
         await pool?.destroy();
         await allLeft(UNWIND_MS);
       })();
@@ -338,6 +351,7 @@ export function createRunner(options: RunnerOptions): Runner {
       pool?.signal({ type: 'dead', executionIds: 'all' });
       clearWakeTimers();
       await leases.stop();
+      await cancels.stop();
       await Promise.all([recovery.stop(), stats.stop()]);
       await workLoop.stop().catch(() => {});
       await pool?.destroy();

@@ -37,7 +37,8 @@ export const logicCode: Processor<{ code: string }> = {
     };
     let answer;
     try {
-      answer = await ctx.code.run(task);
+      // A lost lease (cancel, takeover) aborts the signal: the run stops at once and its isolate is freed.
+      answer = await ctx.code.run(task, ctx.signal);
     } catch {
       // The worker pool was shut down (drain) or a worker thread died under the run.
       return { kind: 'failure', error: { code: 'internal_error', message: 'The code sandbox stopped during the run.' } };

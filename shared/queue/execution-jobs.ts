@@ -20,6 +20,23 @@ export interface ExecutionJobData {
 export interface EnqueueOptions {
   /** Deliver no earlier than this (a Date, or seconds from now): the wake-up of a sleep. */
   startAfter?: Date | number;
+  /** pg-boss priority (higher first): `fairPriority` for a create's wake-up, else 0. */
+  priority?: number;
+}
+
+/**
+ * Fair queueing of the organizations' first wake-ups (docs/architecture.md, "Fairness"): pg-boss
+ * fetches by `priority DESC, created_on` (its index job_i11 holds that order), and a create's
+ * wake-up gets minus the number of its organization's executions already unfinished ahead of it.
+ * That number is the execution's virtual start time in start-time fair queueing: the k-th
+ * unfinished execution of every organization is fetched before any organization's (k+1)-th, so
+ * one organization's backlog of 100,000 delays another's first execution by at most one fetch,
+ * on any number of runners. Wake-ups of executions already started (sleeps, hand-backs, recovery)
+ * keep priority 0: they are work in progress.
+ */
+export function fairPriority(orgInFlight: number | undefined): number {
+  if (orgInFlight === undefined || !Number.isFinite(orgInFlight) || orgInFlight <= 1) return 0;
+  return -Math.min(orgInFlight - 1, 2_000_000_000);
 }
 
 // pg-boss's insert is one long constant text per queue; sent unnamed, PostgreSQL parsed and planned
@@ -43,6 +60,7 @@ export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: str
   const data: ExecutionJobData = { execution_id: executionId };
   const sendOptions: SendOptions = { db: inTransaction(tx) };
   if (options.startAfter !== undefined) sendOptions.startAfter = options.startAfter;
+  if (options.priority) sendOptions.priority = options.priority;
   const jobId = await queue.send(QUEUES.executions.name, data, sendOptions);
   // pg-boss answers null only for a throttled or singleton send, which this queue never uses.
   if (jobId === null) throw new Error(`pg-boss did not create the job of execution ${executionId}`);
@@ -51,7 +69,7 @@ export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: str
 
 /** A queue that can also insert many jobs in one statement (pg-boss `insert`). */
 export interface BatchJobQueue extends JobQueue {
-  insert?(name: string, jobs: Array<{ data: ExecutionJobData }>, options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } }): Promise<string[] | null>;
+  insert?(name: string, jobs: Array<{ data: ExecutionJobData; priority?: number }>, options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } }): Promise<string[] | null>;
 }
 
 /**
@@ -59,12 +77,12 @@ export interface BatchJobQueue extends JobQueue {
  * `insert` statement when the queue has it, else one `send` each. Same guarantee as
  * `enqueueExecution`: the jobs commit or roll back with the rows they announce.
  */
-export async function enqueueExecutions(queue: BatchJobQueue, tx: Tx, executionIds: readonly string[]): Promise<void> {
-  if (executionIds.length === 0) return;
-  if (executionIds.length === 1 || !queue.insert) {
-    for (const id of executionIds) await enqueueExecution(queue, tx, id);
+export async function enqueueExecutions(queue: BatchJobQueue, tx: Tx, executions: ReadonlyArray<{ id: string; orgInFlight?: number | undefined }>): Promise<void> {
+  if (executions.length === 0) return;
+  if (executions.length === 1 || !queue.insert) {
+    for (const execution of executions) await enqueueExecution(queue, tx, execution.id, { priority: fairPriority(execution.orgInFlight) });
     return;
   }
-  const jobs = executionIds.map((id) => ({ data: { execution_id: id } }));
+  const jobs = executions.map((execution) => ({ data: { execution_id: execution.id }, priority: fairPriority(execution.orgInFlight) }));
   await queue.insert(QUEUES.executions.name, jobs, { db: inTransaction(tx) });
 }

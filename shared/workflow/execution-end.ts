@@ -5,6 +5,17 @@ import { appendExecutionEvent, appendSessionEvent, preparedQuery } from '../even
 /** The statuses an execution can end in; `ended_at` is set exactly for these (a CHECK enforces it). */
 export type TerminalStatus = 'succeeded' | 'failed' | 'cancelled';
 
+/** NOTIFY channel on which a cancel announces the execution's id, for the runner working on it. */
+export const EXECUTION_CANCELLED_CHANNEL = 'ws_execution_cancelled';
+
+/**
+ * Announces at commit that `executionId` was cancelled, so the runner holding it stops its code at
+ * once (runner/engine/cancel-listener.ts) rather than at its next lease renewal.
+ */
+export async function announceCancel(tx: Queryable, executionId: string): Promise<void> {
+  await preparedQuery(tx, 'ws_execution_cancel_notify', `SELECT pg_notify('${EXECUTION_CANCELLED_CHANNEL}', $1::text)`, [executionId]);
+}
+
 /** An execution's error as stored and returned (contract §4): `limit` only for limit_exceeded. */
 export interface ExecutionError {
   code: string;

@@ -1,0 +1,88 @@
+/**
+ * Tenant isolation in a runner, through the API: one organization's hostile code cannot keep
+ * another's executions from starting and ending; code that can never finish fails at once; a
+ * cancel stops running code and frees its isolate (docs/sandbox.md, "Fair share" and "Hostile
+ * code"). The runner is small on purpose (one engine thread, one or two isolates), so a single
+ * tenant's runs fill it. No assertion is about time: without the behaviour under test, the waits
+ * below would run into `workflow.code_run_seconds` (870 s) and the test would time out.
+ */
+import t from 'tap';
+import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
+import { command, createWorkflow, executionEvents, runGraph, runningHeld, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+
+const { app, databaseUrl } = await buildTestApp(t);
+const mallory = await signInAnonymous(app);
+const bob = await signInAnonymous(app);
+
+function code(source: string, routes?: Record<string, string | null>): Record<string, unknown> {
+  return { processor: 'logic.code', config: { code: source }, ...(routes ? { routes } : {}) };
+}
+
+const spin = { start: 'spin', nodes: { spin: code('export default () => { for (;;) {} }') } };
+const threeNodes = {
+  start: 'a',
+  nodes: {
+    a: code('export default (input) => ({ n: input.n + 1 })', { success: 'b' }),
+    b: code('export default async (input, ctx) => { await ctx.objects.put("seen", input.n); return { n: input.n * 2 } }', { success: 'c' }),
+    c: code('export default (input) => ({ n: input.n + 3 })'),
+  },
+};
+
+t.test("another organization's executions start and end while one organization's hostile code fills the runner", async (t) => {
+  const runner = await startRunner(t, databaseUrl, { workerThreads: 1, isolatesPerThread: 2 });
+  const hostile = await createWorkflow(app, mallory);
+  const spinning = [];
+  for (let i = 0; i < 4; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
+  const selfRouting = await runGraph(app, mallory, hostile, {
+    start: 'again',
+    nodes: { again: code('export default (input) => ({ n: (input?.n ?? 0) + 1 })', { success: 'again' }) },
+  });
+  // Both isolates of the thread are spinning mallory's code.
+  for (const execution of spinning.slice(0, 2)) await waitForStatus(app, mallory, hostile, execution.id, 'running');
+
+  const flow = await createWorkflow(app, bob);
+  for (let i = 0; i < 3; i++) {
+    const created = await runGraph(app, bob, flow, threeNodes, { n: i });
+    const ended = await waitForEnd(app, bob, flow, created.id);
+    t.equal(ended.status, 'succeeded', `bob's execution ${i} succeeded`);
+    t.same(ended.output, { n: (i + 1) * 2 + 3 });
+  }
+
+  for (const execution of [...spinning, selfRouting]) {
+    await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
+  }
+  t.equal(await runningHeld(app, mallory, hostile.orgId), 0);
+  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0, 'the runner to let go of the cancelled executions');
+});
+
+t.test('never-settling code fails at once; cancel stops running code at once and frees its isolate for the next run', async (t) => {
+  // One isolate: the next run of the same organization can only start once the spinning one is stopped.
+  const runner = await startRunner(t, databaseUrl, { workerThreads: 1, isolatesPerThread: 1, leaseSeconds: 600, renewSeconds: 300 });
+  const flow = await createWorkflow(app, mallory);
+  // Code that can never finish fails on its own, long before its deadline.
+  const never = await runGraph(app, mallory, flow, { start: 'wait', nodes: { wait: code('export default async () => { await new Promise(() => {}) }') } });
+  const stuck = await waitForEnd(app, mallory, flow, never.id);
+  t.equal(stuck.status, 'failed');
+  t.match(stuck.error, { code: 'code_error', message: /can never finish/ });
+
+  const spinning = await runGraph(app, mallory, flow, spin);
+  await waitForStatus(app, mallory, flow, spinning.id, 'running');
+  const events = await waitFor(() => executionEvents(app, mallory, flow, spinning.id), (list) => list.some((event) => event.kind === 'node.started'), 'the code to start');
+  t.ok(events.length > 0);
+
+  const cancelled = (await command(app, mallory, flow.rev, 'cancel_execution', { execution_id: spinning.id })).execution;
+  t.equal(cancelled.status, 'cancelled');
+  t.equal(await runningHeld(app, mallory, flow.orgId), 0, 'the running slot is freed by the cancel');
+
+  // With a 300 s renewal the lease keeper cannot be what noticed: the cancel's announcement was.
+  const next = await runGraph(app, mallory, flow, { start: 'one', nodes: { one: code('export default () => 1') } });
+  const ended = await waitForEnd(app, mallory, flow, next.id);
+  t.equal(ended.status, 'succeeded');
+  t.equal(ended.output, 1);
+  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0, 'the runner to let go of the cancelled execution');
+
+  const after = await executionEvents(app, mallory, flow, spinning.id);
+  t.equal(after.filter((event) => event.kind === 'execution.finished').length, 1, 'execution.finished is written once');
+  t.same(after.at(-1)?.attributes, { status: 'cancelled', duration_ms: after.at(-1)?.attributes.duration_ms });
+  t.notOk(after.some((event) => event.kind === 'node.finished' || event.kind === 'node.failed'), 'nothing the stopped node did was written');
+});
