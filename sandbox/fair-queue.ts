@@ -60,10 +60,21 @@ export class FairQueue<W> {
    * The next waiter to serve: of the tenants with waiting runs for which `eligible` holds, the one
    * with the least virtual time (its runs in progress charged up to `now`); ties go to the tenant
    * that has waited longest in map order. Undefined when no eligible tenant waits.
+   *
+   * `prefer` (with `slackMs`) trades a little fairness for locality: a tenant it accepts (one whose
+   * context the freed isolate keeps) is served instead of the fairest one when its virtual time is
+   * at most `slackMs` behind, so the lag any tenant can suffer stays bounded by the slack.
    */
-  dequeue(eligible: (tenant: string, busy: number) => boolean, now = performance.now()): { tenant: string; waiter: W } | undefined {
+  dequeue(
+    eligible: (tenant: string, busy: number) => boolean,
+    now = performance.now(),
+    prefer?: (tenant: string) => boolean,
+    slackMs = 0,
+  ): { tenant: string; waiter: W } | undefined {
     let best: [string, Flow<W>] | undefined;
     let bestTime = Infinity;
+    let near: [string, Flow<W>] | undefined;
+    let nearTime = Infinity;
     for (const entry of this.#flows) {
       const flow = entry[1];
       if (flow.waiters.length === 0 || !eligible(entry[0], flow.busy)) continue;
@@ -72,7 +83,12 @@ export class FairQueue<W> {
         best = entry;
         bestTime = time;
       }
+      if (prefer && time < nearTime && prefer(entry[0])) {
+        near = entry;
+        nearTime = time;
+      }
     }
+    if (near && nearTime <= bestTime + slackMs) best = near;
     if (!best) return undefined;
     const [tenant, flow] = best;
     const waiter = flow.waiters.shift() as W;

@@ -53,6 +53,21 @@ t.test('the queue serves the tenant with the least isolate time first, a new ten
   t.same(queue.waitingByTenant(), [{ tenant: 'a', waiting: 0, busy: 1 }]);
 });
 
+t.test('locality: a tenant whose context the freed isolate keeps goes first only within the slack', async (t) => {
+  const queue = new FairQueue<string>();
+  queue.started('near', 0);
+  queue.finished('near', 0, 15);
+  queue.enqueue('near', 'n1');
+  queue.enqueue('fair', 'f1');
+  const any = () => true;
+  const local = (tenant: string) => tenant === 'near';
+  t.same(queue.dequeue(any, 15, local, 20), { tenant: 'near', waiter: 'n1' }, '15 ms behind, within a 20 ms slack');
+  queue.started('near', 15);
+  queue.finished('near', 15, 30);
+  queue.enqueue('near', 'n2');
+  t.same(queue.dequeue(any, 30, local, 20), { tenant: 'fair', waiter: 'f1' }, '30 ms behind: the fairest goes first');
+});
+
 t.test('a tenant that comes back after idling gets no credit for the time it was away', async (t) => {
   const queue = new FairQueue<string>();
   // b works for a long time while a is away.
@@ -134,6 +149,18 @@ t.test('an aborted run leaves the queue, or its isolate, at once', async (t) => 
   const before = new AbortController();
   before.abort();
   t.match(await runCode(pool, request('export default () => 3'), fakeHost(), before.signal), { kind: 'error', error: { code: 'code_aborted' } });
+});
+
+t.test('kept contexts are bounded by bytes at their measured size', async (t) => {
+  const pool = testPool(t, { size: 1, contextBytesPerIsolate: 2 * 1024 * 1024 }, pools);
+  for (let i = 0; i < 30; i++) t.match(await runCode(pool, request('export default () => 1', { tenant: `org-${i}` }), fakeHost()), { kind: 'output', output: 1 });
+  const stats = pool.stats();
+  t.ok(stats.contextBytes > 32 * 1024, `a context was measured (${stats.contextBytes} bytes)`);
+  t.ok(stats.contexts * stats.contextBytes <= 2 * 1024 * 1024 + stats.contextBytes, `${stats.contexts} contexts fit 2 MiB`);
+  t.ok(stats.contextsEvicted > 0, 'the least recently used ones were evicted');
+  // The most recent tenant's context is still kept.
+  t.match(await runCode(pool, request('export default () => 2', { tenant: 'org-29' }), fakeHost()), { kind: 'output', output: 2 });
+  t.equal(pool.stats().contextsReused, stats.contextsReused + 1);
 });
 
 testDisposal(t, pools);
