@@ -18,7 +18,7 @@
  * isolate pool degrades (an isolate thread was lost: docs/sandbox.md) the worker tells the runner,
  * which drains and exits.
  */
-import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
+import { BroadcastChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import type { PgBoss } from 'pg-boss';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
@@ -29,7 +29,7 @@ import { createLogSink, sessionHost } from './code-host.ts';
 import { runExecution, type EngineContext, type RunControl } from './engine/interpreter.ts';
 import { createStepWriter } from './engine/step-writes.ts';
 import { processorRegistry } from './processors/registry.ts';
-import type { CodeRunner, CodeTask, CodeTaskResult, EngineWorkerData, ExecutionTask, ExecutionTaskResult, WorkerNotice, WorkerSignal, WorkerTask } from './messages.ts';
+import { MAX_SNAPSHOT_TENANTS, SNAPSHOT_EVERY_MS, type CodeRunner, type CodeTask, type CodeTaskResult, type EngineWorkerData, type ExecutionTask, type ExecutionTaskResult, type SandboxSnapshot, type WorkerNotice, type WorkerSignal, type WorkerTask } from './messages.ts';
 
 interface Flight {
   readonly controller: AbortController;
@@ -39,6 +39,8 @@ interface Flight {
 interface WorkerState {
   db: Db;
   isolates: IsolatePool;
+  /** Cooled-down organizations and the end of each one's cool-down (epoch ms), as the runner last broadcast them. */
+  cooldowns: Map<string, number>;
   engine: EngineContext;
   flights: Map<string, Flight>;
   draining: boolean;
@@ -56,7 +58,17 @@ function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
-async function runCodeTask(db: Db, isolates: IsolatePool, task: CodeTask, signal?: AbortSignal): Promise<CodeTaskResult> {
+/** The failure of a run whose organization is cooled down, or null to run it. */
+function cooledDown(cooldowns: ReadonlyMap<string, number>, tenant: string | undefined): CodeTaskResult | null {
+  const until = tenant === undefined ? undefined : cooldowns.get(tenant);
+  if (until === undefined || until <= Date.now()) return null;
+  const message = `This organization's code is cooled down until ${new Date(until).toISOString()}: its code made the sandbox lose an isolate (a memory bomb). Each further one doubles the cool-down, up to an hour.`;
+  return { result: { kind: 'error', error: { code: 'code_cooldown', message }, stats: { wallMs: 0, cpuMs: 0, hostCalls: 0, logs: 0, logsDropped: 0 } }, logs: [], logsDropped: 0 };
+}
+
+async function runCodeTask(db: Db, isolates: IsolatePool, task: CodeTask, signal?: AbortSignal, cooldowns?: ReadonlyMap<string, number>): Promise<CodeTaskResult> {
+  const refused = cooldowns ? cooledDown(cooldowns, task.request.tenant) : null;
+  if (refused) return refused;
   const logs = createLogSink();
   const host = sessionHost(db, task.scope, logs, (error) => notify({ type: 'host_error', message: describe(error) }));
   const result = await runCode(isolates, task.request, host, signal);
@@ -92,9 +104,13 @@ function open(): WorkerState {
   const isolates = new IsolatePool({
     size: data.isolates,
     memoryMb: data.memoryMb,
-    onDegraded: (reason) => notify({ type: 'degraded', reason }),
+    onDegraded: (reason, tenant) => {
+      notify({ type: 'strike', tenant: tenant ?? null, reason });
+      notify({ type: 'degraded', reason });
+    },
   });
-  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, isolates, task, signal) };
+  const cooldowns = new Map<string, number>();
+  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, isolates, task, signal, cooldowns) };
   const flights = new Map<string, Flight>();
   const engine: EngineContext = {
     db,
@@ -107,7 +123,9 @@ function open(): WorkerState {
     maxRecoveries: data.maxRecoveries,
     onProcessorError: (error, node) => notify({ type: 'processor_error', node, message: describe(error) }),
   };
-  const worker: WorkerState = { db, isolates, engine, flights, draining: false, abandoned: false };
+  const worker: WorkerState = { db, isolates, cooldowns, engine, flights, draining: false, abandoned: false };
+  const snapshots = setInterval(() => notify({ type: 'sandbox', thread: threadId, snapshot: snapshotOf(isolates) }), SNAPSHOT_EVERY_MS);
+  snapshots.unref();
 
   const channel = new BroadcastChannel(data.channel);
   channel.unref();
@@ -120,6 +138,10 @@ function open(): WorkerState {
       case 'drain':
         worker.draining = true;
         return;
+      case 'cooldowns':
+        cooldowns.clear();
+        for (const [orgId, until] of Object.entries(signal.until)) cooldowns.set(orgId, until);
+        return;
       case 'dead':
         if (signal.executionIds === 'all') worker.abandoned = true;
         for (const [id, flight] of flights) {
@@ -130,6 +152,7 @@ function open(): WorkerState {
         return;
       case 'close':
         // Runs in progress end at once (internal_error) and no isolate thread outlives its environment.
+        clearInterval(snapshots);
         channel.close();
         void isolates.dispose();
         return;
@@ -163,8 +186,19 @@ async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promi
   }
 }
 
+/** What the ops API shows of this thread's sandbox: isolates, and the organizations holding or waiting for them. */
+function snapshotOf(isolates: IsolatePool): SandboxSnapshot {
+  const stats = isolates.stats();
+  const tenants = stats.tenants
+    .filter((row) => row.tenant !== '')
+    .sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy))
+    .slice(0, MAX_SNAPSHOT_TENANTS)
+    .map((row) => ({ orgId: row.tenant, waiting: row.waiting, busy: row.busy }));
+  return { isolatesLive: stats.live, isolatesBusy: stats.busy, isolatesIdle: stats.idle, runsWaiting: stats.waiting, contexts: stats.contexts, tenants };
+}
+
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */
 export default function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
   state ??= open();
-  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.isolates, task);
+  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.isolates, task, undefined, state.cooldowns);
 }

@@ -76,7 +76,7 @@ async function start(): Promise<void> {
   await boss.start();
   await createQueues(boss);
   registration = await registerRunner(db, { host: hostname(), pid: process.pid, version: VERSION },
-    (err) => log.warn({ err }, 'heartbeat failed'));
+    (err) => log.warn({ err }, 'heartbeat failed'), () => runner?.sandbox() ?? null);
   if (config.runner.cpuSplit) {
     cpuSplit = startCpuSplit({
       db,

@@ -89,23 +89,49 @@ export interface EngineWorkerData {
  * - `drain`: the runner drains: finish each node in flight, then hand its execution back.
  * - `dead`: the runner handed these executions back itself (the drain's grace ran out), or
  *   `all` of them when it was abandoned (a simulated kill): write nothing more for them.
+ * - `cooldowns`: the organizations cooled down now, each with the end of its cool-down (epoch ms):
+ *   their `logic.code` runs fail at once with `code_cooldown` (shared/sandbox/cooldowns.ts).
  * - `close`: sent before the threads are terminated, so each disposes its isolates first (a thread
  *   terminated under a running isolate can abort the whole process in isolated-vm's cleanup).
  */
 export type WorkerSignal =
   | { type: 'lost'; executionIds: string[] }
+  | { type: 'cooldowns'; until: Record<string, number> }
   | { type: 'drain' }
   | { type: 'dead'; executionIds: string[] | 'all' }
   | { type: 'close' };
 
 /**
  * Messages a worker posts on its own (outside task answers), for the runner to act on or log: its
- * isolate pool can no longer promise a clean process (the runner must drain and exit); a host call
+ * isolate pool can no longer promise a clean process (the runner must drain and exit); an
+ * organization's run lost an isolate thread (a strike: shared/sandbox/cooldowns.ts); its sandbox's
+ * snapshot (every `SNAPSHOT_EVERY_MS`); a host call
  * failed in a way the code saw only as `internal_error`; a processor threw something that was not
  * a refusal.
  */
+/** A worker's sandbox as the ops API shows it (per runner, summed over its worker threads). */
+export const sandboxSnapshotSchema = z.strictObject({
+  isolatesLive: z.number(),
+  isolatesBusy: z.number(),
+  isolatesIdle: z.number(),
+  runsWaiting: z.number(),
+  contexts: z.number(),
+  /** Organizations with runs holding or waiting for an isolate, the busiest first (at most `MAX_SNAPSHOT_TENANTS`). */
+  tenants: z.array(z.strictObject({ orgId: z.string(), waiting: z.number(), busy: z.number() })),
+});
+
+export type SandboxSnapshot = z.output<typeof sandboxSnapshotSchema>;
+
+/** How often each worker posts its sandbox snapshot. */
+export const SNAPSHOT_EVERY_MS = 2_000;
+
+/** Organizations listed in a sandbox snapshot. */
+export const MAX_SNAPSHOT_TENANTS = 50;
+
 export const workerNoticeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('degraded'), reason: z.string() }),
+  z.strictObject({ type: z.literal('strike'), tenant: z.string().nullable(), reason: z.string() }),
+  z.strictObject({ type: z.literal('sandbox'), thread: z.number(), snapshot: sandboxSnapshotSchema }),
   z.strictObject({ type: z.literal('host_error'), message: z.string() }),
   z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string() }),
 ]);

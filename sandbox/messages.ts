@@ -24,6 +24,7 @@ export const runErrorCodes = {
   import_refused: 'The code imports a module that is not granted by workflow.code_imports.',
   output_invalid: 'The returned value is not JSON data within the output bound.',
   code_aborted: 'The run was stopped because its execution was cancelled or left the runner.',
+  code_cooldown: "The organization's code is cooled down after it broke the sandbox; runs fail at once until the cool-down ends.",
   internal_error: 'The sandbox failed for a reason of its own.',
 } as const satisfies Record<string, string>;
 

@@ -21,6 +21,8 @@ export interface RunnerRow extends RunnerIdentity {
   heartbeat_at: string;
   stopped_at: string | null;
   alive: boolean;
+  /** What the runner's sandbox reported with its last heartbeat (runner/messages.ts SandboxSnapshot). */
+  sandbox: unknown;
 }
 
 export interface Registration {
@@ -34,7 +36,13 @@ export interface Registration {
  * A runner that dies without `stop()` keeps `stopped_at` null and simply stops being `alive`.
  * A failed heartbeat (database restarting) is reported to `onError` and retried on the next beat.
  */
-export async function registerRunner(db: Queryable, identity: RunnerIdentity, onError: (error: unknown) => void): Promise<Registration> {
+export async function registerRunner(
+  db: Queryable,
+  identity: RunnerIdentity,
+  onError: (error: unknown) => void,
+  /** Read at every heartbeat and stored with it: the runner's sandbox snapshot, for the ops API. */
+  report: () => unknown = () => null,
+): Promise<Registration> {
   const id = randomUUID();
   await db.query(
     `DELETE FROM runners WHERE heartbeat_at < now() - make_interval(days => $1::int)`,
@@ -48,7 +56,7 @@ export async function registerRunner(db: Queryable, identity: RunnerIdentity, on
   await insert();
 
   const beat = async () => {
-    const { rowCount } = await db.query('UPDATE runners SET heartbeat_at = now() WHERE id = $1::uuid', [id]);
+    const { rowCount } = await db.query('UPDATE runners SET heartbeat_at = now(), sandbox = $2::jsonb WHERE id = $1::uuid', [id, JSON.stringify(report() ?? null)]);
     // The row was removed (an operator cleaning up): put it back rather than run unlisted.
     if (!rowCount) await insert();
   };
@@ -66,7 +74,7 @@ export async function registerRunner(db: Queryable, identity: RunnerIdentity, on
 /** Every registered runner, newest first, with `alive` computed from its heartbeat. */
 export async function listRunners(db: Queryable): Promise<RunnerRow[]> {
   const { rows } = await db.query<RunnerRow>(
-    `SELECT id, host, pid, version, started_at, heartbeat_at, stopped_at,
+    `SELECT id, host, pid, version, started_at, heartbeat_at, stopped_at, sandbox,
             stopped_at IS NULL AND heartbeat_at > now() - make_interval(secs => $1::int) AS alive
        FROM runners ORDER BY started_at DESC, id`,
     [ALIVE_WITHIN_SECONDS],

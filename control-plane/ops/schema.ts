@@ -7,6 +7,7 @@ import { listRunners } from '../../shared/runner-registry.ts';
 import { auditOpsModule } from '../audit/audit-ops.ts';
 import { limitsOpsModule } from './limits-schema.ts';
 import { retentionOpsModule } from './retention-schema.ts';
+import { sandboxOpsModule } from './sandbox-schema.ts';
 
 /** What every operations resolver gets. */
 export interface OpsContext {
@@ -97,6 +98,7 @@ const core: OpsModule = {
         heartbeatAt: r.heartbeat_at,
         stoppedAt: r.stopped_at,
         alive: r.alive,
+        sandbox: r.sandbox,
       })),
       queues: async () => Promise.all((await ctx.boss.getQueues()).map(async (q) => {
         // force: counted now unless counted within the last minute, so a polling dashboard does not
@@ -122,7 +124,7 @@ const core: OpsModule = {
 };
 
 /** Every part of the operations schema. A feature adds its own module file and lists it here. */
-export const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule];
+export const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule, sandboxOpsModule];
 
 /**
  * Joins `modules` into one schema and one resolver map. Two parts resolving the same field is a

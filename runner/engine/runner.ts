@@ -10,7 +10,8 @@ import { availableParallelism } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { WorkerPool } from '../worker-pool.ts';
-import type { CodeRunner, ExecutionTaskResult } from '../messages.ts';
+import { MAX_SNAPSHOT_TENANTS, type CodeRunner, type ExecutionTaskResult, type SandboxSnapshot } from '../messages.ts';
+import { CooldownKeeper } from './cooldown-keeper.ts';
 import type { Processor } from '../processors/processor.ts';
 import { processorRegistry } from '../processors/registry.ts';
 import { CancelListener } from './cancel-listener.ts';
@@ -103,6 +104,34 @@ export interface Runner {
   /** Simulates a kill -9 (tests): stops everything at once and writes nothing more; leases run out. */
   abandon(): Promise<void>;
   stats(): RunnerStats;
+  /** The sandbox of every engine worker thread, summed (each at most `SNAPSHOT_EVERY_MS` old); null before the first. */
+  sandbox(): SandboxSnapshot | null;
+}
+
+/** How often a runner reads the organizations cooled down (besides right after a strike of its own). */
+const COOLDOWN_REFRESH_MS = 5_000;
+
+/** One snapshot for the runner: counts summed, organizations merged, the busiest first. */
+function sumSnapshots(list: SandboxSnapshot[]): SandboxSnapshot | null {
+  if (list.length === 0) return null;
+  const tenants = new Map<string, { orgId: string; waiting: number; busy: number }>();
+  for (const snapshot of list) {
+    for (const row of snapshot.tenants) {
+      const sum = tenants.get(row.orgId) ?? { orgId: row.orgId, waiting: 0, busy: 0 };
+      sum.waiting += row.waiting;
+      sum.busy += row.busy;
+      tenants.set(row.orgId, sum);
+    }
+  }
+  const total = (key: 'isolatesLive' | 'isolatesBusy' | 'isolatesIdle' | 'runsWaiting' | 'contexts') => list.reduce((n, s) => n + s[key], 0);
+  return {
+    isolatesLive: total('isolatesLive'),
+    isolatesBusy: total('isolatesBusy'),
+    isolatesIdle: total('isolatesIdle'),
+    runsWaiting: total('runsWaiting'),
+    contexts: total('contexts'),
+    tenants: [...tenants.values()].sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy)).slice(0, MAX_SNAPSHOT_TENANTS),
+  };
 }
 
 interface Flight {
@@ -151,6 +180,13 @@ export function createRunner(options: RunnerOptions): Runner {
     memoryMb: options.codeMemoryMb ?? 64,
     onNotice(notice) {
       switch (notice.type) {
+        case 'sandbox':
+          snapshots.set(notice.thread, notice.snapshot);
+          return;
+        case 'strike':
+          log.error({ runner_id: runnerId, org_id: notice.tenant, reason: notice.reason }, "an organization's code made the sandbox lose an isolate; cooling the organization down");
+          if (notice.tenant !== null) cooldowns.strike(notice.tenant, notice.reason);
+          return;
         case 'host_error':
           log.warn({ runner_id: runnerId, error: notice.message }, 'a logic.code host call failed');
           return;
@@ -174,6 +210,16 @@ export function createRunner(options: RunnerOptions): Runner {
     leaseSeconds,
     renewSeconds: options.renewSeconds ?? 3,
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'lease renewal failed; retrying'),
+  });
+
+  /** The latest sandbox snapshot of each engine worker thread. */
+  const snapshots = new Map<number, SandboxSnapshot>();
+  const cooldowns = new CooldownKeeper({
+    db,
+    everyMs: COOLDOWN_REFRESH_MS,
+    broadcast: (until) => pool?.signal({ type: 'cooldowns', until }),
+    onStrike: (cooldown) => log.warn({ runner_id: runnerId, org_id: cooldown.orgId, strikes: cooldown.strikes, until: cooldown.until }, 'organization cooled down'),
+    onError: (err) => log.warn({ err, runner_id: runnerId }, 'reading or recording cool-downs failed; retrying'),
   });
 
   const cancels = new CancelListener({
@@ -310,6 +356,7 @@ export function createRunner(options: RunnerOptions): Runner {
       started = true;
       pool?.start();
       cancels.start();
+      cooldowns.start();
       leases.start();
       recovery.start();
       stats.start();
@@ -337,6 +384,7 @@ export function createRunner(options: RunnerOptions): Runner {
         }
         await leases.stop();
         await cancels.stop();
+        await cooldowns.stop();
         await pool?.destroy();
         await allLeft(UNWIND_MS);
       })();
@@ -352,6 +400,7 @@ export function createRunner(options: RunnerOptions): Runner {
       clearWakeTimers();
       await leases.stop();
       await cancels.stop();
+      await cooldowns.stop();
       await Promise.all([recovery.stop(), stats.stop()]);
       await workLoop.stop().catch(() => {});
       await pool?.destroy();
@@ -359,5 +408,6 @@ export function createRunner(options: RunnerOptions): Runner {
     },
 
     stats: () => ({ inFlight: flights.size, leases: leases.size, degraded }),
+    sandbox: () => sumSnapshots([...snapshots.values()]),
   };
 }

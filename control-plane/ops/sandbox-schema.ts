@@ -1,0 +1,90 @@
+/**
+ * The operations API's view of tenant isolation in the runners (docs/sandbox.md, "Hostile code"):
+ * each runner's sandbox as it reported with its last heartbeat (isolates busy and idle, runs
+ * waiting by organization), and the organizations cooled down for breaking the sandbox, which an
+ * operator may release early.
+ */
+import { clearCooldown, listCooldowns, type Cooldown } from '../../shared/sandbox/cooldowns.ts';
+import type { OpsModule } from './schema.ts';
+
+interface SnapshotJson {
+  isolatesLive?: number;
+  isolatesBusy?: number;
+  isolatesIdle?: number;
+  runsWaiting?: number;
+  contexts?: number;
+  tenants?: Array<{ orgId: string; waiting: number; busy: number }>;
+}
+
+function cooldownOf(row: Cooldown) {
+  return { orgId: row.orgId, strikes: row.strikes, until: row.until.toISOString(), reason: row.reason, lastStrikeAt: row.lastStrikeAt.toISOString(), active: row.until.getTime() > Date.now() };
+}
+
+export const sandboxOpsModule: OpsModule = {
+  typeDefs: /* GraphQL */ `
+    extend type Query {
+      "Organizations cooled down for breaking the sandbox (active ones only unless all is true), newest strike first, at most 1,000."
+      sandboxCooldowns(all: Boolean = false): [SandboxCooldown!]!
+    }
+
+    extend type Mutation {
+      "Ends an organization's cool-down now and forgets its strikes. False when it had none."
+      clearSandboxCooldown(orgId: ID!): Boolean!
+    }
+
+    extend type Runner {
+      "The runner's sandbox as of its last heartbeat (at most 5 s old); null before its first report."
+      sandbox: RunnerSandbox
+    }
+
+    type RunnerSandbox {
+      isolatesLive: Int!
+      isolatesBusy: Int!
+      isolatesIdle: Int!
+      "Code runs waiting for an isolate (fair queue)."
+      runsWaiting: Int!
+      "Kept per-organization contexts."
+      contexts: Int!
+      "Organizations with runs holding or waiting for an isolate, busiest first (at most 50)."
+      organizations: [SandboxOrganization!]!
+    }
+
+    type SandboxOrganization {
+      orgId: ID!
+      waiting: Int!
+      busy: Int!
+    }
+
+    type SandboxCooldown {
+      orgId: ID!
+      "Strikes within a day of each other; each doubles the cool-down (30 s up to 1 h)."
+      strikes: Int!
+      until: String!
+      reason: String!
+      lastStrikeAt: String!
+      active: Boolean!
+    }
+  `,
+  resolvers: (ctx) => ({
+    Query: {
+      sandboxCooldowns: async (_root: unknown, args: { all?: boolean }) => (await listCooldowns(ctx.db, { activeOnly: !args.all })).map(cooldownOf),
+    },
+    Mutation: {
+      clearSandboxCooldown: async (_root: unknown, args: { orgId: string }) => clearCooldown(ctx.db, args.orgId),
+    },
+    Runner: {
+      sandbox: (runner: { sandbox?: SnapshotJson | null }) => {
+        const s = runner.sandbox;
+        if (!s || typeof s !== 'object') return null;
+        return {
+          isolatesLive: s.isolatesLive ?? 0,
+          isolatesBusy: s.isolatesBusy ?? 0,
+          isolatesIdle: s.isolatesIdle ?? 0,
+          runsWaiting: s.runsWaiting ?? 0,
+          contexts: s.contexts ?? 0,
+          organizations: Array.isArray(s.tenants) ? s.tenants : [],
+        };
+      },
+    },
+  }),
+};
