@@ -3,7 +3,9 @@
  * targets (printed, never asserted). docs/benchmarks.md explains each figure.
  *
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
- *                     --profile-control-plane DIR]
+ *                     --profile-control-plane DIR --skip-isolation --isolation-only]
+ *
+ * The tenant-isolation section (bench/isolation.ts) runs last, on a system of its own.
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
  * takes every process and the temporary folder down again, also on failure or Ctrl-C.
@@ -39,6 +41,8 @@ const { values: args } = parseArgs({
     profile: { type: 'string' },
     'profile-control-plane': { type: 'string' },
     verbose: { type: 'boolean', default: false },
+    'skip-isolation': { type: 'boolean', default: false },
+    'isolation-only': { type: 'boolean', default: false },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -258,9 +262,24 @@ function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
   return lines.join('\n');
 }
 
+/** The tenant-isolation section in a child process (bench/isolation.ts): its own system, its own table. */
+async function isolationSection(): Promise<string> {
+  const script = fileURLToPath(new URL('./isolation.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--no-node-snapshot', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) return `tenant isolation: bench/isolation.ts exited with ${code}\n${out}`;
+  return `Tenant isolation (one runner, defaults; docs/benchmarks.md "Tenant isolation"):\n${out.trim()}`;
+}
+
 let system: System | undefined;
 
 async function main(): Promise<void> {
+  if (args['isolation-only']) {
+    process.stdout.write(`\n${await isolationSection()}\n`);
+    return;
+  }
   log('sandbox warm overhead (bench/sandbox.ts)');
   const sandbox = await sandboxOverhead();
 
@@ -339,6 +358,13 @@ async function main(): Promise<void> {
   const baseline = await pgbossBaseline(system.databaseUrl, system.sql, { latencySamples: 300, gapMs: 10, backlog: 20_000, batchSize: 100 });
 
   process.stdout.write(`\n${report({ sandbox, lat, thr, drn, baseline })}\n`);
+  log('stopping the system before the tenant-isolation section');
+  await system.stop();
+  system = undefined;
+  if (!args['skip-isolation']) {
+    log('tenant isolation (bench/isolation.ts)');
+    process.stdout.write(`\n${await isolationSection()}\n`);
+  }
 }
 
 // A stop signal (Ctrl-C) takes everything down like a failure does, and exits non-zero.

@@ -48,6 +48,8 @@ interface WorkerState {
 }
 
 const data = workerData as EngineWorkerData;
+/** statement_timeout of the worker's connections: its executions' step writes and their code's ctx calls. */
+const HOST_STATEMENT_MS = 30_000;
 let state: WorkerState | undefined;
 
 function notify(notice: WorkerNotice): void {
@@ -100,7 +102,10 @@ function jobSender(): JobQueue {
 }
 
 function open(): WorkerState {
-  const db = createDb({ connectionString: data.databaseUrl, max: data.connections, applicationName: 'workspace-runner-worker' });
+  // A ctx call waits on the database at most HOST_STATEMENT_MS (a lock held elsewhere, a slow
+  // graph query), far less than workflow.code_run_seconds: a run waiting on host calls holds its
+  // isolate only that long per call (docs/sandbox.md, "Hostile code").
+  const db = createDb({ connectionString: data.databaseUrl, max: data.connections, applicationName: 'workspace-runner-worker', statementTimeoutMs: HOST_STATEMENT_MS });
   const isolates = new IsolatePool({
     size: data.isolates,
     memoryMb: data.memoryMb,

@@ -34,6 +34,8 @@ export interface DbOptions {
   connectionString: string;
   max?: number;
   applicationName?: string;
+  /** PostgreSQL `statement_timeout` of every connection (unset: the server's). */
+  statementTimeoutMs?: number;
 }
 
 /** Opens a pool. Nothing connects until the first query. */
@@ -42,6 +44,7 @@ export function createDb(options: DbOptions): Db {
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'workspace-service',
+    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     types,
   });
   // An idle client that loses its connection emits here; without a listener it would crash the process.

@@ -1,0 +1,272 @@
+/**
+ * Tenant isolation in the runners (docs/benchmarks.md, "Tenant isolation"), on a system of its
+ * own with one runner at its defaults. Prints, asserts nothing:
+ *
+ * - noisy neighbour: organization A keeps 10 hostile executions running (one phase each: code that
+ *   never settles, `for (;;) {}`, a node routing to itself, a memory bomb) while organization B
+ *   creates three-node executions at 20/s; B's create → succeeded against B alone in the same run,
+ *   runner restarts, B's failures;
+ * - many tenants: three-node executions over 1 organization, then round robin over 1,000, as fast
+ *   as they can be created; executions/s, create → first node.started, runner RSS, contexts and
+ *   isolates alive;
+ * - cancel: `cancel_execution` of a spinning execution → the isolate it held running the next run
+ *   (a run of the same organization that waited for it).
+ *
+ *   ./node_modules/.bin/node --no-node-snapshot bench/isolation.ts [--tenants 1000 --executions 2000 --seconds 10]
+ * `npm run bench` runs it as its last section (`--isolation-only` runs only it).
+ */
+import { availableParallelism } from 'node:os';
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import '../shared/db/embedded.ts';
+import { command, createWorkload, setOverride, type Workload } from './client.ts';
+import { batchSpan, createMany, executionLatencies, statusCounts, waitForEnd } from './executions.ts';
+import { fmt, summarize, table, type Summary } from './stats.ts';
+import { BENCH_GRAPH } from './workflow.ts';
+import { startSystem, type System } from './system.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    tenants: { type: 'string', default: '1000' },
+    executions: { type: 'string', default: '2000' },
+    seconds: { type: 'string', default: '10' },
+    rate: { type: 'string', default: '20' },
+    cancels: { type: 'string', default: '20' },
+  },
+});
+const TENANTS = Number(args.tenants);
+const EXECUTIONS = Number(args.executions);
+const SECONDS = Number(args.seconds);
+const RATE = Number(args.rate);
+const CANCELS = Number(args.cancels);
+/** A's executions kept running in each noisy-neighbour phase (its default workflow.running_executions_per_org). */
+const HOSTILE = 10;
+/** A re-creates its ended executions at most this fast (a create flood is the hardening issue's, not this bench's). */
+const HOSTILE_CREATES_PER_SECOND = 20;
+
+const log = (message: string) => process.stderr.write(`[bench isolation] ${message}\n`);
+
+const code = (source: string, routes?: Record<string, string | null>) => ({ processor: 'logic.code', config: { code: source }, ...(routes ? { routes } : {}) });
+const HOSTILE_GRAPHS = {
+  'never settles': { start: 'wait', nodes: { wait: code('export default async () => { await new Promise(() => {}) }') } },
+  'for (;;) {}': { start: 'spin', nodes: { spin: code('export default () => { for (;;) {} }') } },
+  'self-routing graph': { start: 'again', nodes: { again: code('export default (input) => ({ n: (input?.n ?? 0) + 1 })', { success: 'again' }) } },
+  'memory bomb': { start: 'bomb', nodes: { bomb: code('export default () => new Array(1e9).fill(0)') } },
+} as const;
+type Hostile = keyof typeof HOSTILE_GRAPHS;
+
+interface NeighbourRow {
+  phase: string;
+  b: Summary;
+  bStatuses: Record<string, number>;
+  aCreated: number;
+  runnerRestarts: number;
+}
+
+async function unended(system: System, orgId: string): Promise<string[]> {
+  const { rows } = await system.sql.query<{ id: string }>('SELECT id FROM executions WHERE org_id = $1::uuid AND ended_at IS NULL', [orgId]);
+  return rows.map((r) => r.id);
+}
+
+/** Keeps `HOSTILE` of A's executions of `definitionId` unended until `stop` resolves; returns how many it created. */
+async function keepHostile(system: System, a: Workload, definitionId: string, stop: Promise<void>): Promise<number> {
+  let stopped = false;
+  void stop.then(() => (stopped = true));
+  let created = 0;
+  let session = 0;
+  const started = performance.now();
+  while (!stopped) {
+    const open = (await unended(system, a.orgId)).length;
+    for (let i = open; i < HOSTILE && !stopped; i++) {
+      if (created >= ((performance.now() - started) / 1000 + 1) * HOSTILE_CREATES_PER_SECOND) break;
+      try {
+        await command(system, a.account, a.revisionId, 'create_execution', { session_id: a.sessionIds[session++ % a.sessionIds.length], definition_id: definitionId, input_data: null });
+        created++;
+      } catch {
+        break; // refused (its running limit): the next round looks again
+      }
+    }
+    await sleep(50);
+  }
+  return created;
+}
+
+async function cancelAll(system: System, a: Workload): Promise<void> {
+  for (const id of await unended(system, a.orgId)) {
+    await command(system, a.account, a.revisionId, 'cancel_execution', { execution_id: id }).catch(() => {});
+  }
+}
+
+/** B's executions at RATE/s for SECONDS, with A doing `hostile` meanwhile (or nothing). */
+async function neighbourPhase(system: System, a: Workload, b: Workload, hostile: Hostile | null, definitions: Record<Hostile, string>): Promise<NeighbourRow> {
+  const runner = system.runners[0]!;
+  const pid = runner.pid;
+  let release!: () => void;
+  const stop = new Promise<void>((resolve) => (release = resolve));
+  const keeper = hostile ? keepHostile(system, a, definitions[hostile], stop) : Promise.resolve(0);
+  // Let A fill the runner first.
+  if (hostile) await sleep(1500);
+  const ids = await createMany(system, [b], { count: RATE * SECONDS, window: 4, ratePerSecond: RATE });
+  const open = await waitForEnd(system.sql, ids, 120_000);
+  release();
+  const aCreated = await keeper;
+  if (hostile) await cancelAll(system, a);
+  if (open > 0) log(`${open} of B's executions did not end within 120 s`);
+  const { toEnd } = await executionLatencies(system.sql, ids);
+  const restarts = system.runners.filter((r) => r !== runner).length + (runner.running() && runner.pid === pid ? 0 : 1);
+  return { phase: hostile ?? 'B alone', b: summarize(toEnd), bStatuses: await statusCounts(system.sql, ids), aCreated, runnerRestarts: restarts };
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+  return kb / 1024;
+}
+
+async function opsSandbox(system: System): Promise<{ isolatesLive: number; contexts: number } | null> {
+  const res = await fetch(system.opsUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${system.opsToken}` },
+    body: JSON.stringify({ query: '{ runners { alive sandbox { isolatesLive contexts } } }' }),
+  });
+  const body = (await res.json()) as { data?: { runners: Array<{ alive: boolean; sandbox: { isolatesLive: number; contexts: number } | null }> } };
+  return body.data?.runners.find((r) => r.alive)?.sandbox ?? null;
+}
+
+interface TenantsRow {
+  label: string;
+  perSecond: number;
+  toStart: Summary;
+  statuses: Record<string, number>;
+}
+
+async function tenantsBatch(system: System, workloads: Workload[], label: string): Promise<TenantsRow> {
+  await system.sql.query('VACUUM (ANALYZE)');
+  const ids = await createMany(system, workloads, { count: EXECUTIONS, window: Math.max(1, Math.ceil(8 / workloads.length)) });
+  await waitForEnd(system.sql, ids, 180_000);
+  const span = await batchSpan(system.sql, ids);
+  const { toStart } = await executionLatencies(system.sql, ids);
+  return { label, perSecond: span.succeeded / span.seconds, toStart: summarize(toStart), statuses: await statusCounts(system.sql, ids) };
+}
+
+/** cancel_execution of a spinning execution → the node.finished of the run that waited for its isolate. */
+async function cancelSamples(system: System, a: Workload, spinDefinition: string, oneDefinition: string): Promise<number[]> {
+  // One organization may hold `isolates per thread` isolates of each engine thread (the runner's defaults).
+  const threads = Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2)));
+  const spinners = threads * 4;
+  const create = async (definition: string) => (await command(system, a.account, a.revisionId, 'create_execution', { session_id: a.sessionIds[0], definition_id: definition, input_data: null })).execution.id as string;
+  const running = async (id: string) => {
+    for (;;) {
+      const { rows } = await system.sql.query("SELECT 1 FROM execution_events WHERE execution_id = $1::uuid AND kind = 'node.started'", [id]);
+      if (rows.length > 0) return;
+      await sleep(20);
+    }
+  };
+  const spinning: string[] = [];
+  for (let i = 0; i < spinners; i++) spinning.push(await create(spinDefinition));
+  for (const id of spinning) await running(id);
+  const samples: number[] = [];
+  for (let i = 0; i < CANCELS; i++) {
+    const waiter = await create(oneDefinition);
+    await running(waiter);
+    await sleep(100); // it is waiting for an isolate of its organization
+    const victim = spinning.shift()!;
+    await command(system, a.account, a.revisionId, 'cancel_execution', { execution_id: victim });
+    await waitForEnd(system.sql, [waiter], 30_000);
+    const { rows } = await system.sql.query<{ ms: number }>(
+      `SELECT extract(epoch FROM f.at - c.at)::float8 * 1000 AS ms
+         FROM execution_events c, execution_events f
+        WHERE c.execution_id = $1::uuid AND c.kind = 'execution.finished'
+          AND f.execution_id = $2::uuid AND f.kind IN ('node.finished', 'node.failed')`,
+      [victim, waiter],
+    );
+    if (rows[0]) samples.push(Math.max(0, rows[0].ms));
+    const next = await create(spinDefinition);
+    await running(next);
+    spinning.push(next);
+  }
+  await cancelAll(system, a);
+  return samples;
+}
+
+export interface IsolationReport {
+  rows: string[][];
+  notes: string[];
+}
+
+/** Runs the three parts on a fresh system; returns report rows [figure, measured, target, met]. */
+export async function isolationBench(): Promise<IsolationReport> {
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+  log('starting PostgreSQL, the control plane and one runner');
+  const system = await startSystem({ runners: 1 });
+  try {
+    const a = await createWorkload(system, HOSTILE_GRAPHS['for (;;) {}'], { sessions: 4, quota: 1_000_000 });
+    await setOverride(system, 'workflow.running_executions_per_org', 'org', a.orgId, HOSTILE);
+    const definitions = {} as Record<Hostile, string>;
+    for (const [name, graph] of Object.entries(HOSTILE_GRAPHS)) {
+      definitions[name as Hostile] = (await command(system, a.account, a.revisionId, 'create_definition', { category: 'workflow', graph })).definition.id;
+    }
+    const oneDefinition = (await command(system, a.account, a.revisionId, 'create_definition', { category: 'workflow', graph: { start: 'one', nodes: { one: code('export default () => 1') } } })).definition.id;
+    const b = await createWorkload(system, BENCH_GRAPH, { sessions: 8, quota: 1_000_000 });
+
+    log('warm-up');
+    await createMany(system, [b], { count: 500, window: 8 }).then((ids) => waitForEnd(system.sql, ids, 60_000));
+
+    log('cancel');
+    const cancel = summarize(await cancelSamples(system, a, definitions['for (;;) {}'], oneDefinition));
+    rows.push([`cancel_execution -> isolate running the next run (${cancel.count})`, `p50 ${fmt(cancel.p50)} ms, p99 ${fmt(cancel.p99)} ms`, 'p99 <= 1000 ms', yes(cancel.p99 <= 1000)]);
+
+    log(`noisy neighbour: B alone, ${RATE}/s for ${SECONDS} s`);
+    const alone = await neighbourPhase(system, a, b, null, definitions);
+    const phases: NeighbourRow[] = [];
+    for (const hostile of Object.keys(HOSTILE_GRAPHS) as Hostile[]) {
+      log(`noisy neighbour: A ${hostile}`);
+      phases.push(await neighbourPhase(system, a, b, hostile, definitions));
+    }
+    const target = 2 * alone.b.p99 + 50;
+    rows.push([`noisy neighbour: B alone, create -> succeeded`, `p50 ${fmt(alone.b.p50)} ms, p99 ${fmt(alone.b.p99)} ms`, '-', '']);
+    for (const p of phases) {
+      const ok = p.b.p99 <= target && p.runnerRestarts === 0 && (p.bStatuses.succeeded ?? 0) === RATE * SECONDS;
+      rows.push([`noisy neighbour: A ${p.phase} (${p.aCreated} created), B`, `p50 ${fmt(p.b.p50)} ms, p99 ${fmt(p.b.p99)} ms, restarts ${p.runnerRestarts}, B ${Object.entries(p.bStatuses).map(([s, n]) => `${s} ${n}`).join(', ')}`, `p99 <= ${fmt(target, 0)} ms, 0 restarts, all succeeded`, yes(ok)]);
+    }
+    const cooled = await system.sql.query<{ strikes: number }>('SELECT strikes FROM sandbox_cooldowns WHERE org_id = $1::uuid', [a.orgId]);
+    notes.push(`organization A after the phases: ${cooled.rows[0] ? `cooled down, ${cooled.rows[0].strikes} strike(s)` : 'not cooled down'}`);
+
+    log(`many tenants: ${EXECUTIONS} executions over 1 organization`);
+    const one = await tenantsBatch(system, [b], '1 organization');
+    log(`many tenants: creating ${TENANTS} organizations`);
+    const many: Workload[] = [];
+    for (let i = 0; i < TENANTS; i++) many.push(await createWorkload(system, BENCH_GRAPH, { sessions: 1, quota: 1_000_000 }));
+    log(`many tenants: ${EXECUTIONS} executions round robin over ${TENANTS} organizations`);
+    const spread = await tenantsBatch(system, many, `${TENANTS} organizations`);
+    const ratio = spread.perSecond / one.perSecond;
+    for (const r of [one, spread]) {
+      rows.push([`many tenants: ${r.label}, executions/s`, `${fmt(r.perSecond, 0)}/s (${Object.entries(r.statuses).map(([s, n]) => `${s} ${n}`).join(', ')})`, '-', '']);
+      rows.push([`many tenants: ${r.label}, create -> first node.started`, `p50 ${fmt(r.toStart.p50)} ms, p99 ${fmt(r.toStart.p99)} ms`, '-', '']);
+    }
+    rows.push([`many tenants: ${TENANTS} organizations vs 1`, `x${fmt(ratio, 2)}`, '>= x0.70', yes(ratio >= 0.7)]);
+    await sleep(6000); // one heartbeat carries the runner's sandbox to the ops API
+    const rss = await rssMiB(system.runners[0]!.pid);
+    rows.push(['many tenants: runner RSS at the end', `${fmt(rss, 0)} MiB`, '<= 512 MiB', yes(rss <= 512)]);
+    const sandbox = await opsSandbox(system);
+    rows.push(['many tenants: isolates / contexts alive at the end', sandbox ? `${sandbox.isolatesLive} / ${sandbox.contexts}` : '-', '-', '']);
+  } finally {
+    await system.stop();
+  }
+  return { rows, notes };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  let code = 0;
+  try {
+    const report = await isolationBench();
+    process.stdout.write(`\n${table([['figure', 'measured', 'target', 'met'], ...report.rows])}\n${report.notes.join('\n')}\n`);
+  } catch (error) {
+    code = 1;
+    log(`failed: ${error instanceof Error ? error.stack : String(error)}`);
+  }
+  process.exit(code);
+}
