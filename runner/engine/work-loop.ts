@@ -9,11 +9,18 @@
  * Jobs are wake-ups only and complete once their batch is claimed: ownership lives in the lease.
  * The handler returns (letting pg-boss fetch again) only when a whole batch fits under
  * `concurrency`, so this runner never fetches wake-ups it has no room for while other runners idle.
+ *
+ * A full runner still admits another organization's first execution: while it waits for room,
+ * every `PROBE_MS` it fetches a few wake-ups itself (the queue's fair order puts organizations
+ * with nothing running first, shared/queue/execution-jobs.ts) and claims those of organizations
+ * with no execution in flight here, up to `batchSize` past `concurrency`; the others go back to
+ * the queue, due a second later, with their priority. So one organization filling every slot with
+ * long-running executions delays another's first node by about a second, not until a slot frees.
  */
-import type { Job, PgBoss } from 'pg-boss';
+import type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { isUuid } from '../../shared/ids.ts';
-import type { ExecutionJobData } from '../../shared/queue/execution-jobs.ts';
+import { enqueueExecution, type ExecutionJobData } from '../../shared/queue/execution-jobs.ts';
 import { QUEUES } from '../../shared/queue/queues.ts';
 import { claimExecutions, rescheduleEarly, type ClaimedExecution } from './claim.ts';
 
@@ -45,11 +52,22 @@ export interface WorkLoopOptions {
   onError: (error: unknown) => void;
 }
 
+/** How often a full runner looks for organizations with nothing in flight here. */
+const PROBE_MS = 1000;
+/** Wake-ups one probe fetches. */
+const PROBE_BATCH = 4;
+/** A wake-up a probe put back is due again this much later. */
+const PROBE_RETRY_SECONDS = 1;
+
 export class WorkLoop {
   readonly #options: WorkLoopOptions;
   readonly #batchSize: number;
   #workerId: string | null = null;
   #inFlight = 0;
+  /** Executions in flight here by organization. */
+  readonly #orgs = new Map<string, number>();
+  #probe: NodeJS.Timeout | undefined;
+  #probing = false;
   /** Executions in flight whose wake-up arrived meanwhile: claimed again once they leave. */
   readonly #deferred = new Set<string>();
   #roomWaiters: Array<() => void> = [];
@@ -81,6 +99,8 @@ export class WorkLoop {
       },
       (jobs) => this.#handle(jobs),
     );
+    this.#probe = setInterval(() => void this.#probeWhenFull(), PROBE_MS);
+    this.#probe.unref();
   }
 
   /** Fetches now instead of at the next poll (a parked execution of this runner is due). */
@@ -91,6 +111,7 @@ export class WorkLoop {
   /** Stops fetching; resolves once the batch in hand (if any) is claimed. Executions in flight go on. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    clearInterval(this.#probe);
     for (const resolve of this.#roomWaiters.splice(0)) resolve();
     if (this.#workerId === null) return;
     this.#workerId = null;
@@ -125,8 +146,13 @@ export class WorkLoop {
 
   #launch(execution: ClaimedExecution): void {
     this.#inFlight += 1;
+    const org = execution.org_id;
+    this.#orgs.set(org, (this.#orgs.get(org) ?? 0) + 1);
     void this.#options.execute(execution).finally(() => {
       this.#inFlight -= 1;
+      const left = (this.#orgs.get(org) ?? 1) - 1;
+      if (left > 0) this.#orgs.set(org, left);
+      else this.#orgs.delete(org);
       if (this.#deferred.delete(execution.id)) this.#reclaim(execution.id);
       if (this.#options.concurrency - this.#inFlight >= this.#batchSize) {
         for (const resolve of this.#roomWaiters.splice(0)) resolve();
@@ -151,6 +177,50 @@ export class WorkLoop {
         this.#options.onError(error);
       },
     );
+  }
+
+  /**
+   * While the runner is full (the handler waits for room), fetches a few wake-ups and claims those
+   * of organizations with nothing in flight here, at most `batchSize` past `concurrency`; puts the
+   * rest back (due in a second, same priority) and completes what it fetched.
+   */
+  async #probeWhenFull(): Promise<void> {
+    const { boss, db, concurrency } = this.#options;
+    if (this.#probing || this.#stopping || this.#roomWaiters.length === 0) return;
+    if (this.#inFlight >= concurrency + this.#batchSize) return;
+    this.#probing = true;
+    try {
+      const jobs = await boss.fetch<ExecutionJobData>(QUEUES.executions.name, { batchSize: PROBE_BATCH, includeMetadata: true }) as JobWithMetadata<ExecutionJobData>[];
+      if (jobs.length === 0) return;
+      const byId = new Map<string, JobWithMetadata<ExecutionJobData>>();
+      for (const job of jobs) if (typeof job.data?.execution_id === 'string' && isUuid(job.data.execution_id)) byId.set(job.data.execution_id, job);
+      const { rows } = await db.query<{ id: string; org_id: string }>('SELECT id, org_id FROM executions WHERE id = ANY($1::uuid[])', [[...byId.keys()]]);
+      const admit: string[] = [];
+      const putBack: Array<{ id: string; priority: number }> = [];
+      const admitted = new Set<string>();
+      for (const row of rows) {
+        if (this.#options.inFlight(row.id)) this.#deferred.add(row.id);
+        else if (!this.#orgs.has(row.org_id) && !admitted.has(row.org_id) && this.#inFlight + admit.length < concurrency + this.#batchSize) {
+          admit.push(row.id);
+          admitted.add(row.org_id);
+        } else {
+          putBack.push({ id: row.id, priority: byId.get(row.id)?.priority ?? 0 });
+        }
+      }
+      if (putBack.length > 0) {
+        await db.transaction(async (tx) => {
+          for (const job of putBack) await enqueueExecution(boss, tx, job.id, { startAfter: PROBE_RETRY_SECONDS, priority: job.priority });
+        });
+      }
+      const claimed = await this.#claim(admit);
+      for (const execution of claimed) this.#launch(execution);
+      await boss.complete(QUEUES.executions.name, jobs.map((job) => job.id));
+    } catch (error) {
+      // The fetched jobs expire and are retried by pg-boss; the recovery sweep backs them up.
+      this.#options.onError(error);
+    } finally {
+      this.#probing = false;
+    }
   }
 
   /** Resolves once a whole batch fits again, or at stop. */

@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
-import { command, createWorkflow, executionEvents, runGraph, runningHeld, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+import { command, createWorkflow, executionEvents, getExecution, runGraph, runningHeld, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
 
 const { app, databaseUrl } = await buildTestApp(t);
 const mallory = await signInAnonymous(app);
@@ -52,6 +52,26 @@ t.test("another organization's executions start and end while one organization's
     await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
   }
   t.equal(await runningHeld(app, mallory, hostile.orgId), 0);
+  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0, 'the runner to let go of the cancelled executions');
+});
+
+t.test("a runner whose every slot holds one organization's long executions still runs another organization's", async (t) => {
+  // Two slots, both taken by spinning code; the third spinning execution waits in the queue.
+  const runner = await startRunner(t, databaseUrl, { concurrency: 2, batchSize: 1, workerThreads: 1, isolatesPerThread: 2 });
+  const hostile = await createWorkflow(app, mallory);
+  const spinning = [];
+  for (let i = 0; i < 3; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
+  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 2, 'both slots to be taken');
+
+  const flow = await createWorkflow(app, bob);
+  const created = await runGraph(app, bob, flow, threeNodes, { n: 1 });
+  const ended = await waitForEnd(app, bob, flow, created.id);
+  t.equal(ended.status, 'succeeded', "bob's execution ran in a slot past the full runner's concurrency");
+  t.same(ended.output, { n: 7 });
+  const third = await getExecution(app, mallory, hostile, spinning[2]!.id);
+  t.equal(third.status, 'queued', "mallory's third execution still waits: the extra slot is for organizations with none");
+
+  for (const execution of spinning) await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
   await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0, 'the runner to let go of the cancelled executions');
 });
 
