@@ -12,7 +12,8 @@
  * - cancel: `cancel_execution` of a spinning execution → the isolate it held running the next run
  *   (a run of the same organization that waited for it).
  *
- *   ./node_modules/.bin/node --no-node-snapshot bench/isolation.ts [--tenants 1000 --executions 2000 --seconds 10]
+ *   ./node_modules/.bin/node --no-node-snapshot bench/isolation.ts [--tenants 1000 --executions 2000 --seconds 10
+ *                                                                  --parts cancel,tenants,neighbour]
  * `npm run bench` runs it as its last section (`--isolation-only` runs only it).
  */
 import { availableParallelism } from 'node:os';
@@ -33,8 +34,10 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     rate: { type: 'string', default: '20' },
     cancels: { type: 'string', default: '20' },
+    parts: { type: 'string', default: 'cancel,tenants,neighbour' },
   },
 });
+const PARTS = new Set(args.parts.split(','));
 const TENANTS = Number(args.tenants);
 const EXECUTIONS = Number(args.executions);
 const SECONDS = Number(args.seconds);
@@ -215,26 +218,13 @@ export async function isolationBench(): Promise<IsolationReport> {
     log('warm-up');
     await createMany(system, [b], { count: 500, window: 8 }).then((ids) => waitForEnd(system.sql, ids, 60_000));
 
+    if (PARTS.has('cancel')) {
     log('cancel');
     const cancel = summarize(await cancelSamples(system, a, definitions['for (;;) {}'], oneDefinition));
     rows.push([`cancel_execution -> isolate running the next run (${cancel.count})`, `p50 ${fmt(cancel.p50)} ms, p99 ${fmt(cancel.p99)} ms`, 'p99 <= 1000 ms', yes(cancel.p99 <= 1000)]);
-
-    log(`noisy neighbour: B alone, ${RATE}/s for ${SECONDS} s`);
-    const alone = await neighbourPhase(system, a, b, null, definitions);
-    const phases: NeighbourRow[] = [];
-    for (const hostile of Object.keys(HOSTILE_GRAPHS) as Hostile[]) {
-      log(`noisy neighbour: A ${hostile}`);
-      phases.push(await neighbourPhase(system, a, b, hostile, definitions));
     }
-    const target = 2 * alone.b.p99 + 50;
-    rows.push([`noisy neighbour: B alone, create -> succeeded`, `p50 ${fmt(alone.b.p50)} ms, p99 ${fmt(alone.b.p99)} ms`, '-', '']);
-    for (const p of phases) {
-      const ok = p.b.p99 <= target && p.runnerRestarts === 0 && (p.bStatuses.succeeded ?? 0) === RATE * SECONDS;
-      rows.push([`noisy neighbour: A ${p.phase} (${p.aCreated} created), B`, `p50 ${fmt(p.b.p50)} ms, p99 ${fmt(p.b.p99)} ms, restarts ${p.runnerRestarts}, B ${Object.entries(p.bStatuses).map(([s, n]) => `${s} ${n}`).join(', ')}`, `p99 <= ${fmt(target, 0)} ms, 0 restarts, all succeeded`, yes(ok)]);
-    }
-    const cooled = await system.sql.query<{ strikes: number }>('SELECT strikes FROM sandbox_cooldowns WHERE org_id = $1::uuid', [a.orgId]);
-    notes.push(`organization A after the phases: ${cooled.rows[0] ? `cooled down, ${cooled.rows[0].strikes} strike(s)` : 'not cooled down'}`);
 
+    if (PARTS.has('tenants')) {
     log(`many tenants: ${EXECUTIONS} executions over 1 organization`);
     const one = await tenantsBatch(system, [b], '1 organization');
     log(`many tenants: creating ${TENANTS} organizations`);
@@ -253,6 +243,25 @@ export async function isolationBench(): Promise<IsolationReport> {
     rows.push(['many tenants: runner RSS at the end', `${fmt(rss, 0)} MiB`, '<= 512 MiB', yes(rss <= 512)]);
     const sandbox = await opsSandbox(system);
     rows.push(['many tenants: isolates / contexts alive at the end', sandbox ? `${sandbox.isolatesLive} / ${sandbox.contexts}` : '-', '-', '']);
+    }
+    if (PARTS.has('neighbour')) {
+    log(`noisy neighbour: B alone, ${RATE}/s for ${SECONDS} s`);
+    const alone = await neighbourPhase(system, a, b, null, definitions);
+    const phases: NeighbourRow[] = [];
+    for (const hostile of Object.keys(HOSTILE_GRAPHS) as Hostile[]) {
+      log(`noisy neighbour: A ${hostile}`);
+      phases.push(await neighbourPhase(system, a, b, hostile, definitions));
+    }
+    const target = 2 * alone.b.p99 + 50;
+    rows.push([`noisy neighbour: B alone, create -> succeeded`, `p50 ${fmt(alone.b.p50)} ms, p99 ${fmt(alone.b.p99)} ms`, '-', '']);
+    for (const p of phases) {
+      const ok = p.b.p99 <= target && p.runnerRestarts === 0 && (p.bStatuses.succeeded ?? 0) === RATE * SECONDS;
+      rows.push([`noisy neighbour: A ${p.phase} (${p.aCreated} created), B`, `p50 ${fmt(p.b.p50)} ms, p99 ${fmt(p.b.p99)} ms, restarts ${p.runnerRestarts}, B ${Object.entries(p.bStatuses).map(([s, n]) => `${s} ${n}`).join(', ')}`, `p99 <= ${fmt(target, 0)} ms, 0 restarts, all succeeded`, yes(ok)]);
+    }
+    const cooled = await system.sql.query<{ strikes: number }>('SELECT strikes FROM sandbox_cooldowns WHERE org_id = $1::uuid', [a.orgId]);
+    notes.push(`organization A after the phases: ${cooled.rows[0] ? `cooled down, ${cooled.rows[0].strikes} strike(s)` : 'not cooled down'}`);
+    }
+
   } finally {
     await system.stop();
   }

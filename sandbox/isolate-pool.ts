@@ -33,6 +33,12 @@ export interface IsolatePoolOptions {
   maxIsolates?: number;
   /** How long an extra isolate (past `size`) may stay idle before it is retired. Default 5000 ms. */
   extraIdleMs?: number;
+  /**
+   * An extra isolate is made only once every busy isolate's run has held it this long: short runs
+   * free an isolate soon, and extra isolates would only add contexts and threads on the same
+   * cores. Default 50 ms.
+   */
+  extraAfterMs?: number;
   /** Idle isolates `warm()` prepares ahead of demand. Default 1. */
   warm?: number;
   /** Heap bound of each isolate in MiB (isolated-vm `memoryLimit`, minimum 8). Default 64. */
@@ -237,6 +243,8 @@ export class IsolatePool {
   readonly #size: number;
   readonly #maxIsolates: number;
   readonly #extraIdleMs: number;
+  readonly #extraAfterMs: number;
+  #extraCheck: NodeJS.Timeout | undefined;
   readonly #warm: number;
   readonly #maxRuns: number;
   readonly #maxContexts: number;
@@ -259,6 +267,7 @@ export class IsolatePool {
     this.#size = Math.max(1, options.size ?? 2);
     this.#maxIsolates = Math.max(this.#size, options.maxIsolates ?? this.#size * 2);
     this.#extraIdleMs = options.extraIdleMs ?? 5000;
+    this.#extraAfterMs = Math.max(0, options.extraAfterMs ?? 50);
     this.#warm = Math.min(this.#size, Math.max(0, options.warm ?? 1));
     this.memoryMb = Math.max(8, options.memoryMb ?? 64);
     this.#maxRuns = Math.max(1, options.maxRunsPerIsolate ?? 5000);
@@ -303,6 +312,7 @@ export class IsolatePool {
     return new Promise((resolve, reject) => {
       const waiter: Waiter = { resolve, reject };
       this.#queue.enqueue(key, waiter);
+      this.#scheduleExtraCheck();
       if (!signal) return;
       const onAbort = () => {
         if (this.#queue.remove(key, waiter)) reject(new Error('The run was aborted while it waited for an isolate.'));
@@ -315,7 +325,29 @@ export class IsolatePool {
   /** Whether a run of a tenant holding `busy` isolates may take one now. */
   #grantable(busy: number): boolean {
     if (busy >= this.#size) return false;
-    return this.#idle.length > 0 || this.#live.size < this.#size || (busy === 0 && this.#live.size < this.#maxIsolates);
+    if (this.#idle.length > 0 || this.#live.size < this.#size) return true;
+    return busy === 0 && this.#live.size < this.#maxIsolates && this.#allHeldLong();
+  }
+
+  /** True when every busy isolate's run has held it at least `extraAfterMs`. */
+  #allHeldLong(): boolean {
+    const since = performance.now() - this.#extraAfterMs;
+    for (const lease of this.#live) if (lease.startedAt > since && !this.#idle.includes(lease)) return false;
+    return true;
+  }
+
+  /**
+   * While runs wait and an extra isolate could still be made, looks again once the youngest run
+   * has held its isolate `extraAfterMs`: a tenant holding none then gets one without waiting for
+   * an isolate to free.
+   */
+  #scheduleExtraCheck(): void {
+    if (this.#extraCheck !== undefined || this.#closed || this.#queue.waiting === 0 || this.#live.size >= this.#maxIsolates) return;
+    this.#extraCheck = setTimeout(() => {
+      this.#extraCheck = undefined;
+      this.#dispatch();
+    }, this.#extraAfterMs + 1);
+    this.#extraCheck.unref();
   }
 
   /** An isolate for a run of `tenant`, or undefined when it must wait. */
@@ -358,7 +390,10 @@ export class IsolatePool {
     while (!this.#closed && this.#queue.waiting > 0) {
       const freed = this.#idle.at(-1);
       const next = this.#queue.dequeue((_tenant, busy) => this.#grantable(busy), performance.now(), freed ? (tenant) => freed.hasContext(tenant) : undefined, LOCALITY_SLACK_MS);
-      if (!next) return;
+      if (!next) {
+        this.#scheduleExtraCheck();
+        return;
+      }
       next.waiter.cleanup?.();
       let lease: IsolateLease;
       try {
@@ -479,6 +514,8 @@ export class IsolatePool {
     }
     for (const timer of this.#zombies) clearTimeout(timer);
     this.#zombies.clear();
+    clearTimeout(this.#extraCheck);
+    this.#extraCheck = undefined;
     for (const immediate of this.#immediates) clearImmediate(immediate);
     this.#immediates.clear();
     for (const lease of [...this.#live]) this.#retire(lease, 'pool');
