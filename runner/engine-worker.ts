@@ -1,8 +1,9 @@
 /**
  * An engine worker thread of the runner's piscina pool (runner/worker-pool.ts): it interprets the
  * executions its runner claimed, node by node, with everything a node needs in the same thread —
- * the interpreter (runner/engine/interpreter.ts), the processors, an isolate pool (sandbox/) for
- * `logic.code`, and a pg pool and step writer of its own for the per-node writes. An execution
+ * the interpreter (runner/engine/interpreter.ts), the processors, a sandbox for `logic.code` (its
+ * isolates in a child process of this thread: sandbox/sandbox-process.ts), and a pg pool and step
+ * writer of its own for the per-node writes. An execution
  * crosses threads twice (posted in when claimed, answered when it leaves this runner) instead of
  * twice per node. The main thread keeps what is about the runner as a whole: intake and claims,
  * leases, recovery, drain.
@@ -14,17 +15,17 @@
  *
  * An execution whose interpretation fails (a database error) rejects its task, and the main thread
  * gives it back. `code` tasks run one `logic.code` node for a runner that interprets on its main thread (tests
- * with processors of their own). The pools are created on the first task, not at import. When the
- * isolate pool degrades (an isolate thread was lost: docs/sandbox.md) the worker tells the runner,
- * which drains and exits.
+ * with processors of their own). The pools are created on the first task, not at import. When
+ * isolated-vm loses an isolate thread to a run (a memory bomb: docs/sandbox.md), the sandbox
+ * replaces its child process and the worker tells the runner of the strike against the run's
+ * organization, which is cooled down; the runner goes on.
  */
 import { BroadcastChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import type { PgBoss } from 'pg-boss';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createBoss } from '../shared/queue/queues.ts';
-import { IsolatePool } from '../sandbox/isolate-pool.ts';
-import { runCode } from '../sandbox/sandbox.ts';
+import { ProcessSandbox } from '../sandbox/sandbox-process.ts';
 import { createLogSink, sessionHost } from './code-host.ts';
 import { runExecution, type EngineContext, type RunControl } from './engine/interpreter.ts';
 import { createStepWriter } from './engine/step-writes.ts';
@@ -38,7 +39,7 @@ interface Flight {
 
 interface WorkerState {
   db: Db;
-  isolates: IsolatePool;
+  sandbox: ProcessSandbox;
   /** Cooled-down organizations and the end of each one's cool-down (epoch ms), as the runner last broadcast them. */
   cooldowns: Map<string, number>;
   engine: EngineContext;
@@ -68,12 +69,12 @@ function cooledDown(cooldowns: ReadonlyMap<string, number>, tenant: string | und
   return { result: { kind: 'error', error: { code: 'code_cooldown', message }, stats: { wallMs: 0, cpuMs: 0, hostCalls: 0, logs: 0, logsDropped: 0 } }, logs: [], logsDropped: 0 };
 }
 
-async function runCodeTask(db: Db, isolates: IsolatePool, task: CodeTask, signal?: AbortSignal, cooldowns?: ReadonlyMap<string, number>): Promise<CodeTaskResult> {
+async function runCodeTask(db: Db, sandbox: ProcessSandbox, task: CodeTask, signal?: AbortSignal, cooldowns?: ReadonlyMap<string, number>): Promise<CodeTaskResult> {
   const refused = cooldowns ? cooledDown(cooldowns, task.request.tenant) : null;
   if (refused) return refused;
   const logs = createLogSink();
   const host = sessionHost(db, task.scope, logs, (error) => notify({ type: 'host_error', message: describe(error) }));
-  const result = await runCode(isolates, task.request, host, signal);
+  const result = await sandbox.run(task.request, host, signal);
   return { result, logs: logs.entries, logsDropped: logs.dropped + result.stats.logsDropped };
 }
 
@@ -106,16 +107,17 @@ function open(): WorkerState {
   // graph query), far less than workflow.code_run_seconds: a run waiting on host calls holds its
   // isolate only that long per call (docs/sandbox.md, "Hostile code").
   const db = createDb({ connectionString: data.databaseUrl, max: data.connections, applicationName: 'workspace-runner-worker', statementTimeoutMs: HOST_STATEMENT_MS });
-  const isolates = new IsolatePool({
-    size: data.isolates,
-    memoryMb: data.memoryMb,
-    onDegraded: (reason, tenant) => {
-      notify({ type: 'strike', tenant: tenant ?? null, reason });
-      notify({ type: 'degraded', reason });
-    },
+  // The isolates live in a child process that is replaced when isolated-vm loses one of its
+  // threads (sandbox/sandbox-process.ts): a memory bomb costs its organization a strike, not the
+  // runner its process.
+  const sandbox = new ProcessSandbox({
+    pool: { size: data.isolates, memoryMb: data.memoryMb },
+    onDegraded: (reason, tenant) => notify({ type: 'strike', tenant: tenant ?? null, reason }),
+    log: (message, fields) => notify({ type: 'sandbox_event', message, fields: JSON.stringify(fields) }),
   });
+  void sandbox.warm();
   const cooldowns = new Map<string, number>();
-  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, isolates, task, signal, cooldowns) };
+  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, sandbox, task, signal, cooldowns) };
   const flights = new Map<string, Flight>();
   const engine: EngineContext = {
     db,
@@ -128,8 +130,8 @@ function open(): WorkerState {
     maxRecoveries: data.maxRecoveries,
     onProcessorError: (error, node) => notify({ type: 'processor_error', node, message: describe(error) }),
   };
-  const worker: WorkerState = { db, isolates, cooldowns, engine, flights, draining: false, abandoned: false };
-  const snapshots = setInterval(() => notify({ type: 'sandbox', thread: threadId, snapshot: snapshotOf(isolates) }), SNAPSHOT_EVERY_MS);
+  const worker: WorkerState = { db, sandbox, cooldowns, engine, flights, draining: false, abandoned: false };
+  const snapshots = setInterval(() => notify({ type: 'sandbox', thread: threadId, snapshot: snapshotOf(sandbox) }), SNAPSHOT_EVERY_MS);
   snapshots.unref();
 
   const channel = new BroadcastChannel(data.channel);
@@ -159,7 +161,7 @@ function open(): WorkerState {
         // Runs in progress end at once (internal_error) and no isolate thread outlives its environment.
         clearInterval(snapshots);
         channel.close();
-        void isolates.dispose();
+        void sandbox.dispose();
         return;
     }
   };
@@ -192,8 +194,8 @@ async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promi
 }
 
 /** What the ops API shows of this thread's sandbox: isolates, and the organizations holding or waiting for them. */
-function snapshotOf(isolates: IsolatePool): SandboxSnapshot {
-  const stats = isolates.stats();
+function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
+  const stats = sandbox.stats().pool ?? { live: 0, busy: 0, idle: 0, waiting: 0, contexts: 0, tenants: [] };
   const tenants = stats.tenants
     .filter((row) => row.tenant !== '')
     .sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy))
@@ -205,5 +207,5 @@ function snapshotOf(isolates: IsolatePool): SandboxSnapshot {
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */
 export default function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
   state ??= open();
-  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.isolates, task, undefined, state.cooldowns);
+  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.sandbox, task, undefined, state.cooldowns);
 }

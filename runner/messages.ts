@@ -132,6 +132,7 @@ export const workerNoticeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('degraded'), reason: z.string() }),
   z.strictObject({ type: z.literal('strike'), tenant: z.string().nullable(), reason: z.string() }),
   z.strictObject({ type: z.literal('sandbox'), thread: z.number(), snapshot: sandboxSnapshotSchema }),
+  z.strictObject({ type: z.literal('sandbox_event'), message: z.string(), fields: z.string() }),
   z.strictObject({ type: z.literal('host_error'), message: z.string() }),
   z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string() }),
 ]);

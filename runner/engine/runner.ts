@@ -183,6 +183,9 @@ export function createRunner(options: RunnerOptions): Runner {
         case 'sandbox':
           snapshots.set(notice.thread, notice.snapshot);
           return;
+        case 'sandbox_event':
+          log.info({ runner_id: runnerId, ...(JSON.parse(notice.fields) as Record<string, unknown>) }, notice.message);
+          return;
         case 'strike':
           log.error({ runner_id: runnerId, org_id: notice.tenant, reason: notice.reason }, "an organization's code made the sandbox lose an isolate; cooling the organization down");
           if (notice.tenant !== null) cooldowns.strike(notice.tenant, notice.reason);

@@ -1,7 +1,8 @@
 /**
  * The runner as a process (runner/main.ts) on the test database: SIGTERM drains it (nothing is
- * left `running` under it, it exits 0), and a sandbox that degrades makes it stop taking work and
- * end itself (SIGKILL) so its supervisor can start a clean one.
+ * left `running` under it, it exits 0), and a memory bomb that makes isolated-vm lose a thread
+ * fails its own run only: the sandbox child process is replaced, the runner keeps its pid and
+ * serves other organizations, and the bomb's organization is cooled down.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -90,18 +91,39 @@ t.test('SIGTERM drains: the node in flight is handed back, the process exits 0, 
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
 });
 
-t.test('a degraded sandbox: the runner stops taking work and kills itself; the execution still ends', async (t) => {
+t.test("a memory bomb fails its own run; the runner keeps its pid, serves another organization, and cools the bomb's organization down", async (t) => {
   const launch = launchRunner();
+  const bob = await signInAnonymous(app);
   const flow = await createWorkflow(app, alice);
+  const other = await createWorkflow(app, bob);
+  const one = { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } };
+  // Running before the bomb: the sandbox child is up.
+  t.equal((await waitForEnd(app, bob, other, (await runGraph(app, bob, other, one)).id)).status, 'succeeded');
   // Allocates inside a V8 builtin that isolated-vm cannot interrupt: the isolate thread is lost.
   const created = await runGraph(app, alice, flow, { start: 'bomb', nodes: { bomb: { processor: 'logic.code', config: { code: 'export default () => new Array(1e9).fill(0)' } } } });
-  const [code, signal] = await exitOf(launch);
-  t.same([code, signal], [null, 'SIGKILL'], 'the process ended itself without waiting for the lost thread');
-
-  // The node's run ended (code_memory) before the lost thread was noticed, and was persisted:
-  // nothing is left for another runner (which would run the bomb again in this process).
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.equal(ended.status, 'failed');
   t.same(ended.error, { code: 'code_memory', message: 'The code used more than the sandbox memory bound (64 MiB) and was stopped.' });
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
+
+  // The organization is cooled down (strike recorded) and its next run fails at once.
+  const { rows: [cooldown] } = await waitFor(
+    () => db.query<{ strikes: number }>('SELECT strikes FROM sandbox_cooldowns WHERE org_id = $1', [flow.orgId]),
+    (result) => result.rows.length > 0,
+    'the strike to be recorded',
+  );
+  t.equal(cooldown!.strikes, 1);
+  const refused = await waitFor(
+    async () => waitForEnd(app, alice, flow, (await runGraph(app, alice, flow, one)).id),
+    (execution) => execution.error?.code === 'code_cooldown',
+    "the organization's code to be refused",
+  );
+  t.equal(refused.status, 'failed');
+
+  // Another organization is served by the same process.
+  for (let i = 0; i < 3; i++) t.equal((await waitForEnd(app, bob, other, (await runGraph(app, bob, other, one)).id)).output, 1);
+  t.equal(launch.proc.exitCode, null, 'the runner process still runs');
+  t.equal(launch.proc.signalCode, null);
+  launch.proc.kill('SIGTERM');
+  t.same(await exitOf(launch), [0, null], 'and stops cleanly');
 });

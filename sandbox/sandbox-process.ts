@@ -1,0 +1,326 @@
+/**
+ * The sandbox in a child process that can be thrown away (docs/sandbox.md, "Containment"). An
+ * engine thread runs its `logic.code` through a `ProcessSandbox`: the isolates live in a child
+ * process (sandbox/sandbox-child.ts) and every ctx call comes back here to the real HostApi.
+ *
+ * Why: some allocations run inside V8 builtins that isolated-vm cannot interrupt, and isolated-vm
+ * then parks that isolate's thread for good, with the memory it took. In the runner's own process
+ * that meant draining and killing the runner. Here only the child is lost: when it reports a lost
+ * thread (or dies), new runs go at once to a spare child started ahead of time, another spare
+ * starts in the background, the old child finishes the runs it has (other organizations' runs on
+ * its healthy isolates complete) and is killed — at the latest after `RETIRE_GRACE_MS`. The
+ * runner keeps its pid and its executions.
+ *
+ * A run costs two messages more than in-process (≈ 25 µs of CPU across both processes at load,
+ * docs/sandbox.md), a ctx call two more.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { isServiceError } from '../shared/errors.ts';
+import type { HostApi } from './host-bridge.ts';
+import type { PoolStats } from './isolate-pool.ts';
+import { logLevels, type CodeRequest, type CodeResult, type LogLevel, type RunStats } from './messages.ts';
+import { fromChild, Outbox, type CallRefusal, type ChildPoolOptions, type FromChild, type ToChild } from './sandbox-process-messages.ts';
+
+const CHILD_ENTRY = fileURLToPath(new URL('./sandbox-child.ts', import.meta.url));
+/** How long a retired child may finish its runs before it is killed with whatever it still runs. */
+const RETIRE_GRACE_MS = 10_000;
+/** Restart delays of children that die young: doubled per death up to the maximum. */
+const MIN_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 10_000;
+/** A child that lived this long before dying resets the backoff. */
+const STABLE_AFTER_MS = 30_000;
+
+export interface ProcessSandboxOptions {
+  /** Isolate pool options of each child (size, memoryMb, …). */
+  pool: ChildPoolOptions;
+  /** A child lost an isolate thread: the run of `tenant` (when known) caused it. The child is being replaced. */
+  onDegraded?: (reason: string, tenant: string | undefined) => void;
+  /** Children started, retired and died, for the runner's log. */
+  log?: (message: string, fields: Record<string, unknown>) => void;
+}
+
+export interface ProcessSandboxStats {
+  /** The pool stats the serving child last reported (null before its first report). */
+  pool: PoolStats | null;
+  /** Children alive: serving, spare and retiring. */
+  children: number;
+  /** Children replaced because they lost an isolate thread or died. */
+  replaced: number;
+}
+
+interface Run {
+  readonly request: CodeRequest;
+  readonly host: HostApi;
+  readonly resolve: (result: CodeResult) => void;
+  readonly started: number;
+}
+
+const EMPTY_STATS: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
+
+/** One child process and the runs it holds. */
+class Child {
+  readonly proc: ChildProcess;
+  readonly runs = new Map<number, Run>();
+  readonly outbox: Outbox<ToChild>;
+  readonly startedAt = Date.now();
+  readonly ready: Promise<void>;
+  /** It lost an isolate thread: it takes no new runs and is killed once its runs are done. */
+  degraded = false;
+  retired = false;
+  exited = false;
+  stats: PoolStats | null = null;
+  #retireTimer: NodeJS.Timeout | undefined;
+  #markReady: () => void = () => {};
+
+  constructor(options: ChildPoolOptions) {
+    this.proc = fork(CHILD_ENTRY, [JSON.stringify(options)], {
+      execArgv: ['--no-node-snapshot'],
+      // Nothing of the runner's environment (database URL, secrets) reaches the code's process.
+      env: {},
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      serialization: 'json',
+    });
+    this.outbox = new Outbox<ToChild>((batch) => {
+      if (!this.exited && this.proc.connected) this.proc.send(batch, (error) => void error);
+    });
+    this.ready = new Promise((resolve) => {
+      this.#markReady = resolve;
+    });
+  }
+
+  markReady(): void {
+    this.#markReady();
+  }
+
+  /** Stops giving it runs; kills it once its runs are done, or after the grace. */
+  retire(): void {
+    if (this.retired) return;
+    this.retired = true;
+    this.#retireTimer = setTimeout(() => this.kill(), RETIRE_GRACE_MS);
+    this.#retireTimer.unref();
+    if (this.runs.size === 0) this.kill();
+  }
+
+  kill(): void {
+    clearTimeout(this.#retireTimer);
+    this.markReady();
+    if (!this.exited) this.proc.kill('SIGKILL');
+  }
+}
+
+/** Runs `logic.code` in replaceable child processes; see the module comment. Starts nothing until used. */
+export class ProcessSandbox {
+  readonly #o: ProcessSandboxOptions;
+  readonly #children = new Set<Child>();
+  #serving: Child | null = null;
+  #spare: Child | null = null;
+  #nextId = 0;
+  #replaced = 0;
+  #closed = false;
+  #backoffMs = MIN_BACKOFF_MS;
+  #spareTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: ProcessSandboxOptions) {
+    this.#o = options;
+  }
+
+  /** Starts the serving child and a spare; resolves once the serving one is ready. */
+  async warm(): Promise<void> {
+    await this.#servingChild().ready;
+  }
+
+  /** Runs `request` like `runCode`: never throws; aborting `signal` stops the run. */
+  run(request: CodeRequest, host: HostApi, signal?: AbortSignal): Promise<CodeResult> {
+    if (this.#closed) return Promise.resolve(failure('internal_error', 'The sandbox is shut down.'));
+    if (signal?.aborted) return Promise.resolve(failure('code_aborted', 'The run was stopped: its execution was cancelled or left this runner.'));
+    const child = this.#servingChild();
+    const id = ++this.#nextId;
+    return new Promise<CodeResult>((resolve) => {
+      const onAbort = () => child.outbox.post({ t: 'abort', id });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      child.runs.set(id, {
+        request,
+        host,
+        started: performance.now(),
+        resolve: (result) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(result);
+        },
+      });
+      child.outbox.post({ t: 'run', id, request });
+    });
+  }
+
+  stats(): ProcessSandboxStats {
+    return { pool: this.#serving?.stats ?? null, children: this.#children.size, replaced: this.#replaced };
+  }
+
+  /** Kills every child; runs in progress end with `internal_error`. */
+  async dispose(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#spareTimer);
+    const exits = [...this.#children].map((child) => new Promise<void>((resolve) => {
+      if (child.exited) resolve();
+      else child.proc.once('exit', () => resolve());
+      child.kill();
+    }));
+    await Promise.all(exits);
+  }
+
+  #servingChild(): Child {
+    if (!this.#serving) {
+      this.#serving = this.#spare ?? this.#start();
+      this.#spare = null;
+      this.#startSpare();
+    }
+    return this.#serving;
+  }
+
+  #startSpare(delayMs = 0): void {
+    if (this.#closed || this.#spare || this.#spareTimer) return;
+    if (delayMs === 0) {
+      this.#spare = this.#start();
+      return;
+    }
+    this.#spareTimer = setTimeout(() => {
+      this.#spareTimer = undefined;
+      this.#startSpare();
+    }, delayMs);
+    this.#spareTimer.unref();
+  }
+
+  #start(): Child {
+    const child = new Child(this.#o.pool);
+    this.#children.add(child);
+    child.proc.on('message', (batch: unknown) => this.#receive(child, fromChild(batch)));
+    child.proc.on('error', () => {});
+    child.proc.on('exit', (code, signal) => this.#exited(child, code, signal));
+    this.#o.log?.('sandbox child started', { child_pid: child.proc.pid });
+    return child;
+  }
+
+  #receive(child: Child, messages: FromChild[]): void {
+    for (const m of messages) {
+      switch (m.t) {
+        case 'ready':
+          child.markReady();
+          break;
+        case 'stats':
+          child.stats = m.stats;
+          break;
+        case 'result': {
+          const run = child.runs.get(m.id);
+          if (!run) break;
+          child.runs.delete(m.id);
+          run.resolve(m.result);
+          if (child.retired && child.runs.size === 0) child.kill();
+          break;
+        }
+        case 'log': {
+          const run = child.runs.get(m.id);
+          if (run && (logLevels as readonly string[]).includes(m.level)) run.host.log(m.level as LogLevel, m.message);
+          break;
+        }
+        case 'call': {
+          const run = child.runs.get(m.id);
+          if (run) void this.#serve(child, m.id, m.call, m.op, m.args, run.host);
+          break;
+        }
+        case 'degraded':
+          this.#o.onDegraded?.(m.reason, m.tenant ?? undefined);
+          if (!child.degraded) {
+            child.degraded = true;
+            this.#replace(child, 'lost an isolate thread');
+          }
+          break;
+      }
+    }
+  }
+
+  async #serve(child: Child, id: number, call: number, op: string, args: unknown[], host: HostApi): Promise<void> {
+    let message: ToChild;
+    try {
+      const value = await callHost(host, op, args);
+      message = { t: 'answer', id, call, ok: true, value: value ?? null };
+    } catch (error) {
+      let refusal: CallRefusal | null = null;
+      if (isServiceError(error)) {
+        refusal = { code: error.code, message: error.message };
+        if (error.extras.limit) refusal.limit = error.extras.limit;
+      } else {
+        host.reportError?.(error);
+      }
+      message = { t: 'answer', id, call, ok: false, error: refusal };
+    }
+    child.outbox.post(message);
+  }
+
+  /** Sends new runs elsewhere at once; the old child finishes what it has, then goes. */
+  #replace(child: Child, why: string): void {
+    this.#replaced++;
+    if (this.#serving === child) this.#serving = null;
+    if (this.#spare === child) this.#spare = null;
+    this.#o.log?.('sandbox child retired', { child_pid: child.proc.pid, reason: why, runs_in_progress: child.runs.size });
+    child.retire();
+    if (!this.#closed) this.#servingChild();
+  }
+
+  #exited(child: Child, code: number | null, signal: NodeJS.Signals | null): void {
+    child.exited = true;
+    child.markReady();
+    this.#children.delete(child);
+    const unexpected = !child.retired && !this.#closed;
+    // Runs it still held end here: code_memory when it had lost an isolate (the likeliest cause).
+    for (const run of child.runs.values()) {
+      run.resolve(child.degraded
+        ? failure('code_memory', 'The code used more than the sandbox memory bound and its sandbox process was replaced.')
+        : failure('internal_error', 'The sandbox process stopped during the run.'));
+    }
+    child.runs.clear();
+    if (!unexpected) return;
+    this.#o.log?.('sandbox child died', { child_pid: child.proc.pid, code, signal });
+    this.#replaced++;
+    const young = Date.now() - child.startedAt < STABLE_AFTER_MS;
+    this.#backoffMs = young ? Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS) : MIN_BACKOFF_MS;
+    if (this.#spare === child) {
+      this.#spare = null;
+      this.#startSpare(young ? this.#backoffMs : 0);
+      return;
+    }
+    if (this.#serving === child) {
+      this.#serving = null;
+      // The spare takes over at once; a new child for each later run only if it died too.
+      if (this.#spare) this.#servingChild();
+    }
+  }
+}
+
+function failure(code: string, message: string): CodeResult {
+  return { kind: 'error', error: { code, message }, stats: { ...EMPTY_STATS } };
+}
+
+/**
+ * The HostApi method named by `op`. The child's bridge already checked the call, but the child
+ * runs hostile code, so the shapes HostApi relies on are checked again here.
+ */
+function callHost(host: HostApi, op: string, args: unknown[]): Promise<unknown> {
+  const aliasFirst = op === 'objects.get' || op === 'objects.put';
+  if (aliasFirst && typeof args[0] !== 'string') return Promise.reject(new Error(`${op} without an alias`));
+  switch (op) {
+    case 'objects.get':
+      return host.objects.get(args[0] as string);
+    case 'objects.put':
+      return host.objects.put(args[0] as string, args[1]);
+    case 'objects.list':
+      return host.objects.list(args[0]);
+    case 'thread.post':
+      return host.thread.post(args[0]);
+    case 'graph.mutate':
+      return host.graph.mutate(args[0]);
+    case 'graph.query':
+      return host.graph.query(args[0]);
+    default:
+      return Promise.reject(new Error(`unknown host call ${op}`));
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The sandbox in replaceable child processes (sandbox/sandbox-process.ts): runs and ctx calls
+ * cross the process boundary unchanged; a memory bomb fails its own run while another tenant's
+ * run in the same sandbox succeeds, the child that lost a thread is replaced and killed, and this
+ * process keeps running; a child killed from outside fails its runs cleanly and service resumes;
+ * abort stops a spinning run; dispose leaves no process behind.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import t from 'tap';
+import { ServiceError } from '../../shared/errors.ts';
+import { ProcessSandbox } from '../../sandbox/sandbox-process.ts';
+import { fakeHost, request } from './fake-host.ts';
+
+function alive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (check()) return;
+    await sleep(20);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** The pids of the sandbox's child processes, from /proc (children of this process running sandbox-child.ts). */
+async function childPids(): Promise<number[]> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+      if (ppid === process.pid && cmdline.includes('sandbox-child.ts')) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+const degraded: Array<{ reason: string; tenant: string | undefined }> = [];
+const sandbox = new ProcessSandbox({ pool: { size: 2, memoryMb: 32 }, onDegraded: (reason, tenant) => degraded.push({ reason, tenant }) });
+t.teardown(() => sandbox.dispose());
+
+t.test('runs, ctx calls, refusals with their limit, opaque host failures and logs cross the boundary', async (t) => {
+  await sandbox.warm();
+  t.match(await sandbox.run(request('export default (input) => ({ twice: input * 2 })', { input: 21 }), fakeHost()), { kind: 'output', output: { twice: 42 } });
+  const host = fakeHost({ quota: 1 });
+  const code = `export default async (input, ctx) => {
+    console.log('hello', 1);
+    await ctx.objects.put('a', { n: 1 });
+    let limited = null;
+    try { await ctx.objects.put('b', 2) } catch (error) { limited = { name: error.name, code: error.code, limit: error.limit, isLimit: error instanceof ctx.LimitExceeded } }
+    let opaque = null;
+    try { await ctx.objects.put('explode', 1) } catch (error) { opaque = { code: error.code, message: error.message } }
+    return { got: await ctx.objects.get('a'), limited, opaque, list: await ctx.objects.list({}) };
+  }`;
+  const result = await sandbox.run(request(code), host);
+  t.same(result.kind === 'output' && result.output, {
+    got: { n: 1 },
+    limited: { name: 'LimitExceeded', code: 'limit_exceeded', limit: { id: 'workflow.session_objects_per_session', value: 1, held: 1 }, isLimit: true },
+    opaque: { code: 'internal_error', message: 'The host call failed.' },
+    list: ['a'],
+  });
+  t.same(host.logs, [{ level: 'info', message: 'hello 1' }]);
+  t.equal(host.reported.length, 1, 'the host failure was reported on this side');
+  t.notOk(JSON.stringify(result).includes('10.0.0.7'), 'no host detail reaches the code');
+  // A refusal thrown as a ServiceError keeps its code across the boundary.
+  const refusing = { ...fakeHost(), thread: { post: async () => { throw new ServiceError('thread_item_too_large', 'Too large.'); } } };
+  t.match(await sandbox.run(request('export default (i, ctx) => ctx.thread.post({ text: "x" })'), refusing), { kind: 'error', error: { code: 'thread_item_too_large', message: 'Too large.' } });
+});
+
+t.test("a memory bomb fails its own run; another tenant's run in the same sandbox succeeds; the child is replaced", async (t) => {
+  await sandbox.warm();
+  const [before] = await childPids();
+  t.ok(before, 'a child serves runs');
+  const hold = fakeHost();
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const held = { ...hold, objects: { ...hold.objects, get: async () => gate.then(() => 'held') } };
+  // Another tenant's run is in progress on the child when the bomb goes off.
+  const neighbour = sandbox.run(request("export default (i, ctx) => ctx.objects.get('x')", { tenant: 'org-b', timeoutMs: 30_000 }), held);
+  const bomb = await sandbox.run(request('export default () => new Array(1e9).fill(0)', { tenant: 'org-a', timeoutMs: 30_000 }), fakeHost());
+  t.match(bomb, { kind: 'error', error: { code: 'code_memory' } });
+  open();
+  t.match(await neighbour, { kind: 'output', output: 'held' }, "the other tenant's run finished on the old child");
+  t.match(await sandbox.run(request('export default () => "after"', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 'after' });
+  // isolated-vm loses this bomb's thread (test/runner/process.test.ts relies on it too); the pool
+  // notices within its abandon grace and the child is replaced.
+  await until(() => degraded.length > 0, 'the child to report the lost thread');
+  t.equal(degraded[0]!.tenant, 'org-a', 'the bomb is blamed on its tenant');
+  await until(() => !alive(before), 'the old child to be killed');
+  t.ok(sandbox.stats().replaced >= 1);
+  t.match(await sandbox.run(request('export default () => "fresh"', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 'fresh' }, 'a fresh child serves');
+  t.notOk((await childPids()).includes(before!), 'the old child is gone');
+});
+
+t.test('a child killed from outside fails its runs cleanly and the next run is served', async (t) => {
+  await sandbox.warm();
+  const pids = await childPids();
+  const spin = sandbox.run(request('export default () => { for (;;) {} }', { timeoutMs: 30_000 }), fakeHost());
+  await sleep(100);
+  for (const pid of pids) process.kill(pid, 'SIGKILL');
+  t.match(await spin, { kind: 'error', error: { code: 'internal_error', message: 'The sandbox process stopped during the run.' } });
+  t.match(await sandbox.run(request('export default () => "again"'), fakeHost()), { kind: 'output', output: 'again' });
+});
+
+t.test('abort stops a spinning run and the next run is served', async (t) => {
+  const abort = new AbortController();
+  const spin = sandbox.run(request('export default () => { for (;;) {} }', { timeoutMs: 30_000 }), fakeHost(), abort.signal);
+  await sleep(100);
+  abort.abort();
+  t.match(await spin, { kind: 'error', error: { code: 'code_aborted' } });
+  t.match(await sandbox.run(request('export default () => 3'), fakeHost()), { kind: 'output', output: 3 });
+});
+
+t.test('dispose leaves no child process behind', async (t) => {
+  t.ok((await childPids()).length > 0);
+  await sandbox.dispose();
+  await until(() => true, 'nothing');
+  t.same(await childPids(), []);
+  t.match(await sandbox.run(request('export default () => 1'), fakeHost()), { kind: 'error', error: { code: 'internal_error' } });
+});
