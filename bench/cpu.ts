@@ -40,26 +40,38 @@ export async function postmasterPid(sql: pg.Pool): Promise<number | undefined> {
   return f ? Number(f[PPID]) : undefined;
 }
 
+/** Pids of the live children of each of `parents`. */
+async function liveChildren(parents: readonly number[]): Promise<Map<number, number[]>> {
+  const children = new Map<number, number[]>(parents.map((pid) => [pid, []]));
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const f = await statFields(Number(entry));
+    const list = f ? children.get(Number(f[PPID])) : undefined;
+    list?.push(Number(entry));
+  }
+  return children;
+}
+
 /**
- * A snapshot of CPU seconds: `groups` maps a name to the pids counted under it; `postmaster`
- * counts the server and every backend (live ones directly, exited ones through the postmaster's
- * reaped-children time); `self` is this process.
+ * A snapshot of CPU seconds: `groups` maps a name to the pids counted under it, each with its
+ * children (a runner's sandbox processes: live ones directly, exited ones through its
+ * reaped-children time); `postmaster` counts the server and every backend the same way; `self`
+ * is this process.
  */
 export async function cpuSnapshot(groups: Record<string, number[]>, postmaster: number | undefined): Promise<CpuSnapshot> {
   const seconds: Record<string, number> = {};
+  const parents = [...Object.values(groups).flat(), ...(postmaster === undefined ? [] : [postmaster])];
+  const children = await liveChildren(parents);
+  const withChildren = async (pid: number) => {
+    let total = await cpuOf(pid, true);
+    for (const child of children.get(pid) ?? []) total += await cpuOf(child);
+    return total;
+  };
   for (const [name, pids] of Object.entries(groups)) {
     seconds[name] = 0;
-    for (const pid of pids) seconds[name] += await cpuOf(pid);
+    for (const pid of pids) seconds[name] += await withChildren(pid);
   }
-  if (postmaster !== undefined) {
-    let total = await cpuOf(postmaster, true);
-    for (const entry of await readdir('/proc').catch(() => [] as string[])) {
-      if (!/^\d+$/.test(entry)) continue;
-      const f = await statFields(Number(entry));
-      if (f && Number(f[PPID]) === postmaster) total += await cpuOf(Number(entry));
-    }
-    seconds.postgres = total;
-  }
+  if (postmaster !== undefined) seconds.postgres = await withChildren(postmaster);
   const self = process.cpuUsage();
   seconds['bench client'] = (self.user + self.system) / 1e6;
   return { seconds };
