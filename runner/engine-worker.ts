@@ -25,7 +25,11 @@ import type { PgBoss } from 'pg-boss';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createBoss } from '../shared/queue/queues.ts';
+import { getPriority } from 'node:os';
+import type { CodeResult } from '../sandbox/messages.ts';
 import { ProcessSandbox } from '../sandbox/sandbox-process.ts';
+import { MAX_NICE } from '../shared/priority.ts';
+import { COOLDOWN_BASE_SECONDS } from '../shared/sandbox/cooldowns.ts';
 import { createLogSink, sessionHost } from './code-host.ts';
 import { runExecution, type EngineContext, type RunControl } from './engine/interpreter.ts';
 import { createStepWriter } from './engine/step-writes.ts';
@@ -49,6 +53,12 @@ interface WorkerState {
 }
 
 const data = workerData as EngineWorkerData;
+/**
+ * The sandbox child runs this much nicer than its engine thread: code that spins for its whole
+ * `workflow.code_run_seconds` must not slow the interpreter, claims and leases of every other
+ * organization's executions (bench/isolation.ts, the `for (;;) {}` neighbour).
+ */
+const SANDBOX_NICE_STEP = 5;
 /** statement_timeout of the worker's connections: its executions' step writes and their code's ctx calls. */
 const HOST_STATEMENT_MS = 30_000;
 let state: WorkerState | undefined;
@@ -62,16 +72,14 @@ function describe(error: unknown): string {
 }
 
 /** The failure of a run whose organization is cooled down, or null to run it. */
-function cooledDown(cooldowns: ReadonlyMap<string, number>, tenant: string | undefined): CodeTaskResult | null {
+function cooledDown(cooldowns: ReadonlyMap<string, number>, tenant: string | undefined): CodeResult | null {
   const until = tenant === undefined ? undefined : cooldowns.get(tenant);
   if (until === undefined || until <= Date.now()) return null;
   const message = `This organization's code is cooled down until ${new Date(until).toISOString()}: its code made the sandbox lose an isolate (a memory bomb). Each further one doubles the cool-down, up to an hour.`;
-  return { result: { kind: 'error', error: { code: 'code_cooldown', message }, stats: { wallMs: 0, cpuMs: 0, hostCalls: 0, logs: 0, logsDropped: 0 } }, logs: [], logsDropped: 0 };
+  return { kind: 'error', error: { code: 'code_cooldown', message }, stats: { wallMs: 0, cpuMs: 0, hostCalls: 0, logs: 0, logsDropped: 0 } };
 }
 
-async function runCodeTask(db: Db, sandbox: ProcessSandbox, task: CodeTask, signal?: AbortSignal, cooldowns?: ReadonlyMap<string, number>): Promise<CodeTaskResult> {
-  const refused = cooldowns ? cooledDown(cooldowns, task.request.tenant) : null;
-  if (refused) return refused;
+async function runCodeTask(db: Db, sandbox: ProcessSandbox, task: CodeTask, signal?: AbortSignal): Promise<CodeTaskResult> {
   const logs = createLogSink();
   const host = sessionHost(db, task.scope, logs, (error) => notify({ type: 'host_error', message: describe(error) }));
   const result = await sandbox.run(task.request, host, signal);
@@ -107,17 +115,26 @@ function open(): WorkerState {
   // graph query), far less than workflow.code_run_seconds: a run waiting on host calls holds its
   // isolate only that long per call (docs/sandbox.md, "Hostile code").
   const db = createDb({ connectionString: data.databaseUrl, max: data.connections, applicationName: 'workspace-runner-worker', statementTimeoutMs: HOST_STATEMENT_MS });
+  const cooldowns = new Map<string, number>();
+  // Set here the moment a strike happens, before the runner has recorded it and broadcast the
+  // cool-downs (the broadcast replaces `cooldowns`); expires by itself.
+  const provisional = new Map<string, number>();
   // The isolates live in a child process that is replaced when isolated-vm loses one of its
   // threads (sandbox/sandbox-process.ts): a memory bomb costs its organization a strike, not the
   // runner its process.
   const sandbox = new ProcessSandbox({
     pool: { size: data.isolates, memoryMb: data.memoryMb },
-    onDegraded: (reason, tenant) => notify({ type: 'strike', tenant: tenant ?? null, reason }),
+    nice: Math.min(MAX_NICE, getPriority(0) + SANDBOX_NICE_STEP),
+    refuse: (request) => cooledDown(cooldowns, request.tenant) ?? cooledDown(provisional, request.tenant),
+    onDegraded: (reason, tenant) => {
+      // Refused here at once; the runner records the strike and broadcasts the cool-down it sets.
+      if (tenant !== undefined) provisional.set(tenant, Date.now() + COOLDOWN_BASE_SECONDS * 1000);
+      notify({ type: 'strike', tenant: tenant ?? null, reason });
+    },
     log: (message, fields) => notify({ type: 'sandbox_event', message, fields: JSON.stringify(fields) }),
   });
   void sandbox.warm();
-  const cooldowns = new Map<string, number>();
-  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, sandbox, task, signal, cooldowns) };
+  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, sandbox, task, signal) };
   const flights = new Map<string, Flight>();
   const engine: EngineContext = {
     db,
@@ -146,6 +163,7 @@ function open(): WorkerState {
         worker.draining = true;
         return;
       case 'cooldowns':
+        for (const [orgId, until] of provisional) if (until <= Date.now()) provisional.delete(orgId);
         cooldowns.clear();
         for (const [orgId, until] of Object.entries(signal.until)) cooldowns.set(orgId, until);
         return;
@@ -207,5 +225,5 @@ function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */
 export default function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
   state ??= open();
-  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.sandbox, task, undefined, state.cooldowns);
+  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.sandbox, task);
 }

@@ -4,9 +4,9 @@
  * database. `npm run runner`; `npm start` supervises one.
  *
  * A stop signal drains: no new work, nodes in flight get JOBS_GRACE_MS, what still runs then is
- * handed back to the queue. When the code sandbox degrades (an isolate thread was lost) the runner
- * drains the same way and kills itself (SIGKILL: an exit would wait for the lost thread), so its
- * supervisor starts a clean process.
+ * handed back to the queue. A memory bomb that makes isolated-vm lose an isolate thread costs a
+ * sandbox child process of an engine thread, which is replaced in the background
+ * (sandbox/sandbox-process.ts); this process goes on.
  */
 import { hostname } from 'node:os';
 import type { PgBoss } from 'pg-boss';
@@ -19,7 +19,7 @@ import { runEntry } from '../shared/shutdown.ts';
 import { VERSION } from '../shared/version.ts';
 import { createRunner, type Runner } from './engine/runner.ts';
 import { startCpuSplit } from './cpu-split.ts';
-import { yieldCpu } from './priority.ts';
+import { yieldCpu } from '../shared/priority.ts';
 import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
 import type { Periodic } from '../shared/periodic.ts';
 import { createBoss, createQueues } from '../shared/queue/queues.ts';
@@ -38,7 +38,7 @@ const CPU_SPLIT_EVERY_MS = 2_000;
 const config = loadConfig();
 const log = pino({ level: config.logLevel, base: { process: 'runner', pid: process.pid } });
 const databaseUrl = databaseUrlFor(config);
-// Before any thread of ours starts, so that every one inherits it (runner/priority.ts).
+// Before any thread of ours starts, so that every one inherits it (shared/priority.ts).
 const priority = config.runner.nice > 0 ? yieldCpu(config.runner.nice) : null;
 
 let db: Db | undefined;
@@ -98,14 +98,6 @@ async function start(): Promise<void> {
     renewSeconds: config.runner.renewSeconds,
     sweepSeconds: config.runner.sweepSeconds,
     orphanSeconds: config.runner.orphanSeconds,
-    onDegraded(reason) {
-      log.fatal({ reason }, 'code sandbox degraded: draining and exiting for a clean process');
-      // A lost isolate thread can keep the process from ever exiting (docs/sandbox.md), and
-      // process.exit waits for it: the process ends by SIGKILL, after the drain or at the grace.
-      const kill = () => process.kill(process.pid, 'SIGKILL');
-      setTimeout(kill, GRACE_MS);
-      void stop().finally(kill);
-    },
   });
   await runner.start();
   retention = startRetentionTimer(db, { log });

@@ -102,10 +102,10 @@ export type WorkerSignal =
   | { type: 'close' };
 
 /**
- * Messages a worker posts on its own (outside task answers), for the runner to act on or log: its
- * isolate pool can no longer promise a clean process (the runner must drain and exit); an
- * organization's run lost an isolate thread (a strike: shared/sandbox/cooldowns.ts); its sandbox's
- * snapshot (every `SNAPSHOT_EVERY_MS`); a host call
+ * Messages a worker posts on its own (outside task answers), for the runner to act on or log: an
+ * organization's run made the sandbox lose an isolate thread (a strike:
+ * shared/sandbox/cooldowns.ts; the sandbox child process is being replaced); its sandbox's
+ * snapshot (every `SNAPSHOT_EVERY_MS`); a sandbox child started, retired or died; a host call
  * failed in a way the code saw only as `internal_error`; a processor threw something that was not
  * a refusal.
  */
@@ -129,7 +129,6 @@ export const SNAPSHOT_EVERY_MS = 2_000;
 export const MAX_SNAPSHOT_TENANTS = 50;
 
 export const workerNoticeSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('degraded'), reason: z.string() }),
   z.strictObject({ type: z.literal('strike'), tenant: z.string().nullable(), reason: z.string() }),
   z.strictObject({ type: z.literal('sandbox'), thread: z.number(), snapshot: sandboxSnapshotSchema }),
   z.strictObject({ type: z.literal('sandbox_event'), message: z.string(), fields: z.string() }),

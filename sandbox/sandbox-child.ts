@@ -9,6 +9,7 @@
  * ordinary exit waiting forever.
  */
 import { errorCatalog, ServiceError, type ErrorCode } from '../shared/errors.ts';
+import { yieldCpu } from '../shared/priority.ts';
 import type { HostApi } from './host-bridge.ts';
 import { IsolatePool } from './isolate-pool.ts';
 import type { LogLevel } from './messages.ts';
@@ -18,7 +19,10 @@ import { Outbox, toChild, type ChildPoolOptions, type FromChild } from './sandbo
 /** How often the child reports its pool's stats. */
 const STATS_EVERY_MS = 1000;
 
-const options = JSON.parse(process.argv[2] ?? '{}') as ChildPoolOptions;
+const started = JSON.parse(process.argv[2] ?? '{}') as { pool?: ChildPoolOptions; nice?: number | null };
+const options: ChildPoolOptions = started.pool ?? {};
+// Before the pool starts threads, so isolated-vm's threads inherit it.
+if (typeof started.nice === 'number') yieldCpu(started.nice);
 const outbox = new Outbox<FromChild>((batch) => {
   if (process.connected) process.send?.(batch);
 });
@@ -33,6 +37,10 @@ const pool = new IsolatePool({
 
 interface RunState {
   readonly abort: AbortController;
+  /** It has an isolate: it runs here to its end. */
+  started: boolean;
+  /** Handed back unstarted (the parent retires this process): answered with `requeue`. */
+  requeue: boolean;
   readonly calls: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
 }
 
@@ -79,15 +87,26 @@ process.on('message', (batch: unknown) => {
   for (const m of toChild(batch)) {
     switch (m.t) {
       case 'run': {
-        const run: RunState = { abort: new AbortController(), calls: new Map() };
+        const run: RunState = { abort: new AbortController(), started: false, requeue: false, calls: new Map() };
         runs.set(m.id, run);
-        void runCode(pool, m.request, hostFor(m.id), run.abort.signal).then((result) => {
+        const onStart = () => {
+          run.started = true;
+        };
+        void runCode(pool, m.request, hostFor(m.id), run.abort.signal, onStart).then((result) => {
           runs.delete(m.id);
           for (const waiter of run.calls.values()) waiter.reject(new Error('The run has ended.'));
-          outbox.post({ t: 'result', id: m.id, result });
+          outbox.post(run.requeue ? { t: 'requeue', id: m.id } : { t: 'result', id: m.id, result });
         });
         break;
       }
+      case 'retire':
+        // Runs still waiting for an isolate go back to the parent, for the process replacing this one.
+        for (const run of runs.values()) {
+          if (run.started) continue;
+          run.requeue = true;
+          run.abort.abort();
+        }
+        break;
       case 'abort':
         runs.get(m.id)?.abort.abort();
         break;

@@ -22,12 +22,14 @@ export interface CallRefusal {
 export type ToChild =
   | { t: 'run'; id: number; request: CodeRequest }
   | { t: 'abort'; id: number }
+  | { t: 'retire'; id: number }
   | { t: 'answer'; id: number; call: number; ok: true; value: unknown }
   | { t: 'answer'; id: number; call: number; ok: false; error: CallRefusal | null };
 
 export type FromChild =
   | { t: 'ready' }
   | { t: 'result'; id: number; result: CodeResult }
+  | { t: 'requeue'; id: number }
   | { t: 'call'; id: number; call: number; op: string; args: unknown[] }
   | { t: 'log'; id: number; level: LogLevel; message: string }
   | { t: 'degraded'; reason: string; tenant: string | null }
@@ -48,6 +50,9 @@ export function fromChild(batch: unknown): FromChild[] {
         break;
       case 'result':
         if (isId(m.id) && isObject(m.result) && typeof m.result.kind === 'string') out.push(m as FromChild);
+        break;
+      case 'requeue':
+        if (isId(m.id)) out.push(m as FromChild);
         break;
       case 'call':
         if (isId(m.id) && isId(m.call) && typeof m.op === 'string' && Array.isArray(m.args)) out.push(m as FromChild);
@@ -72,7 +77,7 @@ export function toChild(batch: unknown): ToChild[] {
   const out: ToChild[] = [];
   for (const m of batch) {
     if (!isObject(m) || !isId(m.id)) continue;
-    if ((m.t === 'run' && isObject(m.request)) || m.t === 'abort' || (m.t === 'answer' && isId(m.call) && typeof m.ok === 'boolean')) out.push(m as ToChild);
+    if ((m.t === 'run' && isObject(m.request)) || m.t === 'abort' || m.t === 'retire' || (m.t === 'answer' && isId(m.call) && typeof m.ok === 'boolean')) out.push(m as ToChild);
   }
   return out;
 }

@@ -34,8 +34,19 @@ const STABLE_AFTER_MS = 30_000;
 export interface ProcessSandboxOptions {
   /** Isolate pool options of each child (size, memoryMb, …). */
   pool: ChildPoolOptions;
+  /**
+   * The nice value of every thread of each child (shared/priority.ts), so that code, which can
+   * spin for its whole `workflow.code_run_seconds`, yields the CPU to the runner's own threads
+   * (claims, leases, the interpreter) and to the API and database. Unset: inherited.
+   */
+  nice?: number;
   /** A child lost an isolate thread: the run of `tenant` (when known) caused it. The child is being replaced. */
   onDegraded?: (reason: string, tenant: string | undefined) => void;
+  /**
+   * Asked before a run is sent to a child (also when a retired child hands an unstarted run back):
+   * a result ends the run at once without running it (a cooled-down organization's).
+   */
+  refuse?: (request: CodeRequest) => CodeResult | null;
   /** Children started, retired and died, for the runner's log. */
   log?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -47,9 +58,14 @@ export interface ProcessSandboxStats {
   children: number;
   /** Children replaced because they lost an isolate thread or died. */
   replaced: number;
+  /** Pids of the serving child and the spare (undefined when there is none). */
+  servingPid: number | undefined;
+  sparePid: number | undefined;
 }
 
 interface Run {
+  /** The child running it (a run handed back by a retired child moves to the serving one). */
+  child: Child;
   readonly request: CodeRequest;
   readonly host: HostApi;
   readonly resolve: (result: CodeResult) => void;
@@ -67,14 +83,16 @@ class Child {
   readonly ready: Promise<void>;
   /** It lost an isolate thread: it takes no new runs and is killed once its runs are done. */
   degraded = false;
+  /** The tenant whose run lost the thread: once only its runs are left, the child goes at once. */
+  blamed: string | undefined;
   retired = false;
   exited = false;
   stats: PoolStats | null = null;
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
 
-  constructor(options: ChildPoolOptions) {
-    this.proc = fork(CHILD_ENTRY, [JSON.stringify(options)], {
+  constructor(options: ChildPoolOptions, nice: number | undefined) {
+    this.proc = fork(CHILD_ENTRY, [JSON.stringify({ pool: options, nice: nice ?? null })], {
       execArgv: ['--no-node-snapshot'],
       // Nothing of the runner's environment (database URL, secrets) reaches the code's process.
       env: {},
@@ -99,7 +117,18 @@ class Child {
     this.retired = true;
     this.#retireTimer = setTimeout(() => this.kill(), RETIRE_GRACE_MS);
     this.#retireTimer.unref();
-    if (this.runs.size === 0) this.kill();
+    this.killWhenSpent();
+  }
+
+  /**
+   * Kills a retired child once nothing worth waiting for runs in it: no run at all, or only runs
+   * of the tenant that broke it (more of the same bomb, likely; they fail with `code_memory`, and
+   * holding the child would hold its lost memory and CPU).
+   */
+  killWhenSpent(): void {
+    if (!this.retired) return;
+    for (const run of this.runs.values()) if (this.blamed === undefined || run.request.tenant !== this.blamed) return;
+    this.kill();
   }
 
   kill(): void {
@@ -134,12 +163,15 @@ export class ProcessSandbox {
   run(request: CodeRequest, host: HostApi, signal?: AbortSignal): Promise<CodeResult> {
     if (this.#closed) return Promise.resolve(failure('internal_error', 'The sandbox is shut down.'));
     if (signal?.aborted) return Promise.resolve(failure('code_aborted', 'The run was stopped: its execution was cancelled or left this runner.'));
+    const refused = this.#o.refuse?.(request);
+    if (refused) return Promise.resolve(refused);
     const child = this.#servingChild();
     const id = ++this.#nextId;
     return new Promise<CodeResult>((resolve) => {
-      const onAbort = () => child.outbox.post({ t: 'abort', id });
+      const onAbort = () => run.child.outbox.post({ t: 'abort', id });
       signal?.addEventListener('abort', onAbort, { once: true });
-      child.runs.set(id, {
+      const run: Run = {
+        child,
         request,
         host,
         started: performance.now(),
@@ -147,13 +179,20 @@ export class ProcessSandbox {
           signal?.removeEventListener('abort', onAbort);
           resolve(result);
         },
-      });
+      };
+      child.runs.set(id, run);
       child.outbox.post({ t: 'run', id, request });
     });
   }
 
   stats(): ProcessSandboxStats {
-    return { pool: this.#serving?.stats ?? null, children: this.#children.size, replaced: this.#replaced };
+    return {
+      pool: this.#serving?.stats ?? null,
+      children: this.#children.size,
+      replaced: this.#replaced,
+      servingPid: this.#serving?.proc.pid,
+      sparePid: this.#spare?.proc.pid,
+    };
   }
 
   /** Kills every child; runs in progress end with `internal_error`. */
@@ -191,7 +230,7 @@ export class ProcessSandbox {
   }
 
   #start(): Child {
-    const child = new Child(this.#o.pool);
+    const child = new Child(this.#o.pool, this.#o.nice);
     this.#children.add(child);
     child.proc.on('message', (batch: unknown) => this.#receive(child, fromChild(batch)));
     child.proc.on('error', () => {});
@@ -214,7 +253,28 @@ export class ProcessSandbox {
           if (!run) break;
           child.runs.delete(m.id);
           run.resolve(m.result);
-          if (child.retired && child.runs.size === 0) child.kill();
+          child.killWhenSpent();
+          break;
+        }
+        case 'requeue': {
+          // A run that had not started in a retired child: it runs in the serving one instead.
+          const run = child.runs.get(m.id);
+          if (!run) break;
+          child.runs.delete(m.id);
+          child.killWhenSpent();
+          if (this.#closed) {
+            run.resolve(failure('internal_error', 'The sandbox is shut down.'));
+            break;
+          }
+          const refused = this.#o.refuse?.(run.request);
+          if (refused) {
+            run.resolve(refused);
+            break;
+          }
+          const next = this.#servingChild();
+          run.child = next;
+          next.runs.set(m.id, run);
+          next.outbox.post({ t: 'run', id: m.id, request: run.request });
           break;
         }
         case 'log': {
@@ -228,9 +288,11 @@ export class ProcessSandbox {
           break;
         }
         case 'degraded':
+          // onDegraded first: it cools the tenant down, so `refuse` stops its runs handed back below.
           this.#o.onDegraded?.(m.reason, m.tenant ?? undefined);
           if (!child.degraded) {
             child.degraded = true;
+            child.blamed = m.tenant ?? undefined;
             this.#replace(child, 'lost an isolate thread');
           }
           break;
@@ -262,6 +324,7 @@ export class ProcessSandbox {
     if (this.#serving === child) this.#serving = null;
     if (this.#spare === child) this.#spare = null;
     this.#o.log?.('sandbox child retired', { child_pid: child.proc.pid, reason: why, runs_in_progress: child.runs.size });
+    child.outbox.post({ t: 'retire', id: 1 });
     child.retire();
     if (!this.#closed) this.#servingChild();
   }

@@ -42,7 +42,7 @@ type Outcome = { result: CodeResult } | Stop;
  * execution was cancelled or its lease lost): a run still waiting for an isolate leaves the queue,
  * a running one has its isolate disposed, and it resolves with `code_aborted`.
  */
-export async function runCode(pool: IsolatePool, request: CodeRequest, host: HostApi, signal?: AbortSignal): Promise<CodeResult> {
+export async function runCode(pool: IsolatePool, request: CodeRequest, host: HostApi, signal?: AbortSignal, onStart?: () => void): Promise<CodeResult> {
   const stats: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
   if (signal?.aborted) return abortedResult(stats);
   let lease: IsolateLease;
@@ -52,6 +52,8 @@ export async function runCode(pool: IsolatePool, request: CodeRequest, host: Hos
     if (signal?.aborted) return abortedResult(stats);
     return { kind: 'error', error: { code: 'internal_error', message: 'The sandbox is shut down.' }, stats };
   }
+  // `onStart`: the run has its isolate (a sandbox process being retired hands back the runs that do not).
+  onStart?.();
   return new CodeRun(pool, lease, request, host, stats, signal).execute();
 }
 

@@ -25,7 +25,7 @@ export interface Config {
     /** Recovery sweep period, and the grace before an unheld execution gets a new wake-up. */
     sweepSeconds: number;
     orphanSeconds: number;
-    /** The nice value the runner raises its threads to (runner/priority.ts); 0 keeps the priority it started with. */
+    /** The nice value the runner raises its threads to (shared/priority.ts); 0 keeps the priority it started with. */
     nice: number;
     /** Whether runners on one host split its CPUs between them (runner/cpu-split.ts). */
     cpuSplit: boolean;

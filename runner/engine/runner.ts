@@ -78,18 +78,11 @@ export interface RunnerOptions extends RunnerTuning {
   processors?: ReadonlyMap<string, Processor>;
   /** Runs `logic.code` instead of the worker threads (tests of the engine without threads); implies interpreting on this thread. */
   code?: CodeRunner;
-  /**
-   * The sandbox can no longer promise a clean process (an isolate thread was lost). The runner
-   * has already stopped taking work; the owner should `stop()` it and exit non-zero so the
-   * supervisor starts a fresh process.
-   */
-  onDegraded?: (reason: string) => void;
 }
 
 export interface RunnerStats {
   inFlight: number;
   leases: number;
-  degraded: boolean;
 }
 
 export interface Runner {
@@ -162,7 +155,6 @@ export function createRunner(options: RunnerOptions): Runner {
   const wakeTimers = new Set<NodeJS.Timeout>();
   let draining = false;
   let abandoned = false;
-  let degraded = false;
   let started = false;
   let stopping: Promise<void> | undefined;
 
@@ -197,12 +189,6 @@ export function createRunner(options: RunnerOptions): Runner {
           log.error({ err: notice.message, node: notice.node, runner_id: runnerId }, 'processor failed unexpectedly');
           return;
       }
-      if (degraded) return;
-      degraded = true;
-      log.error({ runner_id: runnerId, reason: notice.reason }, 'code sandbox degraded; this runner stops taking work');
-      // Stop taking work at once; the owner drains and replaces the process.
-      void workLoop.stop().catch((err: unknown) => log.warn({ err }, 'stopping the intake failed'));
-      options.onDegraded?.(notice.reason);
     },
   });
   const code: CodeRunner | undefined = options.code ?? pool ?? undefined;
@@ -410,7 +396,7 @@ export function createRunner(options: RunnerOptions): Runner {
       await allLeft(UNWIND_MS);
     },
 
-    stats: () => ({ inFlight: flights.size, leases: leases.size, degraded }),
+    stats: () => ({ inFlight: flights.size, leases: leases.size }),
     sandbox: () => sumSnapshots([...snapshots.values()]),
   };
 }

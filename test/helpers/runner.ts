@@ -30,7 +30,7 @@ export interface TestRunner {
   kill(): Promise<void>;
 }
 
-export type TestRunnerOptions = RunnerTuning & Pick<RunnerOptions, 'processors' | 'code' | 'onDegraded'>;
+export type TestRunnerOptions = RunnerTuning & Pick<RunnerOptions, 'processors' | 'code'>;
 
 /**
  * Starts an in-process runner engine on `databaseUrl` with a pool and a pg-boss of its own (as a

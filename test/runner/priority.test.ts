@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import t from 'tap';
-import { yieldCpu } from '../../runner/priority.ts';
+import { yieldCpu } from '../../shared/priority.ts';
 import { threadNices } from '../helpers/threads.ts';
 
-const PRIORITY_MODULE = new URL('../../runner/priority.ts', import.meta.url).href;
+const PRIORITY_MODULE = new URL('../../shared/priority.ts', import.meta.url).href;
 
 /**
  * Runs `body` in a child process that has `yieldCpu` in scope and then starts a worker thread, so

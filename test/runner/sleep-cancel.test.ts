@@ -29,7 +29,7 @@ t.test('logic.sleep parks the execution; a runner started after the first one st
 
   const sleeping = await waitForStatus(app, alice, flow, created.id, 'sleeping');
   t.equal(sleeping.ended_at, null);
-  t.same(await runnerIdle(first), { inFlight: 0, leases: 0, degraded: false }, 'no runner is busy with a sleeping execution');
+  t.same(await runnerIdle(first), { inFlight: 0, leases: 0 }, 'no runner is busy with a sleeping execution');
   t.equal(await runningHeld(app, alice, flow.orgId), 1, 'a sleeping execution still counts as running');
   const { rows: [row] } = await db.query('SELECT lease_owner, wake_at FROM executions WHERE id = $1', [created.id]);
   t.equal(row.lease_owner, null, 'no lease is held while sleeping');

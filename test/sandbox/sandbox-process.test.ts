@@ -104,14 +104,16 @@ t.test("a memory bomb fails its own run; another tenant's run in the same sandbo
   t.notOk((await childPids()).includes(before!), 'the old child is gone');
 });
 
-t.test('a child killed from outside fails its runs cleanly and the next run is served', async (t) => {
+t.test('a child killed from outside fails its runs cleanly and the spare serves the next run', async (t) => {
   await sandbox.warm();
-  const pids = await childPids();
+  const { servingPid, sparePid } = sandbox.stats();
+  t.ok(servingPid && sparePid, 'a serving child and a spare');
   const spin = sandbox.run(request('export default () => { for (;;) {} }', { timeoutMs: 30_000 }), fakeHost());
   await sleep(100);
-  for (const pid of pids) process.kill(pid, 'SIGKILL');
+  process.kill(servingPid!, 'SIGKILL');
   t.match(await spin, { kind: 'error', error: { code: 'internal_error', message: 'The sandbox process stopped during the run.' } });
   t.match(await sandbox.run(request('export default () => "again"'), fakeHost()), { kind: 'output', output: 'again' });
+  t.equal(sandbox.stats().servingPid, sparePid, 'the spare took over');
 });
 
 t.test('abort stops a spinning run and the next run is served', async (t) => {
