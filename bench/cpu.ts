@@ -3,11 +3,11 @@
  * the control plane, the runners, PostgreSQL and the benchmark's own client. On a machine without
  * /proc every figure reads 0.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import type pg from 'pg';
 import { cpuShare } from '../runner/cpu-split.ts';
 import { formatCpuList, ownAllowedCpus, threadCpuLists } from '../shared/cpu-list.ts';
-import { statFields, threadIds } from '../shared/proc-stat.ts';
+import { childPids, statFields, threadIds } from '../shared/proc-stat.ts';
 
 export interface CpuSnapshot {
   /** Seconds of CPU (user + system) per group, summed over its processes. */
@@ -40,17 +40,6 @@ export async function postmasterPid(sql: pg.Pool): Promise<number | undefined> {
   return f ? Number(f[PPID]) : undefined;
 }
 
-/** Pids of the live children of each of `parents`. */
-async function liveChildren(parents: readonly number[]): Promise<Map<number, number[]>> {
-  const children = new Map<number, number[]>(parents.map((pid) => [pid, []]));
-  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(entry)) continue;
-    const f = await statFields(Number(entry));
-    const list = f ? children.get(Number(f[PPID])) : undefined;
-    list?.push(Number(entry));
-  }
-  return children;
-}
 
 /**
  * A snapshot of CPU seconds: `groups` maps a name to the pids counted under it, each with its
@@ -60,11 +49,9 @@ async function liveChildren(parents: readonly number[]): Promise<Map<number, num
  */
 export async function cpuSnapshot(groups: Record<string, number[]>, postmaster: number | undefined): Promise<CpuSnapshot> {
   const seconds: Record<string, number> = {};
-  const parents = [...Object.values(groups).flat(), ...(postmaster === undefined ? [] : [postmaster])];
-  const children = await liveChildren(parents);
   const withChildren = async (pid: number) => {
     let total = await cpuOf(pid, true);
-    for (const child of children.get(pid) ?? []) total += await cpuOf(child);
+    for (const child of await childPids(pid)) total += await cpuOf(child);
     return total;
   };
   for (const [name, pids] of Object.entries(groups)) {

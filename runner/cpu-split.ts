@@ -18,6 +18,7 @@ import { promisify } from 'node:util';
 import type { Queryable } from '../shared/db/db.ts';
 import { formatCpuList, ownAllowedCpus, threadCpuLists } from '../shared/cpu-list.ts';
 import { startPeriodic, type Periodic } from '../shared/periodic.ts';
+import { childPids } from '../shared/proc-stat.ts';
 import { ALIVE_WITHIN_SECONDS } from '../shared/runner-registry.ts';
 
 const run = promisify(execFile);
@@ -60,11 +61,14 @@ export function startCpuSplit(options: CpuSplitOptions): Periodic | null {
     if (index < 0) return;
     const wanted = formatCpuList(cpuShare(hostCpus, index, rows.length));
     // Every thread is read, not a list remembered from the last change: a thread started while
-    // taskset went through the others keeps the list of the thread that started it.
-    const lists = await threadCpuLists(process.pid);
-    if (lists.every((list) => list === wanted)) return;
+    // taskset went through the others keeps the list of the thread that started it. The sandbox
+    // child processes (sandbox/sandbox-process.ts), where the code runs, take the same share.
+    const pids = [process.pid, ...(await childPids(process.pid))];
+    const stale: number[] = [];
+    for (const pid of pids) if (!(await threadCpuLists(pid)).every((list) => list === wanted)) stale.push(pid);
+    if (stale.length === 0) return;
     try {
-      await run('taskset', ['--all-tasks', '--pid', '--cpu-list', wanted, String(process.pid)]);
+      for (const pid of stale) await run('taskset', ['--all-tasks', '--pid', '--cpu-list', wanted, String(pid)]);
     } catch (error) {
       // No taskset (util-linux) on this host, or CPUs taken away from under the process: say so
       // once and leave the CPUs to the scheduler from then on.

@@ -6,10 +6,11 @@
  * Why: some allocations run inside V8 builtins that isolated-vm cannot interrupt, and isolated-vm
  * then parks that isolate's thread for good, with the memory it took. In the runner's own process
  * that meant draining and killing the runner. Here only the child is lost: when it reports a lost
- * thread (or dies), new runs go at once to a spare child started ahead of time, another spare
- * starts in the background, the old child finishes the runs it has (other organizations' runs on
- * its healthy isolates complete) and is killed — at the latest after `RETIRE_GRACE_MS`. The
- * runner keeps its pid and its executions.
+ * thread (or dies), new runs go at once to a new child (≈ 0.25 s to start; after the first
+ * incident a spare is kept started for `SPARE_KEEP_MS`, so repeated attacks find one ready), the
+ * old child finishes the runs it has (other organizations' runs on its healthy isolates complete)
+ * and is killed — at the latest after `RETIRE_GRACE_MS`. The runner keeps its pid and its
+ * executions. No spare is kept in quiet times: a child at rest takes ≈ 90 MiB.
  *
  * A run costs two messages more than in-process (≈ 25 µs of CPU across both processes at load,
  * docs/sandbox.md), a ctx call two more.
@@ -30,6 +31,8 @@ const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 10_000;
 /** A child that lived this long before dying resets the backoff. */
 const STABLE_AFTER_MS = 30_000;
+/** After a child was lost, a started spare is kept this long (renewed by each further loss). */
+const SPARE_KEEP_MS = 5 * 60_000;
 
 export interface ProcessSandboxOptions {
   /** Isolate pool options of each child (size, memoryMb, …). */
@@ -95,7 +98,9 @@ class Child {
     this.proc = fork(CHILD_ENTRY, [JSON.stringify({ pool: options, nice: nice ?? null })], {
       execArgv: ['--no-node-snapshot'],
       // Nothing of the runner's environment (database URL, secrets) reaches the code's process.
-      env: {},
+      // Two malloc arenas instead of one per thread: isolated-vm's threads otherwise each keep
+      // an arena of freed memory.
+      env: { MALLOC_ARENA_MAX: '2' },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       serialization: 'json',
     });
@@ -149,12 +154,15 @@ export class ProcessSandbox {
   #closed = false;
   #backoffMs = MIN_BACKOFF_MS;
   #spareTimer: NodeJS.Timeout | undefined;
+  /** Until when a spare is kept started (after the last lost child). */
+  #spareUntil = 0;
+  #spareExpiry: NodeJS.Timeout | undefined;
 
   constructor(options: ProcessSandboxOptions) {
     this.#o = options;
   }
 
-  /** Starts the serving child and a spare; resolves once the serving one is ready. */
+  /** Starts the serving child; resolves once it is ready. */
   async warm(): Promise<void> {
     await this.#servingChild().ready;
   }
@@ -199,6 +207,7 @@ export class ProcessSandbox {
   async dispose(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#spareTimer);
+    clearTimeout(this.#spareExpiry);
     const exits = [...this.#children].map((child) => new Promise<void>((resolve) => {
       if (child.exited) resolve();
       else child.proc.once('exit', () => resolve());
@@ -211,9 +220,21 @@ export class ProcessSandbox {
     if (!this.#serving) {
       this.#serving = this.#spare ?? this.#start();
       this.#spare = null;
-      this.#startSpare();
+      if (Date.now() < this.#spareUntil) this.#startSpare();
     }
     return this.#serving;
+  }
+
+  /** A child was lost: keep a spare started for a while, so that the next loss finds one ready. */
+  #keepSpare(): void {
+    this.#spareUntil = Date.now() + SPARE_KEEP_MS;
+    clearTimeout(this.#spareExpiry);
+    this.#spareExpiry = setTimeout(() => {
+      const spare = this.#spare;
+      this.#spare = null;
+      spare?.kill();
+    }, SPARE_KEEP_MS);
+    this.#spareExpiry.unref();
   }
 
   #startSpare(delayMs = 0): void {
@@ -321,6 +342,7 @@ export class ProcessSandbox {
   /** Sends new runs elsewhere at once; the old child finishes what it has, then goes. */
   #replace(child: Child, why: string): void {
     this.#replaced++;
+    this.#keepSpare();
     if (this.#serving === child) this.#serving = null;
     if (this.#spare === child) this.#spare = null;
     this.#o.log?.('sandbox child retired', { child_pid: child.proc.pid, reason: why, runs_in_progress: child.runs.size });
@@ -344,6 +366,7 @@ export class ProcessSandbox {
     if (!unexpected) return;
     this.#o.log?.('sandbox child died', { child_pid: child.proc.pid, code, signal });
     this.#replaced++;
+    this.#keepSpare();
     const young = Date.now() - child.startedAt < STABLE_AFTER_MS;
     this.#backoffMs = young ? Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS) : MIN_BACKOFF_MS;
     if (this.#spare === child) {
@@ -353,8 +376,8 @@ export class ProcessSandbox {
     }
     if (this.#serving === child) {
       this.#serving = null;
-      // The spare takes over at once; a new child for each later run only if it died too.
-      if (this.#spare) this.#servingChild();
+      // The spare takes over at once, or a new child starts now rather than at the next run.
+      this.#servingChild();
     }
   }
 }

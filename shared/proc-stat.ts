@@ -17,3 +17,15 @@ export async function threadIds(pid: number): Promise<number[]> {
   const entries = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
   return entries.map(Number).filter((id) => Number.isInteger(id) && id > 0);
 }
+
+/** The pids of the live children of `pid` (every /proc entry whose parent it is); empty without /proc. */
+export async function childPids(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = await statFields(Number(entry));
+    // stat(5) field 4, the parent's pid.
+    if (fields && Number(fields[1]) === pid) children.push(Number(entry));
+  }
+  return children;
+}

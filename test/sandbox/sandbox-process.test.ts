@@ -53,6 +53,7 @@ t.teardown(() => sandbox.dispose());
 
 t.test('runs, ctx calls, refusals with their limit, opaque host failures and logs cross the boundary', async (t) => {
   await sandbox.warm();
+  t.same(await childPids(), [sandbox.stats().servingPid], 'one child in quiet times: no spare');
   t.match(await sandbox.run(request('export default (input) => ({ twice: input * 2 })', { input: 21 }), fakeHost()), { kind: 'output', output: { twice: 42 } });
   const host = fakeHost({ quota: 1 });
   const code = `export default async (input, ctx) => {
@@ -104,16 +105,18 @@ t.test("a memory bomb fails its own run; another tenant's run in the same sandbo
   t.notOk((await childPids()).includes(before!), 'the old child is gone');
 });
 
-t.test('a child killed from outside fails its runs cleanly and the spare serves the next run', async (t) => {
+t.test('a child killed from outside fails its runs cleanly and another serves the next run', async (t) => {
   await sandbox.warm();
   const { servingPid, sparePid } = sandbox.stats();
-  t.ok(servingPid && sparePid, 'a serving child and a spare');
+  t.ok(servingPid, 'a serving child');
+  t.ok(sparePid, 'a spare, kept since the bomb of the previous test');
   const spin = sandbox.run(request('export default () => { for (;;) {} }', { timeoutMs: 30_000 }), fakeHost());
   await sleep(100);
   process.kill(servingPid!, 'SIGKILL');
   t.match(await spin, { kind: 'error', error: { code: 'internal_error', message: 'The sandbox process stopped during the run.' } });
   t.match(await sandbox.run(request('export default () => "again"'), fakeHost()), { kind: 'output', output: 'again' });
   t.equal(sandbox.stats().servingPid, sparePid, 'the spare took over');
+  t.ok(sandbox.stats().sparePid, 'and a new spare is kept, after a second loss');
 });
 
 t.test('abort stops a spinning run and the next run is served', async (t) => {
