@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
-import { buildOpsApp } from '../control-plane/ops/app.ts';
-import { createBoss, createQueues, QUEUES } from '../shared/queue/queues.ts';
+import { QUEUES } from '../shared/queue/queues.ts';
 import { registerRunner } from '../shared/runner-registry.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { startOpsApp } from './helpers/ops.ts';
 
 const { db, config, databaseUrl } = await buildTestApp(t);
 const token = config.secrets.OPS_TOKEN;
@@ -20,14 +20,7 @@ async function graphql(ops: FastifyInstance, query: string, authorization: strin
 
 // A subtest of its own, so pg-boss is stopped before the database is dropped at the file's end.
 t.test('operations API', async (t) => {
-  const boss = createBoss(databaseUrl, 'control-plane');
-  await boss.start();
-  await createQueues(boss);
-  const ops = await buildOpsApp({ config, db, boss, logger: false });
-  t.teardown(async () => {
-    await ops.close();
-    await boss.stop({ graceful: false });
-  });
+  const { ops, boss } = await startOpsApp(t, { config, db, databaseUrl });
 
   t.test('refuses a request without the ops token', async (t) => {
     const { status, body, headers } = await graphql(ops, '{ health { status } }', null);

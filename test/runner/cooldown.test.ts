@@ -6,11 +6,10 @@
  */
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
-import { buildOpsApp } from '../../control-plane/ops/app.ts';
-import { createBoss, createQueues } from '../../shared/queue/queues.ts';
 import { registerRunner } from '../../shared/runner-registry.ts';
 import { COOLDOWN_BASE_SECONDS, recordStrike } from '../../shared/sandbox/cooldowns.ts';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
+import { startOpsApp } from '../helpers/ops.ts';
 import { createWorkflow, define, startExecution, startRunner, waitFor, waitForEnd } from '../helpers/runner.ts';
 
 const { app, databaseUrl, db, config } = await buildTestApp(t);
@@ -45,14 +44,7 @@ t.test('strikes double the cool-down, a burst counts once, a day later the count
 });
 
 t.test("a cooled-down organization's code fails at once, others run; ops lists it and can end it", async (t) => {
-  const boss = createBoss(databaseUrl, 'control-plane');
-  await boss.start();
-  await createQueues(boss);
-  const ops = await buildOpsApp({ config, db, boss, logger: false });
-  t.teardown(async () => {
-    await ops.close();
-    await boss.stop({ graceful: false });
-  });
+  const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const runner = await startRunner(t, databaseUrl);
   const registration = await registerRunner(db, { host: 'test-host', pid: process.pid, version: 'test' }, () => {}, () => runner.runner.sandbox());
   t.teardown(() => registration.stop());
