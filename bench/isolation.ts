@@ -174,6 +174,8 @@ async function cancelSamples(system: System, a: Workload, spinDefinition: string
       await sleep(20);
     }
   };
+  // A run of A that ends by itself first: out of probation, A may hold `spinners` isolates.
+  await waitForEnd(system.sql, [await create(oneDefinition)], 30_000);
   const spinning: string[] = [];
   for (let i = 0; i < spinners; i++) spinning.push(await create(spinDefinition));
   for (const id of spinning) await running(id);

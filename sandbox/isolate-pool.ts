@@ -114,6 +114,9 @@ interface ContextCounters {
   contextBytes: number;
 }
 
+/** Tenants remembered as out of probation; the least recently trusted are forgotten first. */
+const MAX_TRUSTED = 10_000;
+
 /** How far (isolate milliseconds) a tenant may be behind the fairest one and still be served first on an isolate that keeps its context. */
 const LOCALITY_SLACK_MS = 20;
 
@@ -256,6 +259,8 @@ export class IsolatePool {
   readonly #created = new Set<ivm.Isolate>();
   readonly #idle: IsolateLease[] = [];
   readonly #queue = new FairQueue<Waiter>();
+  /** Tenants whose last run ended by itself here: out of probation (see `#grantable`). */
+  readonly #trusted = new Set<string>();
   readonly #zombies = new Set<NodeJS.Timeout>();
   readonly #immediates = new Set<NodeJS.Immediate>();
   readonly #reasons: string[] = [];
@@ -323,10 +328,20 @@ export class IsolatePool {
   }
 
   /** Whether a run of a tenant holding `busy` isolates may take one now. */
-  #grantable(busy: number): boolean {
-    if (busy >= this.#size) return false;
+  #grantable(busy: number, tenant: string): boolean {
+    // Probation: a tenant with no run ended by itself here yet, or whose last run had to be
+    // stopped (a timeout, a memory bomb), holds one isolate at a time, so a burst of bombs or
+    // endless loops goes off one by one, not `size` at once.
+    if (busy >= (this.#trusted.has(tenant) ? this.#size : 1)) return false;
     if (this.#idle.length > 0 || this.#live.size < this.#size) return true;
     return busy === 0 && this.#live.size < this.#maxIsolates && this.#allHeldLong();
+  }
+
+  /** Marks `tenant` as past probation (most recently trusted last; the oldest forgotten past the bound). */
+  #trust(tenant: string): void {
+    this.#trusted.delete(tenant);
+    this.#trusted.add(tenant);
+    if (this.#trusted.size > MAX_TRUSTED) this.#trusted.delete(this.#trusted.values().next().value as string);
   }
 
   /** True when every busy isolate's run has held it at least `extraAfterMs`. */
@@ -352,7 +367,7 @@ export class IsolatePool {
 
   /** An isolate for a run of `tenant`, or undefined when it must wait. */
   #grant(tenant: string): IsolateLease | undefined {
-    if (!this.#grantable(this.#queue.busy(tenant))) return undefined;
+    if (!this.#grantable(this.#queue.busy(tenant), tenant)) return undefined;
     const lease = this.#takeIdle(tenant) ?? this.#create();
     this.#begin(lease, tenant);
     return lease;
@@ -389,7 +404,7 @@ export class IsolatePool {
   #dispatch(): void {
     while (!this.#closed && this.#queue.waiting > 0) {
       const freed = this.#idle.at(-1);
-      const next = this.#queue.dequeue((_tenant, busy) => this.#grantable(busy), performance.now(), freed ? (tenant) => freed.hasContext(tenant) : undefined, LOCALITY_SLACK_MS);
+      const next = this.#queue.dequeue((tenant, busy) => this.#grantable(busy, tenant), performance.now(), freed ? (tenant) => freed.hasContext(tenant) : undefined, LOCALITY_SLACK_MS);
       if (!next) {
         this.#scheduleExtraCheck();
         return;
@@ -411,11 +426,14 @@ export class IsolatePool {
    * Takes a lease back. A healthy isolate within its run and heap bounds goes to a waiting run or
    * back to the idle list; anything else is retired.
    */
-  release(lease: IsolateLease, healthy: boolean): void {
+  release(lease: IsolateLease, healthy: boolean, verdict: 'trust' | 'distrust' | 'neutral' = healthy ? 'trust' : 'distrust'): void {
     lease.runs++;
     lease.onCatastrophe = null;
     this.#stats.runs++;
     this.#queue.finished(lease.tenant, lease.startedAt);
+    // A run that had to be stopped (its deadline, its memory) puts its tenant back on probation.
+    if (verdict === 'trust') this.#trust(lease.tenant);
+    else if (verdict === 'distrust') this.#trusted.delete(lease.tenant);
     if (!healthy || this.#closed || lease.isolate.isDisposed || lease.catastrophe !== null) {
       this.#retire(lease, 'stopped');
       return;

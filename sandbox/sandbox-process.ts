@@ -73,6 +73,8 @@ interface Run {
   readonly host: HostApi;
   readonly resolve: (result: CodeResult) => void;
   readonly started: number;
+  /** Sent again once already, after its child died under it. */
+  retried: boolean;
 }
 
 const EMPTY_STATS: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
@@ -183,6 +185,7 @@ export class ProcessSandbox {
         request,
         host,
         started: performance.now(),
+        retried: false,
         resolve: (result) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(result);
@@ -214,6 +217,13 @@ export class ProcessSandbox {
       child.kill();
     }));
     await Promise.all(exits);
+  }
+
+  /** The serving child once `dead` no longer serves (it just died). */
+  #servingChildAfter(dead: Child): Child {
+    if (this.#serving === dead) this.#serving = null;
+    if (this.#spare === dead) this.#spare = null;
+    return this.#servingChild();
   }
 
   #servingChild(): Child {
@@ -356,17 +366,30 @@ export class ProcessSandbox {
     child.markReady();
     this.#children.delete(child);
     const unexpected = !child.retired && !this.#closed;
-    // Runs it still held end here: code_memory when it had lost an isolate (the likeliest cause).
-    for (const run of child.runs.values()) {
+    const runs = [...child.runs.entries()];
+    child.runs.clear();
+    if (unexpected) {
+      this.#o.log?.('sandbox child died', { child_pid: child.proc.pid, code, signal, runs_in_progress: runs.length });
+      this.#replaced++;
+      this.#keepSpare();
+    }
+    for (const [id, run] of runs) {
+      // A child that died by itself (not one that lost an isolate to a bomb) costs its runs one
+      // more try in a new child: node runs are at-least-once anyway (docs/architecture.md), and a
+      // run whose second child dies too fails, so code that kills its process cannot loop.
+      if (unexpected && !child.degraded && !run.retried) {
+        run.retried = true;
+        const next = this.#servingChildAfter(child);
+        run.child = next;
+        next.runs.set(id, run);
+        next.outbox.post({ t: 'run', id, request: run.request });
+        continue;
+      }
       run.resolve(child.degraded
         ? failure('code_memory', 'The code used more than the sandbox memory bound and its sandbox process was replaced.')
         : failure('internal_error', 'The sandbox process stopped during the run.'));
     }
-    child.runs.clear();
     if (!unexpected) return;
-    this.#o.log?.('sandbox child died', { child_pid: child.proc.pid, code, signal });
-    this.#replaced++;
-    this.#keepSpare();
     const young = Date.now() - child.startedAt < STABLE_AFTER_MS;
     this.#backoffMs = young ? Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS) : MIN_BACKOFF_MS;
     if (this.#spare === child) {

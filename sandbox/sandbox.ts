@@ -145,7 +145,10 @@ class CodeRun {
       this.#stats.logs = this.#bridge.logs;
       this.#stats.logsDropped = this.#bridge.logsDropped;
     }
-    this.#pool.release(this.#lease, healthy && settled);
+    // Probation (isolate-pool.ts) counts what the code did: a run stopped at its deadline or memory
+    // bound distrusts its tenant; one aborted by its runner or the pool, or stuck, says nothing.
+    const verdict = healthy && settled ? 'trust' : 'reason' in outcome && (outcome.reason === 'timeout' || outcome.reason === 'memory') ? 'distrust' : 'neutral';
+    this.#pool.release(this.#lease, healthy && settled, verdict);
     if ('result' in outcome) return { ...outcome.result, stats: this.#stats };
     return this.#stopped(outcome.reason);
   }

@@ -37,7 +37,8 @@ t.test("another organization's executions start and end while one organization's
     start: 'again',
     nodes: { again: code('export default (input) => ({ n: (input?.n ?? 0) + 1 })', { success: 'again' }) },
   });
-  // Both isolates of the thread are spinning mallory's code.
+  // Mallory's executions are running: the first spinning in an isolate, the others' code waiting
+  // for one (a new organization holds one isolate at a time until a run of it ends by itself).
   for (const execution of spinning.slice(0, 2)) await waitForStatus(app, mallory, hostile, execution.id, 'running');
 
   const flow = await createWorkflow(app, bob);

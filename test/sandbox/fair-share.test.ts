@@ -29,6 +29,11 @@ async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !check(); i++) await sleep(10);
 }
 
+/** One run of `tenant` that ends by itself: the tenant is out of probation in `pool`. */
+async function trust(pool: IsolatePool, tenant: string): Promise<void> {
+  await runCode(pool, request('export default () => 0', { tenant }), fakeHost());
+}
+
 t.test('the queue serves the tenant with the least isolate time first, a new tenant before a busy one', async (t) => {
   const queue = new FairQueue<string>();
   queue.started('a', 0);
@@ -89,6 +94,7 @@ t.test('a tenant that comes back after idling gets no credit for the time it was
 
 t.test('a tenant alone may use every isolate, and no more than size', async (t) => {
   const pool = testPool(t, { size: 2, maxIsolates: 4 }, pools);
+  await trust(pool, 'org-a');
   const gate = gatedHost();
   const runs = [1, 2, 3].map(() => runCode(pool, request(holding, { tenant: 'org-a', timeoutMs: 10_000 }), gate.host));
   await until(() => pool.stats().waiting === 1);
@@ -99,6 +105,7 @@ t.test('a tenant alone may use every isolate, and no more than size', async (t) 
 
 t.test("a tenant holding no isolate gets one while another tenant's runs hold them all", async (t) => {
   const pool = testPool(t, { size: 2, maxIsolates: 3 }, pools);
+  await trust(pool, 'org-a');
   const gate = gatedHost();
   const hog = [1, 2, 3].map(() => runCode(pool, request(holding, { tenant: 'org-a', timeoutMs: 10_000 }), gate.host));
   await until(() => pool.stats().busy === 2);
@@ -117,6 +124,36 @@ t.test("a tenant holding no isolate gets one while another tenant's runs hold th
   t.match(pool.stats().tenants, [{ tenant: 'org-a', waiting: 1, busy: 2 }], "org-d went before org-a's third run");
   gate.open();
   for (const run of hog) t.match(await run, { kind: 'output', output: 'opened' });
+});
+
+t.test('probation: a tenant none of whose runs ended by itself holds one isolate at a time', async (t) => {
+  const pool = testPool(t, { size: 2, maxIsolates: 4, hostSettleMs: 20 }, pools);
+  // Two endless loops of a new tenant: one runs, the other waits; both are stopped at their deadline.
+  const loops = [1, 2].map(() => runCode(pool, request('export default () => { for (;;) {} }', { tenant: 'org-new', timeoutMs: 300 }), fakeHost()));
+  await until(() => pool.stats().waiting === 1);
+  t.match(pool.stats().tenants, [{ tenant: 'org-new', waiting: 1, busy: 1 }]);
+  for (const loop of loops) t.match(await loop, { kind: 'error', error: { code: 'code_timeout' } });
+  // Still on probation: a stopped run earns nothing. A run that ends by itself does.
+  const gate = gatedHost();
+  const gated = [1, 2].map(() => runCode(pool, request(holding, { tenant: 'org-new', timeoutMs: 10_000 }), gate.host));
+  await until(() => pool.stats().waiting === 1);
+  t.match(pool.stats().tenants, [{ tenant: 'org-new', waiting: 1, busy: 1 }]);
+  gate.open();
+  for (const run of gated) t.match(await run, { kind: 'output', output: 'opened' });
+  const next = gatedHost();
+  const both = [1, 2].map(() => runCode(pool, request(holding, { tenant: 'org-new', timeoutMs: 10_000 }), next.host));
+  await until(() => pool.stats().busy === 2);
+  t.match(pool.stats().tenants, [{ tenant: 'org-new', waiting: 0, busy: 2 }], 'trusted: both run at once');
+  next.open();
+  for (const run of both) t.match(await run, { kind: 'output', output: 'opened' });
+  // A stopped run puts it back on probation.
+  t.match(await runCode(pool, request('export default () => { for (;;) {} }', { tenant: 'org-new', timeoutMs: 200 }), fakeHost()), { kind: 'error', error: { code: 'code_timeout' } });
+  const again = gatedHost();
+  const after = [1, 2].map(() => runCode(pool, request(holding, { tenant: 'org-new', timeoutMs: 10_000 }), again.host));
+  await until(() => pool.stats().waiting === 1);
+  t.match(pool.stats().tenants, [{ tenant: 'org-new', waiting: 1, busy: 1 }], 'one at a time again');
+  again.open();
+  for (const run of after) t.match(await run, { kind: 'output', output: 'opened' });
 });
 
 t.test('an extra isolate is retired after it idled', async (t) => {
