@@ -116,7 +116,10 @@ function sameRefusal(t: any, outcome: Outcome, status: number, error: string, rp
 
 t.test('a registry refuses a name defined twice', async (t) => {
   t.throws(() => createCommandRegistry([testCommands[0]!, testCommands[0]!]), /defined twice/);
-  t.equal(new Set(createCommandRegistry(COMMANDS).names).size, COMMANDS.length, 'every shipped command has a distinct name');
+  const pairs = COMMANDS.flatMap((c) => (c.blobTypes ?? ['-']).map((type) => `${c.name} ${type}`));
+  t.equal(new Set(pairs).size, pairs.length, 'every shipped command has a distinct name per blob type');
+  t.equal(createCommandRegistry(COMMANDS).get('list_executions', 'svc.compute.scheduler')?.blobTypes?.[0], 'svc.compute.scheduler', 'one name, a definition per blob type');
+  t.equal(createCommandRegistry(COMMANDS).get('list_executions', 'svc.compute.workflow')?.blobTypes?.[0], 'svc.compute.workflow');
   t.ok(createCommandRegistry(COMMANDS).names.includes('get_user'));
 });
 

@@ -15,6 +15,7 @@ import { threadItemCommands } from './thread-items.ts';
 import { definitionCommands } from './definitions.ts';
 import { sessionGraphCommands } from './session-graph.ts';
 import { executionCommands } from './executions.ts';
+import { scheduleCommands } from './schedules.ts';
 
 /**
  * A command request (REST body or WebSocket message) may be this large, so that each command's
@@ -23,23 +24,45 @@ import { executionCommands } from './executions.ts';
  */
 export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
 
-/** Every command the service answers, on both transports. Issue 5 appends its families here. */
-export const COMMANDS: readonly CommandDefinition[] = [...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands, ...definitionCommands, ...sessionGraphCommands, ...executionCommands];
+/** Every command the service answers, on both transports. */
+export const COMMANDS: readonly CommandDefinition[] = [
+  ...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands,
+  ...definitionCommands, ...sessionGraphCommands, ...executionCommands, ...scheduleCommands,
+];
 
-/** Commands by name. Immutable once built; one per app, shared by the REST and JSON-RPC transports. */
+/**
+ * Commands by name. Immutable once built; one per app, shared by the REST and JSON-RPC transports.
+ * One name may be answered by several blob types with a definition each (`list_executions` of a
+ * workflow revision lists a session's executions, of a scheduler revision a schedule's runs).
+ */
 export interface CommandRegistry {
-  get(name: string): CommandDefinition | undefined;
+  /** The command `name` as a revision of `blobType` answers it; without a type, the first defined. */
+  get(name: string, blobType?: string): CommandDefinition | undefined;
   readonly names: readonly string[];
 }
 
-/** Builds a registry; a name declared twice is a programming error and throws at startup. */
+/**
+ * Builds a registry; a name declared twice for the same blob type (or twice without one) is a
+ * programming error and throws at startup.
+ */
 export function createCommandRegistry(definitions: readonly CommandDefinition[]): CommandRegistry {
-  const byName = new Map<string, CommandDefinition>();
+  const byName = new Map<string, CommandDefinition[]>();
   for (const definition of definitions) {
-    if (byName.has(definition.name)) throw new Error(`command ${definition.name} is defined twice`);
-    byName.set(definition.name, definition);
+    const same = byName.get(definition.name) ?? [];
+    const clash = same.some((other) => other.blobTypes === undefined || definition.blobTypes === undefined
+      || other.blobTypes.some((type) => definition.blobTypes!.includes(type)));
+    if (clash) throw new Error(`command ${definition.name} is defined twice`);
+    byName.set(definition.name, [...same, definition]);
   }
-  return { get: (name) => byName.get(name), names: [...byName.keys()] };
+  return {
+    get(name, blobType) {
+      const all = byName.get(name);
+      if (all === undefined) return undefined;
+      if (blobType === undefined) return all[0];
+      return all.find((d) => d.blobTypes !== undefined && d.blobTypes.some((type) => type === blobType));
+    },
+    names: [...byName.keys()],
+  };
 }
 
 export interface RunOptions {
@@ -92,7 +115,7 @@ export async function runCommand(registry: CommandRegistry, ctx: AppContext, pri
  */
 export async function runRevisionCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, revisionId: string, name: string, params: unknown, options: RunOptions = {}): Promise<CommandResult> {
   const scope = await revisionFor(ctx, principal, revisionId, 'read');
-  const command = registry.get(name);
+  const command = registry.get(name, scope.blob.type);
   if (command === undefined || command.blobTypes === undefined || !command.blobTypes.some((type) => type === scope.blob.type)) {
     throw new ServiceError('unknown_command', `A ${scope.blob.type} revision has no command ${shown(name)}.`);
   }

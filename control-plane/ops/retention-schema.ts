@@ -52,7 +52,7 @@ export const retentionOpsModule: OpsModule = {
       finishedAt: String
       "Finished executions removed with their events and data; each freed a slot in workflow.executions_per_session."
       executionsRemoved: Int!
-      "Schedule runs removed (always 0 until the scheduler exists)."
+      "Schedule runs removed: fired longer ago than scheduler.run_retention_days of their scheduler blob."
       runsRemoved: Int!
       error: String
     }

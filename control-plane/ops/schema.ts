@@ -8,6 +8,7 @@ import { auditOpsModule } from '../audit/audit-ops.ts';
 import { limitsOpsModule } from './limits-schema.ts';
 import { retentionOpsModule } from './retention-schema.ts';
 import { sandboxOpsModule } from './sandbox-schema.ts';
+import { schedulerOpsModule } from './scheduler-schema.ts';
 
 /** What every operations resolver gets. */
 export interface OpsContext {
@@ -124,7 +125,7 @@ const core: OpsModule = {
 };
 
 /** Every part of the operations schema. A feature adds its own module file and lists it here. */
-export const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule, sandboxOpsModule];
+export const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule, sandboxOpsModule, schedulerOpsModule];
 
 /**
  * Joins `modules` into one schema and one resolver map. Two parts resolving the same field is a

@@ -60,7 +60,8 @@ export async function deleteRevision(q: Queryable, id: string): Promise<Revision
 
 /**
  * The `held` map of Get Revision: limit id → how many of it the revision holds, for the quotas
- * its blob type has (a workflow revision's definitions, playgrounds and sessions).
+ * its blob type has (a workflow revision's definitions, playgrounds and sessions; a scheduler
+ * revision's schedules).
  */
 export async function revisionHeld(q: Queryable, revisionId: string, blobType: string): Promise<Record<string, number>> {
   const quotas = REVISION_QUOTAS[blobType] ?? [];
@@ -68,9 +69,9 @@ export async function revisionHeld(q: Queryable, revisionId: string, blobType: s
   return Object.fromEntries(quotas.map((id, i) => [id, counts[i]!]));
 }
 
-// Schedules join this list when scheduler revisions gain their commands.
 const REVISION_QUOTAS: Record<string, readonly QuotaId[]> = {
   'svc.compute.workflow': ['workflow.definitions_per_revision', 'workflow.playgrounds_per_revision', 'workflow.sessions_per_revision'],
+  'svc.compute.scheduler': ['scheduler.schedules_per_revision'],
 };
 
 /**

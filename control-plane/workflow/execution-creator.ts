@@ -15,7 +15,7 @@ import { Batcher } from '../../shared/batcher.ts';
 import type { Db } from '../../shared/db/db.ts';
 import { enqueueExecution, enqueueExecutions, fairPriority, type BatchJobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
-import { createExecutionRow, createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../sql/executions.ts';
+import { createExecutionRow, createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../../shared/workflow/create-execution.ts';
 
 export type Created = ExecutionRecordRow | CreateRefusal;
 type Settled = { ok: Created } | { error: unknown };

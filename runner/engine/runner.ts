@@ -23,6 +23,7 @@ import { QueueStatistics } from './queue-statistics.ts';
 import { RecoverySweep } from './recovery.ts';
 import { createStepWriter } from './step-writes.ts';
 import { WorkLoop } from './work-loop.ts';
+import { FireLoop } from '../scheduler/fire-loop.ts';
 
 /** The subset of a pino logger the engine uses. */
 export interface RunnerLog {
@@ -60,6 +61,10 @@ export interface RunnerTuning {
   isolatesPerThread?: number;
   /** Heap bound per isolate, MiB. Default 64. */
   codeMemoryMb?: number;
+  /** Take schedule fires too (runner/scheduler/fire-loop.ts). Default true. */
+  fires?: boolean;
+  /** How often overdue schedule fires are looked for, seconds. Default 30. */
+  fireReconcileSeconds?: number;
 }
 
 export interface RunnerOptions extends RunnerTuning {
@@ -318,6 +323,14 @@ export function createRunner(options: RunnerOptions): Runner {
     onError: (err) => log.warn({ err }, 'a deferred or early wake-up could not be handled; the recovery sweep will'),
   });
 
+  // The scheduler's fires ride on the same runner (docs/scheduler.md); tests of the engine alone turn them off.
+  const fires = options.fires === false ? null : new FireLoop({
+    db,
+    boss,
+    log,
+    ...(options.fireReconcileSeconds !== undefined ? { reconcileSeconds: options.fireReconcileSeconds } : {}),
+  });
+
   const recovery = new RecoverySweep({
     db,
     queue: boss,
@@ -350,6 +363,7 @@ export function createRunner(options: RunnerOptions): Runner {
       recovery.start();
       stats.start();
       await workLoop.start();
+      await fires?.start();
     },
 
     stop(graceMs = DEFAULT_GRACE_MS) {
@@ -358,6 +372,7 @@ export function createRunner(options: RunnerOptions): Runner {
         pool?.signal({ type: 'drain' });
         clearWakeTimers();
         await Promise.all([recovery.stop(), stats.stop()]);
+        await fires?.stop().catch((err: unknown) => log.warn({ err }, 'stopping the schedule fires failed'));
         await workLoop.stop().catch((err: unknown) => log.warn({ err }, 'stopping the intake failed'));
         if (!(await allLeft(graceMs))) {
           // Nodes still running past the grace period: hand their executions back now, so another
@@ -391,6 +406,7 @@ export function createRunner(options: RunnerOptions): Runner {
       await cancels.stop();
       await cooldowns.stop();
       await Promise.all([recovery.stop(), stats.stop()]);
+      await fires?.stop().catch(() => {});
       await workLoop.stop().catch(() => {});
       await pool?.destroy();
       await allLeft(UNWIND_MS);

@@ -47,7 +47,7 @@ function statementName(text: string): string {
 }
 
 /** pg-boss's `db` option on the caller's transaction, its statements prepared by name. */
-function inTransaction(tx: Tx) {
+export function inTransaction(tx: Tx) {
   return { executeSql: (text: string, values?: unknown[]) => preparedQuery(tx, statementName(text), text, values ?? []) };
 }
 

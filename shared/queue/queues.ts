@@ -8,8 +8,13 @@ import { PgBoss, type ConstructorOptions, type Queue } from 'pg-boss';
 export const QUEUES = {
   /** Work on one execution: run its next node runs (workflow engine). */
   executions: { name: 'executions', notify: true },
-  /** One fire of a schedule: create the execution in its target session (scheduler). */
-  scheduleFires: { name: 'schedule-fires', notify: true },
+  /**
+   * One fire of a schedule: create the execution in its target session (scheduler). Sent delayed
+   * to its due time, which NOTIFY cannot announce (the fire loop polls instead); kept waiting as
+   * long as a schedule can go between fires (29 February: 8 years across 2100); a done fire is
+   * of no use after an hour (the run is in schedule_runs).
+   */
+  scheduleFires: { name: 'schedule-fires', notify: false, retentionSeconds: 10 * 366 * 86_400, deleteAfterSeconds: 3_600, retryLimit: 5, retryDelay: 1 },
 } as const satisfies Record<string, Queue>;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES]['name'];

@@ -19,6 +19,7 @@ export interface SweepOptions {
 }
 
 const EXECUTION_RETENTION = 'workflow.execution_retention_days';
+const RUN_RETENTION = 'scheduler.run_retention_days';
 const DEFAULT_BATCH = 500;
 /** A retention day is 86,400 seconds (no calendar arithmetic, so DST never moves a cutoff). */
 const DAY_MS = 86_400_000;
@@ -98,18 +99,20 @@ interface BatchRow {
   last_id: string | null;
 }
 
-/** Every blob that an override of the execution retention reaches, with its retention in force now. */
-async function overriddenRetentions(q: Queryable): Promise<BlobRetention[]> {
-  const { rows } = await q.query<{ blob_id: string; overrides: Record<string, unknown> | null }>(RETENTION_OVERRIDES_SQL, [EXECUTION_RETENTION]);
+type RetentionLimit = typeof EXECUTION_RETENTION | typeof RUN_RETENTION;
+
+/** Every blob that an override of `limitId` reaches, with its retention in force now. */
+async function overriddenRetentions(q: Queryable, limitId: RetentionLimit): Promise<BlobRetention[]> {
+  const { rows } = await q.query<{ blob_id: string; overrides: Record<string, unknown> | null }>(RETENTION_OVERRIDES_SQL, [limitId]);
   return rows.map((row) => {
     const levels = row.overrides ?? {};
     const set: { -readonly [L in keyof OverrideSet]: OverrideMap } = {};
     for (const level of ['user', 'org', 'blob'] as const) {
-      if (Object.hasOwn(levels, level)) set[level] = { [EXECUTION_RETENTION]: levels[level] };
+      if (Object.hasOwn(levels, level)) set[level] = { [limitId]: levels[level] };
     }
     // resolveLimit re-validates each stored value, so an invalid one is skipped exactly as a
     // request would skip it, and the value kept is the one Get Blob Limits shows.
-    return { blobId: row.blob_id, days: resolveLimit(EXECUTION_RETENTION, set).value };
+    return { blobId: row.blob_id, days: resolveLimit(limitId, set).value as number | null };
   });
 }
 
@@ -132,7 +135,7 @@ export async function runRetentionSweep(q: Queryable, options: SweepOptions = {}
   const counts: SweepCounts = { executions_removed: 0, runs_removed: 0 };
 
   const defaultDays = limitById(EXECUTION_RETENTION).default as number;
-  const overridden = await overriddenRetentions(q);
+  const overridden = await overriddenRetentions(q, EXECUTION_RETENTION);
   let shortest = defaultDays;
   for (const { days } of overridden) if (days !== null && days < shortest) shortest = days;
   const widestCutoff = new Date(now.getTime() - shortest * DAY_MS);
@@ -153,18 +156,64 @@ export async function runRetentionSweep(q: Queryable, options: SweepOptions = {}
     after = { endedAt: batch.last_ended_at, id: batch.last_id };
   }
 
-  options.signal?.throwIfAborted();
-  counts.runs_removed += await sweepScheduleRuns(q, now);
-  options.onProgress?.({ ...counts });
+  await sweepScheduleRuns(q, now, batchSize, options.signal, (removed) => {
+    counts.runs_removed += removed;
+    options.onProgress?.({ ...counts });
+  });
   return counts;
 }
 
+// One batch of schedule runs, as SWEEP_BATCH_SQL does for executions: the next `$6` runs in
+// (fired_at, id) order older than the widest cutoff, of which those past the retention of their
+// own blob — the scheduler blob holding the schedule — are deleted.
+const RUNS_BATCH_SQL = `
+  WITH scanned AS (
+    SELECT sr.id, sr.schedule_id, sr.fired_at
+      FROM schedule_runs sr
+     WHERE sr.fired_at < $2::timestamptz
+       AND sr.fired_at >= $7::timestamptz AND (sr.fired_at, sr.id) > ($7::timestamptz, $8::uuid)
+     ORDER BY sr.fired_at, sr.id
+     LIMIT $6::int
+  ), due AS (
+    SELECT x.id
+      FROM scanned x
+      JOIN schedules sc ON sc.id = x.schedule_id
+      JOIN revisions r ON r.id = sc.revision_id
+      LEFT JOIN unnest($4::uuid[], $5::int[]) AS p (blob_id, days) ON p.blob_id = r.blob_id
+     WHERE CASE
+             WHEN p.blob_id IS NULL THEN x.fired_at < $1::timestamptz - make_interval(secs => $3::int * 86400.0)
+             WHEN p.days IS NULL THEN false
+             ELSE x.fired_at < $1::timestamptz - make_interval(secs => p.days * 86400.0)
+           END
+  ), removed AS (
+    DELETE FROM schedule_runs sr USING due WHERE sr.id = due.id RETURNING sr.id
+  ), last AS (
+    SELECT fired_at, id FROM scanned ORDER BY fired_at DESC, id DESC LIMIT 1
+  )
+  SELECT (SELECT count(*) FROM scanned)::int AS scanned,
+         (SELECT count(*) FROM removed)::int AS removed,
+         (SELECT fired_at::text FROM last) AS last_ended_at,
+         (SELECT id FROM last) AS last_id`;
+
 /**
- * Schedule runs past `scheduler.run_retention_days` (age counted from the fire). A no-op that
- * removes nothing until the scheduler lands: there is no table of schedule runs yet. When it
- * exists, this step resolves `scheduler.run_retention_days` per blob the same way as above and
- * deletes in the same batched manner; `runs_removed` already flows through to the history.
+ * Schedule runs past `scheduler.run_retention_days` of their scheduler blob (age counted from the
+ * fire; `null` keeps them forever), batched like the executions. Returns how many it removed.
  */
-async function sweepScheduleRuns(_q: Queryable, _now: Date): Promise<number> {
-  return 0;
+async function sweepScheduleRuns(q: Queryable, now: Date, batchSize: number, signal: AbortSignal | undefined, onBatch: (removed: number) => void): Promise<void> {
+  const defaultDays = limitById(RUN_RETENTION).default as number;
+  const overridden = await overriddenRetentions(q, RUN_RETENTION);
+  let shortest = defaultDays;
+  for (const { days } of overridden) if (days !== null && days < shortest) shortest = days;
+  const widestCutoff = new Date(now.getTime() - shortest * DAY_MS);
+  const blobIds = overridden.map((b) => b.blobId);
+  const days = overridden.map((b) => b.days);
+  let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
+  for (;;) {
+    signal?.throwIfAborted();
+    const { rows } = await q.query<BatchRow>(RUNS_BATCH_SQL, [now, widestCutoff, defaultDays, blobIds, days, batchSize, after.at, after.id]);
+    const batch = rows[0]!;
+    onBatch(batch.removed);
+    if (batch.scanned < batchSize || batch.last_ended_at === null || batch.last_id === null) break;
+    after = { at: batch.last_ended_at, id: batch.last_id };
+  }
 }
