@@ -3,9 +3,11 @@
  * targets (printed, never asserted). docs/benchmarks.md explains each figure.
  *
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
- *                     --profile-control-plane DIR --skip-isolation --isolation-only]
+ *                     --profile-control-plane DIR --skip-isolation --isolation-only
+ *                     --skip-scheduler --scheduler-only]
  *
- * The tenant-isolation section (bench/isolation.ts) runs last, on a system of its own.
+ * The scheduler section (bench/scheduler.ts) and then the tenant-isolation section
+ * (bench/isolation.ts) run last, each on a system of its own.
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
  * takes every process and the temporary folder down again, also on failure or Ctrl-C.
@@ -43,6 +45,8 @@ const { values: args } = parseArgs({
     verbose: { type: 'boolean', default: false },
     'skip-isolation': { type: 'boolean', default: false },
     'isolation-only': { type: 'boolean', default: false },
+    'skip-scheduler': { type: 'boolean', default: false },
+    'scheduler-only': { type: 'boolean', default: false },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -262,6 +266,22 @@ function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
   return lines.join('\n');
 }
 
+/** A section in a child process (bench/<script>): its own system, its own table. */
+async function childSection(script: string, title: string): Promise<string> {
+  const path = fileURLToPath(new URL(`./${script}`, import.meta.url));
+  const child = spawn(process.execPath, ['--no-node-snapshot', path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) return `${title}: bench/${script} exited with ${code}\n${out}`;
+  return `${title}:\n${out.trim()}`;
+}
+
+/** The scheduler section (bench/scheduler.ts): 10,000 schedules firing every minute. */
+function schedulerSection(): Promise<string> {
+  return childSection('scheduler.ts', 'Scheduler (one runner, defaults; docs/benchmarks.md "Scheduler")');
+}
+
 /** The tenant-isolation section in a child process (bench/isolation.ts): its own system, its own table. */
 async function isolationSection(): Promise<string> {
   const script = fileURLToPath(new URL('./isolation.ts', import.meta.url));
@@ -278,6 +298,10 @@ let system: System | undefined;
 async function main(): Promise<void> {
   if (args['isolation-only']) {
     process.stdout.write(`\n${await isolationSection()}\n`);
+    return;
+  }
+  if (args['scheduler-only']) {
+    process.stdout.write(`\n${await schedulerSection()}\n`);
     return;
   }
   log('sandbox warm overhead (bench/sandbox.ts)');
@@ -358,9 +382,13 @@ async function main(): Promise<void> {
   const baseline = await pgbossBaseline(system.databaseUrl, system.sql, { latencySamples: 300, gapMs: 10, backlog: 20_000, batchSize: 100 });
 
   process.stdout.write(`\n${report({ sandbox, lat, thr, drn, baseline })}\n`);
-  log('stopping the system before the tenant-isolation section');
+  log('stopping the system before the scheduler and tenant-isolation sections');
   await system.stop();
   system = undefined;
+  if (!args['skip-scheduler']) {
+    log('scheduler (bench/scheduler.ts)');
+    process.stdout.write(`\n${await schedulerSection()}\n`);
+  }
   if (!args['skip-isolation']) {
     log('tenant isolation (bench/isolation.ts)');
     process.stdout.write(`\n${await isolationSection()}\n`);

@@ -185,3 +185,55 @@ async function graphqlFire(scheduleId: string): Promise<void> {
   const { fireSchedule } = await import('../../shared/scheduler/fire.ts');
   await fireSchedule(db, boss, { scheduleId, dueAt: null });
 }
+
+t.test('an update moves the next fire: the old job fires nothing; a new target is checked and used', async (t) => {
+  const schedule = await createSchedule(alice, {});
+  const oldDue = schedule.next_fire_at;
+  const other = await createWorkflow(app, alice);
+  const otherDefinition = await define(app, alice, other, DOUBLE);
+  // The job of the old next fire is still queued (due at midnight); the update moves the next fire.
+  const updated = (await command(app, alice, schedRev.id, 'update_schedule', {
+    schedule_id: schedule.id,
+    cron: '0 5 * * *',
+    target: { revision_id: other.rev, session_id: other.sessionId, definition_id: otherDefinition },
+  })).schedule;
+  t.not(updated.next_fire_at, oldDue);
+  t.same(updated.target, { revision_id: other.rev, session_id: other.sessionId, definition_id: otherDefinition });
+  // Its time comes (the job is delivered now): it names a due time that is no longer the next fire.
+  await db.query(`UPDATE pgboss.job SET start_after = now() WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1 AND data->>'due_at' = $2`, [schedule.id, oldDue]);
+  await waitFor(async () => (await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1 AND data->>'due_at' = $2 AND state = 'completed'`, [schedule.id, oldDue])).rows[0]!.n,
+  (n) => n === 1, 'the old job to be taken');
+  t.same(await runs(schedule.id), [], 'the stale job fired nothing');
+
+  await makeDue(boss, schedule.id);
+  const [run] = await waitForRuns(schedule.id, 1);
+  const ended = await waitForEnd(app, alice, other, run.execution_id);
+  t.equal(ended.session_id, other.sessionId, 'the fire went to the new target');
+
+  const strangers = await createWorkflow(app, bob);
+  const strangerDefinition = await define(app, bob, strangers, DOUBLE);
+  const refused = await call(app, 'POST', `/v1/revisions/${schedRev.id}/update_schedule`, {
+    as: alice,
+    body: { schedule_id: schedule.id, target: { revision_id: strangers.rev, session_id: strangers.sessionId, definition_id: strangerDefinition } },
+  });
+  t.equal(refused.status, 403);
+  t.same((await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule.target.revision_id, other.rev, 'unchanged');
+
+  // A deleted schedule's pending job fires nothing either.
+  await makeDue(boss, schedule.id, 2);
+  await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: schedule.id });
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM schedule_runs WHERE schedule_id = $1', [schedule.id]);
+  t.equal(rows[0]!.n, 0, 'runs went with the schedule, and no new one was written');
+});
+
+t.test('a disabled schedule sends no job and never fires; enabling it arms it', async (t) => {
+  const schedule = await createSchedule(alice, { enabled: false });
+  t.match(schedule, { enabled: false, next_fire_at: null });
+  const jobs = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`, [schedule.id])).rows[0]!.n;
+  t.equal(await jobs(), 0);
+  const enabled = (await command(app, alice, schedRev.id, 'update_schedule', { schedule_id: schedule.id, enabled: true })).schedule;
+  t.ok(Date.parse(enabled.next_fire_at) > Date.now());
+  t.equal(await jobs(), 1);
+});
