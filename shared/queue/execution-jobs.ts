@@ -69,7 +69,7 @@ export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: str
 
 /** A queue that can also insert many jobs in one statement (pg-boss `insert`). */
 export interface BatchJobQueue extends JobQueue {
-  insert?(name: string, jobs: Array<{ data: ExecutionJobData; priority?: number }>, options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } }): Promise<string[] | null>;
+  insert?(name: string, jobs: Array<{ data: object; priority?: number; startAfter?: Date }>, options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } }): Promise<string[] | null>;
 }
 
 /**

@@ -109,6 +109,7 @@ function shortestDayGap(dayFields: string): number {
   if (cached !== undefined) return cached;
   const days = new Cron(`0 0 0 ${dayFields}`, { utcOffset: 0, paused: true, mode: '6-part' });
   const months = new CronPattern(`0 0 0 ${dayFields}`, undefined, { mode: '6-part' }).month;
+  const seen = new Map<number, boolean>();
   let previous: number | undefined;
   let shortest = Infinity;
   for (let at = DAYS_FROM; at < DAYS_TO && shortest > 1;) {
@@ -117,7 +118,17 @@ function shortestDayGap(dayFields: string): number {
       at = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
       continue;
     }
-    if (days.match(date)) {
+    // A day's match depends only on its month, its day, its weekday and its month's length
+    // (croner's L, W and # read nothing else), so each combination is asked of croner once.
+    const day = date.getUTCDate();
+    const length = new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 0)).getUTCDate();
+    const key = ((date.getUTCMonth() * 32 + day) * 8 + date.getUTCDay()) * 4 + (length - 28);
+    let matches = seen.get(key);
+    if (matches === undefined) {
+      matches = days.match(date);
+      seen.set(key, matches);
+    }
+    if (matches) {
       if (previous !== undefined) shortest = Math.min(shortest, Math.round((at - previous) / DAY_MS));
       previous = at;
     }
@@ -173,6 +184,8 @@ function computeShortestGap(parsed: ParsedCron, atLeast: number): number {
 
   const cron = parsed.cron;
   const dayMatcher = new Cron(`0 0 0 ${parts.slice(-3).join(' ')}`, { utcOffset: 0, paused: true, mode: '6-part' });
+  // The expression in wall-clock time: its fires as if the zone kept one offset all year.
+  const wallClock = new Cron(parsed.expression, { utcOffset: 0, paused: true, mode: parsed.fields === 5 ? '5-part' : '6-part' });
   const matchesWallDay = (ms: number, offsetMinutes: number, shiftDays: number) => {
     const wall = new Date(ms + offsetMinutes * 60_000 + shiftDays * DAY_MS);
     return dayMatcher.match(new Date(Date.UTC(wall.getUTCFullYear(), wall.getUTCMonth(), wall.getUTCDate()))) ? '1' : '0';
@@ -180,6 +193,8 @@ function computeShortestGap(parsed: ParsedCron, atLeast: number): number {
   // Which fires lie near a change is fixed by its key (the change's size and wall time, and which
   // of the three wall days around it match); a later change with the same key repeats them.
   const walked = new Map<string, boolean>();
+  // The straddling pair found last: a change before its second fire straddles the same pair.
+  let pairEnd = -Infinity;
   for (const change of transitionsOf(parsed.timezone, Date.now(), TRANSITION_YEARS)) {
     if (shortest < atLeast) break;
     const wallSeconds = (((change.at / 1000 + change.fromMinutes * 60) % DAY) + DAY) % DAY;
@@ -187,11 +202,29 @@ function computeShortestGap(parsed: ParsedCron, atLeast: number): number {
     const bothSides = walked.get(key);
     if (bothSides === true) continue;
     if (bothSides === false) {
-      // The pair of fires that straddles the change: its gap is the wall gap less the change.
+      // The pair of fires that straddles the change. Away from the change's own hour its gap is the
+      // wall gap less the change, read off the expression in wall time (croner on a fixed offset:
+      // plain arithmetic, no time-zone lookups); a fire near the change is croner's own, walked.
+      if (change.at < pairEnd) continue;
+      const wallAt = change.at + change.fromMinutes * 60_000;
+      const wallAfter = wallClock.nextRun(new Date(wallAt - 1000));
+      const wallBefore = wallAfter === null ? undefined : wallClock.previousRuns(1, wallAfter)[0];
+      if (wallAfter === null || wallBefore === undefined) break;
+      const reach = Math.abs(change.toMinutes - change.fromMinutes) * 60_000 + 1000;
+      if (wallAfter.getTime() > wallAt + reach && wallBefore.getTime() < wallAt - reach) {
+        // Each fire at its own offset (the pair may straddle other changes too: a leap day's).
+        const real = (wall: number, guess: number) => wall - offsetMinutes(wall - offsetMinutes(wall - guess * 60_000, parsed.timezone) * 60_000, parsed.timezone) * 60_000;
+        const before = real(wallBefore.getTime(), change.fromMinutes);
+        const after = real(wallAfter.getTime(), change.toMinutes);
+        shortest = Math.min(shortest, (after - before) / 1000);
+        pairEnd = after;
+        continue;
+      }
       const after = cron.nextRun(new Date(change.at - 1000));
       if (after === null) break;
       const before = cron.previousRuns(1, after)[0];
       if (before !== undefined) shortest = Math.min(shortest, (after.getTime() - before.getTime()) / 1000);
+      pairEnd = after.getTime();
       continue;
     }
     // Real time parts from wall time only within the change's size of it: walk every fire there,

@@ -237,3 +237,35 @@ t.test('a disabled schedule sends no job and never fires; enabling it arms it', 
   t.ok(Date.parse(enabled.next_fire_at) > Date.now());
   t.equal(await jobs(), 1);
 });
+
+t.test('one transaction fires a batch with mixed outcomes, each its own', async (t) => {
+  const { fireSchedules } = await import('../../shared/scheduler/fire.ts');
+  const limited = await createWorkflow(app, alice);
+  const limitedDefinition = await define(app, alice, limited, DOUBLE);
+  await setOverride(app, 'workflow.executions_per_session', 'blob', limited.blobId, 0);
+  const gone = await createWorkflow(app, alice);
+  const goneDefinition = await define(app, alice, gone, DOUBLE);
+  const ok = await createSchedule(alice, {});
+  const refused = await createSchedule(alice, { target: { revision_id: limited.rev, session_id: limited.sessionId, definition_id: limitedDefinition } });
+  const doomed = await createSchedule(alice, { target: { revision_id: gone.rev, session_id: gone.sessionId, definition_id: goneDefinition } });
+  await command(app, alice, gone.rev, 'delete_session', { session_id: gone.sessionId });
+  const due = (await db.query<{ due: string }>(`SELECT date_trunc('milliseconds', now()) - interval '3 seconds' AS due`)).rows[0]!.due;
+  await db.query('UPDATE schedules SET next_fire_at = $2 WHERE id = ANY($1::uuid[])', [[ok.id, refused.id, doomed.id], due]);
+  const outcomes = await fireSchedules(db, boss, [
+    { scheduleId: ok.id, dueAt: due },
+    { scheduleId: refused.id, dueAt: due },
+    { scheduleId: ok.id, dueAt: due },
+    { scheduleId: doomed.id, dueAt: due },
+    { scheduleId: ok.id, dueAt: '2001-01-01T00:00:00.000Z' },
+    { scheduleId: '00000000-0000-4000-8000-000000000000', dueAt: due },
+  ]);
+  t.match(outcomes[0], { fired: { status: 'started' }, disabled: false });
+  t.match(outcomes[1], { fired: { status: 'refused', limit: { id: 'workflow.executions_per_session' } } });
+  t.same(outcomes[2], { skipped: 'stale' }, 'the same due time twice in one batch fires once');
+  t.match(outcomes[3], { fired: { status: 'failed', error: { code: 'not_found' } }, disabled: true });
+  t.same(outcomes[4], { skipped: 'stale' });
+  t.same(outcomes[5], { skipped: 'not_found' });
+  const started = outcomes[0] as { fired: { execution_id: string } };
+  t.equal((await waitForEnd(app, alice, flow, started.fired.execution_id)).status, 'succeeded');
+  await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'workflow.executions_per_session'`);
+});
