@@ -1,0 +1,224 @@
+import { z } from 'zod';
+import type { Tx } from '../../shared/db/db.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import { aliasSchema, refSchema } from '../../shared/ids.ts';
+import { limitInForce } from '../../shared/limits/in-force.ts';
+import { takeSlot } from '../../shared/limits/holdings.ts';
+import { limitRefusal } from '../../shared/limits/index.ts';
+import { DEFAULT_TIMEZONE, nextFire, parseCron, shortestGapSeconds, type ParsedCron } from '../../shared/scheduler/cron.ts';
+import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
+import { runRecord, scheduleRecord } from '../../shared/scheduler/schedule-record.ts';
+import type { AppContext } from '../context.ts';
+import { checkedInput, resolveTarget } from '../scheduler/target.ts';
+import { deleteSchedule, findSchedule, insertSchedule, lastRun, runListing, scheduleListing, updateSchedule, type ScheduleFields } from '../sql/schedules.ts';
+import { claimingAlias } from '../sql/unique.ts';
+import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
+import { defineCommand } from './command.ts';
+
+const SCHEDULER = ['svc.compute.scheduler'] as const;
+
+const targetSchema = z.strictObject({ revision_id: refSchema, session_id: refSchema, definition_id: refSchema });
+const cronSchema = z.string().min(1).max(200);
+const timezoneSchema = z.string().min(1).max(64);
+
+/** The scheduler must be enabled for the organization of the scheduler blob (`scheduler.enabled`). */
+async function requireEnabled(tx: Tx, blobId: string): Promise<void> {
+  const enabled = await limitInForce(tx, { blobId }, 'scheduler.enabled');
+  if (enabled.value !== true) throw limitRefusal('limit_exceeded', enabled, undefined, `The scheduler is not enabled for this organization (scheduler.enabled is ${String(enabled.value)}).`);
+}
+
+/**
+ * `scheduler.min_interval_seconds` of the scheduler blob against the expression's shortest gap
+ * between two consecutive fires (shared/scheduler/cron.ts), which is computed before any lock.
+ */
+async function requireInterval(tx: Tx, blobId: string, parsed: ParsedCron, gap: number): Promise<void> {
+  const inForce = await limitInForce(tx, { blobId }, 'scheduler.min_interval_seconds');
+  if (typeof inForce.value === 'number' && gap < inForce.value) {
+    throw limitRefusal('limit_exceeded', inForce, undefined,
+      `"${parsed.expression}" in ${parsed.timezone} fires as little as ${gap} s apart; limit scheduler.min_interval_seconds is ${inForce.value}.`);
+  }
+}
+
+/** Moves a schedule to its next fire from now and sends that fire's job, in `tx`. */
+async function armed(ctx: AppContext, tx: Tx, id: string, next: Date | null): Promise<void> {
+  if (next !== null) await sendFireJob(ctx.queue, tx, id, next);
+}
+
+/**
+ * `create_schedule {alias?, cron, timezone?, target {revision_id, session_id, definition_id},
+ * input_data?, enabled?}` → `schedule`. Checks, in order: the params, the cron and time zone
+ * (400), the target (403 unless the caller can write it; 400 for a session or definition not of
+ * that revision), the input against the target's `workflow.execution_input_bytes`, then
+ * `scheduler.enabled`, `scheduler.schedules_per_revision` (its slot taken in the insert's
+ * transaction) and `scheduler.min_interval_seconds`. An enabled schedule's first fire job is sent
+ * in the same transaction.
+ */
+export const createSchedule = defineCommand({
+  name: 'create_schedule',
+  blobTypes: SCHEDULER,
+  role: 'write',
+  params: z.strictObject({
+    alias: aliasSchema.optional(),
+    cron: cronSchema,
+    timezone: timezoneSchema.optional(),
+    target: targetSchema,
+    input_data: z.unknown().optional(),
+    enabled: z.boolean().optional(),
+  }),
+  async handler(ctx, principal, params, call) {
+    const { blob, revision } = call.revision;
+    const now = new Date();
+    const parsed = parseCron(params.cron, params.timezone ?? DEFAULT_TIMEZONE, now);
+    const target = await resolveTarget(ctx, principal, params.target);
+    const inputJson = await checkedInput(ctx, target, params.input_data);
+    const gap = shortestGapSeconds(parsed);
+    const enabled = params.enabled ?? true;
+    const next = enabled ? nextFire(parsed, now) : null;
+    const schedule = await ctx.db.transaction(async (tx) => {
+      await requireEnabled(tx, blob.id);
+      const quota = await limitInForce(tx, { blobId: blob.id }, 'scheduler.schedules_per_revision');
+      await takeSlot(tx, 'scheduler.schedules_per_revision', revision.id, quota);
+      await requireInterval(tx, blob.id, parsed, gap);
+      const fields: ScheduleFields = {
+        alias: params.alias ?? null,
+        cron: parsed.expression,
+        timezone: parsed.timezone,
+        targetRevisionId: target.revisionId,
+        targetSessionId: target.sessionId,
+        targetDefinitionId: target.definitionId,
+        inputJson,
+        enabled,
+        nextFireAt: next,
+      };
+      const row = await claimingAlias('schedule of this revision', () => insertSchedule(tx, revision.id, principal.userId, fields));
+      await armed(ctx, tx, row.id, next);
+      return row;
+    });
+    return { schedule: scheduleRecord(schedule) };
+  },
+});
+
+/**
+ * `update_schedule {schedule_id, alias?, cron?, timezone?, target?, input_data?, enabled?}` →
+ * `schedule`. Only the fields sent change (`alias: null` removes the alias, `input_data: null`
+ * the input). A new cron or time zone is checked against `scheduler.min_interval_seconds`; a new
+ * target as on create. When the timing changes (cron, time zone, or enabling) the next fire is
+ * computed from now and its job sent; the job of the old next fire then fires nothing.
+ */
+export const updateScheduleCommand = defineCommand({
+  name: 'update_schedule',
+  blobTypes: SCHEDULER,
+  role: 'write',
+  params: z.strictObject({
+    schedule_id: refSchema,
+    alias: aliasSchema.nullable().optional(),
+    cron: cronSchema.optional(),
+    timezone: timezoneSchema.optional(),
+    target: targetSchema.optional(),
+    input_data: z.unknown().optional(),
+    enabled: z.boolean().optional(),
+  }),
+  async handler(ctx, principal, params, call) {
+    const { blob, revision } = call.revision;
+    const now = new Date();
+    const current = await findSchedule(ctx.db, revision.id, params.schedule_id);
+    const timing = params.cron !== undefined || params.timezone !== undefined;
+    const parsed = parseCron(params.cron ?? current.cron, params.timezone ?? current.timezone, now);
+    const gap = timing ? shortestGapSeconds(parsed) : undefined;
+    const target = params.target === undefined ? undefined : await resolveTarget(ctx, principal, params.target);
+    const inputJson = params.input_data === undefined
+      ? undefined
+      : await checkedInput(ctx, target ?? { revisionId: current.target_revision_id, sessionId: current.target_session_id, definitionId: current.target_definition_id, blobId: await targetBlobId(ctx, current.target_revision_id) }, params.input_data);
+
+    const schedule = await ctx.db.transaction(async (tx) => {
+      const row = await findSchedule(tx, revision.id, current.id, true);
+      if (gap !== undefined) await requireInterval(tx, blob.id, parsed, gap);
+      const enabled = params.enabled ?? row.enabled;
+      if (enabled && !row.enabled) await requireEnabled(tx, blob.id);
+      const rearm = enabled && (timing || !row.enabled);
+      const next = !enabled ? null : rearm ? nextFire(parsed, now) : new Date(row.next_fire_at!);
+      const fields: ScheduleFields = {
+        alias: params.alias === undefined ? row.alias : params.alias,
+        cron: parsed.expression,
+        timezone: parsed.timezone,
+        targetRevisionId: target?.revisionId ?? row.target_revision_id,
+        targetSessionId: target?.sessionId ?? row.target_session_id,
+        targetDefinitionId: target?.definitionId ?? row.target_definition_id,
+        inputJson: inputJson === undefined ? (row.input_data === null ? null : JSON.stringify(row.input_data)) : inputJson,
+        enabled,
+        nextFireAt: next,
+      };
+      const updated = await claimingAlias('schedule of this revision', () => updateSchedule(tx, row.id, fields));
+      if (rearm) await armed(ctx, tx, row.id, next);
+      return updated;
+    });
+    return { schedule: scheduleRecord(schedule) };
+  },
+});
+
+/** The blob of a (still existing) target revision, for limits; a deleted one has none to check. */
+async function targetBlobId(ctx: AppContext, revisionId: string): Promise<string> {
+  const { rows } = await ctx.db.query<{ blob_id: string }>('SELECT blob_id FROM revisions WHERE id = $1::uuid', [revisionId]);
+  if (!rows[0]) throw new ServiceError('invalid_request_body', 'Invalid params: target: the target revision no longer exists; send a new target.');
+  return rows[0].blob_id;
+}
+
+/** `get_schedule {schedule_id}` → `schedule` with `last_run` (null before the first fire). */
+export const getSchedule = defineCommand({
+  name: 'get_schedule',
+  blobTypes: SCHEDULER,
+  role: 'read',
+  params: z.strictObject({ schedule_id: refSchema }),
+  async handler(ctx, _principal, params, call) {
+    const schedule = await findSchedule(ctx.db, call.revision.revision.id, params.schedule_id);
+    const run = await lastRun(ctx.db, schedule.id);
+    return { schedule: { ...scheduleRecord(schedule), last_run: run === undefined ? null : runRecord(run) } };
+  },
+});
+
+/** `delete_schedule {schedule_id}` → `schedule` (as it was). Its runs go with it and its slot is freed. */
+export const deleteScheduleCommand = defineCommand({
+  name: 'delete_schedule',
+  blobTypes: SCHEDULER,
+  role: 'write',
+  params: z.strictObject({ schedule_id: refSchema }),
+  async handler(ctx, _principal, params, call) {
+    const schedule = await ctx.db.transaction(async (tx) => {
+      const row = await findSchedule(tx, call.revision.revision.id, params.schedule_id, true);
+      return (await deleteSchedule(tx, row.id)) ?? row;
+    });
+    return { schedule: scheduleRecord(schedule) };
+  },
+});
+
+/** `list_schedules {start_session_id?}` → `schedules, last_session_id` (record cursor, 10, newest first). */
+export const listSchedules = defineCommand({
+  name: 'list_schedules',
+  blobTypes: SCHEDULER,
+  role: 'read',
+  params: z.strictObject({ ...recordCursorParams }),
+  async handler(ctx, _principal, params, call) {
+    const page = await readRecordPage(scheduleListing(ctx.db, call.revision.revision.id), params.start_session_id);
+    return { schedules: page.rows.map(scheduleRecord), last_session_id: page.last_session_id };
+  },
+});
+
+/**
+ * `list_executions {schedule_id, start_session_id?}` on a scheduler revision → `executions` (the
+ * schedule's runs: `started` with the execution's id, `refused` with the `limit` object,
+ * `failed` with the error), `last_session_id` (record cursor, 10, newest first).
+ */
+export const listScheduleRuns = defineCommand({
+  name: 'list_executions',
+  blobTypes: SCHEDULER,
+  role: 'read',
+  params: z.strictObject({ schedule_id: refSchema, ...recordCursorParams }),
+  async handler(ctx, _principal, params, call) {
+    const schedule = await findSchedule(ctx.db, call.revision.revision.id, params.schedule_id);
+    const page = await readRecordPage(runListing(ctx.db, schedule.id), params.start_session_id);
+    return { executions: page.rows.map(runRecord), last_session_id: page.last_session_id };
+  },
+});
+
+/** The scheduler commands, in the order the docs list them. */
+export const scheduleCommands = [createSchedule, updateScheduleCommand, getSchedule, deleteScheduleCommand, listSchedules, listScheduleRuns] as const;
