@@ -16,6 +16,8 @@ import { definitionCommands } from './definitions.ts';
 import { sessionGraphCommands } from './session-graph.ts';
 import { executionCommands } from './executions.ts';
 import { scheduleCommands } from './schedules.ts';
+import { graphBlobCommands } from './graph-blobs.ts';
+import { nlpCommands } from './nlp-records.ts';
 
 /**
  * A command request (REST body or WebSocket message) may be this large, so that each command's
@@ -27,7 +29,7 @@ export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
 /** Every command the service answers, on both transports. */
 export const COMMANDS: readonly CommandDefinition[] = [
   ...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands,
-  ...definitionCommands, ...sessionGraphCommands, ...executionCommands, ...scheduleCommands,
+  ...definitionCommands, ...sessionGraphCommands, ...executionCommands, ...scheduleCommands, ...graphBlobCommands, ...nlpCommands,
 ];
 
 /**

@@ -12,6 +12,7 @@ import type { AppContext } from '../context.ts';
 import { checkedInput, resolveTarget } from '../scheduler/target.ts';
 import { deleteSchedule, findSchedule, insertSchedule, lastRun, runListing, scheduleListing, updateSchedule, type ScheduleFields } from '../sql/schedules.ts';
 import { claimingAlias } from '../sql/unique.ts';
+import { requireEntitlement } from '../limits/entitlement.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { defineCommand } from './command.ts';
 
@@ -22,9 +23,8 @@ const cronSchema = z.string().min(1).max(200);
 const timezoneSchema = z.string().min(1).max(64);
 
 /** The scheduler must be enabled for the organization of the scheduler blob (`scheduler.enabled`). */
-async function requireEnabled(tx: Tx, blobId: string): Promise<void> {
-  const enabled = await limitInForce(tx, { blobId }, 'scheduler.enabled');
-  if (enabled.value !== true) throw limitRefusal('limit_exceeded', enabled, undefined, `The scheduler is not enabled for this organization (scheduler.enabled is ${String(enabled.value)}).`);
+function requireEnabled(tx: Tx, blobId: string): Promise<void> {
+  return requireEntitlement(tx, blobId, 'scheduler.enabled');
 }
 
 /**

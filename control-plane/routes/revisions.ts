@@ -10,6 +10,7 @@ import { isUuid, refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { blobFor, revisionFor, type BlobRow, type RevisionRow } from '../access/standing.ts';
 import type { AppContext } from '../context.ts';
+import { recordCount } from '../sql/nlp-records.ts';
 import { ok } from '../reply.ts';
 import { lockBlobByRef } from '../sql/blobs.ts';
 import {
@@ -93,7 +94,8 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
   app.get('/revisions/:id', async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const { revision, blob } = await revisionFor(ctx, request.principal, id, 'read');
-    return ok({ revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id, blob.type) } });
+    const counts = blob.type === 'svc.dataset.nlp' ? { counts: { records: await recordCount(ctx.db, revision.id) } } : {};
+    return ok({ revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id, blob.type), ...counts } });
   });
 
   app.delete('/revisions/:id', async (request) => {

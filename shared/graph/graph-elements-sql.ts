@@ -32,6 +32,29 @@ export interface ElementRow {
 }
 
 const COLUMNS = 'id, kind, label, source, target, properties, seq';
+
+/**
+ * Where a graph's elements live: a table with the columns of `graph_elements`, and one graph's
+ * scope — a session's graph (`graph_elements`, `session_id`) or a graph blob revision's
+ * (`revision_graph_elements`, `revision_id`). Table and column come from code, never from input:
+ * they are written into SQL.
+ */
+export interface GraphStore {
+  readonly table: 'graph_elements' | 'revision_graph_elements';
+  readonly scopeColumn: 'session_id' | 'revision_id';
+  /** The graph's scope value (a session id or a revision id). */
+  readonly scopeId: string;
+}
+
+/** The store of one session's graph. */
+export function sessionGraphStore(sessionId: string): GraphStore {
+  return { table: 'graph_elements', scopeColumn: 'session_id', scopeId: sessionId };
+}
+
+/** The store of one graph blob revision's graph (each revision is its own graph). */
+export function revisionGraphStore(revisionId: string): GraphStore {
+  return { table: 'revision_graph_elements', scopeColumn: 'revision_id', scopeId: revisionId };
+}
 const E_COLUMNS = 'e.id, e.kind, e.label, e.source, e.target, e.properties, e.seq';
 
 /** The element record of a row: the contract's fields in the contract's order, nothing else. */
@@ -52,11 +75,11 @@ export async function lockSessionForGraph(tx: Queryable, sessionId: string): Pro
   return rows[0]?.status;
 }
 
-/** The kind of each of `ids` that exists in the session's graph. */
-export async function elementKinds(q: Queryable, sessionId: string, ids: readonly string[]): Promise<Map<string, 'node' | 'edge'>> {
+/** The kind of each of `ids` that exists in the graph. */
+export async function elementKinds(q: Queryable, store: GraphStore, ids: readonly string[]): Promise<Map<string, 'node' | 'edge'>> {
   const { rows } = await q.query<{ id: string; kind: 'node' | 'edge' }>(
-    'SELECT id, kind FROM graph_elements WHERE session_id = $1::uuid AND id = ANY($2::text[])',
-    [sessionId, ids],
+    `SELECT id, kind FROM ${store.table} WHERE ${store.scopeColumn} = $1::uuid AND id = ANY($2::text[])`,
+    [store.scopeId, ids],
   );
   return new Map(rows.map((row) => [row.id, row.kind]));
 }
@@ -71,30 +94,30 @@ export async function findElement(q: Queryable, sessionId: string, id: string): 
  * Creates or replaces a node. An existing element keeps its `seq` (its place in listings). No
  * row comes back when the id belongs to an edge: the caller refuses that.
  */
-export async function upsertNode(tx: Queryable, sessionId: string, node: { id: string; label: string; properties: Record<string, unknown> }): Promise<ElementRow | undefined> {
+export async function upsertNode(tx: Queryable, store: GraphStore, node: { id: string; label: string; properties: Record<string, unknown> }): Promise<ElementRow | undefined> {
   const { rows } = await tx.query<ElementRow>(
-    `INSERT INTO graph_elements AS g (session_id, id, kind, label, properties)
+    `INSERT INTO ${store.table} AS g (${store.scopeColumn}, id, kind, label, properties)
      VALUES ($1::uuid, $2, 'node', $3, $4::jsonb)
-     ON CONFLICT (session_id, id) DO UPDATE
+     ON CONFLICT (${store.scopeColumn}, id) DO UPDATE
        SET label = EXCLUDED.label, properties = EXCLUDED.properties, updated_at = now()
        WHERE g.kind = 'node'
      RETURNING ${COLUMNS}`,
-    [sessionId, node.id, node.label, JSON.stringify(node.properties)],
+    [store.scopeId, node.id, node.label, JSON.stringify(node.properties)],
   );
   return rows[0];
 }
 
 /** As upsertNode, for an edge; the caller has checked that both endpoints are nodes. */
-export async function upsertEdge(tx: Queryable, sessionId: string, edge: { id: string; label: string; source: string; target: string; properties: Record<string, unknown> }): Promise<ElementRow | undefined> {
+export async function upsertEdge(tx: Queryable, store: GraphStore, edge: { id: string; label: string; source: string; target: string; properties: Record<string, unknown> }): Promise<ElementRow | undefined> {
   const { rows } = await tx.query<ElementRow>(
-    `INSERT INTO graph_elements AS g (session_id, id, kind, label, source, target, properties)
+    `INSERT INTO ${store.table} AS g (${store.scopeColumn}, id, kind, label, source, target, properties)
      VALUES ($1::uuid, $2, 'edge', $3, $4, $5, $6::jsonb)
-     ON CONFLICT (session_id, id) DO UPDATE
+     ON CONFLICT (${store.scopeColumn}, id) DO UPDATE
        SET label = EXCLUDED.label, source = EXCLUDED.source, target = EXCLUDED.target,
            properties = EXCLUDED.properties, updated_at = now()
        WHERE g.kind = 'edge'
      RETURNING ${COLUMNS}`,
-    [sessionId, edge.id, edge.label, edge.source, edge.target, JSON.stringify(edge.properties)],
+    [store.scopeId, edge.id, edge.label, edge.source, edge.target, JSON.stringify(edge.properties)],
   );
   return rows[0];
 }
@@ -103,12 +126,12 @@ export async function upsertEdge(tx: Queryable, sessionId: string, edge: { id: s
  * Deletes an element and, when it is a node, every edge that starts or ends at it (ids are unique
  * across kinds, so only a node can be some edge's endpoint). Returns what was removed.
  */
-export async function deleteElement(tx: Queryable, sessionId: string, id: string): Promise<Array<{ id: string; kind: 'node' | 'edge' }>> {
+export async function deleteElement(tx: Queryable, store: GraphStore, id: string): Promise<Array<{ id: string; kind: 'node' | 'edge' }>> {
   const { rows } = await tx.query<{ id: string; kind: 'node' | 'edge' }>(
-    `DELETE FROM graph_elements
-      WHERE session_id = $1::uuid AND (id = $2 OR (kind = 'edge' AND (source = $2 OR target = $2)))
+    `DELETE FROM ${store.table}
+      WHERE ${store.scopeColumn} = $1::uuid AND (id = $2 OR (kind = 'edge' AND (source = $2 OR target = $2)))
       RETURNING id, kind`,
-    [sessionId, id],
+    [store.scopeId, id],
   );
   return rows;
 }

@@ -9,9 +9,12 @@ import {
   elementKinds,
   elementRecord,
   lockSessionForGraph,
+  revisionGraphStore,
+  sessionGraphStore,
   upsertEdge,
   upsertNode,
   type GraphElement,
+  type GraphStore,
 } from './graph-elements-sql.ts';
 import { elementIdSchema, labelSchema, propertiesSchema } from './query-schema.ts';
 
@@ -56,7 +59,10 @@ export interface GraphMutationCeilings {
   elementBytes: ResolvedLimit<'workflow.graph_element_bytes'>;
 }
 
-/** Resolves the mutation ceilings for a session of `blobId` (a session's limits come from its blob). */
+/**
+ * Resolves the mutation ceilings for a session of `blobId` (a session's limits come from its
+ * blob), or for a graph blob: both kinds of graph are held to the same (fixed) ceilings.
+ */
 export async function graphMutationCeilings(q: Queryable, blobId: string): Promise<GraphMutationCeilings> {
   const limits = await limitsInForce(q, { blobId });
   return { mutationsPerCall: limits['workflow.graph_mutations_per_call'], elementBytes: limits['workflow.graph_element_bytes'] };
@@ -107,33 +113,31 @@ function conflict(index: number, message: string): ServiceError {
   return new ServiceError('conflict', `mutations[${index}]: ${message}`);
 }
 
+/** Counts of what a call did, for the session's `graph.mutated` event. */
+interface MutationCounts {
+  nodes_upserted: number;
+  edges_upserted: number;
+  elements_deleted: number;
+}
+
 /**
- * Applies `mutations` to the session's graph, in order, inside `tx`: all of them or (when one is
- * refused and the caller's transaction rolls back) none. Ceilings are checked first
- * (`graph_mutation_too_large`, `graph_element_too_large`, each with `{id, value}`); then the
- * session row is locked (404 `not_found` when gone, 409 `conflict` while `deleting`), which
- * serialises writers of one graph. Per mutation:
+ * Applies `mutations` to the graph in `store`, in order, inside `tx`, whose caller already holds
+ * the lock that serialises the graph's writers. Per mutation:
  * - `upsert_node` / `upsert_edge` create the element or replace its label, properties (and
  *   endpoints) whole; omitted properties are `{}`. An id held by the other kind is `conflict`.
  * - `upsert_edge` needs `source` and `target` to be nodes now (in the graph, or upserted earlier
  *   in the call and not deleted since), else `conflict`.
  * - `delete` removes the element and, for a node, every edge at it; an absent id is a no-op.
- * Appends one `graph.mutated` session event with the counts, in the same transaction.
  */
-export async function mutateGraph(tx: Tx, sessionId: string, mutations: readonly GraphMutation[], ceilings: GraphMutationCeilings, origin: MutationOrigin = {}): Promise<MutationOutcome> {
-  checkCeilings(mutations, ceilings);
-  const status = await lockSessionForGraph(tx, sessionId);
-  if (status === undefined) throw new ServiceError('not_found', 'No such session.');
-  if (status !== 'active') throw new ServiceError('conflict', 'The session is being deleted.');
-
+async function applyMutations(tx: Tx, store: GraphStore, mutations: readonly GraphMutation[]): Promise<MutationOutcome & { counts: MutationCounts }> {
   // Map order is first-upsert order; a delete removes the entry, a later upsert re-adds it last.
   const written = new Map<string, GraphElement>();
   const deleted = new Set<string>();
-  const counts = { nodes_upserted: 0, edges_upserted: 0, elements_deleted: 0 };
+  const counts: MutationCounts = { nodes_upserted: 0, edges_upserted: 0, elements_deleted: 0 };
 
   for (const [index, mutation] of mutations.entries()) {
     if (mutation.op === 'delete') {
-      for (const removed of await deleteElement(tx, sessionId, mutation.id)) {
+      for (const removed of await deleteElement(tx, store, mutation.id)) {
         written.delete(removed.id);
         deleted.add(removed.id);
         counts.elements_deleted += 1;
@@ -142,14 +146,14 @@ export async function mutateGraph(tx: Tx, sessionId: string, mutations: readonly
     }
     const record = storedRecord(mutation);
     if (record.kind === 'edge') {
-      const kinds = await elementKinds(tx, sessionId, [record.source, record.target]);
+      const kinds = await elementKinds(tx, store, [record.source, record.target]);
       for (const end of ['source', 'target'] as const) {
         const kind = kinds.get(record[end]);
         if (kind === undefined) throw conflict(index, `edge ${JSON.stringify(record.id)}: ${end} node ${JSON.stringify(record[end])} does not exist.`);
         if (kind !== 'node') throw conflict(index, `edge ${JSON.stringify(record.id)}: ${end} ${JSON.stringify(record[end])} is an edge, not a node.`);
       }
     }
-    const row = record.kind === 'node' ? await upsertNode(tx, sessionId, record) : await upsertEdge(tx, sessionId, record);
+    const row = record.kind === 'node' ? await upsertNode(tx, store, record) : await upsertEdge(tx, store, record);
     if (row === undefined) {
       throw conflict(index, `${JSON.stringify(record.id)} is ${record.kind === 'node' ? 'an edge' : 'a node'}; an element cannot change kind (delete it first).`);
     }
@@ -157,7 +161,23 @@ export async function mutateGraph(tx: Tx, sessionId: string, mutations: readonly
     deleted.delete(row.id);
     counts[record.kind === 'node' ? 'nodes_upserted' : 'edges_upserted'] += 1;
   }
+  return { elements: [...written.values()], deleted: [...deleted], counts };
+}
 
+/**
+ * Applies `mutations` to the session's graph (applyMutations), all of them or (when one is
+ * refused and the caller's transaction rolls back) none. Ceilings are checked first
+ * (`graph_mutation_too_large`, `graph_element_too_large`, each with `{id, value}`); then the
+ * session row is locked (404 `not_found` when gone, 409 `conflict` while `deleting`), which
+ * serialises writers of one graph. Appends one `graph.mutated` session event with the counts, in
+ * the same transaction.
+ */
+export async function mutateGraph(tx: Tx, sessionId: string, mutations: readonly GraphMutation[], ceilings: GraphMutationCeilings, origin: MutationOrigin = {}): Promise<MutationOutcome> {
+  checkCeilings(mutations, ceilings);
+  const status = await lockSessionForGraph(tx, sessionId);
+  if (status === undefined) throw new ServiceError('not_found', 'No such session.');
+  if (status !== 'active') throw new ServiceError('conflict', 'The session is being deleted.');
+  const { elements, deleted, counts } = await applyMutations(tx, sessionGraphStore(sessionId), mutations);
   await appendSessionEvent(tx, {
     sessionId,
     kind: 'graph.mutated',
@@ -165,5 +185,17 @@ export async function mutateGraph(tx: Tx, sessionId: string, mutations: readonly
     node: origin.node ?? null,
     attributes: { mutations: mutations.length, ...counts },
   });
-  return { elements: [...written.values()], deleted: [...deleted] };
+  return { elements, deleted };
+}
+
+/**
+ * Applies `mutations` to a graph blob revision's graph (`mutate_graph`), under the same ceilings
+ * and rules as a session graph; the revision row's lock serialises its writers.
+ */
+export async function mutateRevisionGraph(tx: Tx, revisionId: string, mutations: readonly GraphMutation[], ceilings: GraphMutationCeilings): Promise<MutationOutcome> {
+  checkCeilings(mutations, ceilings);
+  const { rowCount } = await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [revisionId]);
+  if (!rowCount) throw new ServiceError('not_found', 'No such revision.');
+  const { elements, deleted } = await applyMutations(tx, revisionGraphStore(revisionId), mutations);
+  return { elements, deleted };
 }

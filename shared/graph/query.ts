@@ -1,7 +1,9 @@
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { limitRefusal, type LimitInForce } from '../limits/index.ts';
 import { limitsInForce } from '../limits/in-force.ts';
-import { elementRecord, type ElementRow, type GraphEdge, type GraphNode } from './graph-elements-sql.ts';
+import { elementRecord, sessionGraphStore, type ElementRow, type GraphEdge, type GraphNode, type GraphStore } from './graph-elements-sql.ts';
+
+export { sessionGraphStore, type GraphStore };
 import { queryDepth, resolveStep, type GraphQuery, type ResolvedStep } from './query-schema.ts';
 
 /**
@@ -26,20 +28,6 @@ import { queryDepth, resolveStep, type GraphQuery, type ResolvedStep } from './q
  * REPEATABLE READ transaction (see inSnapshot) so every statement sees the same graph.
  */
 
-/** Where a graph's elements live: a table with the columns of `graph_elements`, and one graph's scope. */
-export interface GraphStore {
-  /** A table name from code (`graph_elements`), never from input: it is written into SQL. */
-  readonly table: string;
-  /** The column that scopes one graph (`session_id`), also from code. */
-  readonly scopeColumn: string;
-  /** The graph's scope value (a session id). */
-  readonly scopeId: string;
-}
-
-/** The store of one session's graph. */
-export function sessionGraphStore(sessionId: string): GraphStore {
-  return { table: 'graph_elements', scopeColumn: 'session_id', scopeId: sessionId };
-}
 
 type Cap = LimitInForce & { readonly value: number };
 
