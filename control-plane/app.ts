@@ -22,6 +22,7 @@ import { impersonateRoutes } from './routes/impersonate.ts';
 import { websocketPlugin } from './ws/plugin.ts';
 import { commandRoutes } from './routes/commands.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
+import { modelRoutes } from './routes/models.ts';
 import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
 import type { CommandDefinition } from './commands/command.ts';
 import { CodeChecker } from '../sandbox/check.ts';
@@ -111,6 +112,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await v1.register(impersonateRoutes);
     await v1.register(commandRoutes, { commands });
     await v1.register(sessionFileRoutes);
+    await v1.register(modelRoutes);
   }, { prefix: '/v1' });
   return app;
 }

@@ -8,6 +8,7 @@ export const errorCatalog = {
   invalid_cursor: { status: 400, message: 'The cursor is not one this listing issued.' },
   invalid_limit: { status: 400, message: 'The limit is outside the allowed range.' },
   invalid_definition: { status: 400, message: 'The workflow definition failed validation.' },
+  invalid_model: { status: 400, message: 'ONNX Runtime could not open the uploaded model.' },
   limit_exceeded: { status: 400, message: 'A limit refused the request.' },
   invalid_blob_type: { status: 400, message: 'The blob type is not available to this organization.' },
   session_object_too_large: { status: 400, message: 'The session object is larger than allowed.' },

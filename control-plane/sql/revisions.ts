@@ -20,9 +20,12 @@ export async function countRevisions(q: Queryable, blobId: string): Promise<numb
  * the same max.
  */
 export async function insertNextRevision(q: Queryable, blobId: string): Promise<RevisionRow> {
+  // An ONNX model revision is `pending` until its model is uploaded and opened (docs/blob-types.md).
   const { rows } = await q.query<RevisionRow>(
-    `INSERT INTO revisions AS r (blob_id, number)
-     SELECT $1::uuid, COALESCE(max(number), 0) + 1 FROM revisions WHERE blob_id = $1::uuid
+    `INSERT INTO revisions AS r (blob_id, number, status)
+     SELECT $1::uuid, COALESCE(max(number), 0) + 1,
+            CASE WHEN (SELECT type FROM blobs WHERE id = $1::uuid) = 'svc.model.onnx' THEN 'pending' ELSE 'ready' END
+       FROM revisions WHERE blob_id = $1::uuid
      RETURNING ${REVISION_COLUMNS}`,
     [blobId],
   );

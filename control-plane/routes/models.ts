@@ -1,0 +1,256 @@
+/**
+ * Upload Model and Download Model (contract §7; docs/blob-types.md "ONNX models"):
+ * `PUT /v1/revisions/:revision_id/model` streams the bytes into a PostgreSQL large object and a
+ * temporary file at once (never whole in memory), hashing them on the way; ONNX Runtime then opens
+ * the file in a child process (control-plane/models/inspect-model.ts). `GET` streams the bytes
+ * back out of the large object.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Transform, Writable, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import LargeObjectManager from 'pg-large-object/lib/LargeObjectManager.js';
+import { z } from 'zod';
+import { ServiceError } from '../../shared/errors.ts';
+import { refSchema } from '../../shared/ids.ts';
+import { limitInForce } from '../../shared/limits/in-force.ts';
+import { limitExceeded } from '../../shared/limits/index.ts';
+import { parseInput } from '../../shared/validate.ts';
+import { requireRole, revisionFor } from '../access/standing.ts';
+import type { RevisionScope } from '../commands/command.ts';
+import type { AppContext } from '../context.ts';
+import { requireEntitlement } from '../limits/entitlement.ts';
+import { inspectModel, type TensorSpec } from '../models/inspect-model.ts';
+import { ok } from '../reply.ts';
+import { revisionRecord } from '../sql/revisions.ts';
+
+const pathParams = z.strictObject({ revision_id: refSchema });
+const declaredSchema = z.strictObject({ size: z.number().int().nonnegative() });
+/** Bytes per large-object write and read. */
+const CHUNK = 256 * 1024;
+
+interface ModelRow {
+  size: number;
+  sha256: string;
+  oid: number | null;
+  inputs: TensorSpec[] | null;
+  outputs: TensorSpec[] | null;
+  error: string | null;
+}
+
+/** The model record of responses: `{size, sha256, inputs, outputs}` (and `error` for a failed one). */
+function modelRecord(row: ModelRow): Record<string, unknown> {
+  return row.error === null
+    ? { size: row.size, sha256: row.sha256, inputs: row.inputs, outputs: row.outputs }
+    : { size: row.size, sha256: row.sha256, error: row.error };
+}
+
+/** The revision of an ONNX blob, the caller holding `role` on it (404 / 403 otherwise). */
+async function modelScope(ctx: AppContext, request: FastifyRequest, role: 'read' | 'write'): Promise<RevisionScope> {
+  const { revision_id } = parseInput(pathParams, request.params, 'path');
+  const scope = await revisionFor(ctx, request.principal, revision_id, 'read');
+  if (scope.blob.type !== 'svc.model.onnx') throw new ServiceError('not_found', `A ${scope.blob.type} revision has no model.`);
+  requireRole(scope.role, role, 'revision');
+  return scope;
+}
+
+/** `X-Request-Body: {"size": <bytes>}`, the declared size of the upload. */
+function declaredSize(request: FastifyRequest): number {
+  const raw = request.headers['x-request-body'];
+  if (typeof raw !== 'string' || raw.length === 0) throw new ServiceError('invalid_request_body', 'The X-Request-Body header is required: {"size": <bytes>} as JSON.');
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new ServiceError('invalid_request_body', 'The X-Request-Body header is not valid JSON.');
+  }
+  return parseInput(declaredSchema, value, 'X-Request-Body').size;
+}
+
+function writeTo(stream: NodeJS.WritableStream, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    stream.once('error', onError);
+    const flushed = stream.write(chunk, () => {
+      stream.off('error', onError);
+      if (flushed) resolve();
+    });
+    if (!flushed) stream.once('drain', () => resolve());
+  });
+}
+
+function endOf(stream: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.once('error', reject);
+    stream.once('finish', () => resolve());
+    stream.end();
+  });
+}
+
+interface PendingUpload {
+  scope: RevisionScope;
+  size: number;
+}
+
+export async function modelRoutes(app: FastifyInstance): Promise<void> {
+  const ctx = app.ctx;
+
+  await app.register(async (upload) => {
+    const pending = new WeakMap<FastifyRequest, PendingUpload>();
+    // The body is the model's bytes whatever its type, handed over as the raw stream: nothing
+    // buffers it. Scoped to this plugin.
+    upload.removeAllContentTypeParsers();
+    upload.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+
+    upload.put('/revisions/:revision_id/model', {
+      // Everything that can refuse the upload is decided before a byte of the body is read; a
+      // refusal then closes the connection instead of draining a body of hundreds of megabytes.
+      async preParsing(request, reply, payload) {
+        reply.header('connection', 'close');
+        const scope = await modelScope(ctx, request, 'write');
+        const size = declaredSize(request);
+        await requireEntitlement(ctx.db, scope.blob.id, 'onnx.enabled');
+        const ceiling = await limitInForce(ctx.db, { blobId: scope.blob.id }, 'onnx.model_bytes');
+        if (typeof ceiling.value === 'number' && size > ceiling.value) throw limitExceeded(ceiling);
+        pending.set(request, { scope, size });
+        reply.removeHeader('connection');
+        return payload;
+      },
+    }, async (request, reply) => {
+      const { scope, size: declared } = pending.get(request)!;
+      const body = request.body as Readable;
+      const file = join(tmpdir(), `ws-model-${randomUUID()}.onnx`);
+      try {
+        const stored = await storeUpload(ctx, scope, body, declared, file);
+        if ('refusal' in stored) {
+          reply.header('connection', 'close');
+          throw stored.refusal;
+        }
+        const inspection = await inspectModel(file);
+        const row = await ctx.db.transaction(async (tx) => {
+          if ('error' in inspection) {
+            // Nothing of the bytes is kept; the revision says why it failed.
+            await tx.query(
+              `INSERT INTO models (revision_id, oid, size, sha256, error) VALUES ($1::uuid, NULL, $2, $3, $4)
+               ON CONFLICT (revision_id) DO UPDATE SET oid = NULL, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = NULL, outputs = NULL, error = EXCLUDED.error, created_at = now()`,
+              [scope.revision.id, stored.size, stored.sha256, inspection.error],
+            );
+            await tx.query('SELECT lo_unlink($1::oid)', [stored.oid]);
+          } else {
+            await tx.query(
+              `INSERT INTO models (revision_id, oid, size, sha256, inputs, outputs) VALUES ($1::uuid, $2::oid, $3, $4, $5::jsonb, $6::jsonb)
+               ON CONFLICT (revision_id) DO UPDATE SET oid = EXCLUDED.oid, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = EXCLUDED.inputs, outputs = EXCLUDED.outputs, error = NULL, created_at = now()`,
+              [scope.revision.id, stored.oid, stored.size, stored.sha256, JSON.stringify(inspection.inputs), JSON.stringify(inspection.outputs)],
+            );
+          }
+          const status = 'error' in inspection ? 'failed' : 'ready';
+          const { rows } = await tx.query(`UPDATE revisions r SET status = $2 WHERE r.id = $1::uuid RETURNING r.id, r.blob_id, r.number, r.status, r.created_at`, [scope.revision.id, status]);
+          const model = (await tx.query<ModelRow>('SELECT size, sha256, oid, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id])).rows[0]!;
+          return { revision: rows[0], model };
+        });
+        if (row.model.error !== null) {
+          throw new ServiceError('invalid_model', `ONNX Runtime could not open the model, so the revision is failed: ${row.model.error}`);
+        }
+        return ok({ revision: revisionRecord(row.revision as never), model: modelRecord(row.model) });
+      } finally {
+        await rm(file, { force: true });
+      }
+    });
+  });
+
+  app.get('/revisions/:revision_id/model', async (request, reply) => {
+    const scope = await modelScope(ctx, request, 'read');
+    await requireEntitlement(ctx.db, scope.blob.id, 'onnx.enabled');
+    const { rows } = await ctx.db.query<ModelRow>('SELECT size, sha256, oid, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id]);
+    const model = rows[0];
+    if (model === undefined || model.oid === null) throw new ServiceError('not_found', 'This revision holds no model; upload one with PUT.');
+    return sendModel(ctx, reply, model);
+  });
+}
+
+type Stored = { oid: number; size: number; sha256: string } | { refusal: ServiceError };
+
+/**
+ * Streams the body into a new large object and `file` at once, counting and hashing; commits
+ * only a body of exactly the declared size. A body longer or shorter than declared, or a
+ * connection dropped mid-way, rolls the large object back with the transaction: nothing is kept.
+ */
+async function storeUpload(ctx: AppContext, scope: RevisionScope, body: Readable, declared: number, file: string): Promise<Stored> {
+  try {
+    return await ctx.db.transaction(async (tx) => {
+      // One upload of a revision at a time.
+      await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [scope.revision.id]);
+      const manager = new LargeObjectManager({ pg: tx.client });
+      const [oid, lo] = await manager.createAndWritableStreamAsync(CHUNK) as [number, NodeJS.WritableStream];
+      const out = createWriteStream(file);
+      const hash = createHash('sha256');
+      let size = 0;
+      const meter = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          size += chunk.length;
+          if (size > declared) return callback(new ServiceError('invalid_request_body', `The body is longer than the declared ${declared} bytes; nothing was kept.`));
+          hash.update(chunk);
+          callback(null, chunk);
+        },
+      });
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, callback) {
+          Promise.all([writeTo(lo, chunk), writeTo(out, chunk)]).then(() => callback(), callback);
+        },
+        final(callback) {
+          Promise.all([endOf(lo), endOf(out)]).then(() => callback(), callback);
+        },
+      });
+      try {
+        await pipeline(body, meter, sink);
+      } catch (error) {
+        out.destroy();
+        throw error;
+      }
+      if (size !== declared) throw new ServiceError('invalid_request_body', `The body is ${size} bytes, not the declared ${declared}; nothing was kept.`);
+      return { oid, size, sha256: hash.digest('hex') };
+    });
+  } catch (error) {
+    if (error instanceof ServiceError) return { refusal: error };
+    // The client went away mid-upload: nothing was kept.
+    return { refusal: new ServiceError('invalid_request_body', `The upload did not complete (${(error as Error).message}); nothing was kept.`) };
+  }
+}
+
+/**
+ * Streams the large object to the reply inside a read transaction held until the last byte is
+ * sent (or the client leaves), with `X-Response-Body: {status, size, sha256}`.
+ */
+async function sendModel(ctx: AppContext, reply: FastifyReply, model: ModelRow): Promise<FastifyReply> {
+  const client = await ctx.db.pool.connect();
+  let released = false;
+  const release = async (ok: boolean) => {
+    if (released) return;
+    released = true;
+    await client.query(ok ? 'COMMIT' : 'ROLLBACK').catch(() => {});
+    client.release();
+  };
+  try {
+    await client.query('BEGIN READ ONLY');
+    const manager = new LargeObjectManager({ pg: client });
+    const [, stream] = await manager.openAndReadableStreamAsync(model.oid!, CHUNK) as [number, Readable];
+    stream.once('end', () => void release(true));
+    stream.once('error', () => void release(false));
+    reply.raw.once('close', () => {
+      if (!stream.readableEnded) stream.destroy();
+      void release(stream.readableEnded);
+    });
+    return reply
+      .header('content-type', 'application/octet-stream')
+      .header('content-length', String(model.size))
+      .header('x-response-body', JSON.stringify({ status: 'success', size: model.size, sha256: model.sha256 }))
+      .send(stream);
+  } catch (error) {
+    await release(false);
+    throw error;
+  }
+}
