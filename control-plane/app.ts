@@ -23,6 +23,7 @@ import { websocketPlugin } from './ws/plugin.ts';
 import { commandRoutes } from './routes/commands.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
 import { modelRoutes } from './routes/models.ts';
+import { ModelHost } from '../shared/onnx/model-host.ts';
 import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
 import type { CommandDefinition } from './commands/command.ts';
 import { CodeChecker } from '../sandbox/check.ts';
@@ -79,10 +80,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     sessionRemoval: createSessionRemoval(options.db, { onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry') }),
     queue,
     creates: createExecutionCreator(options.db, queue),
+    models: new ModelHost({ databaseUrl: String(options.db.pool.options.connectionString) }),
   };
   app.decorate('ctx', ctx);
   // The checker's isolate is created on first use; closing the app releases it.
   app.addHook('onClose', async () => codeChecker.dispose());
+  app.addHook('onClose', async () => ctx.models.close());
   // Subscriptions end and pending session removals are left to the reaper when the app closes.
   app.addHook('onClose', async () => {
     await Promise.all([ctx.events.close(), ctx.sessionRemoval.close()]);

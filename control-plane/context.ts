@@ -7,6 +7,7 @@ import type { EventListener } from './events/listener.ts';
 import type { SessionRemoval } from './workflow/session-reaper.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import type { ExecutionCreator } from './workflow/execution-creator.ts';
+import type { ModelHost } from '../shared/onnx/model-host.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
 export interface AppContext {
@@ -23,6 +24,8 @@ export interface AppContext {
   queue: JobQueue;
   /** Creates executions with their jobs, batched across requests (control-plane/workflow/execution-creator.ts). */
   creates: ExecutionCreator;
+  /** Runs ONNX models for `run_model` in a child process started on first use (shared/onnx/model-host.ts); closed with the app. */
+  models: ModelHost;
 }
 
 declare module 'fastify' {

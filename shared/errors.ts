@@ -9,6 +9,8 @@ export const errorCatalog = {
   invalid_limit: { status: 400, message: 'The limit is outside the allowed range.' },
   invalid_definition: { status: 400, message: 'The workflow definition failed validation.' },
   invalid_model: { status: 400, message: 'ONNX Runtime could not open the uploaded model.' },
+  model_run_failed: { status: 400, message: 'ONNX Runtime failed to run the model on these inputs.' },
+  model_timeout: { status: 400, message: 'The model ran longer than its bound and was stopped.' },
   limit_exceeded: { status: 400, message: 'A limit refused the request.' },
   invalid_blob_type: { status: 400, message: 'The blob type is not available to this organization.' },
   session_object_too_large: { status: 400, message: 'The session object is larger than allowed.' },

@@ -18,6 +18,7 @@ import { executionCommands } from './executions.ts';
 import { scheduleCommands } from './schedules.ts';
 import { graphBlobCommands } from './graph-blobs.ts';
 import { nlpCommands } from './nlp-records.ts';
+import { modelCommands } from './models.ts';
 
 /**
  * A command request (REST body or WebSocket message) may be this large, so that each command's
@@ -29,7 +30,7 @@ export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
 /** Every command the service answers, on both transports. */
 export const COMMANDS: readonly CommandDefinition[] = [
   ...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands,
-  ...definitionCommands, ...sessionGraphCommands, ...executionCommands, ...scheduleCommands, ...graphBlobCommands, ...nlpCommands,
+  ...definitionCommands, ...sessionGraphCommands, ...executionCommands, ...scheduleCommands, ...graphBlobCommands, ...nlpCommands, ...modelCommands,
 ];
 
 /**

@@ -10,7 +10,7 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { buildTestApp, call, setOverride, signInAnonymous } from '../helpers/app.ts';
-import { addModel, mlpModel, unsupportedModel } from '../helpers/onnx-models.ts';
+import { addModel, mlpModel, mlpReference, unsupportedModel } from '../helpers/onnx-models.ts';
 import { createBlob, createOrg } from '../helpers/resources.ts';
 
 const { app, db } = await buildTestApp(t);
@@ -147,4 +147,43 @@ t.test('garbage and unsupported operators leave the revision failed with a reaso
     t.equal((await revisionOf(rev)).status, 'failed', what);
     t.equal((await download(rev)).status, 404, `${what}: no bytes kept`);
   }
+});
+
+t.test('run_model: outputs checked numerically; inputs checked against the model, naming the input', async (t) => {
+  const { rev } = await onnxRevision();
+  t.equal((await upload(rev, mlpModel())).status, 200);
+  const x = [[1, 2, 3, 4], [-1, 0.5, 2, -3]];
+  const ran = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs: { X: { type: 'float32', dims: [2, 4], data: x.flat() } } } });
+  t.equal(ran.status, 200, JSON.stringify(ran.body));
+  t.same(ran.body.outputs.Y.dims, [2, 2]);
+  t.equal(ran.body.outputs.Y.type, 'float32');
+  const expected = mlpReference(x).flat();
+  ran.body.outputs.Y.data.forEach((value: number, i: number) => t.ok(Math.abs(value - expected[i]!) < 1e-4, `Y[${i}] ${value} ≈ ${expected[i]}`));
+  const warm = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs: { X: { type: 'float32', dims: [1, 4], data: [0, 0, 0, 0] } }, outputs: ['Y'] } });
+  t.same(warm.body.outputs.Y.dims, [1, 2]);
+
+  const bad: Array<[unknown, RegExp]> = [
+    [{ X: { type: 'float64', dims: [1, 4], data: [1, 2, 3, 4] } }, /inputs\.X: type float64, the model takes float32/],
+    [{ X: { type: 'float32', dims: [1, 3], data: [1, 2, 3] } }, /inputs\.X: dimension 1 is 3, the model takes 4/],
+    [{ X: { type: 'float32', dims: [4], data: [1, 2, 3, 4] } }, /inputs\.X: 1 dimensions, the model takes 2/],
+    [{ X: { type: 'float32', dims: [1, 4], data: [1, 2, 3] } }, /product of dims|hold 4 elements/],
+    [{ X: { type: 'float32', dims: [1, 4], data: [1, 2, 'three', 4] } }, /inputs\.X: data\[2\]/],
+    [{}, /inputs\.X: missing/],
+    [{ X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] }, Z: { type: 'float32', dims: [1], data: [1] } }, /no input "Z"/],
+  ];
+  for (const [inputs, message] of bad) {
+    const res = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs } });
+    t.equal(res.status, 400, String(message));
+    t.match(res.body, { error: 'invalid_request_body', message }, String(message));
+  }
+  const noOutput = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs: { X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] } }, outputs: ['nope'] } });
+  t.match(noOutput.body, { error: 'invalid_request_body', message: /no output "nope"/ });
+
+  const { rev: empty } = await onnxRevision();
+  const none = await call(app, 'POST', `/v1/revisions/${empty}/run_model`, { as: alice, body: { inputs: {} } });
+  t.equal(none.status, 409, 'no model uploaded');
+  const add = await onnxRevision();
+  await upload(add.rev, addModel());
+  const sum = await call(app, 'POST', `/v1/revisions/${add.rev}/run_model`, { as: alice, body: { inputs: { A: { type: 'float32', dims: [3], data: [1, 2, 3] }, B: { type: 'float32', dims: [3], data: [10, 20, 30] } } } });
+  t.same(sum.body.outputs.C, { type: 'float32', dims: [3], data: [11, 22, 33] });
 });

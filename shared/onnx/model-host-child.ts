@@ -1,0 +1,111 @@
+/**
+ * The model host (shared/onnx/model-host.ts): a process that loads ONNX models from the database
+ * and runs them, so that a model's memory, a runtime crash and a run that will not stop are this
+ * process's, which its parent kills and replaces, never the API's or the runner's. Sessions are
+ * cached per revision and model hash, least recently used first out, bounded by the models' bytes
+ * (`MODEL_CACHE_BYTES`).
+ */
+import ort from 'onnxruntime-node';
+import pg from 'pg';
+import LargeObjectManager from 'pg-large-object/lib/LargeObjectManager.js';
+import type { Readable } from 'node:stream';
+import type { HostReply, HostRequest } from './model-host-messages.ts';
+import type { JsonTensor } from './tensors.ts';
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2, application_name: 'workspace-model-host' });
+pool.on('error', () => {});
+const budget = Number(process.env.MODEL_CACHE_BYTES) || 512 * 1024 * 1024;
+
+interface Cached {
+  session: ort.InferenceSession;
+  bytes: number;
+}
+const cache = new Map<string, Cached>();
+const loading = new Map<string, Promise<Cached>>();
+
+async function readModel(revisionId: string, sha256: string): Promise<Buffer> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN READ ONLY');
+    const { rows } = await client.query<{ oid: number; sha256: string }>('SELECT oid, sha256 FROM models WHERE revision_id = $1::uuid AND oid IS NOT NULL', [revisionId]);
+    if (!rows[0] || rows[0].sha256 !== sha256) throw Object.assign(new Error('The model changed or is gone; run again.'), { code: 'model_unavailable' });
+    const manager = new LargeObjectManager({ pg: client });
+    const [, stream] = await manager.openAndReadableStreamAsync(rows[0].oid, 1024 * 1024) as [number, Readable];
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    await client.query('COMMIT');
+    return Buffer.concat(chunks);
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+async function sessionFor(revisionId: string, sha256: string): Promise<Cached> {
+  const key = `${revisionId}:${sha256}`;
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
+  let pending = loading.get(key);
+  if (!pending) {
+    pending = (async () => {
+      const bytes = await readModel(revisionId, sha256);
+      const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+      const entry = { session, bytes: bytes.length };
+      cache.set(key, entry);
+      let total = [...cache.values()].reduce((n, c) => n + c.bytes, 0);
+      for (const [oldKey, old] of cache) {
+        if (total <= budget || oldKey === key) break;
+        cache.delete(oldKey);
+        total -= old.bytes;
+        void old.session.release();
+      }
+      return entry;
+    })().finally(() => loading.delete(key));
+    loading.set(key, pending);
+  }
+  return pending;
+}
+
+function toOrt(tensor: JsonTensor): ort.Tensor {
+  switch (tensor.type) {
+    case 'float32': return new ort.Tensor('float32', Float32Array.from(tensor.data as number[]), tensor.dims);
+    case 'float64': return new ort.Tensor('float64', Float64Array.from(tensor.data as number[]), tensor.dims);
+    case 'int32': return new ort.Tensor('int32', Int32Array.from(tensor.data as number[]), tensor.dims);
+    case 'int64': return new ort.Tensor('int64', BigInt64Array.from(tensor.data.map((v) => BigInt(v as number | string))), tensor.dims);
+    case 'bool': return new ort.Tensor('bool', Uint8Array.from((tensor.data as boolean[]).map((b) => (b ? 1 : 0))), tensor.dims);
+    case 'string': return new ort.Tensor('string', tensor.data as string[], tensor.dims);
+    default: throw Object.assign(new Error(`type ${tensor.type} is not supported`), { code: 'invalid_request_body' });
+  }
+}
+
+function fromOrt(tensor: ort.Tensor): JsonTensor {
+  const data = Array.from(tensor.data as ArrayLike<number | bigint | string | boolean>, (v) => {
+    if (typeof v === 'bigint') return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
+    if (tensor.type === 'bool') return Boolean(v);
+    return v as number | string;
+  });
+  return { type: tensor.type as JsonTensor['type'], dims: [...tensor.dims], data };
+}
+
+process.on('message', (message: HostRequest) => {
+  void (async () => {
+    let reply: HostReply;
+    try {
+      const { session } = await sessionFor(message.revisionId, message.sha256);
+      const feeds = Object.fromEntries(Object.entries(message.inputs).map(([name, tensor]) => [name, toOrt(tensor)]));
+      const results = message.outputs ? await session.run(feeds, message.outputs) : await session.run(feeds);
+      reply = { id: message.id, outputs: Object.fromEntries(Object.entries(results).map(([name, tensor]) => [name, fromOrt(tensor)])) };
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      reply = { id: message.id, error: { code: typeof code === 'string' ? code : 'model_run_failed', message: String((error as Error)?.message ?? error).slice(0, 2000) } };
+    }
+    process.send?.(reply);
+  })();
+});
+process.on('disconnect', () => process.exit(0));

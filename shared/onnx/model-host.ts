@@ -1,0 +1,104 @@
+/**
+ * Runs ONNX models in a child process of this one (model-host-child.ts), which caches sessions per
+ * model revision. A run that outlasts its bound is stopped the only way ONNX Runtime can be
+ * stopped: the child is killed (every run in it fails with `model_timeout`) and a new one starts
+ * with the next run. The control plane keeps one for `run_model`, each runner engine thread one for
+ * `onnx.run`; neither starts a process before its first model run.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { HostReply, HostRequest } from './model-host-messages.ts';
+import type { JsonTensor } from './tensors.ts';
+
+const CHILD = fileURLToPath(new URL('./model-host-child.ts', import.meta.url));
+
+export interface ModelRunError {
+  code: 'model_timeout' | 'model_run_failed' | 'model_unavailable' | string;
+  message: string;
+}
+
+export type ModelRunResult = { outputs: Record<string, JsonTensor> } | { error: ModelRunError };
+
+export interface ModelHostOptions {
+  databaseUrl: string;
+  /** Bytes of models whose sessions the child keeps (least recently used out first). Default 512 MiB. */
+  cacheBytes?: number;
+}
+
+interface Waiting {
+  resolve: (result: ModelRunResult) => void;
+  timer: NodeJS.Timeout;
+  /** The child the run was sent to: its death fails only its own runs. */
+  child: ChildProcess;
+}
+
+export class ModelHost {
+  readonly #options: ModelHostOptions;
+  #child: ChildProcess | null = null;
+  readonly #waiting = new Map<number, Waiting>();
+  #nextId = 1;
+  #closed = false;
+
+  constructor(options: ModelHostOptions) {
+    this.#options = options;
+  }
+
+  /** Runs the model of `revisionId` (as hashed `sha256`) on `inputs`, stopped after `timeoutMs`. */
+  run(request: Omit<HostRequest, 'id'>, timeoutMs: number): Promise<ModelRunResult> {
+    if (this.#closed) return Promise.resolve({ error: { code: 'model_unavailable', message: 'The model host is shutting down.' } });
+    const child = this.#spawn();
+    const id = this.#nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        // The runtime cannot abandon a run: the process goes, with every run in it.
+        this.#fail(child, `The model ran for more than ${Math.round(timeoutMs / 1000)} s and was stopped.`, 'model_timeout');
+        if (this.#child === child) this.#child = null;
+        child.kill('SIGKILL');
+      }, timeoutMs);
+      this.#waiting.set(id, { resolve, timer, child });
+      child.send({ ...request, id } satisfies HostRequest);
+    });
+  }
+
+  /** Kills the child; runs in flight fail. */
+  close(): void {
+    this.#closed = true;
+    this.#fail(null, 'The model host is shutting down.', 'model_unavailable');
+    this.#child?.kill('SIGKILL');
+    this.#child = null;
+  }
+
+  #spawn(): ChildProcess {
+    if (this.#child !== null && this.#child.connected) return this.#child;
+    const child = fork(CHILD, [], {
+      env: { ...process.env, DATABASE_URL: this.#options.databaseUrl, MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024) },
+      execArgv: [],
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      serialization: 'advanced',
+    });
+    child.on('message', (reply: HostReply) => {
+      const waiting = this.#waiting.get(reply.id);
+      if (!waiting) return;
+      this.#waiting.delete(reply.id);
+      clearTimeout(waiting.timer);
+      waiting.resolve('error' in reply ? { error: reply.error } : { outputs: reply.outputs });
+    });
+    child.on('exit', () => {
+      if (this.#child === child) this.#child = null;
+      this.#fail(child, 'The model host process stopped while running the model.', 'model_run_failed');
+    });
+    child.on('error', () => {});
+    this.#child = child;
+    return child;
+  }
+
+  /** Fails the runs sent to `child` (all runs when null). */
+  #fail(child: ChildProcess | null, message: string, code: string): void {
+    for (const [id, waiting] of this.#waiting) {
+      if (child !== null && waiting.child !== child) continue;
+      clearTimeout(waiting.timer);
+      waiting.resolve({ error: { code, message } });
+      this.#waiting.delete(id);
+    }
+  }
+}
