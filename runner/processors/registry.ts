@@ -8,6 +8,7 @@ import { logicCode } from './logic-code.ts';
 import { logicSleep } from './logic-sleep.ts';
 import { logicSwitch } from './logic-switch.ts';
 import { objectPut } from './object-put.ts';
+import { onnxRun } from './onnx-run.ts';
 import type { Processor } from './processor.ts';
 import { threadPost } from './thread-post.ts';
 
@@ -18,6 +19,7 @@ const PROCESSORS: readonly Processor[] = [
   threadPost,
   objectPut,
   graphMutate,
+  onnxRun,
 ];
 
 /** Processor name → processor. */

@@ -186,6 +186,8 @@ const onnxRunConfig = z.strictObject({
   outputs: z.array(z.string().min(1)).min(1).optional(),
 });
 
+export type OnnxRunConfig = z.output<typeof onnxRunConfig>;
+
 // ---- the catalog ------------------------------------------------------------------------------
 
 const both = [SUCCESS, FAILURE] as const;
