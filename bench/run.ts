@@ -4,10 +4,10 @@
  *
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
- *                     --skip-scheduler --scheduler-only]
+ *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only]
  *
- * The scheduler section (bench/scheduler.ts) and then the tenant-isolation section
- * (bench/isolation.ts) run last, each on a system of its own.
+ * The scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts) and then the
+ * tenant-isolation section (bench/isolation.ts) run last, each on a system of its own.
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
  * takes every process and the temporary folder down again, also on failure or Ctrl-C.
@@ -47,6 +47,8 @@ const { values: args } = parseArgs({
     'isolation-only': { type: 'boolean', default: false },
     'skip-scheduler': { type: 'boolean', default: false },
     'scheduler-only': { type: 'boolean', default: false },
+    'skip-onnx': { type: 'boolean', default: false },
+    'onnx-only': { type: 'boolean', default: false },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -282,6 +284,11 @@ function schedulerSection(): Promise<string> {
   return childSection('scheduler.ts', 'Scheduler (one runner, defaults; docs/benchmarks.md "Scheduler")');
 }
 
+/** The ONNX section (bench/onnx.ts): model transfer, run_model, onnx.run. */
+function onnxSection(): Promise<string> {
+  return childSection('onnx.ts', 'ONNX models (one runner, defaults; docs/benchmarks.md "ONNX models")');
+}
+
 /** The tenant-isolation section in a child process (bench/isolation.ts): its own system, its own table. */
 async function isolationSection(): Promise<string> {
   const script = fileURLToPath(new URL('./isolation.ts', import.meta.url));
@@ -302,6 +309,10 @@ async function main(): Promise<void> {
   }
   if (args['scheduler-only']) {
     process.stdout.write(`\n${await schedulerSection()}\n`);
+    return;
+  }
+  if (args['onnx-only']) {
+    process.stdout.write(`\n${await onnxSection()}\n`);
     return;
   }
   log('sandbox warm overhead (bench/sandbox.ts)');
@@ -388,6 +399,10 @@ async function main(): Promise<void> {
   if (!args['skip-scheduler']) {
     log('scheduler (bench/scheduler.ts)');
     process.stdout.write(`\n${await schedulerSection()}\n`);
+  }
+  if (!args['skip-onnx']) {
+    log('ONNX models (bench/onnx.ts)');
+    process.stdout.write(`\n${await onnxSection()}\n`);
   }
   if (!args['skip-isolation']) {
     log('tenant isolation (bench/isolation.ts)');
