@@ -24,6 +24,8 @@ import { commandRoutes } from './routes/commands.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
 import { modelRoutes } from './routes/models.ts';
 import { ModelHost } from '../shared/onnx/model-host.ts';
+import { S3Objects } from '../shared/onnx/s3-objects.ts';
+import { startObjectCleanup } from './models/object-cleanup.ts';
 import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
 import type { CommandDefinition } from './commands/command.ts';
 import { CodeChecker } from '../sandbox/check.ts';
@@ -80,12 +82,19 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     sessionRemoval: createSessionRemoval(options.db, { onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry') }),
     queue,
     creates: createExecutionCreator(options.db, queue),
-    models: new ModelHost({ databaseUrl: String(options.db.pool.options.connectionString) }),
+    models: new ModelHost({ databaseUrl: String(options.db.pool.options.connectionString), s3: options.config.modelStore }),
+    modelObjects: options.config.modelStore === null ? null : new S3Objects(options.config.modelStore),
   };
   app.decorate('ctx', ctx);
   // The checker's isolate is created on first use; closing the app releases it.
   app.addHook('onClose', async () => codeChecker.dispose());
   app.addHook('onClose', async () => ctx.models.close());
+  // Objects of models deleted or replaced, which PostgreSQL could only queue (migration 020).
+  const objectCleanup = ctx.modelObjects === null ? null : startObjectCleanup(options.db, ctx.modelObjects, (err) => app.log.warn({ err }, 'deleting model objects failed; retrying'));
+  app.addHook('onClose', async () => {
+    await objectCleanup?.stop();
+    ctx.modelObjects?.close();
+  });
   // Subscriptions end and pending session removals are left to the reaper when the app closes.
   app.addHook('onClose', async () => {
     await Promise.all([ctx.events.close(), ctx.sessionRemoval.close()]);

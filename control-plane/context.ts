@@ -8,6 +8,7 @@ import type { SessionRemoval } from './workflow/session-reaper.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import type { ExecutionCreator } from './workflow/execution-creator.ts';
 import type { ModelHost } from '../shared/onnx/model-host.ts';
+import type { S3Objects } from '../shared/onnx/s3-objects.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
 export interface AppContext {
@@ -26,6 +27,8 @@ export interface AppContext {
   creates: ExecutionCreator;
   /** Runs ONNX models for `run_model` in a child process started on first use (shared/onnx/model-host.ts); closed with the app. */
   models: ModelHost;
+  /** The S3 store of model bytes when `MODEL_STORE=s3`; null: PostgreSQL large objects. */
+  modelObjects: S3Objects | null;
 }
 
 declare module 'fastify' {

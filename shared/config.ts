@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { loadSecrets, type Secrets } from './secrets.ts';
+import { s3SettingsFrom, type S3Settings } from './onnx/s3-settings.ts';
 
 /** Everything a process is configured with. Only entry files call `loadConfig`. */
 export interface Config {
@@ -16,6 +17,8 @@ export interface Config {
   accessTokenSeconds: number;
   refreshTokenSeconds: number;
   logLevel: string;
+  /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
+  modelStore: S3Settings | null;
   runner: {
     /** Executions one runner works on at once; 0 lets the engine choose. */
     concurrency: number;
@@ -86,6 +89,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessTokenSeconds: int(env, 'ACCESS_TOKEN_SECONDS', 900),
     refreshTokenSeconds: int(env, 'REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
     logLevel: env.LOG_LEVEL ?? 'info',
+    modelStore: s3SettingsFrom(env),
     runner: runnerConfig(env),
   };
 }

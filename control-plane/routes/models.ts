@@ -10,7 +10,7 @@ import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Transform, Writable, type Readable } from 'node:stream';
+import { PassThrough, Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import LargeObjectManager from 'pg-large-object/lib/LargeObjectManager.js';
@@ -25,6 +25,7 @@ import type { RevisionScope } from '../commands/command.ts';
 import type { AppContext } from '../context.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
 import { inspectModel, type TensorSpec } from '../models/inspect-model.ts';
+import type { S3Objects } from '../../shared/onnx/s3-objects.ts';
 import { ok } from '../reply.ts';
 import { revisionRecord } from '../sql/revisions.ts';
 
@@ -37,6 +38,7 @@ interface ModelRow {
   size: number;
   sha256: string;
   oid: number | null;
+  object_key: string | null;
   inputs: TensorSpec[] | null;
   outputs: TensorSpec[] | null;
   error: string | null;
@@ -135,21 +137,24 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
           if ('error' in inspection) {
             // Nothing of the bytes is kept; the revision says why it failed.
             await tx.query(
-              `INSERT INTO models (revision_id, oid, size, sha256, error) VALUES ($1::uuid, NULL, $2, $3, $4)
-               ON CONFLICT (revision_id) DO UPDATE SET oid = NULL, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = NULL, outputs = NULL, error = EXCLUDED.error, created_at = now()`,
+              `INSERT INTO models (revision_id, oid, object_key, size, sha256, error) VALUES ($1::uuid, NULL, NULL, $2, $3, $4)
+               ON CONFLICT (revision_id) DO UPDATE SET oid = NULL, object_key = NULL, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = NULL, outputs = NULL, error = EXCLUDED.error, created_at = now()`,
               [scope.revision.id, stored.size, stored.sha256, inspection.error],
             );
-            await tx.query('SELECT lo_unlink($1::oid)', [stored.oid]);
+            if ('oid' in stored.location) await tx.query('SELECT lo_unlink($1::oid)', [stored.location.oid]);
+            else await tx.query('INSERT INTO model_object_deletions (object_key) VALUES ($1) ON CONFLICT DO NOTHING', [stored.location.key]);
           } else {
+            const oid = 'oid' in stored.location ? stored.location.oid : null;
+            const key = 'key' in stored.location ? stored.location.key : null;
             await tx.query(
-              `INSERT INTO models (revision_id, oid, size, sha256, inputs, outputs) VALUES ($1::uuid, $2::oid, $3, $4, $5::jsonb, $6::jsonb)
-               ON CONFLICT (revision_id) DO UPDATE SET oid = EXCLUDED.oid, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = EXCLUDED.inputs, outputs = EXCLUDED.outputs, error = NULL, created_at = now()`,
-              [scope.revision.id, stored.oid, stored.size, stored.sha256, JSON.stringify(inspection.inputs), JSON.stringify(inspection.outputs)],
+              `INSERT INTO models (revision_id, oid, object_key, size, sha256, inputs, outputs) VALUES ($1::uuid, $2::oid, $3, $4, $5, $6::jsonb, $7::jsonb)
+               ON CONFLICT (revision_id) DO UPDATE SET oid = EXCLUDED.oid, object_key = EXCLUDED.object_key, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = EXCLUDED.inputs, outputs = EXCLUDED.outputs, error = NULL, created_at = now()`,
+              [scope.revision.id, oid, key, stored.size, stored.sha256, JSON.stringify(inspection.inputs), JSON.stringify(inspection.outputs)],
             );
           }
           const status = 'error' in inspection ? 'failed' : 'ready';
           const { rows } = await tx.query(`UPDATE revisions r SET status = $2 WHERE r.id = $1::uuid RETURNING r.id, r.blob_id, r.number, r.status, r.created_at`, [scope.revision.id, status]);
-          const model = (await tx.query<ModelRow>('SELECT size, sha256, oid, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id])).rows[0]!;
+          const model = (await tx.query<ModelRow>('SELECT size, sha256, oid, object_key, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id])).rows[0]!;
           return { revision: rows[0], model };
         });
         if (row.model.error !== null) {
@@ -165,22 +170,58 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
   app.get('/revisions/:revision_id/model', async (request, reply) => {
     const scope = await modelScope(ctx, request, 'read');
     await requireEntitlement(ctx.db, scope.blob.id, 'onnx.enabled');
-    const { rows } = await ctx.db.query<ModelRow>('SELECT size, sha256, oid, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id]);
+    const { rows } = await ctx.db.query<ModelRow>('SELECT size, sha256, oid, object_key, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id]);
     const model = rows[0];
-    if (model === undefined || model.oid === null) throw new ServiceError('not_found', 'This revision holds no model; upload one with PUT.');
+    if (model === undefined || (model.oid === null && model.object_key === null)) throw new ServiceError('not_found', 'This revision holds no model; upload one with PUT.');
+    if (model.object_key !== null) {
+      if (ctx.modelObjects === null) throw new ServiceError('not_found', 'The model is in an S3 store this process is not configured with.');
+      return modelHeaders(reply, model).send(await ctx.modelObjects.get(model.object_key));
+    }
     return sendModel(ctx, reply, model);
   });
 }
 
-type Stored = { oid: number; size: number; sha256: string } | { refusal: ServiceError };
+/** Where an upload's bytes went: a large object, or an object of the S3 store. */
+type Location = { oid: number } | { key: string };
+type Stored = { location: Location; size: number; sha256: string } | { refusal: ServiceError };
+
+/** Counts and hashes the body on its way, refusing bytes past the declared size. */
+function meterFor(declared: number, hash: ReturnType<typeof createHash>, counted: { size: number }): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      counted.size += chunk.length;
+      if (counted.size > declared) return callback(new ServiceError('invalid_request_body', `The body is longer than the declared ${declared} bytes; nothing was kept.`));
+      hash.update(chunk);
+      callback(null, chunk);
+    },
+  });
+}
+
+/** Writes every chunk to each of `targets`, at the pace of the slowest. */
+function teeTo(targets: NodeJS.WritableStream[]): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      Promise.all(targets.map((target) => writeTo(target, chunk))).then(() => callback(), callback);
+    },
+    final(callback) {
+      Promise.all(targets.map((target) => endOf(target))).then(() => callback(), callback);
+    },
+  });
+}
+
+function shortBody(size: number, declared: number): ServiceError {
+  return new ServiceError('invalid_request_body', `The body is ${size} bytes, not the declared ${declared}; nothing was kept.`);
+}
 
 /**
- * Streams the body into a new large object and `file` at once, counting and hashing; commits
- * only a body of exactly the declared size. A body longer or shorter than declared, or a
- * connection dropped mid-way, rolls the large object back with the transaction: nothing is kept.
+ * Streams the body into the model store and `file` at once, counting and hashing; keeps only a
+ * body of exactly the declared size. A body longer or shorter than declared, or a connection
+ * dropped mid-way, keeps nothing: a large object is written in the upload's transaction and rolls
+ * back with it; an S3 upload is aborted, or its object deleted.
  */
 async function storeUpload(ctx: AppContext, scope: RevisionScope, body: Readable, declared: number, file: string): Promise<Stored> {
   try {
+    if (ctx.modelObjects !== null) return await storeInS3(ctx.modelObjects, scope, body, declared, file);
     return await ctx.db.transaction(async (tx) => {
       // One upload of a revision at a time.
       await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [scope.revision.id]);
@@ -188,37 +229,55 @@ async function storeUpload(ctx: AppContext, scope: RevisionScope, body: Readable
       const [oid, lo] = await manager.createAndWritableStreamAsync(CHUNK) as [number, NodeJS.WritableStream];
       const out = createWriteStream(file);
       const hash = createHash('sha256');
-      let size = 0;
-      const meter = new Transform({
-        transform(chunk: Buffer, _encoding, callback) {
-          size += chunk.length;
-          if (size > declared) return callback(new ServiceError('invalid_request_body', `The body is longer than the declared ${declared} bytes; nothing was kept.`));
-          hash.update(chunk);
-          callback(null, chunk);
-        },
-      });
-      const sink = new Writable({
-        write(chunk: Buffer, _encoding, callback) {
-          Promise.all([writeTo(lo, chunk), writeTo(out, chunk)]).then(() => callback(), callback);
-        },
-        final(callback) {
-          Promise.all([endOf(lo), endOf(out)]).then(() => callback(), callback);
-        },
-      });
+      const counted = { size: 0 };
       try {
-        await pipeline(body, meter, sink);
+        await pipeline(body, meterFor(declared, hash, counted), teeTo([lo, out]));
       } catch (error) {
         out.destroy();
         throw error;
       }
-      if (size !== declared) throw new ServiceError('invalid_request_body', `The body is ${size} bytes, not the declared ${declared}; nothing was kept.`);
-      return { oid, size, sha256: hash.digest('hex') };
+      if (counted.size !== declared) throw shortBody(counted.size, declared);
+      return { location: { oid }, size: counted.size, sha256: hash.digest('hex') };
     });
   } catch (error) {
     if (error instanceof ServiceError) return { refusal: error };
     // The client went away mid-upload: nothing was kept.
     return { refusal: new ServiceError('invalid_request_body', `The upload did not complete (${(error as Error).message}); nothing was kept.`) };
   }
+}
+
+async function storeInS3(objects: S3Objects, scope: RevisionScope, body: Readable, declared: number, file: string): Promise<Stored> {
+  const key = objects.keyFor(scope.revision.id, randomUUID().slice(0, 8));
+  const out = createWriteStream(file);
+  const toS3 = new PassThrough();
+  const abort = new AbortController();
+  const hash = createHash('sha256');
+  const counted = { size: 0 };
+  const sending = objects.put(key, toS3, abort.signal);
+  try {
+    await pipeline(body, meterFor(declared, hash, counted), teeTo([out, toS3]));
+    await sending;
+  } catch (error) {
+    abort.abort();
+    toS3.destroy();
+    out.destroy();
+    await sending.catch(() => {});
+    await objects.delete(key).catch(() => {});
+    throw error;
+  }
+  if (counted.size !== declared) {
+    await objects.delete(key).catch(() => {});
+    throw shortBody(counted.size, declared);
+  }
+  return { location: { key }, size: counted.size, sha256: hash.digest('hex') };
+}
+
+/** The headers of Download Model: the bytes' type and length, and the envelope in `X-Response-Body`. */
+function modelHeaders(reply: FastifyReply, model: ModelRow): FastifyReply {
+  return reply
+    .header('content-type', 'application/octet-stream')
+    .header('content-length', String(model.size))
+    .header('x-response-body', JSON.stringify({ status: 'success', size: model.size, sha256: model.sha256 }));
 }
 
 /**
@@ -244,11 +303,7 @@ async function sendModel(ctx: AppContext, reply: FastifyReply, model: ModelRow):
       if (!stream.readableEnded) stream.destroy();
       void release(stream.readableEnded);
     });
-    return reply
-      .header('content-type', 'application/octet-stream')
-      .header('content-length', String(model.size))
-      .header('x-response-body', JSON.stringify({ status: 'success', size: model.size, sha256: model.sha256 }))
-      .send(stream);
+    return modelHeaders(reply, model).send(stream);
   } catch (error) {
     await release(false);
     throw error;

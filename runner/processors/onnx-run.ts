@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ModelHost } from '../../shared/onnx/model-host.ts';
 import { findRunnableModel } from '../../shared/onnx/model-record.ts';
+import { s3SettingsFrom } from '../../shared/onnx/s3-settings.ts';
 import { inputProblems } from '../../shared/onnx/tensors.ts';
 import { tensorSchema, type OnnxRunConfig } from '../../shared/workflow/processors.ts';
 import type { NodeResult, Processor, RunContext } from './processor.ts';
@@ -9,7 +10,7 @@ import type { NodeResult, Processor, RunContext } from './processor.ts';
 let host: ModelHost | null = null;
 
 function hostFor(ctx: RunContext): ModelHost {
-  host ??= new ModelHost({ databaseUrl: String(ctx.db.pool.options.connectionString), cacheBytes: 256 * 1024 * 1024 });
+  host ??= new ModelHost({ databaseUrl: String(ctx.db.pool.options.connectionString), cacheBytes: 256 * 1024 * 1024, s3: s3SettingsFrom(process.env) });
   return host;
 }
 

@@ -11,6 +11,8 @@ import LargeObjectManager from 'pg-large-object/lib/LargeObjectManager.js';
 import type { Readable } from 'node:stream';
 import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
+import { s3SettingsFrom } from './s3-settings.ts';
+import { S3Objects } from './s3-objects.ts';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2, application_name: 'workspace-model-host' });
 pool.on('error', () => {});
@@ -23,18 +25,32 @@ interface Cached {
 const cache = new Map<string, Cached>();
 const loading = new Map<string, Promise<Cached>>();
 
+const settings = s3SettingsFrom(process.env);
+const objects = settings === null ? null : new S3Objects(settings);
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 async function readModel(revisionId: string, sha256: string): Promise<Buffer> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN READ ONLY');
-    const { rows } = await client.query<{ oid: number; sha256: string }>('SELECT oid, sha256 FROM models WHERE revision_id = $1::uuid AND oid IS NOT NULL', [revisionId]);
+    const { rows } = await client.query<{ oid: number | null; object_key: string | null; sha256: string }>(
+      'SELECT oid, object_key, sha256 FROM models WHERE revision_id = $1::uuid AND (oid IS NOT NULL OR object_key IS NOT NULL)', [revisionId]);
     if (!rows[0] || rows[0].sha256 !== sha256) throw Object.assign(new Error('The model changed or is gone; run again.'), { code: 'model_unavailable' });
+    if (rows[0].object_key !== null) {
+      await client.query('COMMIT');
+      if (objects === null) throw Object.assign(new Error('The model is in an S3 store this process is not configured with.'), { code: 'model_unavailable' });
+      return await readAll(await objects.get(rows[0].object_key));
+    }
     const manager = new LargeObjectManager({ pg: client });
-    const [, stream] = await manager.openAndReadableStreamAsync(rows[0].oid, 1024 * 1024) as [number, Readable];
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const [, stream] = await manager.openAndReadableStreamAsync(rows[0].oid!, 1024 * 1024) as [number, Readable];
+    const bytes = await readAll(stream);
     await client.query('COMMIT');
-    return Buffer.concat(chunks);
+    return bytes;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;

@@ -9,6 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
+import { s3Env, type S3Settings } from './s3-settings.ts';
 
 const CHILD = fileURLToPath(new URL('./model-host-child.ts', import.meta.url));
 
@@ -21,6 +22,8 @@ export type ModelRunResult = { outputs: Record<string, JsonTensor> } | { error: 
 
 export interface ModelHostOptions {
   databaseUrl: string;
+  /** The S3 store of model bytes, if the models are there (MODEL_STORE=s3). */
+  s3?: S3Settings | null;
   /** Bytes of models whose sessions the child keeps (least recently used out first). Default 512 MiB. */
   cacheBytes?: number;
 }
@@ -71,7 +74,7 @@ export class ModelHost {
   #spawn(): ChildProcess {
     if (this.#child !== null && this.#child.connected) return this.#child;
     const child = fork(CHILD, [], {
-      env: { ...process.env, DATABASE_URL: this.#options.databaseUrl, MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024) },
+      env: { ...process.env, ...s3Env(this.#options.s3 ?? null), DATABASE_URL: this.#options.databaseUrl, MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024) },
       execArgv: [],
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
       serialization: 'advanced',
