@@ -92,10 +92,22 @@ t.test('a model round-trips byte for byte, with its inputs and outputs', async (
 t.test('refusals before the body is read: declared size over the limit, bad header, access, entitlement', async (t) => {
   const { rev, blobId } = await onnxRevision();
   await setOverride(app, 'onnx.model_bytes', 'blob', blobId, 1000);
-  // Declares 600 MB and sends nothing: the answer comes without the body.
-  const over = await upload(rev, Buffer.alloc(0), { declared: 600_000_000, send: Buffer.alloc(0), endEarly: false });
+  // Declares 600 MB (in the header and as content-length), sends 64 KiB of it and waits: the
+  // answer comes without the rest of the body, and the server closes the connection.
+  const over = await new Promise<{ status: number; body: any; closed: boolean }>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method: 'PUT', path: `/v1/revisions/${rev}/model`, headers: { ...alice.headers, 'x-request-body': JSON.stringify({ size: 600_000_000 }), 'content-length': '600000000' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), closed: res.headers.connection === 'close' }));
+    });
+    req.on('error', () => {});
+    req.write(Buffer.alloc(64 * 1024));
+    setTimeout(() => reject(new Error('no answer while the body was still owed')), 10_000).unref();
+  });
   t.equal(over.status, 400);
   t.match(over.body, { status: 'failure', error: 'limit_exceeded', limit: { id: 'onnx.model_bytes', value: 1000 } });
+  t.ok(over.closed, 'the connection is closed rather than drained');
   await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'onnx.model_bytes'`);
   const cases: Array<[string, string | null, RegExp]> = [
     ['missing header', null, /X-Request-Body header is required/],
