@@ -25,6 +25,7 @@ import type { RevisionScope } from '../commands/command.ts';
 import type { AppContext } from '../context.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
 import { inspectModel, type TensorSpec } from '../models/inspect-model.ts';
+import { RECLAIM_EVERY_BYTES, reclaimStreamBuffers } from '../models/reclaim.ts';
 import type { S3Objects } from '../../shared/onnx/s3-objects.ts';
 import { ok } from '../reply.ts';
 import { revisionRecord } from '../sql/revisions.ts';
@@ -187,11 +188,17 @@ type Stored = { location: Location; size: number; sha256: string } | { refusal: 
 
 /** Counts and hashes the body on its way, refusing bytes past the declared size. */
 function meterFor(declared: number, hash: ReturnType<typeof createHash>, counted: { size: number }): Transform {
+  let reclaimedAt = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       counted.size += chunk.length;
       if (counted.size > declared) return callback(new ServiceError('invalid_request_body', `The body is longer than the declared ${declared} bytes; nothing was kept.`));
       hash.update(chunk);
+      // The stream's spent buffers, every few megabytes (control-plane/models/reclaim.ts).
+      if (counted.size - reclaimedAt >= RECLAIM_EVERY_BYTES) {
+        reclaimedAt = counted.size;
+        reclaimStreamBuffers();
+      }
       callback(null, chunk);
     },
   });
