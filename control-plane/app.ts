@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../shared/config.ts';
 import type { Db } from '../shared/db/db.ts';
 import { createTokenService } from './auth/tokens.ts';
 import type { AppContext } from './context.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerEnvelope } from './plugins/envelope.ts';
+import { ServiceError } from '../shared/errors.ts';
 import { registerAudit } from './audit/audit-hook.ts';
 import { authRoutes } from './routes/auth.ts';
 import { userRoutes } from './routes/users.ts';
@@ -70,6 +71,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // Never trust a client's id for log correlation; we mint our own and echo it back.
     requestIdHeader: false,
     return503OnClosing: true,
+    // Failures fastify answers before routing (a malformed or too long path) keep the envelope too.
+    frameworkErrors: (error, request, reply) => {
+      const known = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? new ServiceError('uri_too_long', 'A path segment is longer than the service accepts (100 characters).')
+        : new ServiceError('invalid_request_body', 'The URL is not valid: a path segment is not well-formed percent-encoding.');
+      // The app's onSend hooks do not run for these: the request id is set here.
+      void (reply as unknown as FastifyReply).code(known.status).header('x-request-id', request.id).send(known.toEnvelope());
+    },
   });
   const codeChecker = new CodeChecker();
   const queue = options.queue ?? NO_QUEUE;

@@ -28,6 +28,7 @@ export const errorCatalog = {
   alias_taken: { status: 409, message: 'The alias is already in use.' },
   conflict: { status: 409, message: 'The resource is in a state that forbids the operation.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
+  uri_too_long: { status: 414, message: 'A path segment is too long.' },
   cursor_record_deleted: { status: 500, message: 'The record the cursor names was deleted.' },
   internal_error: { status: 500, message: 'An unexpected error occurred.' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -33,3 +33,14 @@ t.test('anonymous sign-in answers the success envelope', async (t) => {
   t.match(caller.user, { kind: 'human', anonymous: true });
   t.ok(caller.token);
 });
+
+t.test('failures fastify answers before routing keep the envelope and the request id', async (t) => {
+  const long = await app.inject({ method: 'GET', url: `/v1/orgs/${'a'.repeat(1000)}` });
+  t.equal(long.statusCode, 414);
+  t.match(long.json(), { status: 'failure', error: 'uri_too_long', message: /path segment/ });
+  t.ok(long.headers['x-request-id'], 'x-request-id');
+  const bad = await app.inject({ method: 'GET', url: '/v1/orgs/%E0%A4%A' });
+  t.equal(bad.statusCode, 400);
+  t.match(bad.json(), { status: 'failure', error: 'invalid_request_body', message: /URL is not valid/ });
+  t.ok(bad.headers['x-request-id'], 'x-request-id');
+});
