@@ -81,17 +81,23 @@ export interface LimitRange {
 }
 
 /**
- * Reads the `limit` of an opaque-cursor listing: absent → `fallback`; otherwise an integer in
- * 1..`max` (a decimal string from a query string, or a number from a JSON body). Anything else
- * is `invalid_limit`; an out-of-range value is refused, never clamped.
+ * Reads the `limit` of an opaque-cursor listing from a JSON body: absent → `fallback`; otherwise a
+ * JSON number that is an integer in 1..`max`. Anything else — a string such as `"10"` included:
+ * JSON has numbers — is `invalid_limit`; an out-of-range value is refused, never clamped.
  */
 export function parseLimit(raw: unknown, range: LimitRange): number {
   if (raw === undefined) return range.fallback;
-  const value = typeof raw === 'string' ? (/^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN) : raw;
+  const value = raw;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > range.max) {
     throw new ServiceError('invalid_limit', `limit must be an integer from 1 to ${range.max}.`);
   }
   return value;
+}
+
+/** As parseLimit, for a query string, where every value is text: `?limit=10` is the decimal digits. */
+export function parseQueryLimit(raw: unknown, range: LimitRange): number {
+  if (typeof raw !== 'string') return parseLimit(raw, range);
+  return parseLimit(/^[0-9]{1,9}$/.test(raw) ? Number(raw) : Number.NaN, range);
 }
 
 /**

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeCursor, encodeCursor, keysetPage, MAX_CURSOR_LENGTH, parseLimit } from '../shared/cursor.ts';
+import { decodeCursor, encodeCursor, keysetPage, MAX_CURSOR_LENGTH, parseLimit, parseQueryLimit } from '../shared/cursor.ts';
 import { isServiceError } from '../shared/errors.ts';
 
 const KEY = 'unit-cursor-key-0123456789abcdef';
@@ -86,13 +86,22 @@ t.test('a cursor transplanted to another listing or filter set is refused', asyn
   t.equal(decodeCursor(KEY, 'revisions', filters, cursor), 7, 'still valid where it was issued');
 });
 
-t.test('parseLimit: default, range, and refusal without clamping', async (t) => {
+t.test('parseQueryLimit: a query string\'s decimal digits; default, range, refusal without clamping', async (t) => {
+  const range = { fallback: 50, max: 200 };
+  t.equal(parseQueryLimit(undefined, range), 50);
+  t.equal(parseQueryLimit('1', range), 1);
+  t.equal(parseQueryLimit('200', range), 200);
+  for (const raw of ['0', '201', '-1', '1.5', '1e2', '', ' 5', 'abc', '0x10', ['5'], '99999999999']) {
+    t.equal(codeOf(() => parseQueryLimit(raw, range)), 'invalid_limit', JSON.stringify(raw));
+  }
+});
+
+t.test('parseLimit: a JSON number only — "10" is refused, not coerced', async (t) => {
   const range = { fallback: 50, max: 200 };
   t.equal(parseLimit(undefined, range), 50);
-  t.equal(parseLimit('1', range), 1);
-  t.equal(parseLimit('200', range), 200);
   t.equal(parseLimit(30, range), 30);
-  for (const raw of ['0', '201', '-1', '1.5', '1e2', '', ' 5', 'abc', '0x10', 0, 201, 2.5, NaN, null, ['5'], '99999999999']) {
+  t.equal(parseLimit(200, range), 200);
+  for (const raw of ['10', '1', 0, 201, 2.5, NaN, null, ['5'], true]) {
     t.equal(codeOf(() => parseLimit(raw, range)), 'invalid_limit', JSON.stringify(raw));
   }
 });

@@ -44,3 +44,11 @@ t.test('failures fastify answers before routing keep the envelope and the reques
   t.match(bad.json(), { status: 'failure', error: 'invalid_request_body', message: /URL is not valid/ });
   t.ok(bad.headers['x-request-id'], 'x-request-id');
 });
+
+t.test('a JSON null body is refused, not read as no body', async (t) => {
+  const res = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', headers: { 'content-type': 'application/json' }, payload: 'null' });
+  t.equal(res.statusCode, 400);
+  t.match(res.json(), { status: 'failure', error: 'invalid_request_body', message: /null/ });
+  const empty = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', headers: { 'content-type': 'application/json' }, payload: '{}' });
+  t.equal(empty.statusCode, 200, 'an object still passes');
+});

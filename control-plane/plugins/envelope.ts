@@ -26,6 +26,19 @@ function fromFastify(error: FastifyError): ServiceError | undefined {
  * routes and anything unexpected (logged with its stack, answered without it).
  */
 export function registerEnvelope(app: FastifyInstance): void {
+  // A JSON body is an object wherever one is taken: a bare `null` is refused like malformed JSON
+  // (left to the routes, it read as "no body", which some of them accept). Fastify's own parser
+  // does the parsing (prototype-poisoning checks included).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (error: Error | null, value?: unknown) => {
+      if (error) return done(error, undefined);
+      if (value === null) return done(new ServiceError('invalid_request_body', 'The body is JSON null; send an object.'), undefined);
+      done(null, value);
+    });
+  });
+
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof ServiceError ? error : fromFastify(error);
     if (known) {

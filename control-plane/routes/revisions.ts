@@ -3,7 +3,7 @@ import { takeSlot } from '../../shared/limits/holdings.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { BLOB_TYPES, isBlobType } from '../../shared/blob-types.ts';
-import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared/cursor.ts';
+import { decodeCursor, encodeCursor, keysetPage, parseQueryLimit } from '../../shared/cursor.ts';
 import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refSchema } from '../../shared/ids.ts';
@@ -28,7 +28,7 @@ const idParams = z.strictObject({ id: refSchema });
 const createBody = z.strictObject({ copy_from: z.string().min(1).max(200).optional() });
 const listQuery = z.strictObject({
   cursor: z.string().optional(),
-  // Checked by parseLimit so that every malformed limit is `invalid_limit`, not a body error.
+  // Checked by parseQueryLimit so that every malformed limit is `invalid_limit`, not a query error.
   limit: z.unknown().optional(),
 });
 /** A List Revisions position: the number of the last revision returned. */
@@ -74,7 +74,7 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
   app.get('/blobs/:org_id/:blob_id/revisions', async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const query = parseInput(listQuery, request.query ?? {}, 'query');
-    const limit = parseLimit(query.limit, LIMIT_RANGE);
+    const limit = parseQueryLimit(query.limit, LIMIT_RANGE);
     const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
     // Bound to this blob: a cursor from another blob's listing is refused, not resumed.
     const filters = { blob_id: blob.id };
