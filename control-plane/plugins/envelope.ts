@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { isUtf8 } from 'node:buffer';
 import { ServiceError, type ErrorCode } from '../../shared/errors.ts';
+import { jsonProblem, storableText } from '../../shared/json-guard.ts';
 
 /** Maps fastify's own failures (body parsing, size) onto catalogued codes. */
 function fromFastify(error: FastifyError): ServiceError | undefined {
@@ -29,14 +31,28 @@ export function registerEnvelope(app: FastifyInstance): void {
   // A JSON body is an object wherever one is taken: a bare `null` is refused like malformed JSON
   // (left to the routes, it read as "no body", which some of them accept). Fastify's own parser
   // does the parsing (prototype-poisoning checks included).
+  // The bytes must be UTF-8 (not decoded into U+FFFD and stored so), and the value within the
+  // bounds of shared/json-guard.ts (depth, storable text), before any route sees it.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parseJson(request, body as string, (error: Error | null, value?: unknown) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) return done(new ServiceError('invalid_request_body', 'The body is not valid UTF-8.'), undefined);
+    parseJson(request, bytes.toString('utf8'), (error: Error | null, value?: unknown) => {
       if (error) return done(error, undefined);
       if (value === null) return done(new ServiceError('invalid_request_body', 'The body is JSON null; send an object.'), undefined);
+      const problem = jsonProblem(value);
+      if (problem !== null) return done(new ServiceError('invalid_request_body', `Invalid body: ${problem}.`), undefined);
       done(null, value);
     });
+  });
+  // Path parameters are text the database compares and stores too.
+  app.addHook('preValidation', async (request) => {
+    const params = request.params as Record<string, unknown> | undefined;
+    if (!params) return;
+    for (const [name, value] of Object.entries(params)) {
+      if (typeof value === 'string' && !storableText(value)) throw new ServiceError('invalid_request_body', `Invalid path: ${name} holds U+0000 or an unpaired surrogate.`);
+    }
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {

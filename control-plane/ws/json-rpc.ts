@@ -1,4 +1,5 @@
 import { errorCatalog, isServiceError, ServiceError, type ErrorCode } from '../../shared/errors.ts';
+import { jsonProblem } from '../../shared/json-guard.ts';
 
 /** JSON-RPC 2.0 error codes (contract §8); -32001 is every refusal that is not one of the others. */
 export const RPC_ERROR = {
@@ -120,6 +121,12 @@ export async function handleRpcMessage(text: string, dispatch: Dispatch, onInter
     parsed = JSON.parse(text);
   } catch {
     return errorResponse(null, envelopeError(RPC_ERROR.parse, 'invalid_request_body', 'Parse error: the message is not valid JSON.'));
+  }
+  // The bounds every JSON the API accepts is held to (shared/json-guard.ts): depth, storable text.
+  const problem = jsonProblem(parsed);
+  if (problem !== null) {
+    const id = !Array.isArray(parsed) && typeof parsed === 'object' && parsed !== null && 'id' in parsed ? (parsed as { id: RpcId }).id : null;
+    return errorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, envelopeError(RPC_ERROR.invalidParams, 'invalid_request_body', `Invalid params: ${problem}.`));
   }
   if (!Array.isArray(parsed)) return handleCall(parsed, dispatch, onInternal);
   if (parsed.length === 0) return invalidRequest(null, 'a batch holds at least one request.');
