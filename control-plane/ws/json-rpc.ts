@@ -123,10 +123,14 @@ export async function handleRpcMessage(text: string, dispatch: Dispatch, onInter
     return errorResponse(null, envelopeError(RPC_ERROR.parse, 'invalid_request_body', 'Parse error: the message is not valid JSON.'));
   }
   // The bounds every JSON the API accepts is held to (shared/json-guard.ts): depth, storable text.
+  // A call's params are named as REST names its body, so both transports answer alike.
   const problem = jsonProblem(parsed);
   if (problem !== null) {
-    const id = !Array.isArray(parsed) && typeof parsed === 'object' && parsed !== null && 'id' in parsed ? (parsed as { id: RpcId }).id : null;
-    return errorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, envelopeError(RPC_ERROR.invalidParams, 'invalid_request_body', `Invalid params: ${problem}.`));
+    const single = !Array.isArray(parsed) && typeof parsed === 'object' && parsed !== null ? (parsed as { id?: unknown; params?: unknown }) : null;
+    const id = single && (typeof single.id === 'string' || typeof single.id === 'number') ? single.id : null;
+    const inParams = single ? jsonProblem(single.params) : null;
+    const message = inParams !== null ? `Invalid body: ${inParams}.` : `Invalid params: ${problem}.`;
+    return errorResponse(id, envelopeError(RPC_ERROR.invalidParams, 'invalid_request_body', message));
   }
   if (!Array.isArray(parsed)) return handleCall(parsed, dispatch, onInternal);
   if (parsed.length === 0) return invalidRequest(null, 'a batch holds at least one request.');
