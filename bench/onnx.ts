@@ -20,7 +20,7 @@ import onnxProto from 'onnx-proto';
 import { command, createWorkload, setOverride, type Account } from './client.ts';
 import { batchSpan, createMany, executionLatencies, waitForEnd } from './executions.ts';
 import { fmt, summarize, table } from './stats.ts';
-import { startSystem, type System } from './system.ts';
+import { runSection, type System } from './system.ts';
 import { mlpModel } from '../test/helpers/onnx-models.ts';
 
 const { values: args } = parseArgs({ options: { megabytes: { type: 'string', default: '200' } } });
@@ -179,15 +179,4 @@ async function main(system: System): Promise<string> {
   ]);
 }
 
-const system = await startSystem({ runners: 1 });
-const stopAll = () => void system.stop().finally(() => process.exit(130));
-process.once('SIGINT', stopAll);
-process.once('SIGTERM', stopAll);
-try {
-  process.stdout.write(`${await main(system)}\n`);
-} catch (error) {
-  process.stderr.write(`${(error as Error).stack}\n${system.recentOutput()}\n`);
-  process.exitCode = 1;
-} finally {
-  await system.stop();
-}
+await runSection(1, main);

@@ -20,7 +20,7 @@ import { command, connectRpc, createExecution, createWorkload, setOverride } fro
 import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
 import { fmt, summarize, table } from './stats.ts';
 import { BENCH_GRAPH } from './workflow.ts';
-import { startSystem, type System } from './system.ts';
+import { runSection, type System } from './system.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -183,15 +183,4 @@ async function main(system: System): Promise<string> {
   ]);
 }
 
-const system = await startSystem({ runners: 1 });
-const stopAll = () => void system.stop().finally(() => process.exit(130));
-process.once('SIGINT', stopAll);
-process.once('SIGTERM', stopAll);
-try {
-  process.stdout.write(`${await main(system)}\n`);
-} catch (error) {
-  process.stderr.write(`${(error as Error).stack}\n${system.recentOutput()}\n`);
-  process.exitCode = 1;
-} finally {
-  await system.stop();
-}
+await runSection(1, main);

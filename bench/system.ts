@@ -236,3 +236,23 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     throw error;
   }
 }
+
+/**
+ * Runs one bench section on a system of its own (`runners` runners): prints what `main` returns,
+ * or the error and the children's last output (exit code 1); always stops the system, also on a
+ * stop signal (exit code 130).
+ */
+export async function runSection(runners: number, main: (system: System) => Promise<string>): Promise<void> {
+  const system = await startSystem({ runners });
+  const stopAll = () => void system.stop().finally(() => process.exit(130));
+  process.once('SIGINT', stopAll);
+  process.once('SIGTERM', stopAll);
+  try {
+    process.stdout.write(`${await main(system)}\n`);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).stack}\n${system.recentOutput()}\n`);
+    process.exitCode = 1;
+  } finally {
+    await system.stop();
+  }
+}

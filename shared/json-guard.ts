@@ -16,28 +16,41 @@ export function storableText(text: string): boolean {
   return !UNSTORABLE.test(text);
 }
 
-function pathOf(path: readonly (string | number)[]): string {
-  return path.length === 0 ? '(the body)' : path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '');
+/** Where a value sits: its key or index and its parent's place (null at the top), depth counted. */
+interface Place {
+  key: string | number;
+  parent: Place | null;
+  depth: number;
+}
+
+// Built only for a refusal: every element links to its parent instead of copying a path.
+function pathOf(place: Place | null, limit = Infinity): string {
+  const keys: Array<string | number> = [];
+  for (let at = place; at !== null; at = at.parent) keys.unshift(at.key);
+  if (keys.length === 0) return '(the body)';
+  const shown = keys.slice(0, limit).map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '');
+  return keys.length > limit ? `${shown}…` : shown;
 }
 
 /** The first problem of `value` as `path: what`, or null when it is acceptable. */
 export function jsonProblem(value: unknown): string | null {
-  const stack: Array<{ value: unknown; path: (string | number)[] }> = [{ value, path: [] }];
+  const stack: Array<{ value: unknown; place: Place | null }> = [{ value, place: null }];
   while (stack.length > 0) {
-    const { value: current, path } = stack.pop()!;
+    const { value: current, place } = stack.pop()!;
     if (typeof current === 'string') {
-      if (!storableText(current)) return `${pathOf(path)}: text holds U+0000 or an unpaired surrogate, which cannot be stored`;
+      if (!storableText(current)) return `${pathOf(place)}: text holds U+0000 or an unpaired surrogate, which cannot be stored`;
       continue;
     }
     if (typeof current !== 'object' || current === null) continue;
-    if (path.length >= MAX_JSON_DEPTH) return `${pathOf(path.slice(0, 8))}…: nested deeper than ${MAX_JSON_DEPTH} levels`;
+    const depth = place === null ? 0 : place.depth;
+    if (depth >= MAX_JSON_DEPTH) return `${pathOf(place, 8)}: nested deeper than ${MAX_JSON_DEPTH} levels`;
     if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], path: [...path, i] });
+      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], place: { key: i, parent: place, depth: depth + 1 } });
       continue;
     }
     for (const key of Object.keys(current)) {
-      if (!storableText(key)) return `${pathOf(path)}: a key holds U+0000 or an unpaired surrogate`;
-      stack.push({ value: (current as Record<string, unknown>)[key], path: [...path, key] });
+      if (!storableText(key)) return `${pathOf(place)}: a key holds U+0000 or an unpaired surrogate`;
+      stack.push({ value: (current as Record<string, unknown>)[key], place: { key, parent: place, depth: depth + 1 } });
     }
   }
   return null;

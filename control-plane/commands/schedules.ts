@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
-import { limitInForce } from '../../shared/limits/in-force.ts';
+import { limitsInForce } from '../../shared/limits/in-force.ts';
 import { takeSlot } from '../../shared/limits/holdings.ts';
-import { limitRefusal } from '../../shared/limits/index.ts';
+import { limitRefusal, type LimitInForce } from '../../shared/limits/index.ts';
 import { DEFAULT_TIMEZONE, nextFire, parseCron, shortestGapSeconds, type ParsedCron } from '../../shared/scheduler/cron.ts';
 import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { runRecord, scheduleRecord } from '../../shared/scheduler/schedule-record.ts';
@@ -12,7 +11,7 @@ import type { AppContext } from '../context.ts';
 import { checkedInput, resolveTarget } from '../scheduler/target.ts';
 import { deleteSchedule, findSchedule, insertSchedule, lastRun, runListing, scheduleListing, updateSchedule, type ScheduleFields } from '../sql/schedules.ts';
 import { claimingAlias } from '../sql/unique.ts';
-import { requireEntitlement } from '../limits/entitlement.ts';
+import { requireEnabledLimit } from '../limits/entitlement.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { defineCommand } from './command.ts';
 
@@ -22,26 +21,15 @@ const targetSchema = z.strictObject({ revision_id: refSchema, session_id: refSch
 const cronSchema = z.string().min(1).max(200);
 const timezoneSchema = z.string().min(1).max(64);
 
-/** The scheduler must be enabled for the organization of the scheduler blob (`scheduler.enabled`). */
-function requireEnabled(tx: Tx, blobId: string): Promise<void> {
-  return requireEntitlement(tx, blobId, 'scheduler.enabled');
-}
-
 /**
  * `scheduler.min_interval_seconds` of the scheduler blob against the expression's shortest gap
  * between two consecutive fires (shared/scheduler/cron.ts), which is computed before any lock.
  */
-async function requireInterval(tx: Tx, blobId: string, parsed: ParsedCron, gap: number): Promise<void> {
-  const inForce = await limitInForce(tx, { blobId }, 'scheduler.min_interval_seconds');
+function requireInterval(inForce: LimitInForce, parsed: ParsedCron, gap: number): void {
   if (typeof inForce.value === 'number' && gap < inForce.value) {
     throw limitRefusal('limit_exceeded', inForce, undefined,
       `"${parsed.expression}" in ${parsed.timezone} fires as little as ${gap} s apart; limit scheduler.min_interval_seconds is ${inForce.value}.`);
   }
-}
-
-/** Moves a schedule to its next fire from now and sends that fire's job, in `tx`. */
-async function armed(ctx: AppContext, tx: Tx, id: string, next: Date | null): Promise<void> {
-  if (next !== null) await sendFireJob(ctx.queue, tx, id, next);
 }
 
 /**
@@ -75,10 +63,11 @@ export const createSchedule = defineCommand({
     const enabled = params.enabled ?? true;
     const next = enabled ? nextFire(parsed, now) : null;
     const schedule = await ctx.db.transaction(async (tx) => {
-      await requireEnabled(tx, blob.id);
-      const quota = await limitInForce(tx, { blobId: blob.id }, 'scheduler.schedules_per_revision');
-      await takeSlot(tx, 'scheduler.schedules_per_revision', revision.id, quota);
-      await requireInterval(tx, blob.id, parsed, gap);
+      // The scheduler blob's limits, resolved once for the three checks.
+      const limits = await limitsInForce(tx, { blobId: blob.id });
+      requireEnabledLimit(limits['scheduler.enabled']);
+      await takeSlot(tx, 'scheduler.schedules_per_revision', revision.id, limits['scheduler.schedules_per_revision']);
+      requireInterval(limits['scheduler.min_interval_seconds'], parsed, gap);
       const fields: ScheduleFields = {
         alias: params.alias ?? null,
         cron: parsed.expression,
@@ -91,7 +80,7 @@ export const createSchedule = defineCommand({
         nextFireAt: next,
       };
       const row = await claimingAlias('schedule of this revision', () => insertSchedule(tx, revision.id, principal.userId, fields));
-      await armed(ctx, tx, row.id, next);
+      if (next !== null) await sendFireJob(ctx.queue, tx, row.id, next);
       return row;
     });
     return { schedule: scheduleRecord(schedule) };
@@ -132,9 +121,12 @@ export const updateScheduleCommand = defineCommand({
 
     const schedule = await ctx.db.transaction(async (tx) => {
       const row = await findSchedule(tx, revision.id, current.id, true);
-      if (gap !== undefined) await requireInterval(tx, blob.id, parsed, gap);
       const enabled = params.enabled ?? row.enabled;
-      if (enabled && !row.enabled) await requireEnabled(tx, blob.id);
+      if (gap !== undefined || (enabled && !row.enabled)) {
+        const limits = await limitsInForce(tx, { blobId: blob.id });
+        if (gap !== undefined) requireInterval(limits['scheduler.min_interval_seconds'], parsed, gap);
+        if (enabled && !row.enabled) requireEnabledLimit(limits['scheduler.enabled']);
+      }
       const rearm = enabled && (timing || !row.enabled);
       const next = !enabled ? null : rearm ? nextFire(parsed, now) : new Date(row.next_fire_at!);
       const fields: ScheduleFields = {
@@ -149,7 +141,7 @@ export const updateScheduleCommand = defineCommand({
         nextFireAt: next,
       };
       const updated = await claimingAlias('schedule of this revision', () => updateSchedule(tx, row.id, fields));
-      if (rearm) await armed(ctx, tx, row.id, next);
+      if (rearm && next !== null) await sendFireJob(ctx.queue, tx, row.id, next);
       return updated;
     });
     return { schedule: scheduleRecord(schedule) };

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { limitInForce } from '../../shared/limits/in-force.ts';
-import { limitRefusal, type LimitId } from '../../shared/limits/index.ts';
+import { limitRefusal, type LimitId, type LimitInForce } from '../../shared/limits/index.ts';
 
 /**
  * A blob type's commands check its `<family>.enabled` entitlement on every call, not only when
@@ -9,8 +9,12 @@ import { limitRefusal, type LimitId } from '../../shared/limits/index.ts';
  * resume when it is turned back on, with nothing lost.
  */
 export async function requireEntitlement(q: Queryable, blobId: string, id: Extract<LimitId, `${string}.enabled`>): Promise<void> {
-  const enabled = await limitInForce(q, { blobId }, id);
+  requireEnabledLimit(await limitInForce(q, { blobId }, id));
+}
+
+/** As requireEntitlement, for a value already resolved (with the other limits of a request). */
+export function requireEnabledLimit(enabled: LimitInForce): void {
   if (enabled.value !== true) {
-    throw limitRefusal('limit_exceeded', enabled, undefined, `This blob type is not enabled for the organization (${id} is ${String(enabled.value)}).`);
+    throw limitRefusal('limit_exceeded', enabled, undefined, `This blob type is not enabled for the organization (${enabled.id} is ${String(enabled.value)}).`);
   }
 }

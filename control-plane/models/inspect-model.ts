@@ -17,9 +17,28 @@ const INSPECT_MS = 120_000;
 /**
  * Opens the model at `file` with ONNX Runtime in a child process (inspect-model-child.ts) and
  * returns its inputs and outputs, or why it could not be opened. The child holds the model's
- * memory and dies with it; one that does not answer within two minutes is killed.
+ * memory and dies with it; one that does not answer within two minutes is killed. At most two
+ * run at once per process; the others wait.
  */
-export function inspectModel(file: string): Promise<Inspection> {
+export async function inspectModel(file: string): Promise<Inspection> {
+  // Each inspection holds a whole model in a process of its own: a flood of uploads (one tenant's
+  // or many) waits its turn instead of starting as many processes as there are uploads.
+  while (inspecting >= MAX_INSPECTIONS) await new Promise<void>((resolve) => waiting.push(resolve));
+  inspecting++;
+  try {
+    return await inspectAlone(file);
+  } finally {
+    inspecting--;
+    waiting.shift()?.();
+  }
+}
+
+/** Models opened at once by this process. */
+const MAX_INSPECTIONS = 2;
+let inspecting = 0;
+const waiting: Array<() => void> = [];
+
+function inspectAlone(file: string): Promise<Inspection> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CHILD, file], { stdio: ['ignore', 'pipe', 'ignore'] });
     let out = '';

@@ -20,7 +20,7 @@ import { refSchema } from '../../shared/ids.ts';
 import { limitInForce } from '../../shared/limits/in-force.ts';
 import { limitExceeded } from '../../shared/limits/index.ts';
 import { parseInput } from '../../shared/validate.ts';
-import { requireRole, revisionFor } from '../access/standing.ts';
+import { REVISION_COLUMNS, requireRole, revisionFor, type RevisionRow } from '../access/standing.ts';
 import type { RevisionScope } from '../commands/command.ts';
 import type { AppContext } from '../context.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
@@ -134,34 +134,35 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
           throw stored.refusal;
         }
         const inspection = await inspectModel(file);
+        const failed = 'error' in inspection;
         const row = await ctx.db.transaction(async (tx) => {
-          if ('error' in inspection) {
-            // Nothing of the bytes is kept; the revision says why it failed.
-            await tx.query(
-              `INSERT INTO models (revision_id, oid, object_key, size, sha256, error) VALUES ($1::uuid, NULL, NULL, $2, $3, $4)
-               ON CONFLICT (revision_id) DO UPDATE SET oid = NULL, object_key = NULL, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = NULL, outputs = NULL, error = EXCLUDED.error, created_at = now()`,
-              [scope.revision.id, stored.size, stored.sha256, inspection.error],
-            );
+          // A model that did not open keeps none of its bytes; the revision says why it failed.
+          if (failed) {
             if ('oid' in stored.location) await tx.query('SELECT lo_unlink($1::oid)', [stored.location.oid]);
             else await tx.query('INSERT INTO model_object_deletions (object_key) VALUES ($1) ON CONFLICT DO NOTHING', [stored.location.key]);
-          } else {
-            const oid = 'oid' in stored.location ? stored.location.oid : null;
-            const key = 'key' in stored.location ? stored.location.key : null;
-            await tx.query(
-              `INSERT INTO models (revision_id, oid, object_key, size, sha256, inputs, outputs) VALUES ($1::uuid, $2::oid, $3, $4, $5, $6::jsonb, $7::jsonb)
-               ON CONFLICT (revision_id) DO UPDATE SET oid = EXCLUDED.oid, object_key = EXCLUDED.object_key, size = EXCLUDED.size, sha256 = EXCLUDED.sha256, inputs = EXCLUDED.inputs, outputs = EXCLUDED.outputs, error = NULL, created_at = now()`,
-              [scope.revision.id, oid, key, stored.size, stored.sha256, JSON.stringify(inspection.inputs), JSON.stringify(inspection.outputs)],
-            );
           }
-          const status = 'error' in inspection ? 'failed' : 'ready';
-          const { rows } = await tx.query(`UPDATE revisions r SET status = $2 WHERE r.id = $1::uuid RETURNING r.id, r.blob_id, r.number, r.status, r.created_at`, [scope.revision.id, status]);
-          const model = (await tx.query<ModelRow>('SELECT size, sha256, oid, object_key, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id])).rows[0]!;
-          return { revision: rows[0], model };
+          const kept = failed ? {} : stored.location;
+          const { rows: models } = await tx.query<ModelRow>(
+            `INSERT INTO models (revision_id, oid, object_key, size, sha256, inputs, outputs, error)
+             VALUES ($1::uuid, $2::oid, $3, $4, $5, $6::jsonb, $7::jsonb, $8)
+             ON CONFLICT (revision_id) DO UPDATE SET oid = EXCLUDED.oid, object_key = EXCLUDED.object_key, size = EXCLUDED.size,
+               sha256 = EXCLUDED.sha256, inputs = EXCLUDED.inputs, outputs = EXCLUDED.outputs, error = EXCLUDED.error, created_at = now()
+             RETURNING size, sha256, oid, object_key, inputs, outputs, error`,
+            [
+              scope.revision.id, 'oid' in kept ? kept.oid : null, 'key' in kept ? kept.key : null, stored.size, stored.sha256,
+              failed ? null : JSON.stringify(inspection.inputs), failed ? null : JSON.stringify(inspection.outputs), failed ? inspection.error : null,
+            ],
+          );
+          const { rows: revisions } = await tx.query<RevisionRow>(
+            `UPDATE revisions r SET status = $2 WHERE r.id = $1::uuid RETURNING ${REVISION_COLUMNS}`,
+            [scope.revision.id, failed ? 'failed' : 'ready'],
+          );
+          return { revision: revisions[0]!, model: models[0]! };
         });
         if (row.model.error !== null) {
           throw new ServiceError('invalid_model', `ONNX Runtime could not open the model, so the revision is failed: ${row.model.error}`);
         }
-        return ok({ revision: revisionRecord(row.revision as never), model: modelRecord(row.model) });
+        return ok({ revision: revisionRecord(row.revision), model: modelRecord(row.model) });
       } finally {
         await rm(file, { force: true });
       }

@@ -134,29 +134,12 @@ export async function runRetentionSweep(q: Queryable, options: SweepOptions = {}
   const now = options.now ?? new Date((await q.query<{ now: string }>('SELECT now() AS now')).rows[0]!.now);
   const counts: SweepCounts = { executions_removed: 0, runs_removed: 0 };
 
-  const defaultDays = limitById(EXECUTION_RETENTION).default as number;
-  const overridden = await overriddenRetentions(q, EXECUTION_RETENTION);
-  let shortest = defaultDays;
-  for (const { days } of overridden) if (days !== null && days < shortest) shortest = days;
-  const widestCutoff = new Date(now.getTime() - shortest * DAY_MS);
-  const blobIds = overridden.map((b) => b.blobId);
-  const days = overridden.map((b) => b.days);
-
-  // The first batch starts before every row; each next one after the last row the previous read.
-  let after = { endedAt: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const { rows } = await q.query<BatchRow>(SWEEP_BATCH_SQL, [
-      now, widestCutoff, defaultDays, blobIds, days, batchSize, after.endedAt, after.id,
-    ]);
-    const batch = rows[0]!;
-    counts.executions_removed += batch.removed;
+  const batching = { batchSize, signal: options.signal };
+  await sweepBatches(q, EXECUTION_RETENTION, SWEEP_BATCH_SQL, now, batching, (removed) => {
+    counts.executions_removed += removed;
     options.onProgress?.({ ...counts });
-    if (batch.scanned < batchSize || batch.last_ended_at === null || batch.last_id === null) break;
-    after = { endedAt: batch.last_ended_at, id: batch.last_id };
-  }
-
-  await sweepScheduleRuns(q, now, batchSize, options.signal, (removed) => {
+  });
+  await sweepBatches(q, RUN_RETENTION, RUNS_BATCH_SQL, now, batching, (removed) => {
     counts.runs_removed += removed;
     options.onProgress?.({ ...counts });
   });
@@ -196,24 +179,28 @@ const RUNS_BATCH_SQL = `
          (SELECT id FROM last) AS last_id`;
 
 /**
- * Schedule runs past `scheduler.run_retention_days` of their scheduler blob (age counted from the
- * fire; `null` keeps them forever), batched like the executions. Returns how many it removed.
+ * Removes, batch by batch, the rows `batchSql` examines that are past `limitId` of their own
+ * blob: finished executions (SWEEP_BATCH_SQL) or schedule runs (RUNS_BATCH_SQL), whose statements
+ * take the same parameters. One query first resolves the retention of every blob an override
+ * reaches; each batch is then one statement in its own transaction, read from the index after the
+ * previous batch's last row, so the sweep never holds locks for long and can stop between batches.
  */
-async function sweepScheduleRuns(q: Queryable, now: Date, batchSize: number, signal: AbortSignal | undefined, onBatch: (removed: number) => void): Promise<void> {
-  const defaultDays = limitById(RUN_RETENTION).default as number;
-  const overridden = await overriddenRetentions(q, RUN_RETENTION);
+async function sweepBatches(q: Queryable, limitId: RetentionLimit, batchSql: string, now: Date, options: { batchSize: number; signal: AbortSignal | undefined }, onBatch: (removed: number) => void): Promise<void> {
+  const defaultDays = limitById(limitId).default as number;
+  const overridden = await overriddenRetentions(q, limitId);
   let shortest = defaultDays;
   for (const { days } of overridden) if (days !== null && days < shortest) shortest = days;
   const widestCutoff = new Date(now.getTime() - shortest * DAY_MS);
   const blobIds = overridden.map((b) => b.blobId);
   const days = overridden.map((b) => b.days);
+  // The first batch starts before every row; each next one after the last row the previous read.
   let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
   for (;;) {
-    signal?.throwIfAborted();
-    const { rows } = await q.query<BatchRow>(RUNS_BATCH_SQL, [now, widestCutoff, defaultDays, blobIds, days, batchSize, after.at, after.id]);
+    options.signal?.throwIfAborted();
+    const { rows } = await q.query<BatchRow>(batchSql, [now, widestCutoff, defaultDays, blobIds, days, options.batchSize, after.at, after.id]);
     const batch = rows[0]!;
     onBatch(batch.removed);
-    if (batch.scanned < batchSize || batch.last_ended_at === null || batch.last_id === null) break;
+    if (batch.scanned < options.batchSize || batch.last_ended_at === null || batch.last_id === null) break;
     after = { at: batch.last_ended_at, id: batch.last_id };
   }
 }

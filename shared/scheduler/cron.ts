@@ -153,26 +153,22 @@ const TRANSITION_YEARS = 28;
  * day, and the days matched across a 28-year calendar window), and real time differs from wall
  * time only around a clock change, where croner's own fires are walked — once per distinct
  * situation (the change's time, its size, which nearby days match), plus, for each change, the
- * one pair of fires that straddles it. With `atLeast`, stops as soon as a gap below it is found
- * (the answer is then some gap below `atLeast`, not necessarily the shortest).
+ * one pair of fires that straddles it.
  */
-export function shortestGapSeconds(parsed: ParsedCron, atLeast = 0): number {
+export function shortestGapSeconds(parsed: ParsedCron): number {
   const key = `${parsed.timezone} ${parsed.expression}`;
   const known = gapCache.get(key);
   if (known !== undefined) return known;
-  const gap = computeShortestGap(parsed, atLeast);
-  // Only an exact answer is kept (one cut short by atLeast is merely some gap below it).
-  if (gap >= atLeast) {
-    if (gapCache.size >= 1000) gapCache.delete(gapCache.keys().next().value!);
-    gapCache.set(key, gap);
-  }
+  const gap = computeShortestGap(parsed);
+  if (gapCache.size >= 1000) gapCache.delete(gapCache.keys().next().value!);
+  gapCache.set(key, gap);
   return gap;
 }
 
 /** Shortest gaps already computed, by zone and expression (a day's clock changes barely move them). */
 const gapCache = new Map<string, number>();
 
-function computeShortestGap(parsed: ParsedCron, atLeast: number): number {
+function computeShortestGap(parsed: ParsedCron): number {
   const times = timesOfDay(parsed.pattern);
   let withinDay = Infinity;
   for (let i = 1; i < times.length; i++) withinDay = Math.min(withinDay, times[i]! - times[i - 1]!);
@@ -180,7 +176,6 @@ function computeShortestGap(parsed: ParsedCron, atLeast: number): number {
   const dayGap = shortestDayGap(parts.slice(-3).join(' '));
   const spread = times.at(-1)! - times[0]!;
   let shortest = Math.min(withinDay, dayGap * DAY - spread);
-  if (shortest < atLeast) return shortest;
 
   const cron = parsed.cron;
   const dayMatcher = new Cron(`0 0 0 ${parts.slice(-3).join(' ')}`, { utcOffset: 0, paused: true, mode: '6-part' });
@@ -196,7 +191,6 @@ function computeShortestGap(parsed: ParsedCron, atLeast: number): number {
   // The straddling pair found last: a change before its second fire straddles the same pair.
   let pairEnd = -Infinity;
   for (const change of transitionsOf(parsed.timezone, Date.now(), TRANSITION_YEARS)) {
-    if (shortest < atLeast) break;
     const wallSeconds = (((change.at / 1000 + change.fromMinutes * 60) % DAY) + DAY) % DAY;
     const key = `${change.toMinutes - change.fromMinutes}:${wallSeconds}:${[-1, 0, 1].map((d) => matchesWallDay(change.at, change.fromMinutes, d)).join('')}`;
     const bothSides = walked.get(key);

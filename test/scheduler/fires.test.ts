@@ -165,8 +165,8 @@ t.test('ops: schedules by organization or blob, fireScheduleNow, and the reconci
 
 t.test('the retention sweep removes runs fired longer ago than scheduler.run_retention_days', async (t) => {
   const schedule = await createSchedule(alice, {});
-  await graphqlFire(schedule.id);
-  await graphqlFire(schedule.id);
+  await fireNow(schedule.id);
+  await fireNow(schedule.id);
   const list = await runs(schedule.id);
   t.equal(list.length, 2);
   await db.query(`UPDATE schedule_runs SET fired_at = now() - interval '31 days' WHERE id = $1`, [list[1].id]);
@@ -181,7 +181,7 @@ t.test('the retention sweep removes runs fired longer ago than scheduler.run_ret
   t.equal((await runs(schedule.id)).length, 1, 'null keeps them forever');
 });
 
-async function graphqlFire(scheduleId: string): Promise<void> {
+async function fireNow(scheduleId: string): Promise<void> {
   const { fireSchedule } = await import('../../shared/scheduler/fire.ts');
   await fireSchedule(db, boss, { scheduleId, dueAt: null });
 }

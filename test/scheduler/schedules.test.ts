@@ -196,3 +196,14 @@ t.test('list_schedules pages ten at a time, newest first; an alias is unique in 
   t.equal(taken.status, 409);
   t.equal(taken.body.error, 'alias_taken');
 });
+
+t.test('list_schedules resumed from a schedule deleted between pages fails as a server error', async (t) => {
+  const own = await scheduler(alice, flow.orgId);
+  await setOverride(app, 'scheduler.schedules_per_revision', 'blob', own.blobId, 30);
+  for (let i = 0; i < 11; i++) await command(app, alice, own.rev, 'create_schedule', { cron: `${i} 1 * * *`, target });
+  const first = await command(app, alice, own.rev, 'list_schedules', {});
+  await command(app, alice, own.rev, 'delete_schedule', { schedule_id: first.last_session_id });
+  const resumed = await post(alice, own.rev, 'list_schedules', { start_session_id: first.last_session_id });
+  t.equal(resumed.status, 500);
+  t.equal(resumed.body.error, 'cursor_record_deleted');
+});
