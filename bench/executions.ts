@@ -13,6 +13,12 @@ export interface CreateOptions {
   count: number;
   /** Calls in flight per workload's socket. */
   window: number;
+  /**
+   * Calls in flight in all instead: the i-th execution goes to workload i mod n, whichever lane
+   * is free sends it. So 1,000 organizations get the same creation pressure as one (a window per
+   * workload would put 1,000 creates in flight at once).
+   */
+  inFlight?: number;
   /** Unset: as fast as the window allows. Set: at most this many creates per second in all. */
   ratePerSecond?: number;
   /** Input of the `i`-th execution (default `{n: i}`). */
@@ -41,7 +47,16 @@ export async function createMany(system: Pick<System, 'wsUrl'>, workloads: reado
         ids[i] = await createExecution(socket, workload, Math.floor(i / workloads.length), options.input?.(i) ?? { n: i });
       }
     };
-    await Promise.all(workloads.flatMap((workload, w) => Array.from({ length: options.window }, () => lane(sockets[w]!, workload))));
+    const sharedLane = async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= options.count) return;
+        const w = i % workloads.length;
+        ids[i] = await createExecution(sockets[w]!, workloads[w]!, Math.floor(i / workloads.length), options.input?.(i) ?? { n: i });
+      }
+    };
+    if (options.inFlight !== undefined) await Promise.all(Array.from({ length: options.inFlight }, sharedLane));
+    else await Promise.all(workloads.flatMap((workload, w) => Array.from({ length: options.window }, () => lane(sockets[w]!, workload))));
   } finally {
     for (const socket of sockets) socket.close();
   }

@@ -134,13 +134,15 @@ async function rssMiB(pid: number): Promise<{ runner: number; children: number }
   return { runner: await rssOf(pid), children };
 }
 
-async function opsSandbox(system: System): Promise<{ isolatesLive: number; contexts: number } | null> {
+interface SandboxFigures { isolatesLive: number; contexts: number; contextsMade: number; contextsReused: number; isolatesRecycled: number }
+
+async function opsSandbox(system: System): Promise<SandboxFigures | null> {
   const res = await fetch(system.opsUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${system.opsToken}` },
-    body: JSON.stringify({ query: '{ runners { alive sandbox { isolatesLive contexts } } }' }),
+    body: JSON.stringify({ query: '{ runners { alive sandbox { isolatesLive contexts contextsMade contextsReused isolatesRecycled } } }' }),
   });
-  const body = (await res.json()) as { data?: { runners: Array<{ alive: boolean; sandbox: { isolatesLive: number; contexts: number } | null }> } };
+  const body = (await res.json()) as { data?: { runners: Array<{ alive: boolean; sandbox: SandboxFigures | null }> } };
   return body.data?.runners.find((r) => r.alive)?.sandbox ?? null;
 }
 
@@ -153,8 +155,9 @@ interface TenantsRow {
 
 async function tenantsBatch(system: System, workloads: Workload[], label: string): Promise<TenantsRow> {
   await system.sql.query('VACUUM (ANALYZE)');
-  // At least 64 creates in flight either way, so both batches keep the runner saturated.
-  const ids = await createMany(system, workloads, { count: EXECUTIONS, window: Math.max(1, Math.ceil(64 / workloads.length)) });
+  // 64 creates in flight either way, so both batches keep the runner saturated under the same
+  // creation pressure (one socket per organization).
+  const ids = await createMany(system, workloads, { count: EXECUTIONS, window: 1, inFlight: 64 });
   await waitForEnd(system.sql, ids, 180_000);
   const span = await batchSpan(system.sql, ids);
   const { toStart } = await executionLatencies(system.sql, ids);
@@ -240,6 +243,8 @@ export async function isolationBench(): Promise<IsolationReport> {
     log(`many tenants: creating ${TENANTS} organizations`);
     const many: Workload[] = [];
     for (let i = 0; i < TENANTS; i++) many.push(await createWorkload(system, BENCH_GRAPH, { sessions: 1, quota: 1_000_000 }));
+    await sleep(6000); // one heartbeat carries the runner's sandbox counters to the ops API
+    const before = await opsSandbox(system);
     log(`many tenants: ${EXECUTIONS} executions round robin over ${TENANTS} organizations`);
     const spread = await tenantsBatch(system, many, `${TENANTS} organizations`);
     const ratio = spread.perSecond / one.perSecond;
@@ -254,6 +259,11 @@ export async function isolationBench(): Promise<IsolationReport> {
     rows.push(['    its sandbox child processes (4 isolates of <= 64 MiB heap)', `${fmt(rss.children, 0)} MiB`, '-', '']);
     const sandbox = await opsSandbox(system);
     rows.push(['many tenants: isolates / contexts alive at the end', sandbox ? `${sandbox.isolatesLive} / ${sandbox.contexts}` : '-', '-', '']);
+    if (sandbox && before) {
+      const made = sandbox.contextsMade - before.contextsMade;
+      const reused = sandbox.contextsReused - before.contextsReused;
+      rows.push([`    ${TENANTS} organizations: contexts made / reused, isolates recycled`, `${made} / ${reused}, ${sandbox.isolatesRecycled - before.isolatesRecycled}`, '-', '']);
+    }
     }
     if (PARTS.has('neighbour')) {
     log(`noisy neighbour: B alone, ${RATE}/s for ${SECONDS} s`);

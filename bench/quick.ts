@@ -7,7 +7,7 @@
  * CPU and context switches per execution by thread (the engine worker thread is the busiest
  * `WorkerThread`; isolated-vm's threads carry the same name). The full report with its targets is
  * `npm run bench`; this is the inner loop of tuning.
- *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--drain [--threads]] [--profile DIR]
+ *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--orgs 8] [--window 8 | --in-flight 64] [--drain [--threads]] [--profile DIR]
  */
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -24,6 +24,7 @@ const { values: args } = parseArgs({
     runners: { type: 'string', default: '1' },
     orgs: { type: 'string', default: '8' },
     window: { type: 'string', default: '8' },
+    'in-flight': { type: 'string' },
     profile: { type: 'string' },
     drain: { type: 'boolean', default: false },
     threads: { type: 'boolean', default: false },
@@ -35,7 +36,8 @@ async function batch(system: System, workloads: Workload[], count: number): Prom
   const postmaster = await postmasterPid(system.sql);
   const before = await cpuSnapshot(groups, postmaster);
   const started = performance.now();
-  const ids = await createMany(system, workloads, { count, window: Number(args.window) });
+  const inFlight = args['in-flight'] === undefined ? {} : { inFlight: Number(args['in-flight']) };
+  const ids = await createMany(system, workloads, { count, window: Number(args.window), ...inFlight });
   const createSeconds = (performance.now() - started) / 1000;
   await waitForEnd(system.sql, ids, 120_000);
   const cpu = cpuSpent(before, await cpuSnapshot(groups, postmaster));

@@ -3,13 +3,15 @@
  *   ./node_modules/.bin/node --no-node-snapshot bench/sandbox.ts [runs]
  * "latency" leaves the pool a moment between runs (a node run arriving at an idle runner);
  * "back-to-back" starts each run as the last one returns. Runs are of one tenant, so they reuse
- * its context, except "new tenant" (every run of another tenant, so a context is made and locked
- * down each time; the pool's spare absorbs that when the runner idles) and "context alone".
+ * its context, except "new tenant" (every run of another tenant, so a context is
+ * made from the context snapshot each time; the pool's spare absorbs that when the runner
+ * idles) and the two "context" rows (a context alone, from the snapshot and without it).
  * "cpu/run" is process CPU (all threads: this one, the isolate's, piscina's) over the batch, per
  * run. "code pool" sends the trivial run through the runner's piscina pool (runner/worker-pool.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import ivm from 'isolated-vm';
+import { contextSnapshot } from '../sandbox/context-snapshot.ts';
 import { contextRecipe, prepareContext, type HostApi } from '../sandbox/host-bridge.ts';
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
 import { defaultBounds, type CodeRequest } from '../sandbox/messages.ts';
@@ -53,21 +55,17 @@ async function measure(pool: IsolatePool, next: (i: number) => CodeRequest, paus
 }
 
 /**
- * createContext + bootstrap + lockdown + runtime module, on an idle isolate: `first` makes a new
- * isolate each time, whose first context walks the realm; otherwise contexts follow the plan.
+ * A context ready for its first run, on an idle isolate: from the context snapshot (what the
+ * pool does) or, `fromSnapshot` false, with the bootstrap and the whole lockdown run in it (the
+ * fallback when V8 refuses a snapshot).
  */
-function contextCost(count: number, first: boolean): string {
-  let isolate = new ivm.Isolate({ memoryLimit: 64 });
-  let recipe = contextRecipe(isolate, defaultBounds);
+function contextCost(count: number, fromSnapshot: boolean): string {
+  const snapshot = fromSnapshot ? contextSnapshot() : null;
+  const isolate = new ivm.Isolate({ memoryLimit: 64, ...(snapshot ? { snapshot } : {}) });
+  const recipe = contextRecipe(isolate, defaultBounds, snapshot !== null);
   const samples: number[] = [];
   let cpu = 0;
   for (let i = 0; i < count; i++) {
-    if (first && i > 0) {
-      recipe.plan?.release();
-      isolate.dispose();
-      isolate = new ivm.Isolate({ memoryLimit: 64 });
-      recipe = contextRecipe(isolate, defaultBounds);
-    }
     const before = process.cpuUsage();
     const start = performance.now();
     prepareContext(isolate, recipe).release();
@@ -75,7 +73,6 @@ function contextCost(count: number, first: boolean): string {
     const used = process.cpuUsage(before);
     cpu += (used.user + used.system) / 1000;
   }
-  recipe.plan?.release();
   isolate.dispose();
   return summary(samples.slice(Math.floor(count / 10)), cpu / count);
 }
@@ -94,8 +91,8 @@ console.log(`vetted import, latency:     ${await measure(pool, () => withImport,
 const fewer = Math.max(50, Math.floor(runs / 10));
 console.log(`new tenant, back-to-back:   ${await measure(pool, (i) => request('export default (input) => input', [], `tenant-${i}`), false, fewer)}`);
 console.log(`no tenant, back-to-back:    ${await measure(pool, () => request('export default (input) => input', [], null), false, fewer)}`);
-console.log(`context alone:              ${contextCost(fewer, false)}`);
-console.log(`first context of isolate:   ${contextCost(Math.min(fewer, 50), true)}`);
+console.log(`context from snapshot:      ${contextCost(fewer, true)}`);
+console.log(`context without snapshot:   ${contextCost(fewer, false)}`);
 console.log('pool', JSON.stringify(pool.stats()));
 await pool.dispose();
 

@@ -213,13 +213,14 @@ async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promi
 
 /** What the ops API shows of this thread's sandbox: isolates, and the organizations holding or waiting for them. */
 function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
-  const stats = sandbox.stats().pool ?? { live: 0, busy: 0, idle: 0, waiting: 0, contexts: 0, tenants: [] };
+  const stats = sandbox.stats().pool ?? { live: 0, busy: 0, idle: 0, waiting: 0, contexts: 0, contextsCreated: 0, contextsReused: 0, recycled: 0, tenants: [] };
   const tenants = stats.tenants
     .filter((row) => row.tenant !== '')
     .sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy))
     .slice(0, MAX_SNAPSHOT_TENANTS)
     .map((row) => ({ orgId: row.tenant, waiting: row.waiting, busy: row.busy }));
-  return { isolatesLive: stats.live, isolatesBusy: stats.busy, isolatesIdle: stats.idle, runsWaiting: stats.waiting, contexts: stats.contexts, tenants };
+  return { isolatesLive: stats.live, isolatesBusy: stats.busy, isolatesIdle: stats.idle, runsWaiting: stats.waiting, contexts: stats.contexts,
+    contextsMade: stats.contextsCreated, contextsReused: stats.contextsReused, isolatesRecycled: stats.recycled, tenants };
 }
 
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */

@@ -116,6 +116,10 @@ export const sandboxSnapshotSchema = z.strictObject({
   isolatesIdle: z.number(),
   runsWaiting: z.number(),
   contexts: z.number(),
+  /** Since the sandbox child process started: contexts made, runs that found theirs kept, isolates retired for their heap or run count. */
+  contextsMade: z.number(),
+  contextsReused: z.number(),
+  isolatesRecycled: z.number(),
   /** Organizations with runs holding or waiting for an isolate, the busiest first (at most `MAX_SNAPSHOT_TENANTS`). */
   tenants: z.array(z.strictObject({ orgId: z.string(), waiting: z.number(), busy: z.number() })),
 });

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import ivm from 'isolated-vm';
 import { isServiceError } from '../shared/errors.ts';
-import { ISOLATE_SOURCE } from './isolate-source.ts';
+import { BOOT_GLOBAL, bootScript } from './context-snapshot.ts';
 import { logLevels, type CodeError, type LogLevel, type SandboxBounds } from './messages.ts';
 
 /**
@@ -119,28 +119,26 @@ const RUNTIME_SPECIFIER = 'sandbox:runtime';
 const DRIVER_SOURCE = "import * as code from 'sandbox:code';\nimport { run } from 'sandbox:runtime';\nrun(code);\n";
 const CODE_SPECIFIER = 'sandbox:code';
 
-function compileBootstrap(isolate: ivm.Isolate): ivm.Script {
-  return isolate.compileScriptSync(ISOLATE_SOURCE, { filename: 'sandbox:bootstrap' });
-}
-
-/** What `prepareContext` needs of its isolate; `plan` is filled in by the first context. */
+/** What `prepareContext` needs of its isolate. */
 export interface ContextRecipe {
-  bootstrap: ivm.Script;
+  /** The bootstrap to run in each context; null when the isolate was made from the context snapshot. */
+  bootstrap: ivm.Script | null;
   bounds: SandboxBounds;
-  /** The lockdown plan of this isolate's first context (lockdown-source.ts), once there is one. */
-  plan: ivm.ExternalCopy<unknown[]> | null;
 }
 
-/** Compiles the bootstrap once per isolate; the Script runs in every context of it. */
-export function contextRecipe(isolate: ivm.Isolate, bounds: SandboxBounds): ContextRecipe {
-  return { bootstrap: compileBootstrap(isolate), bounds, plan: null };
+/** `fromSnapshot`: the isolate was made with `contextSnapshot()`, so its contexts come bootstrapped. */
+export function contextRecipe(isolate: ivm.Isolate, bounds: SandboxBounds, fromSnapshot: boolean): ContextRecipe {
+  return {
+    bootstrap: fromSnapshot ? null : isolate.compileScriptSync(bootScript([]), { filename: 'sandbox:bootstrap' }),
+    bounds,
+  };
 }
 
 /**
- * Creates a fresh context, runs the bootstrap (and so the lockdown) in it and wires the runtime
- * module. Synchronous: it runs only our own code, on an idle isolate. It costs about a
- * millisecond of CPU (the first context of an isolate, which walks the realm, a few: see
- * bench/sandbox.ts), which is why contexts are kept per tenant.
+ * Creates a context (from the snapshot, bootstrapped and mostly frozen, or bootstrapped here),
+ * hands it the host's callbacks and finishes its lockdown, and wires the runtime module.
+ * Synchronous: it runs only our own code, on an idle isolate. ≈ 0.5 ms of CPU from the snapshot
+ * (bench/sandbox.ts), which is still more than a warm run, so contexts are kept per tenant.
  */
 export function prepareContext(isolate: ivm.Isolate, recipe: ContextRecipe): PreparedContext {
   const port = new BridgePort();
@@ -148,21 +146,20 @@ export function prepareContext(isolate: ivm.Isolate, recipe: ContextRecipe): Pre
   const handles: Array<{ release(): void }> = [context];
   const temporary: Array<{ release(): void }> = [];
   try {
-    const boot = recipe.bootstrap.runSync(context, { reference: true, timeout: 1000 }) as ivm.Reference;
-    temporary.push(boot);
-    const api = boot.applySync(undefined, [
+    recipe.bootstrap?.runSync(context, { timeout: 1000 });
+    const api = context.global.getSync(BOOT_GLOBAL, { reference: true }) as ivm.Reference;
+    temporary.push(api);
+    const wire = api.getSync(5, { reference: true }) as ivm.Reference;
+    temporary.push(wire);
+    wire.applySync(undefined, [
       // Synchronous: the isolate waits until the host has registered the call or log, so nothing
       // it sent can arrive after its result (a lost log, a call the host never saw).
       new ivm.Callback((call: unknown, op: unknown, json: unknown) => port.onSend(call, op, json)),
       new ivm.Callback((level: unknown, text: unknown) => port.onLog(level, text)),
       new ivm.Callback((size: unknown) => port.onEntropy(size)),
       JSON.stringify(recipe.bounds),
-      recipe.plan ? recipe.plan.copyInto({ release: false }) : undefined,
-    ], { result: { reference: true }, timeout: 1000 }) as ivm.Reference;
-    temporary.push(api);
-    // Kept as a copy of plain data (numbers and strings), so no object of one context ever
-    // reaches another.
-    recipe.plan ??= new ivm.ExternalCopy(api.getSync(5, { copy: true }) as unknown[]);
+      BOOT_GLOBAL,
+    ], { timeout: 1000 });
     const [begin, start, result, wait, deliver] = [0, 1, 2, 3, 4].map((index) => {
       const handle = api.getSync(index, { reference: true }) as ivm.Reference;
       handles.push(handle);

@@ -16,6 +16,7 @@
  */
 import ivm from 'isolated-vm';
 import { FairQueue } from './fair-queue.ts';
+import { contextSnapshot } from './context-snapshot.ts';
 import { contextRecipe, prepareContext, type ContextRecipe, type PreparedContext } from './host-bridge.ts';
 import { defaultBounds, type SandboxBounds } from './messages.ts';
 import { vettedSet, type VettedSet } from './modules.ts';
@@ -60,6 +61,8 @@ export interface IsolatePoolOptions {
   abandonGraceMs?: number;
   /** Bounds applied to every run; see messages.ts. */
   bounds?: Partial<SandboxBounds>;
+  /** Make contexts from the context snapshot (context-snapshot.ts). Default true; false runs the bootstrap in each context, the fallback when V8 refuses a snapshot. */
+  contextSnapshot?: boolean;
   /** The vetted module set (default: sandbox/vetted/). */
   vetted?: VettedSet;
   /**
@@ -145,12 +148,12 @@ export class IsolateLease {
   /** Set by the run holding the lease, to hear of a catastrophic error at once. */
   onCatastrophe: ((message: string) => void) | null = null;
 
-  constructor(isolate: ivm.Isolate, bounds: SandboxBounds, maxContexts: number, contextBudget: number, counters: ContextCounters) {
+  constructor(isolate: ivm.Isolate, fromSnapshot: boolean, bounds: SandboxBounds, maxContexts: number, contextBudget: number, counters: ContextCounters) {
     this.isolate = isolate;
     this.#maxContexts = maxContexts;
     this.#contextBudget = contextBudget;
     this.#counters = counters;
-    this.#recipe = contextRecipe(isolate, bounds);
+    this.#recipe = contextRecipe(isolate, bounds, fromSnapshot);
   }
 
   /** True when a context of `tenant` is kept here. */
@@ -225,8 +228,6 @@ export class IsolateLease {
     this.#spare = null;
     for (const context of this.#contexts.values()) context.release();
     this.#contexts.clear();
-    this.#recipe.plan?.release();
-    this.#recipe.plan = null;
     if (this.isolate.isDisposed || this.catastrophe !== null) return;
     this.disposedBy = cause;
     try {
@@ -240,6 +241,7 @@ export class IsolateLease {
 /** A pool of warm isolates; see the module comment. Creates nothing until asked. */
 export class IsolatePool {
   readonly bounds: Readonly<SandboxBounds>;
+  readonly #useSnapshot: boolean;
   readonly vetted: VettedSet;
   readonly memoryMb: number;
   readonly hostSettleMs: number;
@@ -282,6 +284,7 @@ export class IsolatePool {
     this.hostSettleMs = options.hostSettleMs ?? 5000;
     this.#abandonGraceMs = options.abandonGraceMs ?? 2000;
     this.bounds = Object.freeze({ ...defaultBounds, ...options.bounds });
+    this.#useSnapshot = options.contextSnapshot ?? true;
     this.vetted = options.vetted ?? vettedSet();
     this.#onDegraded = options.onDegraded;
   }
@@ -541,8 +544,10 @@ export class IsolatePool {
 
   #create(): IsolateLease {
     let lease: IsolateLease | undefined;
+    const snapshot = this.#useSnapshot ? contextSnapshot() : null;
     const isolate = new ivm.Isolate({
       memoryLimit: this.memoryMb,
+      ...(snapshot ? { snapshot } : {}),
       onCatastrophicError: (message: string) => {
         this.#stats.catastrophic++;
         this.#degrade(`isolated-vm reported a catastrophic error: ${message}`, lease?.tenant || undefined);
@@ -553,7 +558,7 @@ export class IsolatePool {
     });
     this.#created.add(isolate);
     try {
-      lease = new IsolateLease(isolate, this.bounds, this.#maxContexts, this.#contextBudget, this.#contextCounters);
+      lease = new IsolateLease(isolate, snapshot !== null, this.bounds, this.#maxContexts, this.#contextBudget, this.#contextCounters);
     } catch (error) {
       isolate.dispose();
       throw error;

@@ -2,7 +2,8 @@
  * The JavaScript that runs once inside every new context, before any user code: it builds
  * `console`, `crypto` and the per-run machinery (`ctx`, host calls, logs, randomness), then
  * freezes the realm (sandbox/lockdown-source.ts). It is a string because it executes in the
- * isolate, not in Node; host-bridge.ts compiles it once per isolate and runs it per context.
+ * isolate, not in Node; it runs once per process, in the snapshot every context is made from
+ * (context-snapshot.ts), or in each context when no snapshot could be made.
  *
  * A context serves many runs of one tenant. Everything a run may change lives in one run record
  * that `begin` replaces at the start of every run: host calls waiting or queued, log counters,
@@ -19,9 +20,13 @@
  * - Host answers arrive as JSON text and are parsed here, so every value user code sees was made
  *   inside the isolate.
  *
- * The completion value is `bootstrap(send, log, entropy, boundsJson, lockdownPlan)`, which returns
- * `[begin, start, result, wait, deliver, plan]`, the last the lockdown plan (lockdown-source.ts) to
- * pass to the next context's bootstrap, the others for the host to hold as References:
+ * The source is the function `bootstrap(late)`; `late` is what lockdown leaves for its second
+ * phase (lockdown-source.ts), or null for the probe that finds it. It returns
+ * `[begin, start, result, wait, deliver, wire, probe]` for the host to hold as References (probe
+ * is the probe's finding, else null):
+ * - `wire(send, log, entropy, boundsJson, bootGlobal)` hands over the host's callbacks and this
+ *   pool's bounds, deletes the global `bootGlobal` (the property the host reached the bootstrap
+ *   through) and finishes the lockdown; once per context, before any run;
  * - `begin(inputJson, executionId, sessionId, node)` opens a run (before its module is evaluated);
  * - `start(namespace)` is called by the run's driver module once the code's module has evaluated
  *   (host-bridge.ts), and calls its default export;
@@ -32,7 +37,7 @@
  */
 import { LOCKDOWN_SOURCE } from './lockdown-source.ts';
 
-export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy, boundsJson, lockdownPlan) {
+export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
   'use strict';
   const G = globalThis;
   const create = Object.create;
@@ -61,7 +66,12 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
   const typedOffset = getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get;
   const typedLength = getOwnPropertyDescriptor(typedArrayProto, 'byteLength').get;
   const typedTag = getOwnPropertyDescriptor(typedArrayProto, Symbol.toStringTag).get;
-  const bounds = jsonParse(boundsJson);
+  // Host callbacks and bounds, handed over by wire(): a context is made from a snapshot taken
+  // before any host or pool existed.
+  let send;
+  let log;
+  let entropy;
+  let bounds;
 
   // Run phases.
   const BEGUN = 1;
@@ -425,7 +435,17 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(send, log, entropy,
   for (let i = 0; i < errorNames.length; i++) {
     if (typeof G[errorNames[i]] === 'function') errorPrototypes.push(G[errorNames[i]].prototype);
   }
-  const plan = lockdown([LimitExceeded], errorPrototypes, lockdownPlan);
+  const locked = lockdown([LimitExceeded], errorPrototypes, late);
+  if (late === null) return [begin, start, result, wait, deliver, null, locked];
 
-  return [begin, start, result, wait, deliver, plan];
+  function wire(sendFn, logFn, entropyFn, boundsJson, bootGlobal) {
+    if (bounds !== undefined) throw new TypeErrorCtor('This context is wired already.');
+    send = sendFn;
+    log = logFn;
+    entropy = entropyFn;
+    bounds = jsonParse(boundsJson);
+    locked([bootGlobal]);
+  }
+
+  return [begin, start, result, wait, deliver, wire, null];
 })`;

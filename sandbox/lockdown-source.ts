@@ -22,11 +22,26 @@
  * SES calls override taming). Hot methods (Array.prototype.push, Promise.prototype.then) are left
  * as data properties: an accessor there would cost every call.
  *
- * The source is the function `lockdown(extraRoots, errorPrototypes, plan)`: sandbox/isolate-source.ts
- * calls it at the end of the bootstrap, after console, crypto and the per-run Error.prepareStackTrace
- * slot are installed, and returns its plan to the host (see the walk below).
+ * The source is the function `lockdown(extraRoots, errorPrototypes, late)`, called at the end of
+ * the bootstrap (sandbox/isolate-source.ts) after console, crypto and the per-run
+ * Error.prepareStackTrace slot are installed. It works in two phases, because contexts are made
+ * from a V8 snapshot of an isolate where the bootstrap already ran (sandbox/context-snapshot.ts):
+ *
+ * 1. At snapshot time it walks the realm and freezes every object it reaches, except globalThis
+ *    and the objects listed in `late`: V8 adds properties to a few intrinsics each time it makes a
+ *    context from a snapshot (Error.stackTraceLimit, Promise.try, RegExp.escape, Float16 methods
+ *    of DataView.prototype, the dispose symbols of the iterator prototypes, … depending on the V8
+ *    version), and it aborts the process when one of them is frozen. `late` is found by a probe
+ *    snapshot (`late` = null: nothing is frozen, the own keys of every object reached are
+ *    returned for comparison with a context made from it).
+ * 2. `finish()`, per context, before any user code: deletes the globals that must not exist
+ *    (V8 adds WebAssembly back after a snapshot), freezes globalThis, the late objects and the
+ *    intrinsics only an instance can reach that a snapshot cannot hold (Intl segments, CallSite),
+ *    walking from them into whatever is not frozen yet: ~70 objects instead of ~770.
+ *
+ * Without a snapshot (the fallback) both phases run in each context, at twice the cost.
  */
-export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPrototypes, plan) {
+export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPrototypes, late) {
   'use strict';
   const G = globalThis;
   const freeze = Object.freeze;
@@ -40,7 +55,6 @@ export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPro
   const StringCtor = String;
 
   const removed = ['WebAssembly', 'SharedArrayBuffer', 'Atomics', 'FinalizationRegistry', 'WeakRef'];
-  for (let i = 0; i < removed.length; i++) delete G[removed[i]];
   const statics = ['input', '$_', 'lastMatch', '$&', 'lastParen', '$+', 'leftContext', '$' + '\x60', 'rightContext', "$'",
     '$1', '$2', '$3', '$4', '$5', '$6', '$7', '$8', '$9'];
   for (let i = 0; i < statics.length; i++) {
@@ -87,79 +101,91 @@ export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPro
     getOwnPropertyDescriptor((function () { 'use strict'; return arguments; })(), 'callee').get,
     getOwnPropertyDescriptor(new Error('probe'), 'stack').get,
   );
-  if (typeof Intl === 'object' && typeof Intl.Segmenter === 'function') {
-    const segments = new Intl.Segmenter().segment('a');
-    roots.push(segments, segments[Symbol.iterator]());
-  }
-  // CallSite objects exist only inside Error.prepareStackTrace, and their prototype is mutable.
-  const previous = Error.prepareStackTrace;
-  let frames;
-  Error.prepareStackTrace = (error, callSites) => callSites;
-  try {
-    frames = new Error('probe').stack;
-  } finally {
-    Error.prepareStackTrace = previous;
-  }
-  roots.push(frames[0]);
   for (let i = 0; i < roots.length; i++) {
     if (roots[i] === null || (typeof roots[i] !== 'object' && typeof roots[i] !== 'function')) throw new TypeErrorCtor('lockdown found no intrinsic at root ' + i);
   }
 
-  // The objects to freeze, roots first. Every context of an isolate has the same graph (the same
-  // V8 snapshot, the same bootstrap), so the first context walks it and records how each object
-  // was reached, as a plan of [parent index, how, key] steps (how: 0 data property, 1 getter,
-  // 2 setter, 3 [[Prototype]]; plus 4 when the key is the well-known symbol Symbol[key]). Later
-  // contexts follow the plan instead of walking: the walk reads a descriptor for every property
-  // of a cold realm and costs four times as much. Each step must land on an object, else the
-  // plan is not this realm's and lockdown fails (the context is not used).
+  // Phase 1: every object reachable from the roots, in a deterministic order (the probe and the
+  // snapshot must list the same objects at the same indices).
   const objects = roots.slice();
-  let steps = plan;
-  if (steps === undefined) {
-    steps = [];
-    const index = new Map();
-    for (let i = 0; i < roots.length; i++) if (!index.has(roots[i])) index.set(roots[i], i);
-    const visit = (parent, how, key, value) => {
-      if (value === null || (typeof value !== 'object' && typeof value !== 'function') || index.has(value)) return;
-      if (typeof key === 'symbol') {
-        const name = StringCtor(key.description).slice(7);
-        if (Symbol[name] !== key) throw new TypeErrorCtor('lockdown found a property keyed by ' + StringCtor(key));
-        how += 4;
-        key = name;
+  const index = new Map();
+  for (let i = 0; i < roots.length; i++) if (!index.has(roots[i])) index.set(roots[i], i);
+  const visit = (value) => {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function') || index.has(value)) return;
+    index.set(value, objects.length);
+    objects.push(value);
+  };
+  for (let at = 0; at < objects.length; at++) {
+    const value = objects[at];
+    visit(getPrototypeOf(value));
+    const keys = ownKeys(value);
+    for (let i = 0; i < keys.length; i++) {
+      const desc = getOwnPropertyDescriptor(value, keys[i]);
+      if (hasOwn(desc, 'value')) {
+        visit(desc.value);
+      } else {
+        visit(desc.get);
+        visit(desc.set);
       }
-      index.set(value, objects.length);
-      objects.push(value);
-      steps.push(parent, how, key);
+    }
+  }
+  if (late === null) {
+    const keys = [];
+    for (let i = 0; i < objects.length; i++) keys.push(ownKeys(objects[i]).map(StringCtor).join('\u0000'));
+    return { objects, keys };
+  }
+  const later = [G];
+  const skip = new Set(later);
+  for (let i = 0; i < late.length; i++) {
+    if (objects[late[i]] === undefined) throw new TypeErrorCtor('lockdown has no object ' + late[i]);
+    later.push(objects[late[i]]);
+    skip.add(objects[late[i]]);
+  }
+  for (let i = 0; i < objects.length; i++) {
+    if (skip.has(objects[i])) continue;
+    freeze(objects[i]);
+    if (!isFrozen(objects[i])) throw new TypeErrorCtor('lockdown could not freeze an intrinsic');
+  }
+
+  // Phase 2, per context: what the snapshot could not hold frozen, and everything not frozen
+  // that it leads to.
+  return function finish(extraGlobals) {
+    for (let i = 0; i < removed.length; i++) delete G[removed[i]];
+    for (let i = 0; i < extraGlobals.length; i++) delete G[extraGlobals[i]];
+    const todo = later.slice();
+    if (typeof Intl === 'object' && typeof Intl.Segmenter === 'function') {
+      const segments = new Intl.Segmenter().segment('a');
+      todo.push(getPrototypeOf(segments), getPrototypeOf(segments[Symbol.iterator]()));
+    }
+    // CallSite objects exist only inside Error.prepareStackTrace, and their prototype is mutable.
+    const previous = Error.prepareStackTrace;
+    let frames;
+    Error.prepareStackTrace = (error, callSites) => callSites;
+    try {
+      frames = new Error('probe').stack;
+    } finally {
+      Error.prepareStackTrace = previous;
+    }
+    todo.push(getPrototypeOf(frames[0]));
+    const pushOpen = (value) => {
+      if (value !== null && (typeof value === 'object' || typeof value === 'function') && !isFrozen(value)) todo.push(value);
     };
-    for (let at = 0; at < objects.length; at++) {
-      const value = objects[at];
-      visit(at, 3, null, getPrototypeOf(value));
+    while (todo.length > 0) {
+      const value = todo.pop();
+      if (isFrozen(value)) continue;
+      freeze(value);
+      if (!isFrozen(value)) throw new TypeErrorCtor('lockdown could not freeze an intrinsic');
+      pushOpen(getPrototypeOf(value));
       const keys = ownKeys(value);
       for (let i = 0; i < keys.length; i++) {
         const desc = getOwnPropertyDescriptor(value, keys[i]);
         if (hasOwn(desc, 'value')) {
-          visit(at, 0, keys[i], desc.value);
+          pushOpen(desc.value);
         } else {
-          visit(at, 1, keys[i], desc.get);
-          visit(at, 2, keys[i], desc.set);
+          pushOpen(desc.get);
+          pushOpen(desc.set);
         }
       }
     }
-  } else {
-    for (let i = 0; i < steps.length; i += 3) {
-      const parent = objects[steps[i]];
-      const how = steps[i + 1] & 3;
-      const key = steps[i + 1] >= 4 ? Symbol[steps[i + 2]] : steps[i + 2];
-      const value = how === 3 ? getPrototypeOf(parent)
-        : how === 0 ? getOwnPropertyDescriptor(parent, key).value
-        : how === 1 ? getOwnPropertyDescriptor(parent, key).get
-        : getOwnPropertyDescriptor(parent, key).set;
-      if (value === null || (typeof value !== 'object' && typeof value !== 'function')) throw new TypeErrorCtor('lockdown plan does not fit this realm');
-      objects.push(value);
-    }
-  }
-  for (let i = 0; i < objects.length; i++) {
-    freeze(objects[i]);
-    if (!isFrozen(objects[i])) throw new TypeErrorCtor('lockdown could not freeze an intrinsic');
-  }
-  return steps;
+  };
 }`;

@@ -13,6 +13,9 @@ interface SnapshotJson {
   isolatesIdle?: number;
   runsWaiting?: number;
   contexts?: number;
+  contextsMade?: number;
+  contextsReused?: number;
+  isolatesRecycled?: number;
   tenants?: Array<{ orgId: string; waiting: number; busy: number }>;
 }
 
@@ -45,6 +48,12 @@ export const sandboxOpsModule: OpsModule = {
       runsWaiting: Int!
       "Kept per-organization contexts."
       contexts: Int!
+      "Contexts made since the runner's sandbox processes started (each a tenant's first run on an isolate, or a run whose context was evicted)."
+      contextsMade: Float!
+      "Runs that found their organization's context kept, since the same start."
+      contextsReused: Float!
+      "Isolates retired for their heap use or run count (their contexts go with them), since the same start."
+      isolatesRecycled: Float!
       "Organizations with runs holding or waiting for an isolate, busiest first (at most 50)."
       organizations: [SandboxOrganization!]!
     }
@@ -82,6 +91,9 @@ export const sandboxOpsModule: OpsModule = {
           isolatesIdle: s.isolatesIdle ?? 0,
           runsWaiting: s.runsWaiting ?? 0,
           contexts: s.contexts ?? 0,
+          contextsMade: s.contextsMade ?? 0,
+          contextsReused: s.contextsReused ?? 0,
+          isolatesRecycled: s.isolatesRecycled ?? 0,
           organizations: Array.isArray(s.tenants) ? s.tenants : [],
         };
       },

@@ -121,13 +121,16 @@ function sumSnapshots(list: SandboxSnapshot[]): SandboxSnapshot | null {
       tenants.set(row.orgId, sum);
     }
   }
-  const total = (key: 'isolatesLive' | 'isolatesBusy' | 'isolatesIdle' | 'runsWaiting' | 'contexts') => list.reduce((n, s) => n + s[key], 0);
+  const total = (key: 'isolatesLive' | 'isolatesBusy' | 'isolatesIdle' | 'runsWaiting' | 'contexts' | 'contextsMade' | 'contextsReused' | 'isolatesRecycled') => list.reduce((n, s) => n + s[key], 0);
   return {
     isolatesLive: total('isolatesLive'),
     isolatesBusy: total('isolatesBusy'),
     isolatesIdle: total('isolatesIdle'),
     runsWaiting: total('runsWaiting'),
     contexts: total('contexts'),
+    contextsMade: total('contextsMade'),
+    contextsReused: total('contextsReused'),
+    isolatesRecycled: total('isolatesRecycled'),
     tenants: [...tenants.values()].sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy)).slice(0, MAX_SNAPSHOT_TENANTS),
   };
 }

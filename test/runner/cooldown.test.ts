@@ -64,13 +64,17 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
   const listed = await graphql(ops, '{ sandboxCooldowns { orgId strikes reason active } }');
   t.same(listed.sandboxCooldowns, [{ orgId: hostile.orgId, strikes: 1, reason: 'isolated-vm reported a catastrophic error: out of memory', active: true }]);
   const sandbox = await waitFor(
-    async () => (await graphql(ops, '{ runners { host sandbox { isolatesLive isolatesBusy isolatesIdle runsWaiting contexts organizations { orgId waiting busy } } } }')).runners,
+    async () => (await graphql(ops, '{ runners { host sandbox { isolatesLive isolatesBusy isolatesIdle runsWaiting contexts contextsMade contextsReused isolatesRecycled organizations { orgId waiting busy } } } }')).runners,
     (runners: any[]) => runners.some((r) => r.host === 'test-host' && r.sandbox !== null && r.sandbox.isolatesLive > 0),
     'the runner to report its sandbox with a heartbeat',
   );
   const reported = sandbox.find((r: any) => r.host === 'test-host').sandbox;
   t.ok(reported.isolatesIdle + reported.isolatesBusy === reported.isolatesLive, 'isolates busy + idle = live');
   t.ok(reported.contexts >= 1);
+  // Bob's and mallory's first runs each made a context, then runs of theirs found it.
+  t.ok(reported.contextsMade >= 2 && reported.contextsMade >= reported.contexts, 'contexts made are counted');
+  t.equal(typeof reported.contextsReused, 'number');
+  t.equal(reported.isolatesRecycled, 0, 'no isolate was retired');
 
   t.same(await graphql(ops, `mutation { clearSandboxCooldown(orgId: "${hostile.orgId}") }`), { clearSandboxCooldown: true });
   t.same((await graphql(ops, '{ sandboxCooldowns(all: true) { orgId } }')).sandboxCooldowns, []);
