@@ -6,10 +6,11 @@
  * Why: some allocations run inside V8 builtins that isolated-vm cannot interrupt, and isolated-vm
  * then parks that isolate's thread for good, with the memory it took. In the runner's own process
  * that meant draining and killing the runner. Here only the child is lost: when it reports a lost
- * thread (or dies), new runs go at once to a new child (≈ 0.25 s to start; after the first
+ * thread, new runs go to a new child as soon as it is ready (≈ 0.25 s to start; after the first
  * incident a spare is kept started for `SPARE_KEEP_MS`, so repeated attacks find one ready), the
- * old child finishes the runs it has (other organizations' runs on its healthy isolates complete)
- * and is killed — at the latest after `RETIRE_GRACE_MS`. The runner keeps its pid and its
+ * lost child serving them on its healthy isolates until then; it then finishes the runs it has
+ * (other organizations' runs complete) and is killed — at the latest after `RETIRE_GRACE_MS`. A
+ * child that dies is replaced at once. The runner keeps its pid and its
  * executions. No spare is kept in quiet times: a child at rest takes ≈ 90 MiB.
  *
  * A run costs two messages more than in-process (≈ 25 µs of CPU across both processes at load,
@@ -92,6 +93,8 @@ class Child {
   blamed: string | undefined;
   retired = false;
   exited = false;
+  /** It said it is ready (its pool warmed). */
+  isReady = false;
   stats: PoolStats | null = null;
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
@@ -151,6 +154,12 @@ export class ProcessSandbox {
   readonly #children = new Set<Child>();
   #serving: Child | null = null;
   #spare: Child | null = null;
+  /**
+   * A child that lost an isolate thread, still taking new runs on its healthy isolates until the
+   * child replacing it is ready (≈ 0.25 s to start): other organizations' runs then never wait
+   * for a process to start.
+   */
+  #bridge: Child | null = null;
   #nextId = 0;
   #replaced = 0;
   #closed = false;
@@ -175,7 +184,7 @@ export class ProcessSandbox {
     if (signal?.aborted) return Promise.resolve(failure('code_aborted', 'The run was stopped: its execution was cancelled or left this runner.'));
     const refused = this.#o.refuse?.(request);
     if (refused) return Promise.resolve(refused);
-    const child = this.#servingChild();
+    const child = this.#bridge ?? this.#servingChild();
     const id = ++this.#nextId;
     return new Promise<CodeResult>((resolve) => {
       const onAbort = () => run.child.outbox.post({ t: 'abort', id });
@@ -274,6 +283,7 @@ export class ProcessSandbox {
     for (const m of messages) {
       switch (m.t) {
         case 'ready':
+          child.isReady = true;
           child.markReady();
           break;
         case 'stats':
@@ -349,22 +359,43 @@ export class ProcessSandbox {
     child.outbox.post(message);
   }
 
-  /** Sends new runs elsewhere at once; the old child finishes what it has, then goes. */
+  /**
+   * Sends new runs elsewhere: at once when the replacement (the spare) is ready, else once it is,
+   * the lost child serving as the bridge until then. Then the old child finishes what it has
+   * and goes.
+   */
   #replace(child: Child, why: string): void {
     this.#replaced++;
     this.#keepSpare();
-    if (this.#serving === child) this.#serving = null;
+    const wasServing = this.#serving === child;
+    if (wasServing) this.#serving = null;
     if (this.#spare === child) this.#spare = null;
+    if (this.#bridge === child) this.#bridge = null;
+    const next = this.#closed ? null : this.#servingChild();
+    if (next && wasServing && !next.isReady && child.isReady && !child.exited) {
+      this.#bridge = child;
+      this.#o.log?.('sandbox child serving until its replacement is ready', { child_pid: child.proc.pid, reason: why });
+      void next.ready.then(() => {
+        if (this.#bridge === child) this.#bridge = null;
+        this.#retire(child, why);
+      });
+      return;
+    }
+    this.#retire(child, why);
+  }
+
+  #retire(child: Child, why: string): void {
+    if (child.retired || child.exited) return;
     this.#o.log?.('sandbox child retired', { child_pid: child.proc.pid, reason: why, runs_in_progress: child.runs.size });
     child.outbox.post({ t: 'retire', id: 1 });
     child.retire();
-    if (!this.#closed) this.#servingChild();
   }
 
   #exited(child: Child, code: number | null, signal: NodeJS.Signals | null): void {
     child.exited = true;
     child.markReady();
     this.#children.delete(child);
+    if (this.#bridge === child) this.#bridge = null;
     const unexpected = !child.retired && !this.#closed;
     const runs = [...child.runs.entries()];
     child.runs.clear();
@@ -377,7 +408,9 @@ export class ProcessSandbox {
       // A child that died by itself (not one that lost an isolate to a bomb) costs its runs one
       // more try in a new child: node runs are at-least-once anyway (docs/architecture.md), and a
       // run whose second child dies too fails, so code that kills its process cannot loop.
-      if (unexpected && !child.degraded && !run.retried) {
+      // A lost child that died while it bridged: other organizations' runs get that try too.
+      const blamed = child.degraded && (child.blamed === undefined || run.request.tenant === child.blamed);
+      if (unexpected && !blamed && !run.retried) {
         run.retried = true;
         const next = this.#servingChildAfter(child);
         run.child = next;
@@ -385,7 +418,7 @@ export class ProcessSandbox {
         next.outbox.post({ t: 'run', id, request: run.request });
         continue;
       }
-      run.resolve(child.degraded
+      run.resolve(blamed
         ? failure('code_memory', 'The code used more than the sandbox memory bound and its sandbox process was replaced.')
         : failure('internal_error', 'The sandbox process stopped during the run.'));
     }

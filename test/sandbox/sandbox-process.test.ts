@@ -48,7 +48,8 @@ async function childPids(): Promise<number[]> {
 }
 
 const degraded: Array<{ reason: string; tenant: string | undefined }> = [];
-const sandbox = new ProcessSandbox({ pool: { size: 2, memoryMb: 32 }, onDegraded: (reason, tenant) => degraded.push({ reason, tenant }) });
+const logged: string[] = [];
+const sandbox = new ProcessSandbox({ pool: { size: 2, memoryMb: 32 }, onDegraded: (reason, tenant) => degraded.push({ reason, tenant }), log: (message) => logged.push(message) });
 t.teardown(() => sandbox.dispose());
 
 t.test('runs, ctx calls, refusals with their limit, opaque host failures and logs cross the boundary', async (t) => {
@@ -99,6 +100,12 @@ t.test("a memory bomb fails its own run; another tenant's run in the same sandbo
   // notices within its abandon grace and the child is replaced.
   await until(() => degraded.length > 0, 'the child to report the lost thread');
   t.equal(degraded[0]!.tenant, 'org-a', 'the bomb is blamed on its tenant');
+  // No spare was started before the first loss: while the replacement starts, the lost child's
+  // healthy isolates keep serving, so this run does not wait for a process to start.
+  t.match(await sandbox.run(request('export default () => "bridged"', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 'bridged' });
+  t.ok(logged.includes('sandbox child serving until its replacement is ready'), 'the lost child bridged');
+  await until(() => logged.includes('sandbox child retired'), 'the lost child to be retired once its replacement is ready');
+  t.ok(logged.indexOf('sandbox child serving until its replacement is ready') < logged.indexOf('sandbox child retired'));
   await until(() => !alive(before), 'the old child to be killed');
   t.ok(sandbox.stats().replaced >= 1);
   t.match(await sandbox.run(request('export default () => "fresh"', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 'fresh' }, 'a fresh child serves');
