@@ -31,6 +31,7 @@ export const errorCatalog = {
   uri_too_long: { status: 414, message: 'A path segment is too long.' },
   cursor_record_deleted: { status: 500, message: 'The record the cursor names was deleted.' },
   internal_error: { status: 500, message: 'An unexpected error occurred.' },
+  unavailable: { status: 503, message: 'The database cannot be reached; try again shortly.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -56,7 +56,9 @@ t.test('docs/errors.md gives each code the JSON-RPC error code toRpcError answer
     const code = row.code as ErrorCode;
     const rpc = toRpcError(new ServiceError(code), (error) => internal.push(error));
     t.equal(row.rpc, rpc.code, code);
-    t.same(rpc.data, { error: code, message: errorCatalog[code].message, http_status: errorCatalog[code].status }, `${code} data`);
+    // `unavailable` also says when to try again (docs/operations.md, "Losing the database").
+    const retry = code === 'unavailable' ? { retry_after: 2 } : {};
+    t.same(rpc.data, { error: code, message: errorCatalog[code].message, http_status: errorCatalog[code].status, ...retry }, `${code} data`);
   }
   // Only server errors are reported as internal (and logged by the transport).
   t.same(internal.map((error) => (error as ServiceError).code).sort(), ['cursor_record_deleted', 'internal_error']);

@@ -146,6 +146,57 @@ t.test('a runner killed with SIGKILL is restarted', async (t) => {
   t.ok(await running(replacement.pid), 'the new runner process runs');
 });
 
+t.test('the embedded PostgreSQL killed with SIGKILL: every surface answers 503 unavailable meanwhile, it is restarted, service resumes, nothing acknowledged is lost', async (t) => {
+  const signUp = await fetch(`http://127.0.0.1:${port}/v1/auth/anonymous`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const { user, access_token: token } = (await signUp.json()) as { user: { id: string }; access_token: string };
+  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const created = await fetch(`http://127.0.0.1:${port}/v1/orgs`, { method: 'POST', headers: auth, body: JSON.stringify({ alias: 'kept-across-restart' }) });
+  t.equal(created.status, 201, 'an organization is created (acknowledged) before the loss');
+  const { org } = (await created.json()) as { org: { id: string } };
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/v1`, ['authorization.bearer.base64', Buffer.from(token).toString('base64url')]);
+  await once(socket, 'open');
+  const replies: unknown[] = [];
+  socket.addEventListener('message', (event) => replies.push(JSON.parse(String(event.data))));
+  const [before] = await aliveRunners();
+
+  const postmaster = Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  process.kill(postmaster, 'SIGKILL');
+  // Right after the kill, before the supervisor's first restart (≥ 250 ms), all three surfaces refuse.
+  const rest = await waitFor(first, 'REST to answer 503', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org.id}`, { headers: auth });
+    return res.status === 503 ? res : undefined;
+  }, 5_000);
+  t.equal(rest.headers.get('retry-after'), '2', 'Retry-After');
+  t.ok(rest.headers.get('x-request-id'), 'x-request-id');
+  t.match(await rest.json(), { status: 'failure', error: 'unavailable' });
+  socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'get_user', params: { user_id: 'me' } }));
+  const rpc = await waitFor(first, 'the JSON-RPC answer', async () => replies.find((r) => (r as { id?: number }).id === 1), 5_000);
+  t.match(rpc, { error: { data: { error: 'unavailable', http_status: 503, retry_after: 2 } } }, 'a WebSocket call is refused the same way, on the same connection');
+  const health = await fetch(`http://127.0.0.1:${opsPort}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${opsToken}` },
+    body: JSON.stringify({ query: '{ health { status database } }' }),
+  });
+  t.match(await health.json(), { data: { health: { status: 'degraded', database: false } } }, 'ops health says degraded');
+
+  // The supervisor starts PostgreSQL again; the control plane and runner reconnect by themselves.
+  const back = await waitFor(first, 'REST to answer again', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org.id}`, { headers: auth });
+    return res.status === 200 ? res : undefined;
+  }, 30_000);
+  t.match(await back.json(), { org: { id: org.id, alias: 'kept-across-restart' } }, 'the organization acknowledged before the loss is there');
+  t.equal((await fetch(`http://127.0.0.1:${port}/v1/users/${user.id}`, { headers: auth })).status, 200, 'the user too, and the token still works');
+  socket.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'get_user', params: { user_id: 'me' } }));
+  t.match(await waitFor(first, 'the second JSON-RPC answer', async () => replies.find((r) => (r as { id?: number }).id === 2), 10_000), { result: { user: { id: user.id } } }, 'the same WebSocket connection serves again');
+  socket.close();
+  t.not(Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]), postmaster, 'a new postmaster');
+  const runners = await waitFor(first, 'a live runner after the loss', async () => {
+    const alive = await aliveRunners();
+    return alive.length ? alive : undefined;
+  }, 30_000);
+  t.ok(runners.length >= 1, `a runner heartbeats again (pid ${runners[0]!.pid}, before ${before?.pid})`);
+});
+
 t.test('SIGTERM stops every process of the stack and exits 0', async (t) => {
   const tree = await descendants(first.proc.pid!);
   // supervisor, control plane, runner, postgres and its workers

