@@ -159,6 +159,9 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       CREDENTIAL_KEY: secret(),
       OPS_TOKEN: opsToken,
       LOG_LEVEL: options.logLevel ?? 'warn',
+      // The bench signs up thousands of users and opens a socket per organization from one address.
+      SIGNUPS_PER_MINUTE: '0',
+      WS_CONNECTIONS_PER_ADDRESS: '0',
       ...options.env,
     };
     // The test runner's variables would point a child at the wrong database.

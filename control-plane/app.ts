@@ -6,6 +6,7 @@ import { createTokenService } from './auth/tokens.ts';
 import type { AppContext } from './context.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerEnvelope } from './plugins/envelope.ts';
+import { registerThrottles } from './plugins/throttle.ts';
 import { ServiceError } from '../shared/errors.ts';
 import { registerAudit } from './audit/audit-hook.ts';
 import { authRoutes } from './routes/auth.ts';
@@ -112,12 +113,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-request-id', request.id);
   });
   registerEnvelope(app);
+  // Before auth: an address refused for its failed credentials is not authenticated again.
+  const wsAdmission = await registerThrottles(app, options.config.throttle);
   registerAuth(app);
   registerAudit(app);
 
   // One registry for both transports, so REST and JSON-RPC answer the same input alike.
   const commands = createCommandRegistry(options.commands ?? COMMANDS);
-  await app.register(websocketPlugin, { commands });
+  await app.register(websocketPlugin, { commands, admission: wsAdmission });
   await app.register(async (v1) => {
     await v1.register(authRoutes);
     await v1.register(userRoutes);

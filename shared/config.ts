@@ -17,6 +17,15 @@ export interface Config {
   accessTokenSeconds: number;
   refreshTokenSeconds: number;
   logLevel: string;
+  /** Abuse throttles per client address (control-plane/plugins/throttle.ts); 0 turns one off. */
+  throttle: {
+    /** Anonymous sign-ups per address per minute. */
+    signupsPerMinute: number;
+    /** Failed credential attempts (401 answers) per address per minute before its credentialed requests are refused for the rest of the minute. */
+    authFailuresPerMinute: number;
+    /** WebSocket connections open at once per address. */
+    wsConnectionsPerAddress: number;
+  };
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
   modelStore: S3Settings | null;
   runner: {
@@ -89,6 +98,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessTokenSeconds: int(env, 'ACCESS_TOKEN_SECONDS', 900),
     refreshTokenSeconds: int(env, 'REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
     logLevel: env.LOG_LEVEL ?? 'info',
+    throttle: {
+      signupsPerMinute: int(env, 'SIGNUPS_PER_MINUTE', 20),
+      authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 100),
+      wsConnectionsPerAddress: int(env, 'WS_CONNECTIONS_PER_ADDRESS', 200),
+    },
     modelStore: s3SettingsFrom(env),
     runner: runnerConfig(env),
   };

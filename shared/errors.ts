@@ -29,6 +29,7 @@ export const errorCatalog = {
   conflict: { status: 409, message: 'The resource is in a state that forbids the operation.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   uri_too_long: { status: 414, message: 'A path segment is too long.' },
+  rate_limited: { status: 429, message: 'Too many requests from this address; try again after Retry-After seconds.' },
   cursor_record_deleted: { status: 500, message: 'The record the cursor names was deleted.' },
   internal_error: { status: 500, message: 'An unexpected error occurred.' },
   unavailable: { status: 503, message: 'The database cannot be reached; try again shortly.' },

@@ -1,5 +1,8 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { GraphQLError } from 'graphql';
 import mercurius, { type MercuriusOptions } from 'mercurius';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
@@ -50,12 +53,21 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
   opsAuth(app, options.config.secrets.OPS_TOKEN);
   const { config, db, boss } = options;
   const { schema, resolvers } = opsSchema({ config, db, boss }, options.modules);
-  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false, errorFormatter: unavailableFirst });
+  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false, errorFormatter: unavailableFirst, validationRules: QUERY_BOUNDS });
   app.addHook('onSend', async (_request, reply) => {
     if (reply.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
   });
   return app;
 }
+
+/**
+ * Bounds on what one query may ask (graphql-armor's validation rules, checked before anything
+ * runs): at most 15 aliases (a 500-alias query would run 500 resolvers), 10 levels of selection,
+ * and a cost of 5,000 (objects 2, scalars 1, ×1.5 per level). Introspection is exempt from depth
+ * and cost, so GraphiQL and codegen keep working. The ops API is behind its token; these stop a
+ * leaked token or a careless script from tying up the database.
+ */
+const QUERY_BOUNDS = [maxAliasesRule({ n: 15 }), maxDepthRule({ n: 10 }), costLimitRule({ maxCost: 5000 })];
 
 /**
  * While the database is unreachable a resolver's failure is `unavailable` (HTTP 503, with

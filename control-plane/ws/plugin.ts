@@ -3,12 +3,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../shared/errors.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { COMMAND_MESSAGE_LIMIT, createCommandRegistry, COMMANDS, type CommandRegistry } from '../commands/registry.ts';
+import { wsRefusal, type WsAdmission } from '../plugins/throttle.ts';
 import { serveConnection } from './connection.ts';
 import { chooseProtocol, readHandshake, type Handshake } from './handshake.ts';
 
 export interface WebsocketPluginOptions {
   /** The commands the socket answers; the app passes the registry its REST command route uses. */
   commands?: CommandRegistry;
+  /** Connections per client address (control-plane/plugins/throttle.ts); unset: unbounded. */
+  admission?: WsAdmission;
 }
 
 /**
@@ -46,10 +49,20 @@ export async function websocketPlugin(app: FastifyInstance, options: WebsocketPl
     url: '/v1',
     // The default auth hook reads only native headers; this route authenticates the sub-protocol forms too.
     config: { public: true },
-    async onRequest(request) {
+    async onRequest(request, reply) {
       if (!request.ws) return;
       const handshake = readHandshake(request.headers);
       request.principal = await authenticate(ctx, handshake.credential);
+      const admission = options.admission;
+      if (admission) {
+        if (!admission.admit(request)) {
+          reply.header('retry-after', '5');
+          throw wsRefusal();
+        }
+        // The connection's TCP socket is the upgrade request's: its close gives the slot back,
+        // however the connection ends (or the upgrade fails).
+        request.raw.socket.once('close', () => admission.release(request));
+      }
       // The offer carried the credential; leave only the carrier's name for ws to answer with,
       // so the secret is neither echoed nor logged past this point.
       if (handshake.protocol !== null) request.raw.headers['sec-websocket-protocol'] = handshake.protocol;

@@ -36,6 +36,11 @@ export async function buildTestApp(t: Test, env: Record<string, string> = {}, op
     CREDENTIAL_KEY: 'test-credential-key-0123456789abcdef01234567',
     OPS_TOKEN: 'test-ops-token',
     LOG_LEVEL: 'silent',
+    // Fixtures sign up many users and try many bad credentials from one address (app.inject's
+    // 127.0.0.1); test/throttle.test.ts turns the throttles on.
+    SIGNUPS_PER_MINUTE: '0',
+    AUTH_FAILURES_PER_MINUTE: '0',
+    WS_CONNECTIONS_PER_ADDRESS: '0',
     ...env,
   });
   const db = createDb({ connectionString: databaseUrl, max: 20 });
