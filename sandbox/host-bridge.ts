@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import ivm from 'isolated-vm';
 import { isServiceError } from '../shared/errors.ts';
+import { jsonProblem, storableCopy } from '../shared/json-guard.ts';
 import { BOOT_GLOBAL, bootScript } from './context-snapshot.ts';
 import { logLevels, type CodeError, type LogLevel, type SandboxBounds } from './messages.ts';
 
@@ -304,7 +305,11 @@ export class HostBridge {
     } catch {
       args = undefined;
     }
-    const problem = !operation ? `ctx.${op} does not exist.` : !Array.isArray(args) ? 'The call arguments are not a list.' : operation.check(args);
+    // The same bounds as any JSON the API accepts (shared/json-guard.ts): text PostgreSQL can
+    // store, at most 64 levels deep; the message names the argument's path.
+    const unstorable = Array.isArray(args) ? jsonProblem(args) : null;
+    const problem = !operation ? `ctx.${op} does not exist.` : !Array.isArray(args) ? 'The call arguments are not a list.'
+      : unstorable !== null ? `ctx.${op} arguments ${unstorable}.` : operation.check(args);
     if (problem !== null || !operation || !Array.isArray(args)) {
       this.#fail(call, { code: 'invalid_request_body', message: problem ?? 'The call is malformed.' });
       return;
@@ -326,7 +331,7 @@ export class HostBridge {
     }
     this.#logs++;
     try {
-      this.#o.host.log(level as LogLevel, truncateBytes(text, this.#o.bounds.maxLogEntryBytes));
+      this.#o.host.log(level as LogLevel, storableCopy(truncateBytes(text, this.#o.bounds.maxLogEntryBytes)));
     } catch (error) {
       this.#o.host.reportError?.(error);
     }

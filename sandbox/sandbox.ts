@@ -16,6 +16,7 @@
  * still awaiting host calls when it ends needs a second hop, to wait for its promise.
  */
 import type ivm from 'isolated-vm';
+import { jsonProblem, storableCopy } from '../shared/json-guard.ts';
 import { HostBridge, linkDriver, parseJson, truncateChars, type HostApi, type PreparedContext } from './host-bridge.ts';
 import type { IsolateLease, IsolatePool } from './isolate-pool.ts';
 import type { CodeError, CodeRequest, CodeResult, JsonValue, RunStats } from './messages.ts';
@@ -268,11 +269,15 @@ class CodeRun {
         } catch {
           return malformed;
         }
+        // What would fail to store (U+0000, an unpaired surrogate) or nest past the API's depth
+        // fails the run here, with its path, not the runner's write of it later.
+        const problem = jsonProblem(output);
+        if (problem !== null) return { kind: 'error', error: { code: 'output_invalid', message: `The output cannot be stored: ${problem}.` }, stats };
         return kind === 'route' ? { kind, route: second, output, stats } : { kind, output, stats };
       }
       case 'error': {
         const code = ISOLATE_CODES.has(second) ? second : 'code_error';
-        return { kind: 'error', error: { code, message: truncateChars(third, bounds.maxMessageChars) }, stats };
+        return { kind: 'error', error: { code, message: storableCopy(truncateChars(third, bounds.maxMessageChars)) }, stats };
       }
       case 'host_error': {
         const error = this.#bridge?.failureOf(Number(second));

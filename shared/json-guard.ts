@@ -16,6 +16,16 @@ export function storableText(text: string): boolean {
   return !UNSTORABLE.test(text);
 }
 
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
+
+/**
+ * `text` with each U+0000 and unpaired surrogate replaced by U+FFFD: for free text the service
+ * itself keeps (a run's log lines and error messages), where refusing would lose the rest.
+ */
+export function storableCopy(text: string): string {
+  return storableText(text) ? text : text.replace(UNSTORABLE_ALL, '\uFFFD');
+}
+
 /** Where a value sits: its key or index and its parent's place (null at the top), depth counted. */
 interface Place {
   key: string | number;
