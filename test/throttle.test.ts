@@ -92,7 +92,7 @@ t.test('WebSocket connections past WS_CONNECTIONS_PER_ADDRESS are refused with 4
   again.socket.close();
 });
 
-t.test('the ops API bounds aliases, depth and cost; introspection still works', async (t) => {
+t.test('the ops API bounds aliases, depth and cost, refuses text that cannot be stored; introspection still works', async (t) => {
   const { db, config, databaseUrl } = await buildTestApp(t);
   const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const graphql = async (query: string) => {
@@ -104,6 +104,16 @@ t.test('the ops API bounds aliases, depth and cost; introspection still works', 
   t.equal(many.data ?? null, null, 'a 500-alias query is not executed');
   t.match(many.errors?.[0]?.message, /aliases/i);
   t.match(await graphql(`{ ${Array.from({ length: 15 }, (_, i) => `a${i}: health { status }`).join(' ')} }`), { data: { a0: { status: 'ok' } } }, '15 aliases are fine');
+  const nul = await graphql('mutation { setLimitOverride(limitId: "platform.orgs_per_user", targetType: user, targetId: "x\\u0000", value: 5) { __typename } }');
+  t.match(nul, { errors: [{ message: /cannot be stored/, extensions: { code: 'invalid_argument' } }] }, 'a string argument with U+0000 is refused before it reaches the database');
+  const viaVariables = await ops.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}`, 'content-type': 'application/json' },
+    payload: '{"query":"mutation ($id: String!) { clearLimitOverride(limitId: \\"platform.orgs_per_user\\", targetType: user, targetId: $id) { __typename } }","variables":{"id":"x\\u0000"}}',
+  });
+  t.equal(viaVariables.statusCode, 400);
+  t.match(viaVariables.json(), { errors: [{ message: /variables\.id: text holds U\+0000/, extensions: { code: 'invalid_argument' } }] }, 'and in variables');
   const introspection = await graphql('{ __schema { types { name fields { name type { name kind ofType { name kind ofType { name kind ofType { name } } } } } } } }');
   t.ok(Array.isArray((introspection.data as { __schema?: { types?: unknown[] } })?.__schema?.types), 'introspection answers');
 });

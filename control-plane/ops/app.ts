@@ -3,7 +3,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type ASTVisitor, type ValidationContext } from 'graphql';
+import { jsonProblem, storableText } from '../../shared/json-guard.ts';
 import mercurius, { type MercuriusOptions } from 'mercurius';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import { opsSchema, type OpsContext, type OpsModule } from './schema.ts';
@@ -54,6 +55,11 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
   const { config, db, boss } = options;
   const { schema, resolvers } = opsSchema({ config, db, boss }, options.modules);
   await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false, errorFormatter: unavailableFirst, validationRules: QUERY_BOUNDS });
+  // Variables and the rest of the body: the JSON bounds every API holds (shared/json-guard.ts).
+  app.addHook('preHandler', async (request, reply) => {
+    const problem = request.body === undefined ? null : jsonProblem(request.body);
+    if (problem !== null) return reply.code(400).send({ errors: [{ message: `The request body is invalid: ${problem}.`, extensions: { code: 'invalid_argument' } }] });
+  });
   app.addHook('onSend', async (_request, reply) => {
     if (reply.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
   });
@@ -67,7 +73,20 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
  * and cost, so GraphiQL and codegen keep working. The ops API is behind its token; these stop a
  * leaked token or a careless script from tying up the database.
  */
-const QUERY_BOUNDS = [maxAliasesRule({ n: 15 }), maxDepthRule({ n: 10 }), costLimitRule({ maxCost: 5000 })];
+const QUERY_BOUNDS = [maxAliasesRule({ n: 15 }), maxDepthRule({ n: 10 }), costLimitRule({ maxCost: 5000 }), storableStrings];
+
+/**
+ * A string argument written in the query ("x\u0000") holds text PostgreSQL cannot store: refused
+ * as a validation error, like the same text in variables (checked with the body), before any
+ * resolver sends it to the database (it answered the database's encoding error before).
+ */
+function storableStrings(context: ValidationContext): ASTVisitor {
+  return {
+    StringValue(node) {
+      if (!storableText(node.value)) context.reportError(new GraphQLError('A string argument holds U+0000 or an unpaired surrogate, which cannot be stored.', { nodes: node, extensions: { code: 'invalid_argument' } }));
+    },
+  };
+}
 
 /**
  * While the database is unreachable a resolver's failure is `unavailable` (HTTP 503, with
