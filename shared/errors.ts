@@ -26,6 +26,7 @@ export const errorCatalog = {
   not_found: { status: 404, message: 'No such resource.' },
   unknown_command: { status: 404, message: 'The revision does not answer this command.' },
   alias_taken: { status: 409, message: 'The alias is already in use.' },
+  method_not_allowed: { status: 405, message: 'The path does not answer this method.' },
   conflict: { status: 409, message: 'The resource is in a state that forbids the operation.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   uri_too_long: { status: 414, message: 'A path segment is too long.' },

@@ -75,3 +75,15 @@ t.test('text PostgreSQL cannot store, deep nesting and invalid UTF-8 are refused
   const { rows } = await app.ctx.db.query(`SELECT count(*)::int AS n FROM orgs WHERE alias IN ('nul-org', 'sur-org', 'deep-org', 'bad-utf8')`);
   t.equal(rows[0].n, 0, 'nothing stored');
 });
+
+t.test('a path that exists under other methods is 405 method_not_allowed with Allow, in the envelope', async (t) => {
+  const res = await app.inject({ method: 'PUT', url: '/v1/orgs' });
+  t.equal(res.statusCode, 405);
+  t.equal(res.headers.allow, 'POST');
+  t.ok(res.headers['x-request-id']);
+  t.match(res.json(), { status: 'failure', error: 'method_not_allowed', message: /allowed: POST/ });
+  const withParams = await app.inject({ method: 'POST', url: '/v1/orgs/00000000-0000-4000-8000-000000000000' });
+  t.equal(withParams.statusCode, 405);
+  t.equal(withParams.headers.allow, 'GET, HEAD, PATCH, DELETE');
+  t.equal((await app.inject({ method: 'PUT', url: '/v1/nowhere' })).statusCode, 404, 'a path no method has stays 404');
+});

@@ -24,6 +24,9 @@ function fromFastify(error: FastifyError): ServiceError | undefined {
   return code ? new ServiceError(code) : undefined;
 }
 
+/** Methods a path may answer, for 405's Allow. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
 /**
  * Puts every failure into the envelope: thrown service errors, fastify's parsing errors, unknown
  * routes and anything unexpected (logged with its stack, answered without it).
@@ -73,7 +76,14 @@ export function registerEnvelope(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const error = new ServiceError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+    const path = request.url.split('?')[0]!;
+    // A path that exists under other methods is 405 with Allow, not 404.
+    const allowed = METHODS.filter((method) => method !== request.method && app.findRoute({ method, url: path }) !== null);
+    if (allowed.length > 0) {
+      const error = new ServiceError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`);
+      return reply.code(405).header('allow', allowed.join(', ')).send(error.toEnvelope());
+    }
+    const error = new ServiceError('not_found', `No route ${request.method} ${path}.`);
     return reply.code(404).send(error.toEnvelope());
   });
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { noteDatabaseEndpoint } from './unavailable.ts';
 import type { QueryResult, QueryResultRow } from 'pg';
 
 /** Anything that runs SQL: the pool, or one transaction's client. */
@@ -40,6 +41,7 @@ export interface DbOptions {
 
 /** Opens a pool. Nothing connects until the first query. */
 export function createDb(options: DbOptions): Db {
+  noteDatabaseEndpoint(options.connectionString);
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
@@ -58,6 +60,7 @@ export function createDb(options: DbOptions): Db {
     query: (text, values) => pool.query(text, values),
     async transaction(fn) {
       const client = await pool.connect();
+      let lost = false;
       try {
         await client.query('BEGIN');
         const tx: Tx = { client, query: (text, values) => client.query(text, values) };
@@ -65,10 +68,11 @@ export function createDb(options: DbOptions): Db {
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A connection that cannot even roll back is thrown away rather than returned to the pool.
+        lost = await client.query('ROLLBACK').then(() => false, () => true);
         throw error;
       } finally {
-        client.release();
+        client.release(lost);
       }
     },
     close: () => pool.end(),

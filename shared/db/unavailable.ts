@@ -9,7 +9,7 @@ import { ServiceError } from '../errors.ts';
 /** Seconds a refused caller is told to wait (`Retry-After`): the embedded server restarts within a few. */
 export const RETRY_AFTER_SECONDS = 2;
 
-/** Socket-level failures of reaching the server (Node's codes). */
+/** Socket-level failures of reaching a server (Node's codes): the database's only when aimed at it. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /**
@@ -21,14 +21,40 @@ function unavailableState(code: string): boolean {
   return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
 }
 
-/** Messages node-postgres throws without a code when the connection drops or cannot be made in time. */
+/** Messages only node-postgres throws, when a connection drops or cannot be made in time. */
 const DROPPED = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end)/;
 
-/** True when `error` (or an error it wraps) says the database could not be reached. */
+/** Hosts and ports of the databases this process opened pools to (shared/db/db.ts notes each). */
+const endpoints = { hosts: new Set<string>(), ports: new Set<number>() };
+
+/** Remembers a pool's server, so that a socket error aimed at it reads as the database's loss. */
+export function noteDatabaseEndpoint(connectionString: string): void {
+  try {
+    const url = new URL(connectionString);
+    endpoints.hosts.add(url.hostname.replace(/^\[|\]$/g, ''));
+    endpoints.ports.add(Number(url.port || 5432));
+  } catch {
+    // Not a URL (a socket path, key=value form): only SQLSTATEs and pg's own messages count then.
+  }
+}
+
+function aimedAtDatabase(e: { port?: unknown; address?: unknown; hostname?: unknown; host?: unknown }): boolean {
+  if (typeof e.port === 'number') return endpoints.ports.has(e.port);
+  for (const host of [e.hostname, e.host, e.address]) if (typeof host === 'string' && endpoints.hosts.has(host)) return true;
+  return false;
+}
+
+/**
+ * True when `error` (or an error it wraps) says the database could not be reached: a SQLSTATE of
+ * a server going away or starting, node-postgres's own messages for a dropped or timed-out
+ * connection, or a socket error aimed at a database this process uses — not the same
+ * ECONNREFUSED from an identity provider or an S3 store.
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && (NETWORK_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && unavailableState(code)))) return true;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && unavailableState(code) && 'severity' in e) return true;
+    if (typeof code === 'string' && NETWORK_CODES.has(code) && aimedAtDatabase(e as never)) return true;
     if (DROPPED.test(e.message)) return true;
     if (e instanceof AggregateError && e.errors.some((inner) => isDatabaseUnavailable(inner))) return true;
   }
