@@ -17,6 +17,9 @@ COPY sandbox ./sandbox
 
 USER node
 EXPOSE 8080 8081
+# The control plane's readiness (a runner's is on METRICS_PORT: docker-compose.yml sets its own).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Containers listen on every interface; publish the ops port to the host's loopback only.
 ENV HOST=0.0.0.0 OPS_HOST=0.0.0.0
 CMD ["node", "--no-node-snapshot", "control-plane/main.ts"]

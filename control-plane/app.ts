@@ -7,6 +7,9 @@ import type { AppContext } from './context.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerEnvelope } from './plugins/envelope.ts';
 import { registerThrottles } from './plugins/throttle.ts';
+import { registerHttpMetrics } from './metrics.ts';
+import { watchPool } from '../shared/metrics.ts';
+import { readinessProbe } from '../shared/probes.ts';
 import { ServiceError } from '../shared/errors.ts';
 import { registerAudit } from './audit/audit-hook.ts';
 import { authRoutes } from './routes/auth.ts';
@@ -113,6 +116,20 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-request-id', request.id);
   });
   registerEnvelope(app);
+  registerHttpMetrics(app);
+  const forgetPool = watchPool(options.db.pool);
+  app.addHook('onClose', async () => forgetPool());
+  // Liveness and readiness, without credentials (docs/operations.md, "Probes").
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  const readiness = readinessProbe(options.db, () => closing);
+  app.get('/healthz', { config: { public: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: { public: true } }, async (_request, reply) => {
+    const { ready, checks } = await readiness();
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
+  });
   // Before auth: an address refused for its failed credentials is not authenticated again.
   const wsAdmission = await registerThrottles(app, options.config.throttle);
   registerAuth(app);

@@ -3,6 +3,7 @@
  * on OPS_HOST:OPS_PORT. With DATABASE_URL unset it starts the embedded PostgreSQL itself (under
  * `npm start` the supervisor owns that server and passes DATABASE_URL instead).
  */
+import { startProcessMetrics, watchQueues } from '../shared/metrics.ts';
 import type { FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
@@ -49,6 +50,8 @@ async function start(): Promise<void> {
   const databaseUrl = opened.url;
 
   db = createDb({ connectionString: databaseUrl, max: 20, applicationName: 'workspace-control-plane' });
+  startProcessMetrics();
+  watchQueues(db);
   reaper = startSessionReaper(db, { onError: (err) => log.error({ err }, 'session reaper failed') });
   boss = createBoss(databaseUrl, 'control-plane');
   boss.on('error', (err) => log.error({ err }, 'queue error'));

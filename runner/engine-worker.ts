@@ -32,6 +32,7 @@ import { MAX_NICE } from '../shared/priority.ts';
 import { COOLDOWN_BASE_SECONDS } from '../shared/sandbox/cooldowns.ts';
 import { createLogSink, sessionHost } from './code-host.ts';
 import { runExecution, type EngineContext, type RunControl } from './engine/interpreter.ts';
+import { engineMetrics } from './metrics.ts';
 import { createStepWriter } from './engine/step-writes.ts';
 import { processorRegistry } from './processors/registry.ts';
 import { MAX_SNAPSHOT_TENANTS, SNAPSHOT_EVERY_MS, type CodeRunner, type CodeTask, type CodeTaskResult, type EngineWorkerData, type ExecutionTask, type ExecutionTaskResult, type SandboxSnapshot, type WorkerNotice, type WorkerSignal, type WorkerTask } from './messages.ts';
@@ -136,6 +137,7 @@ function open(): WorkerState {
   void sandbox.warm();
   const code: CodeRunner = { run: (task, signal) => runCodeTask(db, sandbox, task, signal) };
   const flights = new Map<string, Flight>();
+  const metrics = engineMetrics();
   const engine: EngineContext = {
     db,
     queue: jobSender(),
@@ -146,9 +148,13 @@ function open(): WorkerState {
     leaseSeconds: data.leaseSeconds,
     maxRecoveries: data.maxRecoveries,
     onProcessorError: (error, node) => notify({ type: 'processor_error', node, message: describe(error) }),
+    observe: metrics.observe,
   };
   const worker: WorkerState = { db, sandbox, cooldowns, engine, flights, draining: false, abandoned: false };
-  const snapshots = setInterval(() => notify({ type: 'sandbox', thread: threadId, snapshot: snapshotOf(sandbox) }), SNAPSHOT_EVERY_MS);
+  const snapshots = setInterval(() => {
+    notify({ type: 'sandbox', thread: threadId, snapshot: snapshotOf(sandbox) });
+    void metrics.report().then((report) => notify({ type: 'metrics', thread: threadId, metrics: report }));
+  }, SNAPSHOT_EVERY_MS);
   snapshots.unref();
 
   const channel = new BroadcastChannel(data.channel);

@@ -8,7 +8,11 @@
  * sandbox child process of an engine thread, which is replaced in the background
  * (sandbox/sandbox-process.ts); this process goes on.
  */
+import type { Server } from 'node:http';
 import { hostname } from 'node:os';
+import { startProcessMetrics, watchPool } from '../shared/metrics.ts';
+import { readinessProbe } from '../shared/probes.ts';
+import { serveMetrics } from './metrics.ts';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import { loadConfig } from '../shared/config.ts';
@@ -48,6 +52,7 @@ let runner: Runner | undefined;
 let retention: RetentionTimer | undefined;
 let cpuSplit: Periodic | null = null;
 let stopping: Promise<void> | undefined;
+let metricsServer: Server | undefined;
 
 /** Undoes whatever has started, in the order that keeps `stopped_at` honest. Runs once. */
 function stop(): Promise<void> {
@@ -59,6 +64,8 @@ function stop(): Promise<void> {
     await cpuSplit?.stop();
     // Only after the queue stopped: `stopped_at` then means no job runs here any more.
     await registration?.stop();
+    // Until here /readyz answered "stopping" (not ready); /healthz still answered.
+    metricsServer?.close();
     await db?.close();
   })();
   return stopping;
@@ -70,6 +77,8 @@ async function start(): Promise<void> {
   // Claims, lease renewals, recovery and hand-backs; the engine worker threads, which interpret
   // the executions, open pools of their own.
   db = createDb({ connectionString: databaseUrl, max: 4, applicationName: 'workspace-runner' });
+  startProcessMetrics();
+  watchPool(db.pool);
   boss = createBoss(databaseUrl, 'runner');
   boss.on('error', (err) => log.error({ err }, 'queue error'));
   boss.on('warning', (warning) => log.warn({ warning }, 'queue warning'));
@@ -101,6 +110,11 @@ async function start(): Promise<void> {
   });
   await runner.start();
   retention = startRetentionTimer(db, { log });
+  if (config.runner.metricsPort > 0) {
+    const served = runner;
+    metricsServer = await serveMetrics(config.runner.metricsPort, config.runner.metricsHost, () => served.metrics(), readinessProbe(db, () => stopping !== undefined));
+    log.info({ metrics: `http://${config.runner.metricsHost}:${config.runner.metricsPort}/metrics` }, 'runner metrics and probes listening');
+  }
   log.info({ runner_id: registration.id, version: VERSION, nice: priority?.nice ?? null }, 'runner started');
 }
 

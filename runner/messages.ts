@@ -135,6 +135,8 @@ export const MAX_SNAPSHOT_TENANTS = 50;
 export const workerNoticeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('strike'), tenant: z.string().nullable(), reason: z.string() }),
   z.strictObject({ type: z.literal('sandbox'), thread: z.number(), snapshot: sandboxSnapshotSchema }),
+  // prom-client's getMetricsAsJSON of the thread's engine metrics (runner/metrics.ts).
+  z.strictObject({ type: z.literal('metrics'), thread: z.number(), metrics: z.array(z.unknown()) }),
   z.strictObject({ type: z.literal('sandbox_event'), message: z.string(), fields: z.string() }),
   z.strictObject({ type: z.literal('host_error'), message: z.string() }),
   z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string() }),

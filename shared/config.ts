@@ -41,6 +41,9 @@ export interface Config {
     nice: number;
     /** Whether runners on one host split its CPUs between them (runner/cpu-split.ts). */
     cpuSplit: boolean;
+    /** Port of the runner's /metrics, /healthz and /readyz (0: none), and its interface. */
+    metricsPort: number;
+    metricsHost: string;
   };
 }
 
@@ -69,7 +72,10 @@ function runnerConfig(env: Record<string, string | undefined>): Config['runner']
     orphanSeconds: int(env, 'RUNNER_ORPHAN_SECONDS', 30),
     nice: int(env, 'RUNNER_NICE', 10),
     cpuSplit: oneOf(env, 'RUNNER_CPU_SPLIT', ['auto', 'off']) === 'auto',
+    metricsPort: int(env, 'METRICS_PORT', 0),
+    metricsHost: env.METRICS_HOST ?? '127.0.0.1',
   };
+  if (runner.metricsPort > 65_535) throw new Error(`METRICS_PORT must be from 0 to 65535, got ${runner.metricsPort}`);
   if (runner.renewSeconds < 1 || runner.renewSeconds >= runner.leaseSeconds) {
     throw new Error(`RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${runner.leaseSeconds}), got ${runner.renewSeconds}`);
   }

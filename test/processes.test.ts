@@ -11,9 +11,9 @@ import { statFields } from '../shared/proc-stat.ts';
 
 // `npm start` on a fresh data folder: embedded PostgreSQL, control plane and runner as processes.
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-start-'));
-const [port, opsPort, pgPort] = [await freePort(), await freePort(), await freePort()];
+const [port, opsPort, pgPort, metricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
 const opsToken = 'processes-test-ops-token';
-const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), OPS_PORT: String(opsPort), EMBEDDED_PG_PORT: String(pgPort), OPS_TOKEN: opsToken, LOG_LEVEL: 'warn' };
+const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), OPS_PORT: String(opsPort), EMBEDDED_PG_PORT: String(pgPort), OPS_TOKEN: opsToken, LOG_LEVEL: 'warn', METRICS_PORT: String(metricsPort) };
 delete env.DATABASE_URL;
 delete env.TEST_DATABASE_URL;
 
@@ -135,6 +135,14 @@ t.test('npm start serves the API with a registered runner', async (t) => {
   const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migrations');
   await client.end();
   t.ok(rows[0]!.n > 0, 'migrated the workspace database of the embedded server');
+
+  // The probes of both processes, without credentials.
+  t.same(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json(), { status: 'ready', checks: { database: true, migrated: true, stopping: false } });
+  t.same(await (await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).json(), { status: 'ok' });
+  t.match(await (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).json(), { status: 'ready' });
+  t.match(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), /workspace_sandbox_isolates\{state="idle"\}/, "the runner's metrics");
+  const scraped = await fetch(`http://127.0.0.1:${opsPort}/metrics`, { headers: { authorization: `Bearer ${opsToken}` } });
+  t.match(await scraped.text(), /process_cpu_seconds_total/, "the control plane's, on the ops port");
 });
 
 t.test('a runner killed with SIGKILL is restarted', async (t) => {

@@ -6,6 +6,7 @@ import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { GraphQLError, type ASTVisitor, type ValidationContext } from 'graphql';
 import { jsonProblem, storableText } from '../../shared/json-guard.ts';
 import mercurius, { type MercuriusOptions } from 'mercurius';
+import { metricsText } from '../../shared/metrics.ts';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import { opsSchema, type OpsContext, type OpsModule } from './schema.ts';
 
@@ -54,6 +55,11 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
   opsAuth(app, options.config.secrets.OPS_TOKEN);
   const { config, db, boss } = options;
   const { schema, resolvers } = opsSchema({ config, db, boss }, options.modules);
+  // Prometheus scrapes with the ops token (authorization: { credentials: OPS_TOKEN }).
+  app.get('/metrics', async (_request, reply) => {
+    const { contentType, body } = await metricsText();
+    return reply.type(contentType).send(body);
+  });
   await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false, errorFormatter: unavailableFirst, validationRules: QUERY_BOUNDS });
   // Variables and the rest of the body: the JSON bounds every API holds (shared/json-guard.ts).
   app.addHook('preHandler', async (request, reply) => {

@@ -15,6 +15,7 @@ import { Batcher } from '../../shared/batcher.ts';
 import type { Db } from '../../shared/db/db.ts';
 import { enqueueExecution, enqueueExecutions, fairPriority, type BatchJobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
+import { executionsCreated } from '../../shared/metrics.ts';
 import { createExecutionRow, createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../../shared/workflow/create-execution.ts';
 
 export type Created = ExecutionRecordRow | CreateRefusal;
@@ -37,6 +38,9 @@ export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { 
           const created = await createExecutionRow(tx, fields);
           if (isCreated(created)) await enqueueExecution(queue, tx, created.id, { priority: fairPriority((created as CreatedExecution).orgInFlight) });
           return created;
+        }).then((created) => {
+          if (isCreated(created)) executionsCreated.inc({ source: 'api' });
+          return created;
         }),
       };
     } catch (error) {
@@ -57,6 +61,7 @@ export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { 
         await enqueueExecutions(queue, tx, rows.filter(isCreated).map((row) => ({ id: row.id, orgInFlight: (row as CreatedExecution).orgInFlight })));
         return rows;
       });
+      executionsCreated.inc({ source: 'api' }, results.filter(isCreated).length);
       const settled: Settled[] = new Array(items.length);
       order.forEach((at, position) => {
         settled[at] = { ok: results[position]! };

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { decodeJwt } from 'jose';
 import type { RawData, WebSocket } from 'ws';
 import { isServiceError } from '../../shared/errors.ts';
+import { websocketCalls } from '../metrics.ts';
 import { credentialAuthenticator, type Credential } from '../auth/authenticate.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { CommandConnection } from '../commands/command.ts';
@@ -114,15 +115,23 @@ export function serveConnection(options: ServeOptions): CommandConnection {
     let principal: Promise<Principal> | undefined;
     let refused = false;
     const dispatch: Dispatch = async (method, params) => {
-      principal ??= authenticateFrame();
-      let caller: Principal;
+      const label = registry.names.includes(method) ? method : 'unknown';
       try {
-        caller = await principal;
+        principal ??= authenticateFrame();
+        let caller: Principal;
+        try {
+          caller = await principal;
+        } catch (error) {
+          if (isServiceError(error) && error.code === 'unauthorized') refused = true;
+          throw error;
+        }
+        const result = await runCommand(registry, ctx, caller, method, params, { connection });
+        websocketCalls.inc({ method: label, outcome: 'ok' });
+        return result;
       } catch (error) {
-        if (isServiceError(error) && error.code === 'unauthorized') refused = true;
+        websocketCalls.inc({ method: label, outcome: 'error' });
         throw error;
       }
-      return runCommand(registry, ctx, caller, method, params, { connection });
     };
     const reply = await handleRpcMessage(text, dispatch, onInternal);
     if (reply !== undefined) send(reply);

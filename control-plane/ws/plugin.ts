@@ -4,6 +4,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { COMMAND_MESSAGE_LIMIT, createCommandRegistry, COMMANDS, type CommandRegistry } from '../commands/registry.ts';
 import { wsRefusal, type WsAdmission } from '../plugins/throttle.ts';
+import { websocketConnections } from '../metrics.ts';
 import { serveConnection } from './connection.ts';
 import { chooseProtocol, readHandshake, type Handshake } from './handshake.ts';
 
@@ -72,6 +73,8 @@ export async function websocketPlugin(app: FastifyInstance, options: WebsocketPl
       throw new ServiceError('not_found', 'GET /v1 is the WebSocket endpoint: send an Upgrade: websocket request.');
     },
     wsHandler(socket, request) {
+      websocketConnections.inc();
+      socket.once('close', () => websocketConnections.dec());
       const handshake = handshakes.get(request)!;
       handshakes.delete(request);
       serveConnection({ ctx, registry, socket, credential: handshake.credential, principal: request.principal, log: request.log });

@@ -49,6 +49,11 @@ export interface EngineContext {
   onParked?: ((wakeAt: Date) => void) | undefined;
   /** Errors a processor threw that were not refusals (shown to the execution as internal_error). */
   onProcessorError?: ((error: unknown, node: string) => void) | undefined;
+  /** Told of each node run and each execution this runner ended (metrics: shared/metrics.ts). */
+  observe?: {
+    nodeRun(processor: string, outcome: 'finished' | 'failed', seconds: number): void;
+    executionEnded(status: TerminalStatus): void;
+  } | undefined;
 }
 
 /** What the runner tells one execution in flight. */
@@ -142,6 +147,7 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
     const result = await runNode(ctx, execution, name, node, state.input, control);
     if (control.dead) return 'abandoned';
     const duration_ms = elapsedMs(started);
+    ctx.observe?.nodeRun(node.processor, result.kind === 'failure' ? 'failed' : 'finished', (performance.now() - started) / 1000);
 
     if (result.kind === 'sleep') {
       const next: ExecutionState = { node: targetOf(node, SUCCESS), input: result.output };
@@ -289,5 +295,7 @@ async function flowError(ctx: EngineContext, holder: Holder, node: string, limit
 
 /** Appends the last node's events and ends the execution, if this runner still holds it. */
 async function end(ctx: EngineContext, holder: Holder, events: readonly NewExecutionEvent[], status: TerminalStatus, output?: unknown, error?: ExecutionError): Promise<boolean> {
-  return ctx.writes.end({ executionId: holder.executionId, status, output, error: error ?? null, events });
+  const ended = await ctx.writes.end({ executionId: holder.executionId, status, output, error: error ?? null, events });
+  if (ended) ctx.observe?.executionEnded(status);
+  return ended;
 }

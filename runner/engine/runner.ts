@@ -6,6 +6,7 @@
  * runner/main.ts builds one per process; tests build them in-process against their own database
  * (test/helpers/runner.ts). It owns none of `db` and `boss`: the caller opens and closes them.
  */
+import { runnerMetrics } from '../metrics.ts';
 import { availableParallelism } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
@@ -104,6 +105,8 @@ export interface Runner {
   stats(): RunnerStats;
   /** The sandbox of every engine worker thread, summed (each at most `SNAPSHOT_EVERY_MS` old); null before the first. */
   sandbox(): SandboxSnapshot | null;
+  /** This runner's metrics in Prometheus's text format (runner/metrics.ts), with the process's. */
+  metrics(): Promise<{ contentType: string; body: string }>;
 }
 
 /** How often a runner reads the organizations cooled down (besides right after a strike of its own). */
@@ -183,6 +186,9 @@ export function createRunner(options: RunnerOptions): Runner {
         case 'sandbox':
           snapshots.set(notice.thread, notice.snapshot);
           return;
+        case 'metrics':
+          metrics.report(notice.thread, notice.metrics);
+          return;
         case 'sandbox_event':
           log.info({ runner_id: runnerId, ...(JSON.parse(notice.fields) as Record<string, unknown>) }, notice.message);
           return;
@@ -208,6 +214,8 @@ export function createRunner(options: RunnerOptions): Runner {
     renewSeconds: options.renewSeconds ?? 3,
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'lease renewal failed; retrying'),
   });
+
+  const metrics = runnerMetrics(() => sumSnapshots([...snapshots.values()]));
 
   /** The latest sandbox snapshot of each engine worker thread. */
   const snapshots = new Map<number, SandboxSnapshot>();
@@ -417,5 +425,6 @@ export function createRunner(options: RunnerOptions): Runner {
 
     stats: () => ({ inFlight: flights.size, leases: leases.size }),
     sandbox: () => sumSnapshots([...snapshots.values()]),
+    metrics: () => metrics.text(),
   };
 }

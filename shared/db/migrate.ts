@@ -6,6 +6,11 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 // One fixed key: every process that starts applies migrations under the same lock.
 const LOCK_KEY = 72_190_311;
 
+/** The migration files this build ships, in order. */
+export async function migrationFiles(): Promise<string[]> {
+  return (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+}
+
 /**
  * Applies numbered `NNN_name.sql` migrations not yet recorded, each in its own transaction,
  * under a session advisory lock so that processes starting together apply each file once.
@@ -19,7 +24,7 @@ export async function migrate(connectionString: string): Promise<string[]> {
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Set((await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
-    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+    const files = await migrationFiles();
     for (const file of files) {
       if (done.has(file)) continue;
       const sql = await readFile(MIGRATIONS_DIR + file, 'utf8');

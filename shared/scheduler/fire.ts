@@ -17,6 +17,7 @@ import { limitInForce } from '../limits/in-force.ts';
 import { limitObject, type LimitInForce } from '../limits/index.ts';
 import { enqueueExecutions, type BatchJobQueue } from '../queue/execution-jobs.ts';
 import { roleAtLeast, type Role } from '../roles.ts';
+import { executionsCreated, scheduleFireLag } from '../metrics.ts';
 import { createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../workflow/create-execution.ts';
 import { nextFire, parseCron } from './cron.ts';
 import { sendFireJobs } from './fire-jobs.ts';
@@ -208,6 +209,7 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
         [started.map((x) => x.id), started.map((x) => x.schedule)],
       );
       await enqueueExecutions(queue, tx, started);
+      executionsCreated.inc({ source: 'schedule' }, started.length);
     }
   }
 
@@ -216,6 +218,7 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
   for (const row of firing) {
     const request = requests[row.at - 1]!;
     const decision = decisions.get(row)!;
+    if (request.dueAt !== null) scheduleFireLag.observe(Math.max(0, new Date(row.db_now).getTime() - new Date(request.dueAt).getTime()) / 1000);
     if (decision.disable) next.set(row, null);
     else if (request.dueAt !== null) {
       const due = new Date(request.dueAt);

@@ -1,0 +1,80 @@
+/**
+ * Operability (docs/operations.md, "Probes" and "Metrics"): /healthz and /readyz on the REST port
+ * without credentials; Prometheus metrics on the ops port (behind the ops token) and on a
+ * runner's metrics port, with bounded labels and the engine threads' figures summed.
+ */
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { buildOpsApp } from '../control-plane/ops/app.ts';
+import { serveMetrics } from '../runner/metrics.ts';
+import { startProcessMetrics, watchQueues } from '../shared/metrics.ts';
+import { readinessProbe } from '../shared/probes.ts';
+import { createBoss } from '../shared/queue/queues.ts';
+import { buildTestApp, signInAnonymous } from './helpers/app.ts';
+import { createWorkflow, define, startExecution, startRunner, waitFor, waitForEnd } from './helpers/runner.ts';
+
+const { app, db, config, databaseUrl } = await buildTestApp(t);
+startProcessMetrics();
+watchQueues(db);
+
+t.test('/healthz and /readyz answer without credentials; readiness names what is missing', async (t) => {
+  const health = await app.inject({ method: 'GET', url: '/healthz' });
+  t.equal(health.statusCode, 200);
+  t.same(health.json(), { status: 'ok' });
+  const ready = await app.inject({ method: 'GET', url: '/readyz' });
+  t.equal(ready.statusCode, 200);
+  t.same(ready.json(), { status: 'ready', checks: { database: true, migrated: true, stopping: false } });
+  const { rows } = await db.query<{ name: string }>('DELETE FROM schema_migrations WHERE name = (SELECT max(name) FROM schema_migrations) RETURNING name');
+  const unmigrated = await app.inject({ method: 'GET', url: '/readyz' });
+  await db.query('INSERT INTO schema_migrations (name) VALUES ($1)', [rows[0]!.name]);
+  t.equal(unmigrated.statusCode, 503, 'a migration this build ships is not applied');
+  t.match(unmigrated.json(), { status: 'not_ready', checks: { database: true, migrated: false } });
+  const stopping = await readinessProbe(db, () => true)();
+  t.same(stopping, { ready: false, checks: { database: true, migrated: true, stopping: true } });
+});
+
+t.test('the ops port serves the control plane\'s metrics behind the ops token', async (t) => {
+  const boss = createBoss(databaseUrl, 'control-plane');
+  await boss.start();
+  const ops = await buildOpsApp({ config, db, boss, logger: false });
+  t.teardown(async () => {
+    await ops.close();
+    await boss.stop({ graceful: false });
+  });
+  const alice = await signInAnonymous(app);
+  const flow = await createWorkflow(app, alice);
+  await startExecution(app, alice, flow, await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } }));
+  await app.inject({ method: 'GET', url: `/v1/orgs/${flow.orgId}`, headers: alice.headers });
+  t.equal((await ops.inject({ method: 'GET', url: '/metrics' })).statusCode, 401, 'no token, no metrics');
+  const res = await ops.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` } });
+  t.equal(res.statusCode, 200);
+  t.match(res.headers['content-type'], /^text\/plain/);
+  const text = res.body;
+  t.match(text, /workspace_http_request_duration_seconds_count\{method="GET",route="\/v1\/orgs\/:id",status_code="200"\} [1-9]/, 'requests by route pattern, not by id');
+  t.notMatch(text, new RegExp(flow.orgId), 'no id appears in any label');
+  t.match(text, /workspace_executions_created_total\{source="api"\} [1-9]/);
+  t.match(text, /workspace_db_pool_connections\{state="idle"\} \d+/);
+  t.match(text, /workspace_queue_jobs\{queue="executions",state="ready"\} [1-9]/, 'the wake-up job waits (no runner yet)');
+  t.match(text, /workspace_queue_oldest_ready_job_age_seconds\{queue="executions"\} [\d.]+/);
+  t.match(text, /workspace_websocket_connections 0/);
+  t.match(text, /process_cpu_seconds_total \d/, 'process metrics');
+});
+
+t.test('a runner sums its engine threads\' node runs and ends, and serves them with its probes', async (t) => {
+  const { runner } = await startRunner(t, databaseUrl);
+  const alice = await signInAnonymous(app);
+  const flow = await createWorkflow(app, alice);
+  const def = await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' }, routes: { success: 'two' } }, two: { processor: 'logic.code', config: { code: 'export default (x) => x' } } } });
+  const ended = await waitForEnd(app, alice, flow, (await startExecution(app, alice, flow, def)).id);
+  t.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
+  const text = await waitFor(async () => (await runner.metrics()).body, (body: string) => /workspace_executions_ended_total\{status="succeeded"\} [1-9]/.test(body), 'an engine thread to report (every 2 s)');
+  t.match(text, /workspace_node_run_duration_seconds_count\{processor="logic.code",outcome="finished"\} [1-9]/);
+  t.match(text, /workspace_sandbox_isolates\{state="idle"\} \d+/);
+  const server = await serveMetrics(0, '127.0.0.1', () => runner.metrics(), readinessProbe(db, () => false));
+  t.teardown(() => server.close());
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  t.same(await (await fetch(`${base}/healthz`)).json(), { status: 'ok' });
+  t.match(await (await fetch(`${base}/readyz`)).json(), { status: 'ready' });
+  t.match(await (await fetch(`${base}/metrics`)).text(), /workspace_node_run_duration_seconds_bucket/);
+  t.equal((await fetch(`${base}/nope`)).status, 404);
+});
