@@ -78,3 +78,20 @@ t.test('a runner sums its engine threads\' node runs and ends, and serves them w
   t.match(await (await fetch(`${base}/metrics`)).text(), /workspace_node_run_duration_seconds_bucket/);
   t.equal((await fetch(`${base}/nope`)).status, 404);
 });
+
+t.test('GraphiQL is served on the ops port; its queries still need the token', async (t) => {
+  const boss = createBoss(databaseUrl, 'control-plane');
+  await boss.start();
+  const ops = await buildOpsApp({ config, db, boss, logger: false });
+  t.teardown(async () => {
+    await ops.close();
+    await boss.stop({ graceful: false });
+  });
+  const page = await ops.inject({ method: 'GET', url: '/graphiql' });
+  t.equal(page.statusCode, 200);
+  t.match(page.body, /graphiql\/main\.js/);
+  const config_ = await ops.inject({ method: 'GET', url: '/graphiql/config.js' });
+  t.match(config_.body, /GRAPHQL_ENDPOINT = '\/graphql'/);
+  t.equal((await ops.inject({ method: 'POST', url: '/graphql', payload: { query: '{ health { status } }' } })).statusCode, 401, 'a query without the token is refused');
+  t.equal((await ops.inject({ method: 'GET', url: '/graphiql/../graphql?query={health{status}}' })).statusCode, 401, 'no path trick reaches the API');
+});

@@ -20,6 +20,8 @@ export interface BuildOpsAppOptions extends OpsContext {
   modules?: OpsModule[];
 }
 
+const GRAPHIQL_PATH = /^\/graphiql(\/(main|sw|config)\.js)?(\?|$)/;
+
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
@@ -31,6 +33,9 @@ function digest(value: string): Buffer {
 function opsAuth(app: FastifyInstance, token: string): void {
   const expected = digest(token);
   app.addHook('onRequest', async (request, reply) => {
+    // GraphiQL's page and scripts hold nothing secret; the queries it sends carry the token the
+    // operator enters in its Headers tab, like any other client's.
+    if (request.method === 'GET' && GRAPHIQL_PATH.test(request.url)) return;
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
     if (match && timingSafeEqual(digest(match[1]!), expected)) return;
     return reply.code(401).header('www-authenticate', 'Bearer').send({
@@ -60,7 +65,7 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
     const { contentType, body } = await metricsText();
     return reply.type(contentType).send(body);
   });
-  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: false, errorFormatter: unavailableFirst, validationRules: QUERY_BOUNDS });
+  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: true, errorFormatter: unavailableFirst, validationRules: QUERY_BOUNDS });
   // Variables and the rest of the body: the JSON bounds every API holds (shared/json-guard.ts).
   app.addHook('preHandler', async (request, reply) => {
     const problem = request.body === undefined ? null : jsonProblem(request.body);
