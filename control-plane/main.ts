@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import { createBoss, createQueues } from '../shared/queue/queues.ts';
-import { loadConfig } from '../shared/config.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { openDatabase } from '../shared/db/local-database.ts';
@@ -21,7 +21,7 @@ import { startSessionReaper, type SessionReaper } from './workflow/session-reape
 /** The process is out within this after a stop signal, forced if need be (requests cut short). */
 const GRACE_MS = 7_000;
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const log = pino({ level: config.logLevel, base: { process: 'control-plane', pid: process.pid } });
 
 let embedded: EmbeddedDatabase | undefined;

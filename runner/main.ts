@@ -15,7 +15,7 @@ import { readinessProbe } from '../shared/probes.ts';
 import { serveMetrics } from './metrics.ts';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
-import { loadConfig } from '../shared/config.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/db.ts';
 import { databaseUrlFor } from '../shared/db/database-url.ts';
 import { migrate } from '../shared/db/migrate.ts';
@@ -39,7 +39,7 @@ const JOBS_GRACE_MS = 3_500;
 /** How often a runner looks for runners joining or leaving its host (runner/cpu-split.ts). */
 const CPU_SPLIT_EVERY_MS = 2_000;
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const log = pino({ level: config.logLevel, base: { process: 'runner', pid: process.pid } });
 const databaseUrl = databaseUrlFor(config);
 // Before any thread of ours starts, so that every one inherits it (shared/priority.ts).

@@ -5,7 +5,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { loadConfig } from '../shared/config.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { openDatabase } from '../shared/db/local-database.ts';
 import { runEntry } from '../shared/shutdown.ts';
@@ -17,7 +17,7 @@ const GRACE_MS = 10_000;
 const CHILD_GRACE_MS = 8_000;
 
 // Also generates `<DATA_DIR>/secrets.json` once here, before two children would race to.
-const config = loadConfig();
+const config = loadConfigOrExit();
 const log = pino({ level: config.logLevel, base: { process: 'supervisor', pid: process.pid } });
 const entry = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { z } from 'zod';
 import { loadSecrets, type Secrets } from './secrets.ts';
 import { s3SettingsFrom, type S3Settings } from './onnx/s3-settings.ts';
 
@@ -47,69 +48,149 @@ export interface Config {
   };
 }
 
-function int(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${raw}`);
-  return value;
-}
+/** Every problem of the configuration, reported at once (entries print them and exit 2: `loadConfigOrExit`). */
+export class ConfigError extends Error {
+  readonly problems: string[];
 
-function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, values: readonly [T, ...T[]]): T {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return values[0];
-  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got ${raw}`);
-  return raw as T;
-}
-
-/** The engine's timings and CPU priority (docs/architecture.md), checked so that a lease is always renewed before it runs out. */
-function runnerConfig(env: Record<string, string | undefined>): Config['runner'] {
-  const runner = {
-    concurrency: int(env, 'RUNNER_CONCURRENCY', 0),
-    leaseSeconds: int(env, 'RUNNER_LEASE_SECONDS', 10),
-    renewSeconds: int(env, 'RUNNER_RENEW_SECONDS', 3),
-    sweepSeconds: int(env, 'RUNNER_SWEEP_SECONDS', 5),
-    orphanSeconds: int(env, 'RUNNER_ORPHAN_SECONDS', 30),
-    nice: int(env, 'RUNNER_NICE', 10),
-    cpuSplit: oneOf(env, 'RUNNER_CPU_SPLIT', ['auto', 'off']) === 'auto',
-    metricsPort: int(env, 'METRICS_PORT', 0),
-    metricsHost: env.METRICS_HOST ?? '127.0.0.1',
-  };
-  if (runner.metricsPort > 65_535) throw new Error(`METRICS_PORT must be from 0 to 65535, got ${runner.metricsPort}`);
-  if (runner.renewSeconds < 1 || runner.renewSeconds >= runner.leaseSeconds) {
-    throw new Error(`RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${runner.leaseSeconds}), got ${runner.renewSeconds}`);
+  constructor(problems: string[]) {
+    super(`The configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
   }
-  if (runner.sweepSeconds < 1) throw new Error(`RUNNER_SWEEP_SECONDS must be at least 1, got ${runner.sweepSeconds}`);
-  if (runner.nice > 19) throw new Error(`RUNNER_NICE must be from 0 to 19, got ${runner.nice}`);
-  return runner;
 }
 
-/** Reads the configuration table of the README from `env`. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** An integer variable: unset or empty is `fallback`; otherwise within `min`..`max`. */
+function intVar(name: string, fallback: number, range: { min?: number; max?: number } = {}) {
+  return z.string().optional().transform((raw, ctx) => {
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value)) {
+      ctx.addIssue({ code: 'custom', message: `${name} must be a non-negative integer, got ${raw}` });
+      return z.NEVER;
+    }
+    if ((range.min !== undefined && value < range.min) || (range.max !== undefined && value > range.max)) {
+      ctx.addIssue({ code: 'custom', message: `${name} must be from ${range.min ?? 0} to ${range.max}, got ${raw}` });
+      return z.NEVER;
+    }
+    return value;
+  });
+}
+
+function oneOfVar<T extends string>(name: string, values: readonly [T, ...T[]]) {
+  return z.string().optional().transform((raw, ctx) => {
+    if (raw === undefined || raw === '') return values[0];
+    if (!(values as readonly string[]).includes(raw)) {
+      ctx.addIssue({ code: 'custom', message: `${name} must be one of ${values.join(', ')}, got ${raw}` });
+      return z.NEVER;
+    }
+    return raw as T;
+  });
+}
+
+const port = (name: string, fallback: number) => intVar(name, fallback, { max: 65_535 });
+
+/** Every variable the processes read (the README's table; docs/configuration.md), in one schema. */
+const envSchema = z.object({
+  HOST: z.string().optional(),
+  PORT: port('PORT', 8080),
+  OPS_HOST: z.string().optional(),
+  OPS_PORT: port('OPS_PORT', 8081),
+  DATABASE_URL: z.string().optional(),
+  DATA_DIR: z.string().optional(),
+  EMBEDDED_PG_PORT: port('EMBEDDED_PG_PORT', 54329),
+  OIDC_ISSUER: z.string().optional(),
+  OIDC_JWKS_URL: z.string().optional(),
+  OIDC_AUDIENCE: z.string().optional(),
+  ACCESS_TOKEN_SECONDS: intVar('ACCESS_TOKEN_SECONDS', 900, { min: 1 }),
+  REFRESH_TOKEN_SECONDS: intVar('REFRESH_TOKEN_SECONDS', 30 * 24 * 3600, { min: 1 }),
+  LOG_LEVEL: oneOfVar('LOG_LEVEL', ['info', ...LOG_LEVELS.filter((l) => l !== 'info')] as ['info', ...string[]]),
+  SIGNUPS_PER_MINUTE: intVar('SIGNUPS_PER_MINUTE', 20),
+  AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
+  WS_CONNECTIONS_PER_ADDRESS: intVar('WS_CONNECTIONS_PER_ADDRESS', 200),
+  RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
+  RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', 10),
+  RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', 3),
+  RUNNER_SWEEP_SECONDS: intVar('RUNNER_SWEEP_SECONDS', 5),
+  RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', 30),
+  RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
+  RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
+  METRICS_PORT: port('METRICS_PORT', 0),
+  METRICS_HOST: z.string().optional(),
+}).superRefine((env, ctx) => {
+  if (env.RUNNER_RENEW_SECONDS < 1 || env.RUNNER_RENEW_SECONDS >= env.RUNNER_LEASE_SECONDS) {
+    ctx.addIssue({ code: 'custom', message: `RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${env.RUNNER_LEASE_SECONDS}), got ${env.RUNNER_RENEW_SECONDS}` });
+  }
+  if (env.RUNNER_SWEEP_SECONDS < 1) ctx.addIssue({ code: 'custom', message: `RUNNER_SWEEP_SECONDS must be at least 1, got ${env.RUNNER_SWEEP_SECONDS}` });
+});
+
+/** Reads the configuration table of the README from `env`; throws a ConfigError naming every problem. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) problems.push(...parsed.error.issues.map((issue) => issue.message));
   const dataDir = resolve(env.DATA_DIR ?? '.data');
-  return {
-    host: env.HOST ?? '127.0.0.1',
-    port: int(env, 'PORT', 8080),
-    opsHost: env.OPS_HOST ?? '127.0.0.1',
-    opsPort: int(env, 'OPS_PORT', 8081),
-    databaseUrl: env.DATABASE_URL || undefined,
-    dataDir,
-    embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329),
-    secrets: loadSecrets(env, dataDir),
-    oidc: {
-      issuer: env.OIDC_ISSUER ?? 'https://accounts.google.com',
-      jwksUrl: env.OIDC_JWKS_URL ?? 'https://www.googleapis.com/oauth2/v3/certs',
-      audience: env.OIDC_AUDIENCE ?? '',
-    },
-    accessTokenSeconds: int(env, 'ACCESS_TOKEN_SECONDS', 900),
-    refreshTokenSeconds: int(env, 'REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
-    logLevel: env.LOG_LEVEL ?? 'info',
-    throttle: {
-      signupsPerMinute: int(env, 'SIGNUPS_PER_MINUTE', 20),
-      authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 100),
-      wsConnectionsPerAddress: int(env, 'WS_CONNECTIONS_PER_ADDRESS', 200),
-    },
-    modelStore: s3SettingsFrom(env),
-    runner: runnerConfig(env),
+  const attempt = <T>(read: () => T): T | undefined => {
+    try {
+      return read();
+    } catch (error) {
+      problems.push((error as Error).message);
+      return undefined;
+    }
   };
+  const modelStore = attempt(() => s3SettingsFrom(env));
+  // Secrets last: generating secrets.json for a configuration that is wrong anyway helps nobody.
+  const secrets = problems.length === 0 ? attempt(() => loadSecrets(env, dataDir)) : undefined;
+  if (problems.length > 0 || !parsed.success || secrets === undefined || modelStore === undefined) throw new ConfigError(problems);
+  const v = parsed.data;
+  return {
+    host: v.HOST ?? '127.0.0.1',
+    port: v.PORT,
+    opsHost: v.OPS_HOST ?? '127.0.0.1',
+    opsPort: v.OPS_PORT,
+    databaseUrl: v.DATABASE_URL || undefined,
+    dataDir,
+    embeddedPgPort: v.EMBEDDED_PG_PORT,
+    secrets,
+    oidc: {
+      issuer: v.OIDC_ISSUER ?? 'https://accounts.google.com',
+      jwksUrl: v.OIDC_JWKS_URL ?? 'https://www.googleapis.com/oauth2/v3/certs',
+      audience: v.OIDC_AUDIENCE ?? '',
+    },
+    accessTokenSeconds: v.ACCESS_TOKEN_SECONDS,
+    refreshTokenSeconds: v.REFRESH_TOKEN_SECONDS,
+    logLevel: v.LOG_LEVEL,
+    throttle: {
+      signupsPerMinute: v.SIGNUPS_PER_MINUTE,
+      authFailuresPerMinute: v.AUTH_FAILURES_PER_MINUTE,
+      wsConnectionsPerAddress: v.WS_CONNECTIONS_PER_ADDRESS,
+    },
+    modelStore,
+    runner: {
+      concurrency: v.RUNNER_CONCURRENCY,
+      leaseSeconds: v.RUNNER_LEASE_SECONDS,
+      renewSeconds: v.RUNNER_RENEW_SECONDS,
+      sweepSeconds: v.RUNNER_SWEEP_SECONDS,
+      orphanSeconds: v.RUNNER_ORPHAN_SECONDS,
+      nice: v.RUNNER_NICE,
+      cpuSplit: v.RUNNER_CPU_SPLIT === 'auto',
+      metricsPort: v.METRICS_PORT,
+      metricsHost: v.METRICS_HOST ?? '127.0.0.1',
+    },
+  };
+}
+
+/**
+ * For entry files: the configuration, or every problem of it printed as one block on stderr and
+ * exit code 2 (no stack trace: nothing is wrong with the program).
+ */
+export function loadConfigOrExit(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\nSee docs/configuration.md.\n`);
+    process.exit(2);
+  }
 }

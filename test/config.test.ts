@@ -1,0 +1,56 @@
+/**
+ * Configuration (docs/configuration.md): one schema for every variable, every problem reported
+ * at once; entries print them as one block and exit 2 without a stack trace; `npm run config`
+ * prints the resolved configuration with secrets masked.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { ConfigError, loadConfig } from '../shared/config.ts';
+
+const SECRETS = {
+  TOKEN_SIGNING_KEY: 'test-signing-key-0123456789abcdef0123456789',
+  CURSOR_KEY: 'test-cursor-key-0123456789abcdef0123456789',
+  CREDENTIAL_KEY: 'test-credential-key-0123456789abcdef01234567',
+  OPS_TOKEN: 'test-ops-token',
+};
+const root = join(import.meta.dirname, '..');
+
+t.test('every problem at once, each naming its variable', async (t) => {
+  const error = t.throws(() => loadConfig({ ...SECRETS, PORT: '70000', LOG_LEVEL: 'verbose', OPS_PORT: 'eighty', MODEL_STORE: 's4', RUNNER_NICE: '-1' })) as unknown as ConfigError;
+  t.ok(error instanceof ConfigError);
+  t.same(error.problems.sort(), [
+    'LOG_LEVEL must be one of info, fatal, error, warn, debug, trace, silent, got verbose',
+    'MODEL_STORE must be postgres or s3, got s4',
+    'OPS_PORT must be a non-negative integer, got eighty',
+    'PORT must be from 0 to 65535, got 70000',
+    'RUNNER_NICE must be a non-negative integer, got -1',
+  ]);
+  t.match(error.message, /^The configuration is invalid \(5 problems\):\n {2}- /);
+  t.equal(loadConfig({ ...SECRETS, LOG_LEVEL: 'debug', PORT: '' }).port, 8080, 'an empty variable is unset');
+});
+
+t.test('an entry with a bad configuration prints one block and exits 2, without a stack trace', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'ws-config-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  for (const entry of ['control-plane/main.ts', 'runner/main.ts']) {
+    const run = spawnSync(process.execPath, ['--no-node-snapshot', join(root, entry)], { env: { ...process.env, ...SECRETS, DATA_DIR: dataDir, LOG_LEVEL: 'verbose', METRICS_PORT: '99999', DATABASE_URL: 'postgres://x@127.0.0.1:1/none' }, encoding: 'utf8', timeout: 30_000 });
+    t.equal(run.status, 2, `${entry} exit code`);
+    t.match(run.stderr, /The configuration is invalid \(2 problems\):\n {2}- LOG_LEVEL must be one of .*verbose\n {2}- METRICS_PORT must be from 0 to 65535, got 99999\n/);
+    t.notMatch(run.stderr, /\n\s+at /, 'no stack trace');
+  }
+});
+
+t.test('npm run config prints the resolved configuration with secrets masked', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'ws-config-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const run = spawnSync(process.execPath, [join(root, 'scripts/config.ts')], { env: { ...process.env, ...SECRETS, DATA_DIR: dataDir, DATABASE_URL: 'postgres://app:hunter2@db:5432/workspace', PORT: '9090' }, encoding: 'utf8' });
+  t.equal(run.status, 0, run.stderr);
+  const printed = JSON.parse(run.stdout);
+  t.equal(printed.port, 9090);
+  t.equal(printed.databaseUrl, 'postgres://app:***@db:5432/workspace');
+  t.same(printed.secrets, { TOKEN_SIGNING_KEY: '(set in the environment)', CURSOR_KEY: '(set in the environment)', CREDENTIAL_KEY: '(set in the environment)', OPS_TOKEN: '(set in the environment)' });
+  for (const secret of [...Object.values(SECRETS), 'hunter2']) t.notOk(run.stdout.includes(secret), 'no secret value is printed');
+});
