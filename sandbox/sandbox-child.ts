@@ -24,7 +24,9 @@ const options: ChildPoolOptions = started.pool ?? {};
 // Before the pool starts threads, so isolated-vm's threads inherit it.
 if (typeof started.nice === 'number') yieldCpu(started.nice);
 const outbox = new Outbox<FromChild>((batch) => {
-  if (process.connected) process.send?.(batch);
+  // With a callback a write to a parent that just went away fails quietly (EPIPE) instead of
+  // crashing this process with an unhandled 'error'; 'disconnect' below ends it anyway.
+  if (process.connected) process.send?.(batch, (error: Error | null) => void error);
 });
 
 const pool = new IsolatePool({

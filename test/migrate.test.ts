@@ -59,3 +59,28 @@ t.test('ensureDatabase creates the database once, even when raced', async (t) =>
   await client.end();
   t.equal(rows[0]!.db, name);
 });
+
+t.test('an applied migration changed afterwards stops start-up with a clear message; status shows it', async (t) => {
+  const { migrationStatus, ChangedMigrationError } = await import('../shared/db/migrate.ts');
+  const url = await createTestDatabase(t, { empty: true });
+  await migrate(url);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  t.teardown(() => client.end());
+  const { rows } = await client.query<{ checksum: string }>('SELECT checksum FROM schema_migrations WHERE name = $1', [files[0]]);
+  t.match(rows[0]!.checksum, /^[0-9a-f]{64}$/, 'the checksum of each applied file is stored');
+  t.ok((await migrationStatus(url)).every((row) => row.state === 'applied'), 'status: all applied');
+  // As if the file had been edited after it was applied.
+  await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [files[1], 'f'.repeat(64)]);
+  await client.query(`INSERT INTO schema_migrations (name, checksum) VALUES ('999_from_elsewhere.sql', NULL)`);
+  const error = await migrate(url).catch((e: unknown) => e);
+  t.ok(error instanceof ChangedMigrationError);
+  t.match((error as Error).message, new RegExp(`changed after it was applied: ${files[1]}\\. Migrations are append-only`));
+  const status = await migrationStatus(url);
+  t.match(status.find((r) => r.name === files[1]), { state: 'changed' });
+  t.match(status.find((r) => r.name === '999_from_elsewhere.sql'), { state: 'unknown' });
+  // A row applied before checksums existed takes the file's on the next start.
+  await client.query('UPDATE schema_migrations SET checksum = NULL');
+  t.same(await migrate(url), [], 'nothing to apply, no complaint');
+  t.equal((await client.query('SELECT count(*)::int AS n FROM schema_migrations WHERE checksum IS NULL AND name <> $1', ['999_from_elsewhere.sql'])).rows[0].n, 0, 'checksums filled in');
+});

@@ -121,7 +121,8 @@ process.on('message', (message: HostRequest) => {
       const code = (error as { code?: unknown }).code;
       reply = { id: message.id, error: { code: typeof code === 'string' ? code : 'model_run_failed', message: String((error as Error)?.message ?? error).slice(0, 2000) } };
     }
-    process.send?.(reply);
+    // A parent gone meanwhile: the write fails quietly ('disconnect' below ends this process).
+    if (process.connected) process.send?.(reply, (error: Error | null) => void error);
   })();
 });
 process.on('disconnect', () => process.exit(0));
