@@ -1,15 +1,19 @@
 # One image for the control plane and the runners; docker-compose.yml picks the command.
-FROM node:24-slim
+# Two stages: dependencies are installed in the first (npm's cache stays there), the runtime takes
+# node_modules and the source. It ships only what a container runs: no dev dependencies and no
+# optional ones — the `node` package (the image's own Node 24 runs the code) and embedded-postgres
+# (a container always has DATABASE_URL) are optionalDependencies for exactly this
+# (test/image.test.ts checks the list).
+FROM node:24-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
 
+FROM node:24-slim
 WORKDIR /app
 ENV NODE_ENV=production
-
-# Dependencies first, so a source change reuses this layer. The `node` and `embedded-postgres`
-# packages come along (they are runtime dependencies of `npm start`) but are not used here: the
-# image's own Node 24 runs the code and DATABASE_URL names the server.
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
 COPY shared ./shared
 COPY control-plane ./control-plane
 COPY runner ./runner

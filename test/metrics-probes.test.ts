@@ -58,6 +58,15 @@ t.test('the ops port serves the control plane\'s metrics behind the ops token', 
   t.match(text, /workspace_queue_oldest_ready_job_age_seconds\{queue="executions"\} [\d.]+/);
   t.match(text, /workspace_websocket_connections 0/);
   t.match(text, /process_cpu_seconds_total \d/, 'process metrics');
+  // The exposition format, line by line: comments, or a sample with a valid name, labels and value.
+  const bad = text.split('\n').filter((line) => line !== '' && !/^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$/.test(line)
+    && !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.test(line));
+  t.same(bad, [], 'every line parses as Prometheus text');
+  // Counters move with an execution.
+  const count = (body: string) => Number(/workspace_executions_created_total\{source="api"\} (\d+)/.exec(body)?.[1] ?? 0);
+  await startExecution(app, alice, flow, await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 2' } } } }));
+  const after = await ops.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` } });
+  t.equal(count(after.body), count(text) + 1, 'workspace_executions_created_total moved by one');
 });
 
 t.test('a runner sums its engine threads\' node runs and ends, and serves them with its probes', async (t) => {

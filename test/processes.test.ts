@@ -186,6 +186,9 @@ t.test('the embedded PostgreSQL killed with SIGKILL: every surface answers 503 u
     body: JSON.stringify({ query: '{ health { status database } }' }),
   });
   t.match(await health.json(), { data: { health: { status: 'degraded', database: false } } }, 'ops health says degraded');
+  const notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
+  t.equal(notReady.status, 503, '/readyz flips to 503 while the database is down');
+  t.match(await notReady.json(), { status: 'not_ready', checks: { database: false } });
 
   // The supervisor starts PostgreSQL again; the control plane and runner reconnect by themselves.
   const back = await waitFor(first, 'REST to answer again', async () => {
@@ -193,6 +196,7 @@ t.test('the embedded PostgreSQL killed with SIGKILL: every surface answers 503 u
     return res.status === 200 ? res : undefined;
   }, 30_000);
   t.match(await back.json(), { org: { id: org.id, alias: 'kept-across-restart' } }, 'the organization acknowledged before the loss is there');
+  t.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200, '/readyz is back');
   t.equal((await fetch(`http://127.0.0.1:${port}/v1/users/${user.id}`, { headers: auth })).status, 200, 'the user too, and the token still works');
   socket.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'get_user', params: { user_id: 'me' } }));
   t.match(await waitFor(first, 'the second JSON-RPC answer', async () => replies.find((r) => (r as { id?: number }).id === 2), 10_000), { result: { user: { id: user.id } } }, 'the same WebSocket connection serves again');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LOCAL_DATABASE, withDatabase } from './database-url.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
+import type { EmbeddedDatabase } from './embedded.ts';
 import { migrate } from './migrate.ts';
 import { statFields } from '../proc-stat.ts';
 
@@ -88,6 +88,8 @@ export async function startLocalDatabase(options: LocalDatabaseOptions): Promise
   // The server's own log is noise once it runs, but it is the only account of why it did not start.
   const recent: string[] = [];
   let server: EmbeddedDatabase;
+  // Imported only here: a container, which always has DATABASE_URL, ships without the package.
+  const { startEmbeddedPostgres } = await import('./embedded.ts');
   try {
     server = await startEmbeddedPostgres({
       dir: options.dataDir,
