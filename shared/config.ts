@@ -71,7 +71,8 @@ function intVar(name: string, fallback: number, range: { min?: number; max?: num
       return z.NEVER;
     }
     if ((range.min !== undefined && value < range.min) || (range.max !== undefined && value > range.max)) {
-      ctx.addIssue({ code: 'custom', message: `${name} must be from ${range.min ?? 0} to ${range.max}, got ${raw}` });
+      const bounds = range.max === undefined ? `at least ${range.min}` : `from ${range.min ?? 0} to ${range.max}`;
+      ctx.addIssue({ code: 'custom', message: `${name} must be ${bounds}, got ${raw}` });
       return z.NEVER;
     }
     return value;
@@ -103,8 +104,8 @@ const envSchema = z.object({
   OIDC_ISSUER: z.string().optional(),
   OIDC_JWKS_URL: z.string().optional(),
   OIDC_AUDIENCE: z.string().optional(),
-  ACCESS_TOKEN_SECONDS: intVar('ACCESS_TOKEN_SECONDS', 900, { min: 1 }),
-  REFRESH_TOKEN_SECONDS: intVar('REFRESH_TOKEN_SECONDS', 30 * 24 * 3600, { min: 1 }),
+  ACCESS_TOKEN_SECONDS: intVar('ACCESS_TOKEN_SECONDS', 900),
+  REFRESH_TOKEN_SECONDS: intVar('REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
   LOG_LEVEL: oneOfVar('LOG_LEVEL', ['info', ...LOG_LEVELS.filter((l) => l !== 'info')] as ['info', ...string[]]),
   SIGNUPS_PER_MINUTE: intVar('SIGNUPS_PER_MINUTE', 20),
   AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
