@@ -14,8 +14,10 @@
  * every `PROBE_MS` it fetches a few wake-ups itself (the queue's fair order puts organizations
  * with nothing running first, shared/queue/execution-jobs.ts) and claims those of organizations
  * with no execution in flight here, up to `batchSize` past `concurrency`; the others go back to
- * the queue, due a second later, with their priority. So one organization filling every slot with
- * long-running executions delays another's first node by about a second, not until a slot frees.
+ * the queue at once, with their priority (due a second later, they made the last executions of a
+ * one-organization burst wait that second: half the batch's rate). So one organization filling
+ * every slot with long-running executions delays another's first node by about a second, not
+ * until a slot frees.
  */
 import type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
@@ -56,8 +58,6 @@ export interface WorkLoopOptions {
 const PROBE_MS = 1000;
 /** Wake-ups one probe fetches. */
 const PROBE_BATCH = 4;
-/** A wake-up a probe put back is due again this much later. */
-const PROBE_RETRY_SECONDS = 1;
 
 export class WorkLoop {
   readonly #options: WorkLoopOptions;
@@ -182,7 +182,7 @@ export class WorkLoop {
   /**
    * While the runner is full (the handler waits for room), fetches a few wake-ups and claims those
    * of organizations with nothing in flight here, at most `batchSize` past `concurrency`; puts the
-   * rest back (due in a second, same priority) and completes what it fetched.
+   * rest back (due now, same priority) and completes what it fetched.
    */
   async #probeWhenFull(): Promise<void> {
     const { boss, db, concurrency } = this.#options;
@@ -209,7 +209,7 @@ export class WorkLoop {
       }
       if (putBack.length > 0) {
         await db.transaction(async (tx) => {
-          for (const job of putBack) await enqueueExecution(boss, tx, job.id, { startAfter: PROBE_RETRY_SECONDS, priority: job.priority });
+          for (const job of putBack) await enqueueExecution(boss, tx, job.id, { priority: job.priority });
         });
       }
       const claimed = await this.#claim(admit);
