@@ -6,6 +6,8 @@ import { createTokenService } from './auth/tokens.ts';
 import type { AppContext } from './context.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerEnvelope } from './plugins/envelope.ts';
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
 import { registerThrottles } from './plugins/throttle.ts';
 import { registerHttpMetrics } from './metrics.ts';
 import { watchPool } from '../shared/metrics.ts';
@@ -60,6 +62,8 @@ const NO_QUEUE: JobQueue = {
   },
 };
 
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
 /** JSON bodies above this are refused with 413 (contract §1); command routes raise their own bound. */
 export const JSON_BODY_LIMIT = 1024 * 1024;
 
@@ -71,8 +75,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["sec-websocket-protocol"]'],
     },
     bodyLimit: JSON_BODY_LIMIT,
-    genReqId: () => randomUUID(),
-    // Never trust a client's id for log correlation; we mint our own and echo it back.
+    // A client's x-request-id is kept when well-formed (1-128 of A-Z a-z 0-9 . _ : -), so its logs
+    // and ours share it; anything else gets a UUID of ours. Echoed back either way.
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
     requestIdHeader: false,
     return503OnClosing: true,
     // Failures fastify answers before routing (a malformed or too long path) keep the envelope too.
@@ -117,6 +125,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   registerEnvelope(app);
   registerHttpMetrics(app);
+  // Security headers on every answer; CORS only for the origins configured (none by default).
+  await app.register(helmet, { global: true });
+  await app.register(cors, {
+    origin: options.config.corsOrigins.length === 0 ? false : options.config.corsOrigins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-request-id', 'idempotency-key'],
+    exposedHeaders: ['x-request-id', 'retry-after', 'allow', 'x-response-body'],
+    maxAge: 600,
+  });
   const forgetPool = watchPool(options.db.pool);
   app.addHook('onClose', async () => forgetPool());
   // Liveness and readiness, without credentials (docs/operations.md, "Probes").

@@ -27,6 +27,8 @@ export interface Config {
     /** WebSocket connections open at once per address. */
     wsConnectionsPerAddress: number;
   };
+  /** Origins (scheme://host[:port]) a browser app may call the REST API from (CORS); none by default. */
+  corsOrigins: string[];
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
   modelStore: S3Settings | null;
   runner: {
@@ -119,6 +121,19 @@ const envSchema = z.object({
   RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
   METRICS_PORT: port('METRICS_PORT', 0),
   METRICS_HOST: z.string().optional(),
+  CORS_ORIGINS: z.string().optional().transform((raw, ctx) => {
+    const origins = (raw ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
+    for (const origin of origins) {
+      let ok = false;
+      try {
+        ok = new URL(origin).origin === origin;
+      } catch {
+        ok = false;
+      }
+      if (!ok) ctx.addIssue({ code: 'custom', message: `CORS_ORIGINS must list origins like https://app.example.com (scheme, host, port; no path), got ${origin}` });
+    }
+    return origins;
+  }),
 }).superRefine((env, ctx) => {
   if (env.RUNNER_RENEW_SECONDS < 1 || env.RUNNER_RENEW_SECONDS >= env.RUNNER_LEASE_SECONDS) {
     ctx.addIssue({ code: 'custom', message: `RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${env.RUNNER_LEASE_SECONDS}), got ${env.RUNNER_RENEW_SECONDS}` });
@@ -167,6 +182,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       authFailuresPerMinute: v.AUTH_FAILURES_PER_MINUTE,
       wsConnectionsPerAddress: v.WS_CONNECTIONS_PER_ADDRESS,
     },
+    corsOrigins: v.CORS_ORIGINS,
     modelStore,
     runner: {
       concurrency: v.RUNNER_CONCURRENCY,

@@ -24,8 +24,8 @@ function fromFastify(error: FastifyError): ServiceError | undefined {
   return code ? new ServiceError(code) : undefined;
 }
 
-/** Methods a path may answer, for 405's Allow. */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/** Methods a path may answer, for 405's Allow (OPTIONS is CORS's catch-all preflight: it says nothing of a path). */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /**
  * Puts every failure into the envelope: thrown service errors, fastify's parsing errors, unknown
