@@ -61,6 +61,9 @@ export interface RevisionCommand<S extends z.ZodType = z.ZodType> {
 
 export type CommandDefinition = PlainCommand<any> | RevisionCommand<any>;
 
+/** `blobTypes` of the commands a workflow revision answers (sessions, events, definitions, executions…). */
+export const WORKFLOW_BLOBS = ['svc.compute.workflow'] as const satisfies readonly BlobType[];
+
 /**
  * Declares a command. Identity function: it exists so the handler's `params` is typed from the
  * schema, and so every command reads the same way in `control-plane/commands/*.ts`.

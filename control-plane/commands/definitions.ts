@@ -9,9 +9,8 @@ import {
   deleteDefinition, definitionRecord, findDefinition, insertDefinition, listDefinitions, type DefinitionCategory,
 } from '../sql/definitions.ts';
 import { claimingAlias } from '../sql/unique.ts';
-import { defineCommand, type RevisionScope } from './command.ts';
+import { defineCommand, type RevisionScope, WORKFLOW_BLOBS } from './command.ts';
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 
 const categorySchema = z.enum(['workflow', 'playground']);
 
@@ -41,7 +40,7 @@ async function verdictFor(ctx: AppContext, scope: RevisionScope, graph: unknown)
 /** `list_definitions {category?}` → `definitions`: unpaginated; the category filter applies after the read. */
 export const listDefinitionsCommand = defineCommand({
   name: 'list_definitions',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ category: categorySchema.optional() }),
   async handler(ctx, _principal, params, call) {
@@ -59,7 +58,7 @@ export const listDefinitionsCommand = defineCommand({
  */
 export const createDefinitionCommand = defineCommand({
   name: 'create_definition',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ alias: aliasSchema.optional(), category: categorySchema, graph: graphParam }),
   async handler(ctx, _principal, params, call) {
@@ -90,7 +89,7 @@ export const createDefinitionCommand = defineCommand({
 /** `delete_definition {definition_id}` (id or alias) → the deleted `definition`; its slot is freed with the row. */
 export const deleteDefinitionCommand = defineCommand({
   name: 'delete_definition',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ definition_id: refSchema }),
   async handler(ctx, _principal, params, call) {
@@ -110,7 +109,7 @@ export const deleteDefinitionCommand = defineCommand({
  */
 export const checkDefinitionCommand = defineCommand({
   name: 'check_definition',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ graph: graphParam }),
   async handler(ctx, _principal, params, call) {

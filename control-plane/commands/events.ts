@@ -3,9 +3,8 @@ import { refSchema } from '../../shared/ids.ts';
 import { eventPageParams, listEvents } from '../events/list.ts';
 import { findRevisionExecution } from '../sql/sessions.ts';
 import { findSession } from '../workflow/session-ref.ts';
-import { defineCommand } from './command.ts';
+import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 
 /**
  * `list_session_events {session_id, cursor?, limit?}` → `events, cursor`: what happened in the
@@ -14,7 +13,7 @@ const WORKFLOW = ['svc.compute.workflow'] as const;
  */
 export const listSessionEvents = defineCommand({
   name: 'list_session_events',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema, ...eventPageParams }),
   async handler(ctx, _principal, params, call) {
@@ -29,7 +28,7 @@ export const listSessionEvents = defineCommand({
  */
 export const listExecutionEvents = defineCommand({
   name: 'list_execution_events',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ execution_id: refSchema, ...eventPageParams }),
   async handler(ctx, _principal, params, call) {

@@ -8,9 +8,8 @@ import type { Queryable } from '../../shared/db/db.ts';
 import { executionListing, findExecution } from '../sql/executions.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { findSession } from '../workflow/session-ref.ts';
-import { defineCommand } from './command.ts';
+import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 
 /** The execution `ref` of the revision; 404 otherwise (executions have ids only, never aliases). */
 async function executionOf(q: Queryable, revisionId: string, ref: string): Promise<ExecutionRecordRow> {
@@ -39,7 +38,7 @@ const NOT_CREATED = {
  */
 export const createExecution = defineCommand({
   name: 'create_execution',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ session_id: refSchema, definition_id: refSchema, input_data: z.unknown().optional() }),
   async handler(ctx, _principal, params, call) {
@@ -67,7 +66,7 @@ export const createExecution = defineCommand({
 /** `get_execution {execution_id}` → `execution`; an execution of another revision is 404. */
 export const getExecution = defineCommand({
   name: 'get_execution',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ execution_id: refSchema }),
   async handler(ctx, _principal, params, call) {
@@ -83,7 +82,7 @@ export const getExecution = defineCommand({
  */
 export const cancelExecution = defineCommand({
   name: 'cancel_execution',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ execution_id: refSchema }),
   async handler(ctx, _principal, params, call) {
@@ -105,7 +104,7 @@ export const cancelExecution = defineCommand({
  */
 export const listExecutions = defineCommand({
   name: 'list_executions',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema, ...recordCursorParams }),
   async handler(ctx, _principal, params, call) {

@@ -8,11 +8,10 @@ import { runSessionGraphQuery } from '../../shared/graph/query.ts';
 import { DIRECTIONS, elementIdSchema, graphQuerySchema, labelSchema } from '../../shared/graph/query-schema.ts';
 import { elementRecord, findElement, listElements, listNeighbors } from '../../shared/graph/graph-elements-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
-import { defineCommand } from './command.ts';
+import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
 
 /** The session graph commands (contract §8); docs/graph.md is their reference. */
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 const LIMIT_RANGE = { fallback: 50, max: 200 };
 /** A keyset position: the `seq` of the last element (or, for neighbours, edge) returned. */
 const positionSchema = z.number().int().nonnegative();
@@ -35,7 +34,7 @@ function nextCursor(ctx: AppContext, listing: string, filters: object, more: boo
  */
 export const mutateSessionGraph = defineCommand({
   name: 'mutate_session_graph',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ session_id: refSchema, mutations: graphMutationsSchema }),
   async handler(ctx, _principal, params, call) {
@@ -51,7 +50,7 @@ const ELEMENTS_LISTING = 'session_graph_elements';
 /** `list_session_graph_elements {session_id, kind?, label?, cursor?, limit?}` → `elements, cursor`, in creation order. */
 export const listSessionGraphElements = defineCommand({
   name: 'list_session_graph_elements',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({
     session_id: refSchema,
@@ -81,7 +80,7 @@ const NEIGHBORS_LISTING = 'session_graph_neighbors';
  */
 export const listSessionGraphNeighbors = defineCommand({
   name: 'list_session_graph_neighbors',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({
     session_id: refSchema,
@@ -117,7 +116,7 @@ export const listSessionGraphNeighbors = defineCommand({
  */
 export const querySessionGraph = defineCommand({
   name: 'query_session_graph',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema, query: graphQuerySchema }),
   async handler(ctx, _principal, params, call) {

@@ -3,13 +3,12 @@ import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared
 import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import type { RevisionScope } from './command.ts';
-import { defineCommand } from './command.ts';
+import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
 import type { AppContext } from '../context.ts';
 import { downloadable, listContents, sessionObjectRecord } from '../../shared/session/session-objects-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { contentTypeSchema, contentWriteLimits, writeSessionFile, writeSessionObject } from '../../shared/session/object-writes.ts';
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 
 /** The listing name list_session_objects' cursors are bound to (with the session's id). */
 const LISTING = 'session_objects';
@@ -67,7 +66,7 @@ export async function readSessionFile(ctx: AppContext, scope: RevisionScope, ref
 
 export const uploadSessionObject = defineCommand({
   name: 'upload_session_object',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ session_id: refSchema, alias: aliasSchema, value: jsonValue }),
   async handler(ctx, _principal, params, call) {
@@ -82,7 +81,7 @@ export const uploadSessionObject = defineCommand({
 
 export const listSessionObjects = defineCommand({
   name: 'list_session_objects',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   // `limit` is checked by parseLimit, so every malformed one is `invalid_limit`, not a body error.
   params: z.strictObject({ session_id: refSchema, cursor: z.string().optional(), limit: z.unknown().optional() }),
@@ -115,7 +114,7 @@ export const listSessionObjects = defineCommand({
  */
 export const uploadSessionFile = defineCommand({
   name: 'upload_session_file',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: fileTargetSchema.extend({ content_base64: base64Schema }),
   async handler(ctx, _principal, params, call) {
@@ -127,7 +126,7 @@ export const uploadSessionFile = defineCommand({
 /** Download Session File over JSON-RPC: the bytes come back as `content_base64`. */
 export const downloadSessionFile = defineCommand({
   name: 'download_session_file',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: fileRefSchema,
   async handler(ctx, _principal, params, call) {

@@ -7,9 +7,8 @@ import { insertSession, markDeleting, removeDeletingHolder, sessionListing } fro
 import { claimingAlias } from '../sql/unique.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { findSession, sessionRecord } from '../workflow/session-ref.ts';
-import { defineCommand } from './command.ts';
+import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 
 /**
  * `create_session {alias?}` → `session`. Takes a slot of `workflow.sessions_per_revision` (the
@@ -19,7 +18,7 @@ const WORKFLOW = ['svc.compute.workflow'] as const;
  */
 export const createSession = defineCommand({
   name: 'create_session',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ alias: aliasSchema.optional() }),
   async handler(ctx, _principal, params, call) {
@@ -44,7 +43,7 @@ export const createSession = defineCommand({
  */
 export const getSession = defineCommand({
   name: 'get_session',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema }),
   async handler(ctx, _principal, params, call) {
@@ -60,7 +59,7 @@ export const getSession = defineCommand({
  */
 export const deleteSession = defineCommand({
   name: 'delete_session',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ session_id: refSchema }),
   async handler(ctx, _principal, params, call) {
@@ -83,7 +82,7 @@ export const deleteSession = defineCommand({
  */
 export const listSessions = defineCommand({
   name: 'list_sessions',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ ...recordCursorParams }),
   async handler(ctx, _principal, params, call) {

@@ -4,9 +4,8 @@ import { refSchema } from '../../shared/ids.ts';
 import type { EventStream } from '../../shared/events/store.ts';
 import { findRevisionExecution } from '../sql/sessions.ts';
 import { findSession } from '../workflow/session-ref.ts';
-import { defineCommand, type CommandConnection } from './command.ts';
+import { defineCommand, type CommandConnection, WORKFLOW_BLOBS } from './command.ts';
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 
 const subscribeParams = z
   .strictObject({ session_id: refSchema.optional(), execution_id: refSchema.optional() })
@@ -32,7 +31,7 @@ function socketOf(connection: CommandConnection | null, command: string): Comman
  */
 export const subscribe = defineCommand({
   name: 'subscribe',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: subscribeParams,
   async handler(ctx, _principal, params, call) {
@@ -57,7 +56,7 @@ export const subscribe = defineCommand({
  */
 export const unsubscribe = defineCommand({
   name: 'unsubscribe',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ subscription: z.string().min(1).max(100) }),
   async handler(ctx, _principal, params, call) {

@@ -2,12 +2,11 @@ import { z } from 'zod';
 import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared/cursor.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
-import { defineCommand } from './command.ts';
+import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
 import { listThreadItems, threadItemRecord } from '../../shared/session/thread-items-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { postThreadItem, threadItemLimits, threadSchema } from '../../shared/session/thread-writes.ts';
 
-const WORKFLOW = ['svc.compute.workflow'] as const;
 
 /** The listing name list_session_thread_items' cursors are bound to (with the session and thread filter). */
 const LISTING = 'session_thread_items';
@@ -16,7 +15,7 @@ const positionSchema = z.number().int().nonnegative();
 
 export const postSessionThreadItem = defineCommand({
   name: 'post_session_thread_item',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({
     session_id: refSchema,
@@ -40,7 +39,7 @@ export const postSessionThreadItem = defineCommand({
 
 export const listSessionThreadItems = defineCommand({
   name: 'list_session_thread_items',
-  blobTypes: WORKFLOW,
+  blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({
     session_id: refSchema,
