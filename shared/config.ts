@@ -61,7 +61,8 @@ export class ConfigError extends Error {
   }
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** pino's levels; the first is the default. */
+const LOG_LEVELS = ['info', 'fatal', 'error', 'warn', 'debug', 'trace', 'silent'] as const;
 
 /** An integer variable: unset or empty is `fallback`; otherwise within `min`..`max`. */
 function intVar(name: string, fallback: number, range: { min?: number; max?: number } = {}) {
@@ -81,6 +82,7 @@ function intVar(name: string, fallback: number, range: { min?: number; max?: num
   });
 }
 
+/** One of `values`; unset or empty is the first. */
 function oneOfVar<T extends string>(name: string, values: readonly [T, ...T[]]) {
   return z.string().optional().transform((raw, ctx) => {
     if (raw === undefined || raw === '') return values[0];
@@ -108,7 +110,7 @@ const envSchema = z.object({
   OIDC_AUDIENCE: z.string().optional(),
   ACCESS_TOKEN_SECONDS: intVar('ACCESS_TOKEN_SECONDS', 900),
   REFRESH_TOKEN_SECONDS: intVar('REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
-  LOG_LEVEL: oneOfVar('LOG_LEVEL', ['info', ...LOG_LEVELS.filter((l) => l !== 'info')] as ['info', ...string[]]),
+  LOG_LEVEL: oneOfVar('LOG_LEVEL', LOG_LEVELS),
   SIGNUPS_PER_MINUTE: intVar('SIGNUPS_PER_MINUTE', 20),
   AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
   WS_CONNECTIONS_PER_ADDRESS: intVar('WS_CONNECTIONS_PER_ADDRESS', 200),

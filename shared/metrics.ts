@@ -59,21 +59,29 @@ export function watchPool(pool: pg.Pool): () => void {
 /** Read at most this often: the count scans the job table. */
 const QUEUE_READ_EVERY_MS = 15_000;
 let queueSource: Queryable | null = null;
-let queueRead: { at: number; rows: Array<{ name: string; ready: number; active: number; oldest: number | null }> } | null = null;
+let queueRead: { at: number; rows: QueueRow[] } | null = null;
 
-async function queueRows() {
-  if (queueSource === null) return [];
-  if (queueRead === null || Date.now() - queueRead.at > QUEUE_READ_EVERY_MS) {
-    const { rows } = await queueSource.query<{ name: string; ready: number; active: number; oldest: number | null }>(
-      `SELECT name,
-              count(*) FILTER (WHERE state = 'created' AND start_after <= now())::int AS ready,
-              count(*) FILTER (WHERE state = 'active')::int AS active,
-              extract(epoch FROM now() - min(created_on) FILTER (WHERE state = 'created' AND start_after <= now()))::float8 AS oldest
-         FROM pgboss.job GROUP BY name`,
-    );
+type QueueRow = { name: string; ready: number; active: number; oldest: number | null };
+let queueReading: Promise<QueueRow[]> | null = null;
+
+/** The queue counts, read at most every QUEUE_READ_EVERY_MS and once for both gauges of a scrape. */
+function queueRows(): Promise<QueueRow[]> {
+  if (queueSource === null) return Promise.resolve([]);
+  if (queueRead !== null && Date.now() - queueRead.at <= QUEUE_READ_EVERY_MS) return Promise.resolve(queueRead.rows);
+  const source = queueSource;
+  queueReading ??= source.query<QueueRow>(
+    `SELECT name,
+            count(*) FILTER (WHERE state = 'created' AND start_after <= now())::int AS ready,
+            count(*) FILTER (WHERE state = 'active')::int AS active,
+            extract(epoch FROM now() - min(created_on) FILTER (WHERE state = 'created' AND start_after <= now()))::float8 AS oldest
+       FROM pgboss.job GROUP BY name`,
+  ).then(({ rows }) => {
     queueRead = { at: Date.now(), rows };
-  }
-  return queueRead.rows;
+    return rows;
+  }).finally(() => {
+    queueReading = null;
+  });
+  return queueReading;
 }
 
 new Gauge({

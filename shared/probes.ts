@@ -12,24 +12,36 @@ export interface Readiness {
   checks: { database: boolean; migrated: boolean; stopping: boolean };
 }
 
-/** A readiness check bounded by `timeoutMs`, so a hanging database answers "not ready" in time. */
+/**
+ * A readiness check bounded by `timeoutMs`, so a hanging database answers "not ready" in time.
+ * The probe needs no credentials, so calls that arrive while one is in flight share its query: a
+ * flood of probes costs the database one query at a time.
+ */
 export function readinessProbe(db: Queryable, isStopping: () => boolean, timeoutMs = 2_000): () => Promise<Readiness> {
   let expected: Promise<string[]> | undefined;
-  return async () => {
+  let inFlight: Promise<{ database: boolean; migrated: boolean }> | null = null;
+  const check = async () => {
     expected ??= migrationFiles();
     const files = await expected;
-    let database = false;
-    let migrated = false;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const probe = db.query<{ name: string }>('SELECT name FROM schema_migrations');
-      const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs).unref());
-      const { rows } = await Promise.race([probe, timer]);
-      database = true;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+      });
+      const { rows } = await Promise.race([db.query<{ name: string }>('SELECT name FROM schema_migrations'), deadline]);
       const applied = new Set(rows.map((r) => r.name));
-      migrated = files.every((file) => applied.has(file));
+      return { database: true, migrated: files.every((file) => applied.has(file)) };
     } catch {
-      // database stays false
+      return { database: false, migrated: false };
+    } finally {
+      clearTimeout(timer);
     }
+  };
+  return async () => {
+    inFlight ??= check().finally(() => {
+      inFlight = null;
+    });
+    const { database, migrated } = await inFlight;
     const stopping = isStopping();
     return { ready: database && migrated && !stopping, checks: { database, migrated, stopping } };
   };

@@ -5,12 +5,11 @@
  */
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { buildOpsApp } from '../control-plane/ops/app.ts';
 import { serveMetrics } from '../runner/metrics.ts';
 import { startProcessMetrics, watchQueues } from '../shared/metrics.ts';
 import { readinessProbe } from '../shared/probes.ts';
-import { createBoss } from '../shared/queue/queues.ts';
 import { buildTestApp, signInAnonymous } from './helpers/app.ts';
+import { startOpsApp } from './helpers/ops.ts';
 import { createWorkflow, define, startExecution, startRunner, waitFor, waitForEnd } from './helpers/runner.ts';
 
 const { app, db, config, databaseUrl } = await buildTestApp(t);
@@ -34,13 +33,7 @@ t.test('/healthz and /readyz answer without credentials; readiness names what is
 });
 
 t.test('the ops port serves the control plane\'s metrics behind the ops token', async (t) => {
-  const boss = createBoss(databaseUrl, 'control-plane');
-  await boss.start();
-  const ops = await buildOpsApp({ config, db, boss, logger: false });
-  t.teardown(async () => {
-    await ops.close();
-    await boss.stop({ graceful: false });
-  });
+  const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const alice = await signInAnonymous(app);
   const flow = await createWorkflow(app, alice);
   await startExecution(app, alice, flow, await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } }));
@@ -89,13 +82,7 @@ t.test('a runner sums its engine threads\' node runs and ends, and serves them w
 });
 
 t.test('GraphiQL is served on the ops port; its queries still need the token', async (t) => {
-  const boss = createBoss(databaseUrl, 'control-plane');
-  await boss.start();
-  const ops = await buildOpsApp({ config, db, boss, logger: false });
-  t.teardown(async () => {
-    await ops.close();
-    await boss.stop({ graceful: false });
-  });
+  const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const page = await ops.inject({ method: 'GET', url: '/graphiql' });
   t.equal(page.statusCode, 200);
   t.match(page.body, /graphiql\/main\.js/);

@@ -115,7 +115,7 @@ export function serveConnection(options: ServeOptions): CommandConnection {
     let principal: Promise<Principal> | undefined;
     let refused = false;
     const dispatch: Dispatch = async (method, params) => {
-      const label = registry.names.includes(method) ? method : 'unknown';
+      const label = registry.get(method) !== undefined ? method : 'unknown';
       try {
         principal ??= authenticateFrame();
         let caller: Principal;

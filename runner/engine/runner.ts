@@ -380,6 +380,7 @@ export function createRunner(options: RunnerOptions): Runner {
     stop(graceMs = DEFAULT_GRACE_MS) {
       stopping ??= (async () => {
         draining = true;
+        metrics.close();
         pool?.signal({ type: 'drain' });
         clearWakeTimers();
         await Promise.all([recovery.stop(), stats.stop()]);
@@ -407,6 +408,7 @@ export function createRunner(options: RunnerOptions): Runner {
     },
 
     async abandon() {
+      metrics.close();
       if (abandoned) return;
       abandoned = true;
       stopping ??= Promise.resolve();

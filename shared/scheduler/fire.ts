@@ -209,7 +209,6 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
         [started.map((x) => x.id), started.map((x) => x.schedule)],
       );
       await enqueueExecutions(queue, tx, started);
-      executionsCreated.inc({ source: 'schedule' }, started.length);
     }
   }
 
@@ -218,7 +217,6 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
   for (const row of firing) {
     const request = requests[row.at - 1]!;
     const decision = decisions.get(row)!;
-    if (request.dueAt !== null) scheduleFireLag.observe(Math.max(0, new Date(row.db_now).getTime() - new Date(request.dueAt).getTime()) / 1000);
     if (decision.disable) next.set(row, null);
     else if (request.dueAt !== null) {
       const due = new Date(request.dueAt);
@@ -263,14 +261,14 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
 export async function fireSchedules(db: Db, queue: BatchJobQueue, requests: readonly FireRequest[]): Promise<FireOutcome[]> {
   if (requests.length === 0) return [];
   try {
-    return await db.transaction((tx) => fireBatch(tx, queue, requests));
+    return observed(await db.transaction((tx) => fireBatch(tx, queue, requests)));
   } catch (error) {
     if (requests.length === 1) throw error;
     const outcomes: FireOutcome[] = [];
     let failure: unknown;
     for (const request of requests) {
       try {
-        outcomes.push((await db.transaction((tx) => fireBatch(tx, queue, [request])))[0]!);
+        outcomes.push(observed(await db.transaction((tx) => fireBatch(tx, queue, [request])))[0]!);
       } catch (alone) {
         failure ??= alone;
         outcomes.push({ skipped: 'stale' });
@@ -279,6 +277,17 @@ export async function fireSchedules(db: Db, queue: BatchJobQueue, requests: read
     if (failure !== undefined) throw failure;
     return outcomes;
   }
+}
+
+/** Counts committed fires in the metrics (a batch that rolled back and was retried fire by fire counts once). */
+function observed(outcomes: FireOutcome[]): FireOutcome[] {
+  for (const outcome of outcomes) {
+    if (!('fired' in outcome)) continue;
+    const run = outcome.fired;
+    if (run.execution_id !== null) executionsCreated.inc({ source: 'schedule' });
+    if (run.due_at !== null) scheduleFireLag.observe(Math.max(0, Date.parse(run.fired_at) - Date.parse(run.due_at)) / 1000);
+  }
+  return outcomes;
 }
 
 /** One fire (fireScheduleNow, and tests): `fireSchedules` with one request. */
