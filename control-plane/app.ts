@@ -40,6 +40,9 @@ import { createEventListener } from './events/listener.ts';
 import { createSessionRemoval } from './workflow/session-reaper.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createExecutionCreator } from './workflow/execution-creator.ts';
+import type { ProcessTracing } from '../shared/tracing/load-tracing.ts';
+import { registerApiDocument } from './openapi/document.ts';
+import { registerResponseCheck } from './openapi/response-check.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -53,6 +56,13 @@ export interface BuildAppOptions {
    * command that must enqueue a job fails (500) and rolls back, so nothing is created unannounced.
    */
   queue?: JobQueue;
+  /** The process's tracing (shared/tracing/load-tracing.ts): a span per request and the commands' spans. Null or absent: none. */
+  tracing?: ProcessTracing | null;
+  /**
+   * Tests: hold every answer to the response its route documents (control-plane/openapi/
+   * response-check.ts); a mismatch is answered 500 `internal_error` naming it. Off in production.
+   */
+  checkResponses?: boolean;
 }
 
 // An app built without a queue (a test of something else) refuses to enqueue rather than drop jobs.
@@ -92,6 +102,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       void (reply as unknown as FastifyReply).code(known.status).header('x-request-id', request.id).send(known.toEnvelope());
     },
   });
+  // First: @fastify/otel instruments the routes added after it.
+  if (options.tracing) await app.register(options.tracing.fastifyPlugin);
   const codeChecker = new CodeChecker();
   const queue = options.queue ?? NO_QUEUE;
   const ctx: AppContext = {
@@ -105,6 +117,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     creates: createExecutionCreator(options.db, queue),
     models: new ModelHost({ databaseUrl: String(options.db.pool.options.connectionString), s3: options.config.modelStore }),
     modelObjects: options.config.modelStore === null ? null : new S3Objects(options.config.modelStore),
+    tracing: options.tracing?.tracing ?? null,
   };
   app.decorate('ctx', ctx);
   // The checker's isolate is created on first use; closing the app releases it.
@@ -125,15 +138,20 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   registerEnvelope(app);
   registerHttpMetrics(app);
+  if (options.checkResponses) registerResponseCheck(app);
   // Security headers on every answer; CORS only for the origins configured (none by default).
   await app.register(helmet, { global: true });
   await app.register(cors, {
     origin: options.config.corsOrigins.length === 0 ? false : options.config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-request-id', 'idempotency-key'],
+    allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-request-id', 'idempotency-key', 'traceparent', 'tracestate'],
     exposedHeaders: ['x-request-id', 'retry-after', 'allow', 'x-response-body'],
     maxAge: 600,
   });
+  // One registry for both transports, so REST and JSON-RPC answer the same input alike.
+  const commands = createCommandRegistry(options.commands ?? COMMANDS);
+  // Before any route: @fastify/swagger documents the routes added after it (/v1/openapi.json, /docs).
+  await registerApiDocument(app, commands);
   const forgetPool = watchPool(options.db.pool);
   app.addHook('onClose', async () => forgetPool());
   // Liveness and readiness, without credentials (docs/operations.md, "Probes").
@@ -152,8 +170,6 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerAuth(app);
   registerAudit(app);
 
-  // One registry for both transports, so REST and JSON-RPC answer the same input alike.
-  const commands = createCommandRegistry(options.commands ?? COMMANDS);
   await app.register(websocketPlugin, { commands, admission: wsAdmission });
   await app.register(async (v1) => {
     await v1.register(authRoutes);

@@ -11,6 +11,8 @@ import { ACTING_TOKEN_SECONDS } from '../auth/tokens.ts';
 import { userProfile } from '../sql/users.ts';
 import { resolveUser } from './users.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { userSchema } from '../openapi/records.ts';
 
 const impersonateBody = z.strictObject({ user_id: refSchema });
 
@@ -22,7 +24,21 @@ const impersonateBody = z.strictObject({ user_id: refSchema });
 export async function impersonateRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/auth/core/impersonate', async (request) => {
+  app.post('/auth/core/impersonate', {
+    schema: routeSchema({
+      tags: ['Sign-in and tokens'], summary: 'Mint an acting token for an owned service account',
+      description: '60 minutes, no refresh token. *Perimeter*.', body: impersonateBody,
+      responses: {
+        200: success({
+          acting_token: z.string(),
+          token_type: z.literal('Bearer'),
+          expires_in: z.number().int(),
+          user: userSchema,
+        }, 'The acting token and the service account.'),
+      },
+      errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'mint an acting token');
     const body = parseInput(impersonateBody, request.body ?? {});

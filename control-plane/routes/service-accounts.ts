@@ -11,7 +11,10 @@ import { markAudit } from '../audit/audit-hook.ts';
 import { findUser, userProfile } from '../sql/users.ts';
 import { accountsWithStanding, deleteAccount, insertServiceAccount, lockAccountTree, ownedServiceAccounts } from '../sql/service-accounts.ts';
 import { resolveUser } from './users.ts';
+import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { userSchema } from '../openapi/records.ts';
 
 const createBody = z.strictObject({
   name: z.string().trim().min(1).max(200),
@@ -21,6 +24,11 @@ const userParams = z.strictObject({ user_id: refSchema });
 const targetParams = z.strictObject({ target: targetSchema, target_id: targetIdSchema });
 
 const FK_VIOLATION = '23503';
+const targetUsers = z.array(z.strictObject({
+  user: userSchema,
+  role: z.enum(['read', 'write', 'admin']).optional().meta({ description: 'Organizations and blobs: the standing the user holds.' }),
+  via: z.string().optional().meta({ description: 'Organizations and blobs: where the standing comes from.' }),
+}));
 
 /**
  * Service accounts and account deletion (contract §6), and who holds standing on a target.
@@ -30,7 +38,12 @@ const FK_VIOLATION = '23503';
 export async function serviceAccountRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/users', async (request, reply) => {
+  app.post('/users', {
+    schema: routeSchema({
+      tags: ['Users'], summary: 'Create a service account owned by the caller', description: '*Perimeter*: refused to a service account\'s own key.',
+      body: createBody, responses: { 201: success({ user: userSchema }, 'The new service account.') }, errors: ['forbidden', 'alias_taken'],
+    }),
+  }, async (request, reply) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'create an account');
     const body = parseInput(createBody, request.body ?? {});
@@ -40,12 +53,20 @@ export async function serviceAccountRoutes(app: FastifyInstance): Promise<void> 
     if (!roleAtLeast(userAdminStanding(principal, self), 'admin')) {
       throw new ServiceError('forbidden', 'Creating a service account needs admin over your own account (an admin key with target user, or a token).');
     }
-    const user = await insertServiceAccount(ctx.db, { ownerId: self.id, name: body.name, alias: body.alias ?? null });
-    markAudit(request, { target: { type: 'user', id: user.id } });
-    return reply.code(201).send(ok({ user: userProfile(user, true) }));
+    return sendCreated(ctx, request, reply, { body }, async (tx) => {
+      const user = await insertServiceAccount(tx, { ownerId: self.id, name: body.name, alias: body.alias ?? null });
+      markAudit(request, { target: { type: 'user', id: user.id } });
+      return { status: 201, body: ok({ user: userProfile(user, true) }) };
+    });
   });
 
-  app.delete('/users/:user_id', async (request) => {
+  app.delete('/users/:user_id', {
+    schema: routeSchema({
+      tags: ['Users'], summary: 'Delete one\'s account or retire an owned service account',
+      description: '*Perimeter*. 409 `conflict` while the account (or one it owns) still owns organizations.',
+      params: userParams, responses: { 200: success({ user: userSchema }, 'The account as it was.') }, errors: ['not_found', 'forbidden', 'conflict'],
+    }),
+  }, async (request) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'delete or retire an account');
     const { user_id } = parseInput(userParams, request.params, 'params');
@@ -76,7 +97,13 @@ export async function serviceAccountRoutes(app: FastifyInstance): Promise<void> 
     return ok({ user: userProfile(deleted, true) });
   });
 
-  app.get('/users/target/:target/:target_id', async (request) => {
+  app.get('/users/target/:target/:target_id', {
+    schema: routeSchema({
+      tags: ['Users'], summary: 'Who holds standing on a target',
+      description: 'For an organization or blob: `[{user, role, via}]` (needs `read`); for a user: its service accounts `[{user}]` (needs admin standing over it).',
+      params: targetParams, responses: { 200: success({ users: targetUsers }, 'The users.') }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const principal = request.principal;
     const { target, target_id } = parseInput(targetParams, request.params, 'params');
     // Anyone may read an account's public profile, so a caller without admin standing over it

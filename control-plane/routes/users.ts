@@ -9,6 +9,8 @@ import type { Principal } from '../auth/principal.ts';
 import { findUser, updateUser, userOrgs, userProfile, type UserRow } from '../sql/users.ts';
 import { orgRecord } from '../sql/orgs.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { orgSchema, userSchema } from '../openapi/records.ts';
 
 const userParams = z.strictObject({ user_id: refSchema });
 
@@ -41,13 +43,24 @@ function roleOverSelf(principal: Principal): Role | null {
 export async function userRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.get('/users/:user_id', async (request) => {
+  app.get('/users/:user_id', {
+    schema: routeSchema({
+      tags: ['Users'], summary: 'Get a user', description: '`me` is the caller. The full profile for oneself, the public fields otherwise.',
+      params: userParams, responses: { 200: success({ user: userSchema }, 'The user.') }, errors: ['not_found'],
+    }),
+  }, async (request) => {
     const { user_id } = parseInput(userParams, request.params, 'params');
     const user = await resolveUser(ctx.db, request.principal, user_id);
     return ok({ user: userProfile(user, user.id === request.principal.userId) });
   });
 
-  app.patch('/users/:user_id', async (request) => {
+  app.patch('/users/:user_id', {
+    schema: routeSchema({
+      tags: ['Users'], summary: 'Update one\'s own profile', description: '`alias: null` removes the alias. A user key needs `write` for `name`, `admin` for `alias`.',
+      params: userParams, body: patchBody, responses: { 200: success({ user: userSchema }, 'The updated profile.') },
+      errors: ['not_found', 'forbidden', 'alias_taken'],
+    }),
+  }, async (request) => {
     const { user_id } = parseInput(userParams, request.params, 'params');
     const principal = request.principal;
     const target = await resolveUser(ctx.db, principal, user_id);
@@ -63,7 +76,12 @@ export async function userRoutes(app: FastifyInstance): Promise<void> {
     return ok({ user: userProfile(user, true) });
   });
 
-  app.get('/users/:user_id/orgs', async (request) => {
+  app.get('/users/:user_id/orgs', {
+    schema: routeSchema({
+      tags: ['Users'], summary: 'List the organizations a user owns', description: 'Unpaginated; others see the public ones only.',
+      params: userParams, responses: { 200: success({ orgs: z.array(orgSchema) }, 'The organizations.') }, errors: ['not_found'],
+    }),
+  }, async (request) => {
     const { user_id } = parseInput(userParams, request.params, 'params');
     const user = await resolveUser(ctx.db, request.principal, user_id);
     const orgs = await userOrgs(ctx.db, user.id, user.id === request.principal.userId);

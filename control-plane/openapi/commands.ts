@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
+import type { CommandDefinition, RevisionCommand } from '../commands/command.ts';
+import type { CommandRegistry } from '../commands/registry.ts';
+
+/** The JSON Schema (2020-12) of what a command's params accept. */
+export function paramsJsonSchema(definition: CommandDefinition): Record<string, unknown> {
+  const { $schema: _dialect, ...schema } = z.toJSONSchema(definition.params, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  return schema;
+}
+
+/** Every definition of `name` a revision answers, one per distinct definition (a name may differ by blob type). */
+export function revisionDefinitions(registry: CommandRegistry, name: string): RevisionCommand[] {
+  const found: RevisionCommand[] = [];
+  for (const type of BLOB_TYPE_NAMES) {
+    const definition = registry.get(name, type);
+    if (definition !== undefined && definition.blobTypes !== undefined && !found.includes(definition)) found.push(definition);
+  }
+  return found;
+}
+
+/**
+ * Replaces the one registered command route (`POST /v1/revisions/{revision_id}/{command}`) by one
+ * path per revision command, each with its params as the request body, so a generated client
+ * gets a typed call per command. Names with a route of their own (the binary session-file
+ * transfers) keep it. The answers are the template's: the success envelope with the command's
+ * fields (not described per command yet) and the failure envelope.
+ */
+export function expandCommands(
+  paths: Record<string, Record<string, Record<string, unknown>>>,
+  template: string,
+  registry: CommandRegistry,
+): Record<string, Record<string, Record<string, unknown>>> {
+  const route = paths[template]?.post;
+  if (route === undefined) return paths;
+  const { [template]: _generic, ...rest } = paths;
+  const expanded: typeof paths = { ...rest };
+  const parameters = ((route.parameters ?? []) as Array<{ name: string }>).filter((parameter) => parameter.name !== 'command');
+  const prefix = template.replace('{command}', '');
+  for (const name of [...registry.names].sort()) {
+    const definitions = revisionDefinitions(registry, name);
+    const path = prefix + name;
+    if (definitions.length === 0 || expanded[path] !== undefined) continue;
+    const variants: Array<Record<string, unknown>> = definitions.map((definition) => ({ ...paramsJsonSchema(definition), description: `On ${definition.blobTypes.join(', ')} revisions; needs ${definition.role}.` }));
+    const schema = variants.length === 1 ? variants[0]! : { oneOf: variants };
+    const lines = definitions.map((definition) => `- ${definition.blobTypes.map((type) => `\`${type}\``).join(', ')}: needs \`${definition.role}\` on the blob.`);
+    expanded[path] = {
+      post: {
+        ...route,
+        summary: name,
+        description: [`The \`${name}\` command over REST (also the JSON-RPC method \`${name}\` with \`revision_id\` among its params). Revisions of these blob types answer it:`, ...lines].join('\n'),
+        parameters,
+        requestBody: { required: variants.every((variant) => Array.isArray(variant.required) && variant.required.length > 0), content: { 'application/json': { schema } } },
+      },
+    };
+  }
+  return expanded;
+}

@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import scalar from '@scalar/fastify-api-reference';
+import type { FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { VERSION } from '../../shared/version.ts';
+import type { CommandRegistry } from '../commands/registry.ts';
+import { expandCommands } from './commands.ts';
+import { openRpcDocument } from './openrpc.ts';
+import { routeSchema } from './route-schema.ts';
+
+/** Where the documents and the reference are served; docs/api.md and the README point here. */
+export const OPENAPI_PATH = '/v1/openapi.json';
+export const OPENRPC_PATH = '/v1/openrpc.json';
+export const REFERENCE_PATH = '/docs';
+
+/** The path of the command route in the document before expansion (one path per command). */
+export const COMMAND_ROUTE = '/v1/revisions/{revision_id}/{command}';
+
+const DESCRIPTION = [
+  'The REST API of the workspace service. Every answer is an envelope: `{"status":"success", …fields}`',
+  'or `{"status":"failure","error","message", limit?}` with the codes of docs/errors.md.',
+  `The WebSocket (JSON-RPC 2.0) commands are described by the OpenRPC document at ${OPENRPC_PATH}.`,
+].join(' ');
+
+/**
+ * Declares the zod schemas routes carry (`schema: routeSchema(...)`) to fastify without letting
+ * fastify validate or serialize with them: the handlers validate with `parseInput` (so codes,
+ * messages and the order of checks are the service's own) and answers are `JSON.stringify`'d as
+ * before. Must run before any route is added, so @fastify/swagger sees every route.
+ */
+export async function registerApiDocument(app: FastifyInstance, commands: CommandRegistry): Promise<void> {
+  app.setValidatorCompiler(() => () => true);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Workspace service', version: VERSION, description: DESCRIPTION },
+      servers: [{ url: '/', description: 'This service' }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'An access token (sign-in, refresh) or an acting token (impersonate).' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key, `wsk_…`.' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: (document) => finish(jsonSchemaTransformObject(document) as Document, commands),
+  });
+
+  const open = { config: { public: true } };
+  app.get(OPENAPI_PATH, {
+    ...open,
+    schema: routeSchema({
+      tags: ['Documents'],
+      summary: 'This OpenAPI 3.1 document',
+      description: 'Generated at start-up from the zod schemas the routes validate with.',
+      responses: { 200: z.looseObject({ openapi: z.string() }).meta({ description: 'The OpenAPI document.' }) },
+      public: true,
+    }),
+  }, async () => app.swagger());
+
+  let openRpc: Record<string, unknown> | undefined;
+  app.get(OPENRPC_PATH, {
+    ...open,
+    schema: routeSchema({
+      tags: ['Documents'],
+      summary: 'The OpenRPC document of the WebSocket (JSON-RPC 2.0) commands',
+      description: 'Generated from the command registry: every method with its params\' JSON Schema.',
+      responses: { 200: z.looseObject({ openrpc: z.string() }).meta({ description: 'The OpenRPC document.' }) },
+      public: true,
+    }),
+  }, async () => (openRpc ??= openRpcDocument(commands)));
+
+  await app.register(reference);
+}
+
+type Document = Record<string, unknown> & { paths?: Record<string, Record<string, Record<string, unknown>>> };
+
+/** What the generated document needs beyond @fastify/swagger: one path per command, optional bodies. */
+function finish(document: Document, commands: CommandRegistry): Document {
+  const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands);
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      // @fastify/swagger marks every declared body required; a body whose fields are all optional may be left out (docs/api.md).
+      const body = operation.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: unknown[] } }> } | undefined;
+      const schema = body?.content?.['application/json']?.schema;
+      if (body && schema && !(Array.isArray(schema.required) && schema.required.length > 0)) body.required = false;
+    }
+  }
+  return { ...document, paths };
+}
+
+/**
+ * The interactive reference (Scalar) at /docs, reading /v1/openapi.json. Its page starts the
+ * reference with an inline script, which helmet's CSP (`script-src 'self'`) refuses; the page's
+ * CSP gains the SHA-256 of exactly its own inline scripts, every other header stays helmet's.
+ * The pages need no credentials.
+ */
+async function reference(app: FastifyInstance): Promise<void> {
+  app.addHook('onRoute', (route) => {
+    route.config = { ...(route.config as object | undefined), public: true };
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    const type = String(reply.getHeader('content-type') ?? '');
+    const csp = reply.getHeader('content-security-policy');
+    if (!type.startsWith('text/html') || typeof payload !== 'string' || typeof csp !== 'string') return payload;
+    const hashes = [...payload.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)]
+      .map((match) => `'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`);
+    reply.header('content-security-policy', csp.replace(/script-src ([^;]*)/, (_all, sources: string) => `script-src ${sources} ${hashes.join(' ')}`));
+    return payload;
+  });
+  await app.register(scalar, {
+    routePrefix: REFERENCE_PATH,
+    configuration: { url: OPENAPI_PATH, pageTitle: 'Workspace service API' },
+    logLevel: 'warn',
+  });
+}

@@ -1,0 +1,133 @@
+import { z } from 'zod';
+import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
+import { LIMIT_GROUPS, OVERRIDE_LEVELS } from '../../shared/limits/catalog.ts';
+import { ROLES } from '../../shared/roles.ts';
+
+/**
+ * The records of REST answers as they go over the wire (contract §4), one zod schema each. They
+ * name the OpenAPI components (`meta.id`) and are what the test-time response check holds every
+ * answer to, so a field added to a record builder (control-plane/sql/*.ts) without its schema
+ * fails the route tests.
+ */
+
+const uuid = z.uuid();
+/** Timestamps leave as JSON dates: ISO 8601 in UTC. */
+const timestamp = z.iso.datetime({ offset: true });
+const role = z.enum(ROLES);
+
+export const userSchema = z.strictObject({
+  id: uuid,
+  alias: z.string().nullable(),
+  name: z.string(),
+  kind: z.enum(['human', 'service']),
+  created_at: timestamp,
+  email: z.string().nullable().optional().meta({ description: 'Only in the user\'s own profile.' }),
+  anonymous: z.boolean().optional().meta({ description: 'Only in the user\'s own profile.' }),
+  owner_id: uuid.nullable().optional().meta({ description: 'A service account\'s owner, in its own profile and its owner\'s view.' }),
+}).meta({ id: 'User', description: 'A user profile: public fields for everyone, private ones (email, anonymous, owner_id) for the user itself.' });
+
+export const orgSchema = z.strictObject({
+  id: uuid,
+  alias: z.string(),
+  name: z.string(),
+  visibility: z.enum(['private', 'public']),
+  owner_id: uuid,
+  created_at: timestamp,
+}).meta({ id: 'Organization' });
+
+export const blobSchema = z.strictObject({
+  id: uuid,
+  alias: z.string(),
+  org_id: uuid,
+  type: z.enum(BLOB_TYPE_NAMES as [string, ...string[]]),
+  name: z.string(),
+  visibility: z.enum(['private', 'public']),
+  status: z.enum(['ready', 'failed']),
+  created_at: timestamp,
+}).meta({ id: 'Blob' });
+
+export const revisionSchema = z.strictObject({
+  id: uuid,
+  blob_id: uuid,
+  number: z.number().int().positive(),
+  status: z.enum(['pending', 'ready', 'failed']),
+  created_at: timestamp,
+}).meta({ id: 'Revision' });
+
+/** Get Revision adds what the revision holds against its quotas (and an NLP dataset's record count). */
+export const revisionDetailSchema = revisionSchema.extend({
+  held: z.record(z.string(), z.number().int().nonnegative()).meta({ description: 'Limit id → how many the revision holds.' }),
+  counts: z.strictObject({ records: z.number().int().nonnegative() }).optional().meta({ description: 'NLP datasets only.' }),
+}).meta({ id: 'RevisionDetail' });
+
+export const memberSchema = z.strictObject({
+  target: z.enum(['organization', 'blob']),
+  target_id: uuid,
+  user_id: uuid,
+  role,
+  created_at: timestamp,
+  updated_at: timestamp,
+}).meta({ id: 'Member' });
+
+export const apiKeySchema = z.strictObject({
+  id: uuid,
+  name: z.string(),
+  target: z.enum(['organization', 'blob', 'user']),
+  target_id: uuid,
+  role,
+  user_id: uuid.meta({ description: 'The account the key authenticates as.' }),
+  prefix: z.string().meta({ description: 'The public part of the key, to recognise it.' }),
+  created_by: uuid,
+  created_at: timestamp,
+  last_used_at: timestamp.nullable(),
+}).meta({ id: 'ApiKey' });
+
+/** Mint API Key's answer: the record and the whole key, shown this once. */
+export const mintedApiKeySchema = apiKeySchema.extend({ key: z.string().meta({ description: 'The secret, `wsk_…`; never shown again.' }) }).meta({ id: 'MintedApiKey' });
+
+export const credentialSchema = z.strictObject({
+  id: uuid,
+  name: z.string(),
+  target: z.enum(['organization', 'blob', 'user']),
+  target_id: uuid,
+  created_by: uuid.nullable(),
+  created_at: timestamp,
+}).meta({ id: 'Credential', description: 'A stored credential: metadata only, never the secret.' });
+
+/** A metadata listing (Get/Put Metadata). */
+export const metadataFields = {
+  alias: z.string(),
+  entries: z.array(z.unknown()),
+  updated_at: timestamp,
+};
+
+const limitValue = z.union([z.number(), z.boolean(), z.array(z.string()), z.null()]);
+
+export const limitEntrySchema = z.strictObject({
+  id: z.string(),
+  kind: z.enum(['quota', 'ceiling', 'entitlement', 'retention']),
+  unit: z.enum(['count', 'bytes', 'seconds', 'days', 'flag', 'modules']),
+  per: z.string(),
+  default: limitValue,
+  value: limitValue,
+  source: z.enum(['default', ...OVERRIDE_LEVELS]),
+  most_permissive: z.number().nullable(),
+  set_on: z.array(z.enum(OVERRIDE_LEVELS)),
+  held: z.number().int().nonnegative().optional(),
+}).meta({ id: 'LimitEntry' });
+
+export const limitGroupSchema = z.strictObject({
+  id: z.enum(LIMIT_GROUPS.map((group) => group.id) as [string, ...string[]]),
+  label: z.string(),
+  family: z.string(),
+  limits: z.array(limitEntrySchema),
+}).meta({ id: 'LimitGroup' });
+
+/** Sign-in and Refresh Token answers. */
+export const tokenPairFields = {
+  user: userSchema,
+  access_token: z.string(),
+  refresh_token: z.string(),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int().meta({ description: 'Seconds until the access token expires.' }),
+};
