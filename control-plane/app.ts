@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import type { Config } from '../shared/config.ts';
 import type { Db } from '../shared/db/db.ts';
 import { createTokenService } from './auth/tokens.ts';
@@ -42,6 +42,7 @@ import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createExecutionCreator } from './workflow/execution-creator.ts';
 import { registerApiDocument } from './openapi/document.ts';
 import { registerResponseCheck } from './openapi/response-check.ts';
+import { probeSchemas } from './openapi/probes.ts';
 
 export interface BuildAppOptions {
   config: Config;
@@ -60,6 +61,8 @@ export interface BuildAppOptions {
    * response-check.ts); a mismatch is answered 500 `internal_error` naming it. Off in production.
    */
   checkResponses?: boolean;
+  /** Tests: told of every route as it is added, from the first (test/openapi.test.ts compares them with the document). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 // An app built without a queue (a test of something else) refuses to enqueue rather than drop jobs.
@@ -99,6 +102,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       void (reply as unknown as FastifyReply).code(known.status).header('x-request-id', request.id).send(known.toEnvelope());
     },
   });
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   const codeChecker = new CodeChecker();
   const queue = options.queue ?? NO_QUEUE;
   const ctx: AppContext = {
@@ -154,8 +158,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     closing = true;
   });
   const readiness = readinessProbe(options.db, () => closing);
-  app.get('/healthz', { config: { public: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { config: { public: true } }, async (_request, reply) => {
+  app.get('/healthz', { config: { public: true }, schema: probeSchemas.healthz }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: { public: true }, schema: probeSchemas.readyz }, async (_request, reply) => {
     const { ready, checks } = await readiness();
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
   });

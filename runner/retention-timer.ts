@@ -60,8 +60,8 @@ export function startRetentionTimer(db: Db, options: RetentionTimerOptions): Ret
     try {
       const result = await sweepIfDue(db, { dueAfterSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS, signal: abort.signal });
       if (result.ran) {
-        const { id, executions_removed, runs_removed } = result.sweep;
-        options.log.info({ sweep_id: id, executions_removed, runs_removed }, 'retention sweep completed');
+        const { id, executions_removed, runs_removed, idempotency_keys_removed } = result.sweep;
+        options.log.info({ sweep_id: id, executions_removed, runs_removed, idempotency_keys_removed }, 'retention sweep completed');
       }
     } catch (err) {
       // A stop in the middle of a sweep is not a failure: the history says `interrupted`.

@@ -109,7 +109,7 @@ t.test('removes a finished execution past 90 days with its events; keeps younger
   // Session events name the execution but belong to the session's stream: they stay.
   await db.query(`INSERT INTO session_events (session_id, execution_id, kind) VALUES ($1::uuid, $2::uuid, 'execution.finished')`, [home.sessionId, old]);
 
-  t.same(await runRetentionSweep(db), { executions_removed: 3, runs_removed: 0 });
+  t.same(await runRetentionSweep(db), { executions_removed: 3, runs_removed: 0, idempotency_keys_removed: 0 });
   for (const id of [old, failed, cancelled]) {
     t.notOk(await exists(id), 'past retention: removed');
     t.equal(await eventsOf(id), 0, 'with its execution events');
@@ -122,18 +122,18 @@ t.test('removes a finished execution past 90 days with its events; keeps younger
   const { rows } = await db.query('SELECT 1 FROM session_events WHERE execution_id = $1::uuid', [old]);
   t.equal(rows.length, 1, 'the session event stays');
 
-  t.same(await runRetentionSweep(db), { executions_removed: 0, runs_removed: 0 }, 'a second sweep finds nothing');
+  t.same(await runRetentionSweep(db), { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 }, 'a second sweep finds nothing');
 });
 
 t.test('age counts from the end, not the creation; `now` moves the reference', async (t) => {
   const lateEnd = await insertExecution(home, 10, { createdDaysAgo: 300 });
   const nearly = await insertExecution(home, 89);
-  t.same(await runRetentionSweep(db), { executions_removed: 0, runs_removed: 0 });
+  t.same(await runRetentionSweep(db), { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 });
   t.ok(await exists(lateEnd), 'created 300 days ago, ended 10: kept');
   t.ok(await exists(nearly));
   // Every earlier row of this file is now either removed, running, or younger than 89 days.
   const inTwoDays = new Date(Date.now() + 2 * 86_400_000);
-  t.same(await runRetentionSweep(db, { now: inTwoDays }), { executions_removed: 2, runs_removed: 0 }, 'this one and the first test\'s 89-day-old one');
+  t.same(await runRetentionSweep(db, { now: inTwoDays }), { executions_removed: 2, runs_removed: 0, idempotency_keys_removed: 0 }, 'this one and the first test\'s 89-day-old one');
   t.notOk(await exists(nearly), '89 days old plus two');
   t.ok(await exists(lateEnd));
 });
@@ -151,7 +151,7 @@ t.test('retention is resolved per blob at sweep time: nearest override wins; nul
   await setOverride(app, 'workflow.execution_retention_days', 'blob', forever.blobId, null);
   // Set after the executions were created and ended: the value in force at the sweep applies.
   await setOverride(app, 'workflow.execution_retention_days', 'blob', short.blobId, 30);
-  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0 });
+  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 });
   t.notOk(await exists(shortOld), '30-day override: a 31-day-old execution goes');
   t.ok(await exists(shortYoung));
   t.ok(await exists(siblingOld), 'another blob of the same organization keeps the default');
@@ -159,7 +159,7 @@ t.test('retention is resolved per blob at sweep time: nearest override wins; nul
 
   // An organization's override reaches its blobs; a blob's null beats it.
   await setOverride(app, 'workflow.execution_retention_days', 'org', org, 30);
-  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0 });
+  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 });
   t.notOk(await exists(siblingOld), 'the organization\'s 30 days now apply to the sibling');
   t.ok(await exists(foreverOld), 'null: kept forever, even at 400 days');
   t.ok(await exists(elsewhere), 'other organizations keep the default');
@@ -167,7 +167,7 @@ t.test('retention is resolved per blob at sweep time: nearest override wins; nul
   // Zero days: everything finished goes at the next sweep.
   await setOverride(app, 'workflow.execution_retention_days', 'blob', short.blobId, 0);
   const justEnded = await insertExecution(short, 0, { endedAt: new Date(Date.now() - 1000).toISOString() });
-  t.same(await runRetentionSweep(db), { executions_removed: 2, runs_removed: 0 });
+  t.same(await runRetentionSweep(db), { executions_removed: 2, runs_removed: 0, idempotency_keys_removed: 0 });
   t.notOk(await exists(justEnded));
   t.notOk(await exists(shortYoung));
 });
@@ -177,7 +177,7 @@ t.test('an owner\'s override reaches every blob of the organizations it owns, an
   const bobOld = await insertExecution(bobs, 6);
   const aliceOld = await insertExecution(home, 6);
   await setOverride(app, 'workflow.execution_retention_days', 'user', bob.user.id, 5);
-  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0 });
+  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 });
   t.notOk(await exists(bobOld));
   t.ok(await exists(aliceOld));
 });
@@ -188,7 +188,7 @@ t.test('a stored override that is no longer valid is skipped as resolution skips
   const young = await insertExecution(mine, 40);
   await setOverride(app, 'workflow.execution_retention_days', 'blob', mine.blobId, 'thirty');
   await setOverride(app, 'workflow.execution_retention_days', 'org', mine.orgId, -5);
-  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0 }, 'the default applies');
+  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 }, 'the default applies');
   t.notOk(await exists(old));
   t.ok(await exists(young));
 });
@@ -204,7 +204,7 @@ t.test('batches walk past kept rows and equal end times', async (t) => {
   const due = [];
   for (let i = 0; i < 5; i++) due.push(await insertExecution(mine, 0, { endedAt: sameEnd }));
   for (let i = 0; i < 2; i++) due.push(await insertExecution(mine, 100 + i));
-  t.same(await runRetentionSweep(db, { batchSize: 2 }), { executions_removed: 7, runs_removed: 0 });
+  t.same(await runRetentionSweep(db, { batchSize: 2 }), { executions_removed: 7, runs_removed: 0, idempotency_keys_removed: 0 });
   for (const id of due) t.notOk(await exists(id));
   for (const id of keptIds) t.ok(await exists(id));
   await t.rejects(runRetentionSweep(db, { batchSize: 0 }), RangeError);
@@ -225,7 +225,7 @@ t.test('workflow.executions_per_session: removing an execution frees its slot', 
 
   // The first ended 91 days ago.
   await db.query(`UPDATE executions SET ended_at = now() - interval '91 days' WHERE id = $1::uuid`, [first.id]);
-  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0 });
+  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 });
   const session = await ok(alice, mine.rev, 'get_session', { session_id: mine.sessionId });
   t.equal(session.session.held['workflow.executions_per_session'], 1, 'held drops');
   const again = await command(alice, mine.rev, 'create_execution', params);

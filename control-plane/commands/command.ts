@@ -56,6 +56,14 @@ export interface RevisionCommand<S extends z.ZodType = z.ZodType> {
   readonly blobTypes: readonly BlobType[];
   /** The standing needed on the revision's blob: `read` for reads, `write` for product writes. */
   readonly role: Role;
+  /**
+   * The command creates something new at every call (a session, an execution…), so a retry
+   * would create it twice: it takes an idempotency key (the `Idempotency-Key` header over REST,
+   * the `idempotency_key` param over JSON-RPC; docs/commands.md). The registry then runs the
+   * handler in the key's transaction (control-plane/idempotency/). Other commands refuse the
+   * param as an unknown one.
+   */
+  readonly creates?: boolean;
   handler(ctx: AppContext, principal: Principal, params: z.output<S>, call: CommandCall & { revision: RevisionScope }): Promise<CommandResult>;
 }
 

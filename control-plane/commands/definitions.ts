@@ -60,6 +60,7 @@ export const createDefinitionCommand = defineCommand({
   name: 'create_definition',
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
+  creates: true,
   params: z.strictObject({ alias: aliasSchema.optional(), category: categorySchema, graph: graphParam }),
   async handler(ctx, _principal, params, call) {
     const { revision, blob } = call.revision;

@@ -40,6 +40,7 @@ export const createExecution = defineCommand({
   name: 'create_execution',
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
+  creates: true,
   params: z.strictObject({ session_id: refSchema, definition_id: refSchema, input_data: z.unknown().optional() }),
   async handler(ctx, _principal, params, call) {
     const { org, blob, revision } = call.revision;

@@ -77,6 +77,7 @@ export const uploadRecords = defineCommand({
   name: 'upload_records',
   blobTypes: NLP,
   role: 'write',
+  creates: true,
   params: z.strictObject({ records: z.unknown() }),
   async handler(ctx, _principal, params, call) {
     const { blob, revision } = call.revision;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
+import { commandKey, runKeyedCommand } from '../idempotency/keyed-command.ts';
 import { requireRole, revisionFor } from '../access/standing.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
@@ -71,6 +72,10 @@ export function createCommandRegistry(definitions: readonly CommandDefinition[])
 export interface RunOptions {
   /** The WebSocket connection the call arrived on; absent over REST. */
   connection?: CommandConnection | null;
+  /** REST: the `Idempotency-Key` header as received, for a creating command (`creates`). */
+  idempotencyKey?: string | string[] | undefined;
+  /** REST: told when a creating command's answer is a stored one given back to a retry. */
+  onReplayed?: () => void;
 }
 
 // A method name is echoed in messages; an 8 MiB one must not come back whole.
@@ -106,7 +111,7 @@ export async function runCommand(registry: CommandRegistry, ctx: AppContext, pri
   }
   const { revision_id, ...rest } = input;
   const { revision_id: revisionId } = parseInput(revisionIdSchema, { revision_id }, 'params');
-  return runRevisionCommand(registry, ctx, principal, revisionId, name, rest, options);
+  return runRevisionCommand(registry, ctx, principal, revisionId, name, rest, { ...options, keyInParams: true });
 }
 
 /**
@@ -116,13 +121,18 @@ export async function runCommand(registry: CommandRegistry, ctx: AppContext, pri
  * `unknown_command`), then the caller needs the command's role (403 `forbidden`), then the
  * params must pass the schema (400 `invalid_request_body`).
  */
-export async function runRevisionCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, revisionId: string, name: string, params: unknown, options: RunOptions = {}): Promise<CommandResult> {
+export async function runRevisionCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, revisionId: string, name: string, params: unknown, options: RunOptions & { keyInParams?: boolean } = {}): Promise<CommandResult> {
   const scope = await revisionFor(ctx, principal, revisionId, 'read');
   const command = registry.get(name, scope.blob.type);
   if (command === undefined || command.blobTypes === undefined || !command.blobTypes.some((type) => type === scope.blob.type)) {
     throw new ServiceError('unknown_command', `A ${scope.blob.type} revision has no command ${shown(name)}.`);
   }
   requireRole(scope.role, command.role, 'revision');
-  const parsed = parseInput(command.params, paramsObject(params), 'params');
-  return command.handler(ctx, principal, parsed, { connection: options.connection ?? null, revision: scope });
+  // A creating command's idempotency key is checked with its params (docs/commands.md).
+  const { params: input, key } = commandKey(command, paramsObject(params), { header: options.idempotencyKey, inParams: options.keyInParams });
+  const parsed = parseInput(command.params, input, 'params');
+  const call = { connection: options.connection ?? null, revision: scope };
+  if (key === undefined) return command.handler(ctx, principal, parsed, call);
+  const keyed = { key, name: command.name, revisionId: scope.revision.id, params: parsed };
+  return runKeyedCommand(ctx, principal, keyed, (joined) => command.handler(joined, principal, parsed, call), options.onReplayed);
 }

@@ -45,6 +45,7 @@ export const createSchedule = defineCommand({
   name: 'create_schedule',
   blobTypes: SCHEDULER,
   role: 'write',
+  creates: true,
   params: z.strictObject({
     alias: aliasSchema.optional(),
     cron: cronSchema,

@@ -20,6 +20,7 @@ export const createSession = defineCommand({
   name: 'create_session',
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
+  creates: true,
   params: z.strictObject({ alias: aliasSchema.optional() }),
   async handler(ctx, _principal, params, call) {
     const { blob, revision } = call.revision;

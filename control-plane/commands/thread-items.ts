@@ -17,6 +17,7 @@ export const postSessionThreadItem = defineCommand({
   name: 'post_session_thread_item',
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
+  creates: true,
   params: z.strictObject({
     session_id: refSchema,
     thread: threadSchema.optional(),

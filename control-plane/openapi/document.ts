@@ -81,15 +81,27 @@ type Document = Record<string, unknown> & { paths?: Record<string, Record<string
 /** What the generated document needs beyond @fastify/swagger: one path per command, optional bodies. */
 function finish(document: Document, commands: CommandRegistry): Document {
   const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands);
+  const components = (document.components ?? {}) as { schemas?: Record<string, { description?: string }> };
+  const schemas = components.schemas ?? {};
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
+      // A response whose schema is a component gets the component's description, not "Default Response".
+      for (const response of Object.values((operation.responses ?? {}) as Record<string, { description?: string; content?: Record<string, { schema?: { $ref?: string } }> }>)) {
+        const ref = response.content?.['application/json']?.schema?.$ref;
+        const described = ref === undefined ? undefined : schemas[ref.split('/').pop()!]?.description;
+        if (response.description === 'Default Response' && described !== undefined) response.description = described;
+      }
       // @fastify/swagger marks every declared body required; a body whose fields are all optional may be left out (docs/api.md).
       const body = operation.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: unknown[] } }> } | undefined;
       const schema = body?.content?.['application/json']?.schema;
       if (body && schema && !(Array.isArray(schema.required) && schema.required.length > 0)) body.required = false;
     }
   }
-  return { ...document, paths };
+  // fastify-type-provider-zod emits an input and an output variant of every named schema; the
+  // variants nothing refers to (records are answers, never bodies) are left out.
+  const text = JSON.stringify(paths);
+  const used = Object.fromEntries(Object.entries(schemas).filter(([name]) => !name.endsWith('Input') || text.includes(`"#/components/schemas/${name}"`)));
+  return { ...document, components: { ...components, schemas: used }, paths };
 }
 
 /**

@@ -94,6 +94,27 @@ export const credentialSchema = z.strictObject({
   created_at: timestamp,
 }).meta({ id: 'Credential', description: 'A stored credential: metadata only, never the secret.' });
 
+/** A session file as Upload Session File answers it (shared/session/session-objects-sql.ts). */
+export const sessionFileSchema = z.strictObject({
+  id: uuid,
+  session_id: uuid,
+  alias: z.string(),
+  kind: z.literal('file'),
+  content_type: z.string().nullable(),
+  size: z.number().int().nonnegative(),
+  created_at: timestamp,
+  updated_at: timestamp,
+}).meta({ id: 'SessionFile' });
+
+/** An uploaded ONNX model (control-plane/routes/models.ts). */
+const tensorSchema = z.strictObject({ name: z.string(), type: z.string(), shape: z.array(z.union([z.number(), z.string()])) });
+export const modelSchema = z.strictObject({
+  size: z.number().int().nonnegative(),
+  sha256: z.string(),
+  inputs: z.array(tensorSchema).nullable(),
+  outputs: z.array(tensorSchema).nullable(),
+}).meta({ id: 'Model' });
+
 /** A metadata listing (Get/Put Metadata). */
 export const metadataFields = {
   alias: z.string(),

@@ -17,6 +17,8 @@ export interface RouteDoc {
   querystring?: z.ZodType;
   body?: z.ZodType;
   headers?: z.ZodType;
+  /** The body's content types when it is not JSON (binary uploads). */
+  consumes?: readonly string[];
   /** Success answers by status, each a `success(...)` schema or a `binary(...)` response. */
   responses: Record<number, z.ZodType | BinaryResponse>;
   /** Error codes this route answers beyond the ones every route may (see `COMMON_ERRORS`). */
@@ -43,13 +45,29 @@ export const limitObjectSchema = z.object({
  * field the envelope does not document fails the test-time response check.
  */
 export function failure(codes: readonly ErrorCode[]): z.ZodType {
-  return z.strictObject({
+  const key = [...codes].sort().join(' ');
+  let schema = failures.get(key);
+  if (schema !== undefined) return schema;
+  schema = z.strictObject({
     status: z.literal('failure'),
     error: z.enum(codes as [ErrorCode, ...ErrorCode[]]),
     message: z.string(),
     limit: limitObjectSchema.optional(),
     errors: z.array(z.unknown()).optional().meta({ description: 'invalid_definition: every problem found.' }),
   }).meta({ description: codes.map((code) => `\`${code}\`: ${errorCatalog[code].message}`).join(' ') });
+  // Every code of a status (the command routes' refusals): one component, referenced, not repeated.
+  const status = errorCatalog[codes[0]!].status;
+  const all = Object.entries(errorCatalog).filter(([, entry]) => entry.status === status).map(([code]) => code).sort().join(' ');
+  if (key === all) schema = schema.meta({ id: `Failure${status}` });
+  failures.set(key, schema);
+  return schema;
+}
+
+const failures = new Map<string, z.ZodType>();
+
+/** A download: the bytes under `contentType`, the envelope in `X-Response-Body` (described). */
+export function binary(description: string, contentType = 'application/octet-stream'): BinaryResponse {
+  return { description, content: { [contentType]: { schema: z.string().meta({ format: 'binary' }) } } };
 }
 
 /** The success envelope: `status: "success"` beside the route's own fields (control-plane/reply.ts `ok`). */
@@ -82,9 +100,11 @@ export function routeSchema(doc: RouteDoc): FastifySchema {
     tags: doc.tags,
     summary: doc.summary,
     security: doc.public ? [] : SECURITY,
-    response: { ...doc.responses, ...errorResponses(errors) },
+    // A route's own answer for a status wins (GET /readyz's 503 is not the failure envelope).
+    response: { ...errorResponses(errors), ...doc.responses },
   };
   if (doc.description !== undefined) schema.description = doc.description;
+  if (doc.consumes !== undefined) schema.consumes = doc.consumes;
   for (const part of ['params', 'querystring', 'body', 'headers'] as const) {
     if (doc[part] !== undefined) schema[part] = doc[part];
   }

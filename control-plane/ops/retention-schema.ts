@@ -18,6 +18,7 @@ function sweep(row: SweepRecord) {
     finishedAt: row.finished_at,
     executionsRemoved: row.executions_removed,
     runsRemoved: row.runs_removed,
+    idempotencyKeysRemoved: row.idempotency_keys_removed,
     error: row.error,
   };
 }
@@ -54,6 +55,8 @@ export const retentionOpsModule: OpsModule = {
       executionsRemoved: Int!
       "Schedule runs removed: fired longer ago than scheduler.run_retention_days of their scheduler blob."
       runsRemoved: Int!
+      "Idempotency keys removed: stored answers of keyed creates older than 24 hours."
+      idempotencyKeysRemoved: Int!
       error: String
     }
   `,

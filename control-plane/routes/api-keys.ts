@@ -10,6 +10,8 @@ import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, target
 import { generateApiKey } from '../auth/api-key-format.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { apiKeySchema, mintedApiKeySchema } from '../openapi/records.ts';
 import { apiKeyRecord, deleteApiKey, findApiKey, insertApiKey, listApiKeys, type ApiKeyRow } from '../sql/api-keys.ts';
 
 const mintBody = z.strictObject({
@@ -20,6 +22,8 @@ const mintBody = z.strictObject({
 });
 const revokeBody = z.strictObject({ id: z.string().min(1).max(200) });
 const listParams = z.strictObject({ target: targetSchema, target_id: targetIdSchema });
+
+const TAGS = ['Access'];
 
 /**
  * The minter may revoke its own key whatever its standing is now (so a demoted member can still
@@ -38,7 +42,13 @@ function minterMayRevoke(principal: Principal, key: ApiKeyRow): boolean {
 export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/api-keys', async (request, reply) => {
+  app.post('/api-keys', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Mint an API key', description: '`admin` on the target; *perimeter*. The key is in this answer only.',
+      body: mintBody, responses: { 201: success({ api_key: mintedApiKeySchema }, 'The key, with its secret.') },
+      errors: ['not_found', 'forbidden', 'cannot_mint_while_acting'],
+    }),
+  }, async (request, reply) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'mint an API key');
     const body = parseInput(mintBody, request.body ?? {});
@@ -66,7 +76,12 @@ export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(201).send(ok({ api_key: { ...apiKeyRecord(row), key: fresh.key } }));
   });
 
-  app.delete('/api-keys', async (request) => {
+  app.delete('/api-keys', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Revoke an API key', description: '`admin` on its target, or its minter; *perimeter*.',
+      body: revokeBody, responses: { 200: success({ api_key: apiKeySchema }, 'The revoked key.') }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'revoke an API key');
     const { id } = parseInput(revokeBody, request.body ?? {});
@@ -88,7 +103,12 @@ export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
     return ok({ api_key: apiKeyRecord(deleted) });
   });
 
-  app.get('/api-keys/target/:target/:target_id', async (request) => {
+  app.get('/api-keys/target/:target/:target_id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'List the API keys of a target (never their secrets)', params: listParams,
+      responses: { 200: success({ api_keys: z.array(apiKeySchema) }, 'The keys.') }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const params = parseInput(listParams, request.params, 'path');
     const visible = secretsVisibleFrom(params.target);
     const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, { visibleFrom: visible });

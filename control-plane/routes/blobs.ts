@@ -12,6 +12,8 @@ import { blobFor, orgFor, requireRole, type OrgRow } from '../access/standing.ts
 import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { AppContext } from '../context.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { blobSchema, revisionSchema } from '../openapi/records.ts';
 import { blobRecord, deleteBlob, insertBlob, lockBlobByRef, updateBlob } from '../sql/blobs.ts';
 import { lockOrgByRef } from '../sql/orgs.ts';
 import { insertNextRevision, revisionRecord } from '../sql/revisions.ts';
@@ -33,6 +35,9 @@ const patchBody = z.strictObject({
   visibility: visibilitySchema.optional(),
 });
 
+const TAGS = ['Blobs'];
+const blobReply = success({ blob: blobSchema }, 'The blob.');
+
 /**
  * Where Create Blob's limits are checked: the type's `<family>.enabled` entitlement
  * (`invalid_blob_type` with `limit`) and `platform.blobs_per_org`. It runs under the
@@ -49,7 +54,13 @@ async function checkBlobCreation(_ctx: AppContext, tx: Tx, org: OrgRow, type: Bl
 export async function blobRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/blobs/:org_id', async (request, reply) => {
+  app.post('/blobs/:org_id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Create a blob (and its revision 1)', description: '`write` on the organization; checks `<family>.enabled` and `platform.blobs_per_org`.',
+      params: orgParams, body: createBody, responses: { 201: success({ blob: blobSchema, revision: revisionSchema }, 'The blob and its first revision.') },
+      errors: ['not_found', 'forbidden', 'alias_taken', 'invalid_blob_type', 'limit_exceeded'],
+    }),
+  }, async (request, reply) => {
     const { org_id } = parseInput(orgParams, request.params, 'path');
     const body = parseInput(createBody, request.body ?? {});
     const principal = request.principal;
@@ -72,13 +83,21 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(201).send(ok({ blob: blobRecord(blob), revision: revisionRecord(revision) }));
   });
 
-  app.get('/blobs/:org_id/:blob_id', async (request) => {
+  app.get('/blobs/:org_id/:blob_id', {
+    schema: routeSchema({ tags: TAGS, summary: 'Get a blob', params: blobParams, responses: { 200: blobReply }, errors: ['not_found'] }),
+  }, async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
     return ok({ blob: blobRecord(blob) });
   });
 
-  app.patch('/blobs/:org_id/:blob_id', async (request) => {
+  app.patch('/blobs/:org_id/:blob_id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Rename, re-alias or change the visibility of a blob',
+      description: '`write`; `admin` when `alias` or `visibility` changes (*perimeter* on a visibility change).',
+      params: blobParams, body: patchBody, responses: { 200: blobReply }, errors: ['not_found', 'forbidden', 'alias_taken'],
+    }),
+  }, async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const body = parseInput(patchBody, request.body ?? {});
     const principal = request.principal;
@@ -98,7 +117,12 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
     return ok({ blob: blobRecord(blob) });
   });
 
-  app.delete('/blobs/:org_id/:blob_id', async (request) => {
+  app.delete('/blobs/:org_id/:blob_id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Delete a blob with its revisions and content', description: '`admin`.',
+      params: blobParams, responses: { 200: blobReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const principal = request.principal;
     const blob = await ctx.db.transaction(async (tx) => {

@@ -4,6 +4,8 @@ import { refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { COMMAND_MESSAGE_LIMIT, COMMANDS, createCommandRegistry, runRevisionCommand, type CommandRegistry } from '../commands/registry.ts';
 import { ok } from '../reply.ts';
+import { routeSchema } from '../openapi/route-schema.ts';
+import { errorCatalog, type ErrorCode } from '../../shared/errors.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { jsonLinesRecords } from '../commands/nlp-records.ts';
 
@@ -18,6 +20,23 @@ class JsonLinesBody {
 }
 
 const pathParams = z.strictObject({ revision_id: refSchema, command: z.string().min(1).max(200) });
+
+/**
+ * The route as registered; the document shows one path per command instead, each with its params
+ * (control-plane/openapi/commands.ts). A command's fields are not described yet: the answer is
+ * the envelope with whatever the command returns. A command may refuse with any code of the catalogue.
+ */
+const commandSchema = routeSchema({
+  tags: ['Commands'],
+  summary: 'Run a revision command',
+  description: 'The params are the JSON body (up to 8 MiB); `upload_records` also takes JSON Lines. `read` on the revision\'s blob, then the command\'s role.',
+  params: pathParams,
+  body: z.record(z.string(), z.unknown()),
+  responses: {
+    200: z.looseObject({ status: z.string() }).meta({ description: 'The command\'s fields beside `status` ("success", or check_definition\'s verdict).' }),
+  },
+  errors: Object.keys(errorCatalog) as ErrorCode[],
+});
 
 export interface CommandRoutesOptions {
   /** The registry the WebSocket endpoint uses too, so both transports answer alike. */
@@ -39,7 +58,7 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
     done(null, new JsonLinesBody(body as string));
   });
 
-  app.post('/revisions/:revision_id/:command', { bodyLimit: COMMAND_MESSAGE_LIMIT }, async (request) => {
+  app.post('/revisions/:revision_id/:command', { bodyLimit: COMMAND_MESSAGE_LIMIT, schema: commandSchema }, async (request) => {
     const { revision_id, command } = parseInput(pathParams, request.params, 'path');
     let body = request.body;
     if (body instanceof JsonLinesBody) {

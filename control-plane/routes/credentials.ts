@@ -10,6 +10,8 @@ import { requireHumanBehind } from '../access/perimeter.ts';
 import { markAudit } from '../audit/audit-hook.ts';
 import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, targetStanding, whileTargetExists } from '../access/targets.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { credentialSchema } from '../openapi/records.ts';
 import { credentialRecord, deleteCredential, findCredential, insertCredential, listCredentials } from '../sql/credentials.ts';
 import { isUniqueViolation } from '../sql/unique.ts';
 
@@ -27,6 +29,9 @@ const storeBody = z.strictObject({
 const deleteBody = z.strictObject({ id: z.string().min(1).max(200) });
 const listParams = z.strictObject({ target: targetSchema, target_id: targetIdSchema });
 
+const TAGS = ['Access'];
+const credentialReply = success({ credential: credentialSchema }, 'The credential (never its secret).');
+
 /**
  * Store, delete and list credentials (contract §6). The secret is sealed before it reaches the
  * database and no route ever answers with it; only the runners open it. Storing and deleting
@@ -36,7 +41,12 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
   const cipher = createCredentialCipher(ctx.config.secrets.CREDENTIAL_KEY);
 
-  app.post('/credentials', async (request, reply) => {
+  app.post('/credentials', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Store a credential', description: '`admin` on the target; *perimeter*. 409 when the target has one of that name.',
+      body: storeBody, responses: { 201: credentialReply }, errors: ['not_found', 'forbidden', 'conflict'],
+    }),
+  }, async (request, reply) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'store a credential');
     const body = parseInput(storeBody, request.body ?? {});
@@ -57,7 +67,12 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(201).send(ok({ credential: credentialRecord(row) }));
   });
 
-  app.delete('/credentials', async (request) => {
+  app.delete('/credentials', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Delete a credential', description: '`admin` on its target; *perimeter*.',
+      body: deleteBody, responses: { 200: credentialReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'delete a credential');
     const { id } = parseInput(deleteBody, request.body ?? {});
@@ -76,7 +91,12 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
     return ok({ credential: credentialRecord(deleted) });
   });
 
-  app.get('/credentials/target/:target/:target_id', async (request) => {
+  app.get('/credentials/target/:target/:target_id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'List the credentials of a target', params: listParams,
+      responses: { 200: success({ credentials: z.array(credentialSchema) }, 'The credentials.') }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const params = parseInput(listParams, request.params, 'path');
     const visible = secretsVisibleFrom(params.target);
     const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, { visibleFrom: visible });

@@ -11,6 +11,8 @@ import { requireRole } from '../access/standing.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Queryable } from '../../shared/db/db.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { memberSchema } from '../openapi/records.ts';
 import { deleteMembership, listMemberships, memberRecord, upsertMembership } from '../sql/members.ts';
 import { findUser, type UserRow } from '../sql/users.ts';
 
@@ -18,6 +20,9 @@ const memberTargetSchema = z.enum(['organization', 'blob']);
 const grantBody = z.strictObject({ target: memberTargetSchema, target_id: targetIdSchema, user_id: refSchema, role: z.enum(ROLES) });
 const revokeBody = z.strictObject({ target: memberTargetSchema, target_id: targetIdSchema, user_id: refSchema });
 const listParams = z.strictObject({ target: memberTargetSchema, target_id: targetIdSchema });
+
+const TAGS = ['Access'];
+const memberReply = success({ member: memberSchema }, 'The membership.');
 
 /** The member named by `user_id` (id, alias or `me`); accounts are public, so 404 only when none exists. */
 async function memberUser(q: Queryable, principal: Principal, ref: string): Promise<UserRow> {
@@ -30,7 +35,12 @@ async function memberUser(q: Queryable, principal: Principal, ref: string): Prom
 export async function memberRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/members', async (request) => {
+  app.post('/members', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Grant or change a membership (upsert)', description: '`admin` on the target; *perimeter*.',
+      body: grantBody, responses: { 200: memberReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'grant a membership');
     const body = parseInput(grantBody, request.body ?? {});
@@ -43,7 +53,12 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     return ok({ member: memberRecord(member) });
   });
 
-  app.delete('/members', async (request) => {
+  app.delete('/members', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Revoke a membership', description: '`admin` on the target, or `read` to remove oneself; *perimeter*.',
+      body: revokeBody, responses: { 200: memberReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const principal = request.principal;
     requireHumanBehind(principal, 'revoke a membership');
     const body = parseInput(revokeBody, request.body ?? {});
@@ -61,7 +76,12 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     return ok({ member: memberRecord(member) });
   });
 
-  app.get('/members/target/:target/:target_id', async (request) => {
+  app.get('/members/target/:target/:target_id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'List the memberships of an organization or blob', params: listParams,
+      responses: { 200: success({ members: z.array(memberSchema) }, 'The memberships.') }, errors: ['not_found'],
+    }),
+  }, async (request) => {
     const params = parseInput(listParams, request.params, 'path');
     const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, 'read');
     const members = await listMemberships(ctx.db, params.target, target.id);

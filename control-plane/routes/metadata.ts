@@ -5,6 +5,8 @@ import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { blobFor, revisionFor } from '../access/standing.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { metadataFields } from '../openapi/records.ts';
 import { getMetadata, putMetadata, type MetadataRow } from '../sql/metadata.ts';
 
 /** Nesting deeper than this is refused: PostgreSQL's jsonb and the JSON encoder recurse per level. */
@@ -30,6 +32,9 @@ function depthWithin(value: unknown, max: number): boolean {
   return true;
 }
 
+const TAGS = ['Metadata'];
+const listingReply = success(metadataFields, 'The listing.');
+
 function listing(row: MetadataRow | undefined): Record<string, unknown> {
   if (!row) throw new ServiceError('not_found', 'No metadata is stored under that alias.');
   return { alias: row.alias, entries: row.entries, updated_at: row.updated_at };
@@ -39,13 +44,20 @@ function listing(row: MetadataRow | undefined): Record<string, unknown> {
 export async function metadataRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.get('/blobs/:org_id/:blob_id/metadata/:alias', async (request) => {
+  app.get('/blobs/:org_id/:blob_id/metadata/:alias', {
+    schema: routeSchema({ tags: TAGS, summary: 'Get a blob\'s metadata listing', params: blobParams, responses: { 200: listingReply }, errors: ['not_found'] }),
+  }, async (request) => {
     const params = parseInput(blobParams, request.params, 'path');
     const { blob } = await blobFor(ctx, request.principal, params.org_id, params.blob_id, 'read');
     return ok(listing(await getMetadata(ctx.db, { kind: 'blob', id: blob.id }, params.alias)));
   });
 
-  app.put('/blobs/:org_id/:blob_id/metadata/:alias', async (request) => {
+  app.put('/blobs/:org_id/:blob_id/metadata/:alias', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Store a blob\'s metadata listing', description: '`write`.',
+      params: blobParams, body: putBody, responses: { 200: listingReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const params = parseInput(blobParams, request.params, 'path');
     const { alias } = parseInput(putAlias, params, 'path');
     const { entries } = parseInput(putBody, request.body ?? {});
@@ -53,13 +65,20 @@ export async function metadataRoutes(app: FastifyInstance): Promise<void> {
     return ok(listing(await putMetadata(ctx.db, { kind: 'blob', id: blob.id }, alias, entries)));
   });
 
-  app.get('/revisions/:id/metadata/:alias', async (request) => {
+  app.get('/revisions/:id/metadata/:alias', {
+    schema: routeSchema({ tags: TAGS, summary: 'Get a revision\'s metadata listing', params: revisionParams, responses: { 200: listingReply }, errors: ['not_found'] }),
+  }, async (request) => {
     const params = parseInput(revisionParams, request.params, 'path');
     const { revision } = await revisionFor(ctx, request.principal, params.id, 'read');
     return ok(listing(await getMetadata(ctx.db, { kind: 'revision', id: revision.id }, params.alias)));
   });
 
-  app.put('/revisions/:id/metadata/:alias', async (request) => {
+  app.put('/revisions/:id/metadata/:alias', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Store a revision\'s metadata listing', description: '`write` on its blob.',
+      params: revisionParams, body: putBody, responses: { 200: listingReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const params = parseInput(revisionParams, request.params, 'path');
     const { alias } = parseInput(putAlias, params, 'path');
     const { entries } = parseInput(putBody, request.body ?? {});

@@ -28,10 +28,14 @@ import { inspectModel, type TensorSpec } from '../models/inspect-model.ts';
 import { RECLAIM_EVERY_BYTES, reclaimStreamBuffers } from '../models/reclaim.ts';
 import type { S3Objects } from '../../shared/onnx/s3-objects.ts';
 import { ok } from '../reply.ts';
+import { binary, routeSchema, success } from '../openapi/route-schema.ts';
+import { modelSchema, revisionSchema } from '../openapi/records.ts';
 import { revisionRecord } from '../sql/revisions.ts';
 
 const pathParams = z.strictObject({ revision_id: refSchema });
 const declaredSchema = z.strictObject({ size: z.number().int().nonnegative() });
+const TAGS = ['Models'];
+
 /** Bytes per large-object write and read. */
 const CHUNK = 256 * 1024;
 
@@ -110,6 +114,15 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
     upload.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
     upload.put('/revisions/:revision_id/model', {
+      schema: routeSchema({
+        tags: TAGS, summary: 'Upload Model (ONNX)',
+        description: 'The body is the model\'s bytes, streamed; `X-Request-Body: {"size": <bytes>}` declares its length. ONNX Runtime opens it before the revision is ready. `write` on an ONNX revision; checks `onnx.enabled` and `onnx.model_bytes`.',
+        params: pathParams,
+        headers: z.object({ 'x-request-body': z.string().meta({ description: `JSON: ${JSON.stringify(z.toJSONSchema(declaredSchema, { io: 'input' }))}` }) }),
+        body: z.string().meta({ format: 'binary' }), consumes: ['application/octet-stream'],
+        responses: { 200: success({ revision: revisionSchema, model: modelSchema }, 'The revision, now ready, and its model.') },
+        errors: ['not_found', 'forbidden', 'invalid_model', 'limit_exceeded', 'conflict'],
+      }),
       // Everything that can refuse the upload is decided before a byte of the body is read; a
       // refusal then closes the connection instead of draining a body of hundreds of megabytes.
       async preParsing(request, reply, payload) {
@@ -169,7 +182,13 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
     });
   });
 
-  app.get('/revisions/:revision_id/model', async (request, reply) => {
+  app.get('/revisions/:revision_id/model', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Download Model',
+      description: 'The bytes, streamed; `X-Response-Body: {"status":"success","size","sha256"}`. `read`; checks `onnx.enabled`.',
+      params: pathParams, responses: { 200: binary('The model\'s bytes.') }, errors: ['not_found', 'forbidden', 'limit_exceeded'],
+    }),
+  }, async (request, reply) => {
     const scope = await modelScope(ctx, request, 'read');
     await requireEntitlement(ctx.db, scope.blob.id, 'onnx.enabled');
     const { rows } = await ctx.db.query<ModelRow>('SELECT size, sha256, oid, object_key, inputs, outputs, error FROM models WHERE revision_id = $1::uuid', [scope.revision.id]);

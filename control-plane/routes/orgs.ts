@@ -12,6 +12,8 @@ import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { blobSchema, orgSchema } from '../openapi/records.ts';
 import { blobRecord, listOrgBlobs } from '../sql/blobs.ts';
 import { deleteOrg, insertOrg, lockOrgByRef, lockOrgOwner, orgRecord, updateOrg } from '../sql/orgs.ts';
 import { claimingAlias } from '../sql/unique.ts';
@@ -33,6 +35,9 @@ const patchBody = z.strictObject({
   visibility: visibilitySchema.optional(),
   owner_id: refSchema.optional(),
 });
+
+const TAGS = ['Organizations'];
+const orgReply = success({ org: orgSchema }, 'The organization.');
 
 /**
  * Where Create Organization's limit (`platform.orgs_per_user`) is checked. It runs under the
@@ -66,7 +71,12 @@ async function resolveNewOwner(ctx: AppContext, tx: Tx, principal: Principal, re
 export async function orgRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/orgs', async (request, reply) => {
+  app.post('/orgs', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Create an organization owned by the caller', description: 'Checks `platform.orgs_per_user`.',
+      body: createBody, responses: { 201: orgReply }, errors: ['forbidden', 'alias_taken', 'limit_exceeded'],
+    }),
+  }, async (request, reply) => {
     const body = parseInput(createBody, request.body ?? {});
     const principal = request.principal;
     // The new organization is the caller's own: that needs write over its own account, which a
@@ -86,13 +96,21 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(201).send(ok({ org: orgRecord(org) }));
   });
 
-  app.get('/orgs/:id', async (request) => {
+  app.get('/orgs/:id', {
+    schema: routeSchema({ tags: TAGS, summary: 'Get an organization', params: idParams, responses: { 200: orgReply }, errors: ['not_found'] }),
+  }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const { org } = await orgFor(ctx, request.principal, id, 'read');
     return ok({ org: orgRecord(org) });
   });
 
-  app.patch('/orgs/:id', async (request) => {
+  app.patch('/orgs/:id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Rename, re-alias, change visibility or transfer an organization',
+      description: '`write`; `admin` when `alias` or `visibility` changes (*perimeter* on a visibility change); the owner when `owner_id` changes.',
+      params: idParams, body: patchBody, responses: { 200: orgReply }, errors: ['not_found', 'forbidden', 'alias_taken'],
+    }),
+  }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const body = parseInput(patchBody, request.body ?? {});
     const principal = request.principal;
@@ -120,7 +138,12 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     return ok({ org: orgRecord(org) });
   });
 
-  app.delete('/orgs/:id', async (request) => {
+  app.delete('/orgs/:id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Delete an organization and everything in it', description: 'The owner only.',
+      params: idParams, responses: { 200: orgReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const principal = request.principal;
     const org = await ctx.db.transaction(async (tx) => {
@@ -134,7 +157,12 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     return ok({ org: orgRecord(org) });
   });
 
-  app.get('/orgs/:id/blobs', async (request) => {
+  app.get('/orgs/:id/blobs', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'List the blobs of an organization the caller may read', description: 'Unpaginated.',
+      params: idParams, responses: { 200: success({ blobs: z.array(blobSchema) }, 'The blobs.') }, errors: ['not_found'],
+    }),
+  }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const principal = request.principal;
     const { org } = await orgFor(ctx, principal, id, 'read');

@@ -12,6 +12,8 @@ import { blobFor, revisionFor, type BlobRow, type RevisionRow } from '../access/
 import type { AppContext } from '../context.ts';
 import { recordCount } from '../sql/nlp-records.ts';
 import { ok } from '../reply.ts';
+import { routeSchema, success } from '../openapi/route-schema.ts';
+import { revisionDetailSchema, revisionSchema } from '../openapi/records.ts';
 import { lockBlobByRef } from '../sql/blobs.ts';
 import {
   copyRevisionContent, countRevisions, deleteRevision, findBlobRevision, insertNextRevision,
@@ -34,6 +36,9 @@ const listQuery = z.strictObject({
 /** A List Revisions position: the number of the last revision returned. */
 const position = z.number().int().nonnegative();
 
+const TAGS = ['Revisions'];
+const revisionReply = success({ revision: revisionSchema }, 'The revision.');
+
 /**
  * Where Create Revision's limit (`platform.revisions_per_blob`) is checked. It runs under the
  * blob's row lock inside the creating transaction.
@@ -47,7 +52,13 @@ async function checkRevisionCreation(_ctx: AppContext, tx: Tx, blob: BlobRow): P
 export async function revisionRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/blobs/:org_id/:blob_id/revisions', async (request, reply) => {
+  app.post('/blobs/:org_id/:blob_id/revisions', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Create a revision, optionally copying one of the same blob',
+      description: '`write`; checks `platform.revisions_per_blob`; 409 for a second scheduler revision.',
+      params: blobParams, body: createBody, responses: { 201: revisionReply }, errors: ['not_found', 'forbidden', 'conflict', 'limit_exceeded'],
+    }),
+  }, async (request, reply) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const body = parseInput(createBody, request.body ?? {});
     const principal = request.principal;
@@ -71,7 +82,14 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(201).send(ok({ revision: revisionRecord(revision) }));
   });
 
-  app.get('/blobs/:org_id/:blob_id/revisions', async (request) => {
+  app.get('/blobs/:org_id/:blob_id/revisions', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'List a blob\'s revisions', description: 'Ascending `number`; `limit` 1..200, default 50; `cursor` is opaque, null on the last page.',
+      params: blobParams, querystring: listQuery,
+      responses: { 200: success({ revisions: z.array(revisionSchema), cursor: z.string().nullable() }, 'A page of revisions.') },
+      errors: ['not_found', 'invalid_cursor', 'invalid_limit'],
+    }),
+  }, async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const query = parseInput(listQuery, request.query ?? {}, 'query');
     const limit = parseQueryLimit(query.limit, LIMIT_RANGE);
@@ -91,14 +109,24 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     });
   });
 
-  app.get('/revisions/:id', async (request) => {
+  app.get('/revisions/:id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Get a revision with what it holds', params: idParams,
+      responses: { 200: success({ revision: revisionDetailSchema }, 'The revision.') }, errors: ['not_found'],
+    }),
+  }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const { revision, blob } = await revisionFor(ctx, request.principal, id, 'read');
     const counts = blob.type === 'svc.dataset.nlp' ? { counts: { records: await recordCount(ctx.db, revision.id) } } : {};
     return ok({ revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id, blob.type), ...counts } });
   });
 
-  app.delete('/revisions/:id', async (request) => {
+  app.delete('/revisions/:id', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'Delete a revision', description: '`write` on its blob.',
+      params: idParams, responses: { 200: revisionReply }, errors: ['not_found', 'forbidden'],
+    }),
+  }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const principal = request.principal;
     const revision = await ctx.db.transaction(async (tx) => {

@@ -11,6 +11,7 @@ import { markAudit } from '../audit/audit-hook.ts';
 import { findUser, userProfile } from '../sql/users.ts';
 import { accountsWithStanding, deleteAccount, insertServiceAccount, lockAccountTree, ownedServiceAccounts } from '../sql/service-accounts.ts';
 import { resolveUser } from './users.ts';
+import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { userSchema } from '../openapi/records.ts';
@@ -52,9 +53,11 @@ export async function serviceAccountRoutes(app: FastifyInstance): Promise<void> 
     if (!roleAtLeast(userAdminStanding(principal, self), 'admin')) {
       throw new ServiceError('forbidden', 'Creating a service account needs admin over your own account (an admin key with target user, or a token).');
     }
-    const user = await insertServiceAccount(ctx.db, { ownerId: self.id, name: body.name, alias: body.alias ?? null });
-    markAudit(request, { target: { type: 'user', id: user.id } });
-    return reply.code(201).send(ok({ user: userProfile(user, true) }));
+    return sendCreated(ctx, request, reply, { body }, async (tx) => {
+      const user = await insertServiceAccount(tx, { ownerId: self.id, name: body.name, alias: body.alias ?? null });
+      markAudit(request, { target: { type: 'user', id: user.id } });
+      return { status: 201, body: ok({ user: userProfile(user, true) }) };
+    });
   });
 
   app.delete('/users/:user_id', {

@@ -13,6 +13,8 @@ import {
 import type { AppContext } from '../context.ts';
 import { limitInForce } from '../../shared/limits/in-force.ts';
 import { ok } from '../reply.ts';
+import { binary, routeSchema, success } from '../openapi/route-schema.ts';
+import { sessionFileSchema } from '../openapi/records.ts';
 
 const pathParams = z.strictObject({ revision_id: refSchema });
 
@@ -53,6 +55,12 @@ function requestBodyHeader(request: FastifyRequest): z.output<typeof fileTargetS
   return parseInput(fileTargetSchema, value, 'X-Request-Body');
 }
 
+const TAGS = ['Commands'];
+/** `X-Request-Body` as the reference shows it: its JSON Schema, from the schema that parses it. */
+const uploadHeaders = z.object({
+  'x-request-body': z.string().meta({ description: `The upload's params as JSON: ${JSON.stringify(z.toJSONSchema(fileTargetSchema, { io: 'input' }))}` }),
+});
+
 interface PendingUpload {
   scope: RevisionScope;
   target: z.output<typeof fileTargetSchema>;
@@ -88,6 +96,13 @@ export async function sessionFileRoutes(app: FastifyInstance): Promise<void> {
 
     upload.post('/revisions/:revision_id/upload_session_file', {
       bodyLimit: UPLOAD_BODY_LIMIT,
+      schema: routeSchema({
+        tags: TAGS, summary: 'upload_session_file: store a session file from raw bytes',
+        description: 'The body is the file\'s bytes (any content type); the params are in `X-Request-Body`. `write` on a workflow revision. Over JSON-RPC the bytes are base64.',
+        params: pathParams, headers: uploadHeaders, body: z.string().meta({ format: 'binary' }), consumes: ['application/octet-stream'],
+        responses: { 200: success({ object: sessionFileSchema }, 'The stored file\'s record.') },
+        errors: ['not_found', 'unknown_command', 'forbidden', 'session_file_too_large', 'limit_exceeded'],
+      }),
       // Access and the header are checked before the body is read: a caller who may not write,
       // or whose header is malformed, is answered without spending 4 MiB of reading on it.
       async preParsing(request, _reply, payload) {
@@ -103,7 +118,14 @@ export async function sessionFileRoutes(app: FastifyInstance): Promise<void> {
     });
   });
 
-  app.post('/revisions/:revision_id/download_session_file', async (request, reply) => {
+  app.post('/revisions/:revision_id/download_session_file', {
+    schema: routeSchema({
+      tags: TAGS, summary: 'download_session_file: a session file\'s bytes',
+      description: 'Answers the bytes with the stored content type; `X-Response-Body: {"status":"success","size","content_type"}`. `read` on a workflow revision.',
+      params: pathParams, body: fileRefSchema,
+      responses: { 200: binary('The file\'s bytes.', '*/*') }, errors: ['not_found', 'unknown_command', 'forbidden'],
+    }),
+  }, async (request, reply) => {
     const { revision_id } = parseInput(pathParams, request.params, 'path');
     const scope = await scopeFor(ctx, request.principal, revision_id, downloadSessionFile);
     const ref = parseInput(fileRefSchema, request.body ?? {});

@@ -12,7 +12,7 @@
  * item's failure is never another request's.
  */
 import { Batcher } from '../../shared/batcher.ts';
-import type { Db } from '../../shared/db/db.ts';
+import type { Db, Tx } from '../../shared/db/db.ts';
 import { enqueueExecution, enqueueExecutions, fairPriority, type BatchJobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import { executionsCreated } from '../../shared/metrics.ts';
@@ -24,6 +24,12 @@ type Settled = { ok: Created } | { error: unknown };
 export interface ExecutionCreator {
   /** Creates one execution with its job, or returns why not; throws for database failures. */
   create(fields: NewExecution): Promise<Created>;
+  /**
+   * The same on a transaction the caller holds, outside the batches: a keyed create
+   * (control-plane/idempotency/) makes its execution in the transaction that stores its
+   * idempotency key, so both commit together. Counted in the metric before the caller's commit.
+   */
+  createIn(tx: Tx, fields: NewExecution): Promise<Created>;
 }
 
 function isCreated(result: Created): result is ExecutionRecordRow {
@@ -31,14 +37,16 @@ function isCreated(result: Created): result is ExecutionRecordRow {
 }
 
 export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { maxBatch?: number; maxInFlight?: number } = {}): ExecutionCreator {
+  async function createOn(tx: Tx, fields: NewExecution): Promise<Created> {
+    const created = await createExecutionRow(tx, fields);
+    if (isCreated(created)) await enqueueExecution(queue, tx, created.id, { priority: fairPriority((created as CreatedExecution).orgInFlight) });
+    return created;
+  }
+
   async function alone(fields: NewExecution): Promise<Settled> {
     try {
       return {
-        ok: await db.transaction(async (tx) => {
-          const created = await createExecutionRow(tx, fields);
-          if (isCreated(created)) await enqueueExecution(queue, tx, created.id, { priority: fairPriority((created as CreatedExecution).orgInFlight) });
-          return created;
-        }).then((created) => {
+        ok: await db.transaction((tx) => createOn(tx, fields)).then((created) => {
           if (isCreated(created)) executionsCreated.inc({ source: 'api' });
           return created;
         }),
@@ -87,6 +95,11 @@ export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { 
       const settled = await batcher.submit(fields);
       if ('error' in settled) throw settled.error;
       return settled.ok;
+    },
+    async createIn(tx, fields) {
+      const created = await createOn(tx, fields);
+      if (isCreated(created)) executionsCreated.inc({ source: 'api' });
+      return created;
     },
   };
 }

@@ -6,6 +6,8 @@ import { COMMAND_MESSAGE_LIMIT, createCommandRegistry, COMMANDS, type CommandReg
 import { wsRefusal, type WsAdmission } from '../plugins/throttle.ts';
 import { websocketConnections } from '../metrics.ts';
 import { serveConnection } from './connection.ts';
+import { z } from 'zod';
+import { routeSchema } from '../openapi/route-schema.ts';
 import { chooseProtocol, readHandshake, type Handshake } from './handshake.ts';
 
 export interface WebsocketPluginOptions {
@@ -50,6 +52,13 @@ export async function websocketPlugin(app: FastifyInstance, options: WebsocketPl
     url: '/v1',
     // The default auth hook reads only native headers; this route authenticates the sub-protocol forms too.
     config: { public: true },
+    schema: routeSchema({
+      tags: ['WebSocket'],
+      summary: 'The JSON-RPC 2.0 WebSocket (an upgrade)',
+      description: 'Send `Upgrade: websocket`. The credential goes in a header, or as the sub-protocol pair `authorization.bearer.base64` / `x-api-key.base64` + the base64url credential (docs/commands.md). The methods are in the OpenRPC document at /v1/openrpc.json. Without the upgrade the answer is 404 `not_found`.',
+      responses: { 101: z.null().meta({ description: 'Switching Protocols: the socket speaks JSON-RPC 2.0.' }) },
+      errors: ['not_found'],
+    }),
     async onRequest(request, reply) {
       if (!request.ws) return;
       const handshake = readHandshake(request.headers);

@@ -23,6 +23,7 @@ export interface SweepRecord {
   finished_at: string | null;
   executions_removed: number;
   runs_removed: number;
+  idempotency_keys_removed: number;
   error: string | null;
 }
 
@@ -44,7 +45,7 @@ export interface RecordedSweepOptions extends Pick<SweepOptions, 'now' | 'batchS
 // its row after taking the lock and finishes it before releasing, and the lock dies with its
 // connection, so an unfinished row without a holder can only belong to a process that died.
 const RECORD_COLUMNS = `
-  id::text AS id, trigger, started_at, finished_at, executions_removed, runs_removed, error,
+  id::text AS id, trigger, started_at, finished_at, executions_removed, runs_removed, idempotency_keys_removed, error,
   COALESCE(outcome, CASE WHEN EXISTS (
     SELECT 1 FROM pg_locks
      WHERE locktype = 'advisory' AND granted AND objsubid = 2
@@ -79,13 +80,13 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
 
     const { rows: started } = await q.query<{ id: string }>('INSERT INTO retention_sweeps (trigger) VALUES ($1::text) RETURNING id::text AS id', [options.trigger]);
     const id = started[0]!.id;
-    let progress: SweepCounts = { executions_removed: 0, runs_removed: 0 };
+    let progress: SweepCounts = { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 };
     const finish = async (outcome: 'completed' | 'interrupted' | 'failed', error: string | null) => {
       const { rows } = await q.query<SweepRecord>(
         `UPDATE retention_sweeps SET finished_at = clock_timestamp(), outcome = $2::text, error = $3::text,
-                executions_removed = $4::bigint, runs_removed = $5::bigint
+                executions_removed = $4::bigint, runs_removed = $5::bigint, idempotency_keys_removed = $6::bigint
           WHERE id = $1::bigint RETURNING ${RECORD_COLUMNS}`,
-        [id, outcome, error, progress.executions_removed, progress.runs_removed],
+        [id, outcome, error, progress.executions_removed, progress.runs_removed, progress.idempotency_keys_removed],
       );
       return rows[0]!;
     };

@@ -1,10 +1,13 @@
 import type { Queryable } from '../db/db.ts';
+import { sweepIdempotencyKeys } from './idempotency-keys.ts';
 import { limitById, resolveLimit, type OverrideMap, type OverrideSet } from '../limits/index.ts';
 
 /** What one sweep removed. */
 export interface SweepCounts {
   executions_removed: number;
   runs_removed: number;
+  /** Idempotency keys past their 24 hours (shared/retention/idempotency-keys.ts). */
+  idempotency_keys_removed: number;
 }
 
 export interface SweepOptions {
@@ -119,7 +122,8 @@ async function overriddenRetentions(q: Queryable, limitId: RetentionLimit): Prom
 /**
  * Removes the finished executions, with their events and data, that are past the
  * `workflow.execution_retention_days` in force for their session's blob at the time of the sweep
- * (an override of `null` keeps them forever), and schedule runs past `scheduler.run_retention_days`.
+ * (an override of `null` keeps them forever), schedule runs past `scheduler.run_retention_days`,
+ * and idempotency keys older than 24 hours.
  * Removing an execution frees its slot in `workflow.executions_per_session` (the quota counts rows).
  * Running, queued and sleeping executions, sessions and definitions are never touched.
  *
@@ -132,7 +136,7 @@ export async function runRetentionSweep(q: Queryable, options: SweepOptions = {}
   const batchSize = options.batchSize ?? DEFAULT_BATCH;
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new RangeError('batchSize must be a positive integer');
   const now = options.now ?? new Date((await q.query<{ now: string }>('SELECT now() AS now')).rows[0]!.now);
-  const counts: SweepCounts = { executions_removed: 0, runs_removed: 0 };
+  const counts: SweepCounts = { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 };
 
   const batching = { batchSize, signal: options.signal };
   await sweepBatches(q, EXECUTION_RETENTION, SWEEP_BATCH_SQL, now, batching, (removed) => {
@@ -141,6 +145,10 @@ export async function runRetentionSweep(q: Queryable, options: SweepOptions = {}
   });
   await sweepBatches(q, RUN_RETENTION, RUNS_BATCH_SQL, now, batching, (removed) => {
     counts.runs_removed += removed;
+    options.onProgress?.({ ...counts });
+  });
+  await sweepIdempotencyKeys(q, now, batching, (removed) => {
+    counts.idempotency_keys_removed += removed;
     options.onProgress?.({ ...counts });
   });
   return counts;

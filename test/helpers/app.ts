@@ -25,7 +25,7 @@ export interface TestApp {
  * command transports). The app sends runner jobs through a control-plane pg-boss of its own
  * (`options.queue` replaces it, e.g. a stand-in that fails). Everything is closed at teardown.
  */
-export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands' | 'queue'> = {}): Promise<TestApp> {
+export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands' | 'queue' | 'onRoute'> = {}): Promise<TestApp> {
   const databaseUrl = await createTestDatabase(t);
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-test-data-'));
   const config = loadConfig({
@@ -45,7 +45,8 @@ export async function buildTestApp(t: Test, env: Record<string, string> = {}, op
   });
   const db = createDb({ connectionString: databaseUrl, max: 20 });
   const boss = await startTestQueue(databaseUrl);
-  const app = await buildApp({ config, db, logger: false, queue: boss, ...options });
+  // Every answer is held to the response its route documents in /v1/openapi.json: the whole suite checks the document.
+  const app = await buildApp({ config, db, logger: false, queue: boss, checkResponses: true, ...options });
   t.teardown(async () => {
     await app.close();
     await boss.stop({ graceful: false });

@@ -1,0 +1,93 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createCredentialCipher } from '../../shared/crypto/credential-cipher.ts';
+import type { Tx } from '../../shared/db/db.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { AppContext } from '../context.ts';
+import { claimKey, findStoredKey, storeAnswer } from '../sql/idempotency-keys.ts';
+import { callerScope, checkedKey, fingerprint, IDEMPOTENCY_HEADER, IDEMPOTENCY_TTL_SECONDS } from './idempotency-key.ts';
+
+/** What a creating operation answers: the HTTP status and the JSON body (REST) or result (JSON-RPC). */
+export interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** An answer, and whether it is a stored one given back to a retry. */
+export interface KeyedAnswer extends Answer {
+  replayed: boolean;
+}
+
+/** A keyed request: its checked key, what it is (`POST /v1/orgs`, `create_execution`) and its input. */
+export interface KeyedRequest {
+  key: string;
+  operation: string;
+  /** The target and the parsed params: what must match for a retry to be "the same request". */
+  input: unknown;
+}
+
+// A claim finds no live row only when the row it conflicted with expired between its two
+// statements; a third miss in a row is not a race but a fault.
+const CLAIM_ATTEMPTS = 3;
+
+/**
+ * Runs `create` once per caller and key. In one transaction: the key is claimed first (a
+ * concurrent request with the same key waits here for this one's commit or rollback), then
+ * `create` runs on the same transaction and its answer is stored, sealed, before the commit. So
+ * the key and what it created commit or roll back together: a refusal `create` throws stores
+ * nothing, and a retry runs afresh.
+ *
+ * A key already holding a live answer (under 24 hours old) gives that answer back
+ * (`replayed: true`) when the request is the same (same operation, target and parsed params),
+ * and 409 `conflict` otherwise; `create` does not run.
+ */
+export async function runIdempotent(ctx: AppContext, principal: Principal, request: KeyedRequest, create: (tx: Tx) => Promise<Answer>): Promise<KeyedAnswer> {
+  const secret = ctx.config.secrets.CREDENTIAL_KEY;
+  const caller = callerScope(principal);
+  const print = fingerprint(secret, request.operation, request.input);
+  const cipher = createCredentialCipher(secret);
+  // Binds a sealed answer to its key: a row copied onto another caller's key does not open.
+  const aad = `idempotency-key\n${caller}\n${request.key}`;
+  for (let attempt = 1; ; attempt += 1) {
+    const answer = await ctx.db.transaction(async (tx): Promise<KeyedAnswer | undefined> => {
+      const claim = { caller, key: request.key, operation: request.operation, fingerprint: print, ttlSeconds: IDEMPOTENCY_TTL_SECONDS };
+      if (await claimKey(tx, claim)) {
+        const created = await create(tx);
+        await storeAnswer(tx, caller, request.key, created.status, cipher.encrypt(JSON.stringify(created.body), aad));
+        return { ...created, replayed: false };
+      }
+      const stored = await findStoredKey(tx, caller, request.key, IDEMPOTENCY_TTL_SECONDS);
+      if (stored === undefined) return undefined;
+      if (stored.fingerprint.length !== print.length || !timingSafeEqual(stored.fingerprint, print)) {
+        const what = stored.operation === request.operation ? `${request.operation} with another body` : stored.operation;
+        throw new ServiceError('conflict', `This idempotency key was already used for ${what}: send a new key for a new request.`);
+      }
+      return { status: stored.status, body: JSON.parse(cipher.decrypt(stored.sealed, aad)) as Record<string, unknown>, replayed: true };
+    });
+    if (answer !== undefined) return answer;
+    if (attempt === CLAIM_ATTEMPTS) throw new Error(`idempotency key claim missed ${CLAIM_ATTEMPTS} times`);
+  }
+}
+
+/** The response header set on an answer given back to a retry. */
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+/**
+ * A creating REST route's transaction: with an `Idempotency-Key` header, `create` runs through
+ * runIdempotent and a retry gets the stored status and body (with `Idempotent-Replayed: true`);
+ * without one, it is a plain transaction. `input` is the parsed path params and body; the route
+ * (method and pattern) is added here. A malformed header is 400 `invalid_request_body`.
+ */
+export async function sendCreated(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, input: unknown, create: (tx: Tx) => Promise<Answer>): Promise<FastifyReply> {
+  const header = request.headers[IDEMPOTENCY_HEADER];
+  if (header === undefined) {
+    const answer = await ctx.db.transaction(create);
+    return reply.code(answer.status).send(answer.body);
+  }
+  const key = checkedKey({ value: header, source: 'header' });
+  const operation = `${request.method} ${request.routeOptions.url ?? request.url}`;
+  const answer = await runIdempotent(ctx, request.principal, { key, operation, input }, create);
+  if (answer.replayed) reply.header(REPLAYED_HEADER, 'true');
+  return reply.code(answer.status).send(answer.body);
+}

@@ -1,0 +1,61 @@
+import type { Queryable } from '../../shared/db/db.ts';
+import type { SealedSecret } from '../../shared/crypto/credential-cipher.ts';
+
+/** A key row another request committed: its fingerprint and the answer it stored. */
+export interface StoredKeyRow {
+  operation: string;
+  fingerprint: Buffer;
+  status: number;
+  sealed: SealedSecret;
+}
+
+export interface KeyClaim {
+  caller: string;
+  key: string;
+  operation: string;
+  fingerprint: Buffer;
+  ttlSeconds: number;
+}
+
+// Inserted first in the creating transaction. A concurrent insert of the same (caller, key) waits
+// on the primary key for the first transaction: at its commit this statement takes the conflict
+// path, at its rollback it inserts. A row past its lifetime is taken over (the retention sweep may
+// not have removed it yet); a live one is left alone and no row comes back.
+const CLAIM_SQL = `
+  INSERT INTO idempotency_keys AS k (caller, key, operation, fingerprint)
+  VALUES ($1::text, $2::text, $3::text, $4::bytea)
+  ON CONFLICT (caller, key) DO UPDATE
+     SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
+         status = NULL, iv = NULL, auth_tag = NULL, response = NULL, created_at = now()
+   WHERE k.created_at < now() - make_interval(secs => $5::int)
+  RETURNING true AS claimed`;
+
+/**
+ * Claims `(caller, key)` for this transaction: true when it is ours (new, or expired and taken
+ * over), false when a live row committed by another request holds it (read it with
+ * findStoredKey). Waits while another transaction holds the same key uncommitted.
+ */
+export async function claimKey(tx: Queryable, claim: KeyClaim): Promise<boolean> {
+  const { rows } = await tx.query(CLAIM_SQL, [claim.caller, claim.key, claim.operation, claim.fingerprint, claim.ttlSeconds]);
+  return rows.length === 1;
+}
+
+/** The live, committed row of `(caller, key)`; undefined if there is none (it expired since). */
+export async function findStoredKey(q: Queryable, caller: string, key: string, ttlSeconds: number): Promise<StoredKeyRow | undefined> {
+  const { rows } = await q.query<{ operation: string; fingerprint: Buffer; status: number; iv: Buffer; auth_tag: Buffer; response: Buffer }>(
+    `SELECT operation, fingerprint, status, iv, auth_tag, response FROM idempotency_keys
+      WHERE caller = $1::text AND key = $2::text AND status IS NOT NULL
+        AND created_at >= now() - make_interval(secs => $3::int)`,
+    [caller, key, ttlSeconds],
+  );
+  const row = rows[0];
+  return row && { operation: row.operation, fingerprint: row.fingerprint, status: row.status, sealed: { iv: row.iv, authTag: row.auth_tag, ciphertext: row.response } };
+}
+
+/** Stores the answer of the claiming transaction, before it commits. */
+export async function storeAnswer(tx: Queryable, caller: string, key: string, status: number, sealed: SealedSecret): Promise<void> {
+  await tx.query(
+    'UPDATE idempotency_keys SET status = $3::smallint, iv = $4::bytea, auth_tag = $5::bytea, response = $6::bytea WHERE caller = $1::text AND key = $2::text',
+    [caller, key, status, sealed.iv, sealed.authTag, sealed.ciphertext],
+  );
+}
