@@ -9,6 +9,7 @@ import { markAudit } from '../audit/audit-hook.ts';
 import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, targetStanding, whileTargetExists } from '../access/targets.ts';
 import { generateApiKey } from '../auth/api-key-format.ts';
 import type { Principal } from '../auth/principal.ts';
+import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { apiKeySchema, mintedApiKeySchema } from '../openapi/records.ts';
@@ -58,10 +59,12 @@ export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
       throw new ServiceError('cannot_mint_while_acting');
     }
     const fresh = generateApiKey();
-    const row = await ctx.db.transaction(async (tx) => {
+    // With an Idempotency-Key, the answer (the key's secret in it) is stored sealed for 24 hours,
+    // so a retry whose first answer was lost still learns the key it minted.
+    return sendCreated(ctx, request, reply, { body }, async (tx) => {
       const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
       markAudit(request, { target: { type: body.target, id: target.id } });
-      return whileTargetExists(() => insertApiKey(tx, {
+      const row = await whileTargetExists(() => insertApiKey(tx, {
         publicId: fresh.publicId,
         secretHash: fresh.hash,
         name: body.name ?? '',
@@ -72,8 +75,8 @@ export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
         userId: body.target === 'user' ? target.id : principal.userId,
         createdBy: principal.userId,
       }));
+      return { status: 201, body: ok({ api_key: { ...apiKeyRecord(row), key: fresh.key } }) };
     });
-    return reply.code(201).send(ok({ api_key: { ...apiKeyRecord(row), key: fresh.key } }));
   });
 
   app.delete('/api-keys', {

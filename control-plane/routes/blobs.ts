@@ -11,6 +11,7 @@ import { parseInput } from '../../shared/validate.ts';
 import { blobFor, orgFor, requireRole, type OrgRow } from '../access/standing.ts';
 import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { AppContext } from '../context.ts';
+import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { blobSchema, revisionSchema } from '../openapi/records.ts';
@@ -64,7 +65,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
     const { org_id } = parseInput(orgParams, request.params, 'path');
     const body = parseInput(createBody, request.body ?? {});
     const principal = request.principal;
-    const { blob, revision } = await ctx.db.transaction(async (tx) => {
+    return sendCreated(ctx, request, reply, { org_id, body }, async (tx) => {
       await lockOrgByRef(tx, org_id);
       const { org } = await orgFor(ctx, principal, org_id, 'write', tx);
       const type = body.type;
@@ -78,9 +79,9 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
         visibility: body.visibility ?? 'private',
       }));
       // The first revision is part of the blob: created (and counted) in the same transaction.
-      return { blob, revision: await insertNextRevision(tx, blob.id) };
+      const revision = await insertNextRevision(tx, blob.id);
+      return { status: 201, body: ok({ blob: blobRecord(blob), revision: revisionRecord(revision) }) };
     });
-    return reply.code(201).send(ok({ blob: blobRecord(blob), revision: revisionRecord(revision) }));
   });
 
   app.get('/blobs/:org_id/:blob_id', {

@@ -8,6 +8,8 @@ import { routeSchema } from '../openapi/route-schema.ts';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { jsonLinesRecords } from '../commands/nlp-records.ts';
+import { IDEMPOTENCY_HEADER } from '../idempotency/idempotency-key.ts';
+import { REPLAYED_HEADER } from '../idempotency/idempotent.ts';
 
 const JSON_LINES_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/jsonlines'];
 
@@ -58,7 +60,7 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
     done(null, new JsonLinesBody(body as string));
   });
 
-  app.post('/revisions/:revision_id/:command', { bodyLimit: COMMAND_MESSAGE_LIMIT, schema: commandSchema }, async (request) => {
+  app.post('/revisions/:revision_id/:command', { bodyLimit: COMMAND_MESSAGE_LIMIT, schema: commandSchema }, async (request, reply) => {
     const { revision_id, command } = parseInput(pathParams, request.params, 'path');
     let body = request.body;
     if (body instanceof JsonLinesBody) {
@@ -66,7 +68,11 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
       body = { records: jsonLinesRecords(body.text) };
     }
     // A body-less POST is a command without params; anything else must be an object (the registry checks).
-    const result = await runRevisionCommand(registry, ctx, request.principal, revision_id, command, body ?? {});
+    // A creating command takes the `Idempotency-Key` header (docs/commands.md); others ignore it.
+    const result = await runRevisionCommand(registry, ctx, request.principal, revision_id, command, body ?? {}, {
+      idempotencyKey: request.headers[IDEMPOTENCY_HEADER],
+      onReplayed: () => reply.header(REPLAYED_HEADER, 'true'),
+    });
     // `ok` puts `status` first, so a result's own `status` (check_definition's verdict) wins.
     return ok(result);
   });

@@ -9,6 +9,7 @@ import { parseInput } from '../../shared/validate.ts';
 import { requireHumanBehind } from '../access/perimeter.ts';
 import { markAudit } from '../audit/audit-hook.ts';
 import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, targetStanding, whileTargetExists } from '../access/targets.ts';
+import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { credentialSchema } from '../openapi/records.ts';
@@ -52,11 +53,12 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
     const body = parseInput(storeBody, request.body ?? {});
     const id = randomUUID();
     const sealed = cipher.encrypt(body.secret, id);
-    const row = await ctx.db.transaction(async (tx) => {
+    return sendCreated(ctx, request, reply, { body }, async (tx) => {
       const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
       markAudit(request, { target: { type: body.target, id: target.id } });
       try {
-        return await whileTargetExists(() => insertCredential(tx, { id, name: body.name, target: body.target, targetId: target.id, sealed, createdBy: principal.userId }));
+        const row = await whileTargetExists(() => insertCredential(tx, { id, name: body.name, target: body.target, targetId: target.id, sealed, createdBy: principal.userId }));
+        return { status: 201, body: ok({ credential: credentialRecord(row) }) };
       } catch (error) {
         if (isUniqueViolation(error, /^credentials_.*_name_key$/)) {
           throw new ServiceError('conflict', `The ${body.target} already has a credential named ${body.name}; delete it first to replace it.`, {}, { cause: error });
@@ -64,7 +66,6 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
         throw error;
       }
     });
-    return reply.code(201).send(ok({ credential: credentialRecord(row) }));
   });
 
   app.delete('/credentials', {

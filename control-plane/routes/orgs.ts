@@ -11,6 +11,7 @@ import { attachBlobGrants, blobStanding, orgFor, requireRole, userStanding, type
 import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
+import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { blobSchema, orgSchema } from '../openapi/records.ts';
@@ -83,17 +84,17 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     // `read` key lacks and a key confined to an organization or blob does not reach.
     const self = userStanding(principal, { id: principal.userId, kind: principal.kind, owner_id: null });
     if (!roleAtLeast(self, 'write')) throw new ServiceError('forbidden', 'Creating an organization needs write over your own account.');
-    const org = await ctx.db.transaction(async (tx) => {
+    return sendCreated(ctx, request, reply, { body }, async (tx) => {
       if (!(await lockOrgOwner(tx, principal.userId))) throw new ServiceError('unauthorized', 'The account no longer exists.');
       await checkOrgCreation(ctx, tx, principal.userId);
-      return claimingAlias('organization', () => insertOrg(tx, {
+      const org = await claimingAlias('organization', () => insertOrg(tx, {
         alias: body.alias,
         name: body.name ?? '',
         visibility: body.visibility ?? 'private',
         ownerId: principal.userId,
       }));
+      return { status: 201, body: ok({ org: orgRecord(org) }) };
     });
-    return reply.code(201).send(ok({ org: orgRecord(org) }));
   });
 
   app.get('/orgs/:id', {

@@ -11,6 +11,7 @@ import { parseInput } from '../../shared/validate.ts';
 import { blobFor, revisionFor, type BlobRow, type RevisionRow } from '../access/standing.ts';
 import type { AppContext } from '../context.ts';
 import { recordCount } from '../sql/nlp-records.ts';
+import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { revisionDetailSchema, revisionSchema } from '../openapi/records.ts';
@@ -62,7 +63,7 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const body = parseInput(createBody, request.body ?? {});
     const principal = request.principal;
-    const revision = await ctx.db.transaction(async (tx) => {
+    return sendCreated(ctx, request, reply, { org_id, blob_id, body }, async (tx) => {
       // The lock serialises creations on this blob, so `max + 1` never collides.
       await lockBlobByRef(tx, org_id, blob_id);
       const { blob } = await blobFor(ctx, principal, org_id, blob_id, 'write', tx);
@@ -77,9 +78,8 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
       await checkRevisionCreation(ctx, tx, blob);
       const revision = await insertNextRevision(tx, blob.id);
       if (source) await copyRevisionContent(tx, source.id, revision.id);
-      return revision;
+      return { status: 201, body: ok({ revision: revisionRecord(revision) }) };
     });
-    return reply.code(201).send(ok({ revision: revisionRecord(revision) }));
   });
 
   app.get('/blobs/:org_id/:blob_id/revisions', {
