@@ -1,0 +1,62 @@
+/**
+ * `wsctl login` (anonymous, refresh token, API key), `logout`, `whoami`. A secret given as `-` is
+ * read from stdin, so it need not appear in the shell's history or the process list.
+ */
+import type { Command } from 'commander';
+import { createRestClient, ok } from '../client/src/index.ts';
+import { CliContext, CliError, tokensOf } from './context.ts';
+import { printRecord, readSecret } from './input.ts';
+
+export function registerAuth(program: Command, context: () => CliContext): void {
+  program
+    .command('login')
+    .description('sign in and store the credential in the profile (mode 0600)')
+    .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8080', process.env.WSCTL_URL)
+    .option('--anonymous', 'sign up as a new anonymous user')
+    .option('--refresh-token <token>', 'sign in with a refresh token (- reads it from stdin)')
+    .option('--api-key <key>', 'use an API key (- reads it from stdin)')
+    .action(async (options: { url: string; anonymous?: boolean; refreshToken?: string; apiKey?: string }) => {
+      const ctx = context();
+      const chosen = [options.anonymous, options.refreshToken, options.apiKey].filter((v) => v !== undefined).length;
+      if (chosen !== 1) throw new CliError('invalid_arguments', 'Give exactly one of --anonymous, --refresh-token, --api-key.', 2);
+      const url = new URL(options.url).origin;
+      const rest = createRestClient({ baseUrl: url });
+      if (options.apiKey !== undefined) {
+        const apiKey = await readSecret(options.apiKey);
+        const keyed = createRestClient({ baseUrl: url, credential: { apiKey } });
+        const { user } = await ok(keyed.GET('/v1/users/{user_id}', { params: { path: { user_id: 'me' } } }));
+        await ctx.save({ url, user_id: user.id, api_key: apiKey, ...(await keptOps(ctx)) });
+        ctx.output.out(`signed in to ${url} as ${user.id} with an API key (profile ${ctx.profileName})`);
+        return;
+      }
+      const answer = options.anonymous
+        ? await ok(rest.POST('/v1/auth/anonymous', { body: {} }))
+        : await ok(rest.POST('/v1/auth/refresh', { body: { refresh_token: await readSecret(options.refreshToken!) } }));
+      await ctx.save({ url, ...tokensOf(answer), ...(await keptOps(ctx)) });
+      ctx.output.out(`signed in to ${url} as ${answer.user.id} (profile ${ctx.profileName})`);
+    });
+
+  program
+    .command('logout')
+    .description('forget the profile')
+    .action(async () => {
+      const ctx = context();
+      ctx.output.out((await ctx.remove()) ? `profile ${ctx.profileName} removed` : `no profile ${ctx.profileName}`);
+    });
+
+  program
+    .command('whoami')
+    .description('the signed-in account')
+    .action(async () => {
+      const ctx = context();
+      const rest = await ctx.rest();
+      const { user } = await ok(rest.GET('/v1/users/{user_id}', { params: { path: { user_id: 'me' } } }));
+      printRecord(ctx, user);
+    });
+}
+
+/** The profile's operations API settings, kept across a new sign-in. */
+async function keptOps(ctx: CliContext): Promise<{ ops_url?: string; ops_token?: string }> {
+  const previous = await ctx.existing();
+  return previous?.ops_url && previous.ops_token ? { ops_url: previous.ops_url, ops_token: previous.ops_token } : {};
+}

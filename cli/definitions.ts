@@ -1,0 +1,79 @@
+/**
+ * `wsctl definition push FILE.json|yaml` and `definition check`: the graph is checked with
+ * `check_definition` first, and its issues are printed one per line with their path
+ * (`node.field`, or `(graph).field` for the graph itself) before anything is created.
+ */
+import type { Command } from 'commander';
+import { ok, type DefinitionIssue } from '../client/src/index.ts';
+import { CliError, type CliContext } from './context.ts';
+import { printRecord, readDocument } from './input.ts';
+
+/** The path of an issue: `greet.config.seconds`, `greet`, `(graph).start`. */
+export function issuePath(issue: DefinitionIssue): string {
+  const node = issue.node ?? '(graph)';
+  return issue.field ? `${node}.${issue.field}` : node;
+}
+
+/** A file holds either a graph (`{start, nodes}`) or `{alias?, category?, graph}`. */
+function definitionOf(document: unknown): { graph: unknown; alias?: string; category?: 'workflow' | 'playground' } {
+  if (typeof document === 'object' && document !== null && 'graph' in document) {
+    return document as { graph: unknown; alias?: string; category?: 'workflow' | 'playground' };
+  }
+  return { graph: document };
+}
+
+async function check(ctx: CliContext, revision: string, graph: unknown): Promise<void> {
+  const rest = await ctx.rest();
+  const verdict = await ok(rest.POST('/v1/revisions/{revision_id}/check_definition', { params: { path: { revision_id: revision } }, body: { graph } as never }));
+  const { errors = [], warnings = [] } = verdict as { errors?: DefinitionIssue[]; warnings?: DefinitionIssue[] };
+  for (const issue of warnings) ctx.output.err(`warning: ${issuePath(issue)}: ${issue.code}: ${issue.message}`);
+  for (const issue of errors) ctx.output.out(`${issuePath(issue)}: ${issue.code}: ${issue.message}`);
+  if ((verdict as { status: string }).status !== 'success') {
+    throw new CliError('invalid_definition', `check_definition found ${errors.length} error${errors.length === 1 ? '' : 's'}; nothing was created.`);
+  }
+}
+
+export function registerDefinitions(program: Command, context: () => CliContext): void {
+  const definition = program.command('definition').description('workflow definitions');
+  definition
+    .command('push <file>')
+    .description('checks a definition (JSON or YAML) and creates it on a workflow revision')
+    .requiredOption('--revision <revision>', 'the workflow revision')
+    .option('--alias <alias>', "the definition's alias (else the file's alias, if any)")
+    .option('--category <category>', 'workflow or playground', undefined)
+    .action(async (file: string, options: { revision: string; alias?: string; category?: string }) => {
+      const ctx = context();
+      const found = definitionOf(await readDocument(file));
+      await check(ctx, options.revision, found.graph);
+      const category = options.category ?? found.category ?? 'workflow';
+      if (category !== 'workflow' && category !== 'playground') throw new CliError('invalid_arguments', '--category must be workflow or playground.', 2);
+      const body: { graph: unknown; category: 'workflow' | 'playground'; alias?: string } = { graph: found.graph, category };
+      const alias = options.alias ?? found.alias;
+      if (alias !== undefined) body.alias = alias;
+      const rest = await ctx.rest();
+      const answer = await ok(rest.POST('/v1/revisions/{revision_id}/create_definition', { params: { path: { revision_id: options.revision } }, body: body as never }));
+      printRecord(ctx, answer.definition);
+    });
+  definition
+    .command('check <file>')
+    .description('checks a definition without creating it')
+    .requiredOption('--revision <revision>')
+    .action(async (file: string, options: { revision: string }) => {
+      const ctx = context();
+      await check(ctx, options.revision, definitionOf(await readDocument(file)).graph);
+      ctx.output.out('ok');
+    });
+  definition
+    .command('list')
+    .requiredOption('--revision <revision>')
+    .action(async (options: { revision: string }) => {
+      const ctx = context();
+      const rpc = await ctx.rpc();
+      try {
+        const { definitions } = await rpc.call('list_definitions', { revision_id: options.revision });
+        for (const d of definitions) ctx.output.out(`${d.id}  ${d.alias ?? '-'}  ${d.category}`);
+      } finally {
+        await rpc.close();
+      }
+    });
+}

@@ -1,0 +1,56 @@
+/** Reading wsctl's inputs (secrets, JSON/YAML files, JSON values) and printing records. */
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { CliError, type CliContext } from './context.ts';
+
+/** All of stdin, as text. */
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** A secret argument: `-` reads it from stdin (trimmed). */
+export async function readSecret(value: string): Promise<string> {
+  const secret = value === '-' ? (await readStdin()).trim() : value;
+  if (!secret) throw new CliError('invalid_arguments', 'The secret is empty.', 2);
+  return secret;
+}
+
+/** A JSON or YAML document (by extension; `-` is stdin, parsed as YAML, which includes JSON). */
+export async function readDocument(file: string): Promise<unknown> {
+  const text = file === '-' ? await readStdin() : await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    throw new CliError('invalid_arguments', `Cannot read ${file}: ${error.code ?? error.message}.`, 2);
+  });
+  try {
+    return extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new CliError('invalid_arguments', `${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`, 2);
+  }
+}
+
+/** A JSON value given on the command line, or `@file` for one in a file. */
+export async function readJsonValue(value: string, what: string): Promise<unknown> {
+  if (value.startsWith('@')) return readDocument(value.slice(1));
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw new CliError('invalid_arguments', `${what} must be JSON (or @file): ${value}`, 2);
+  }
+}
+
+/** A record, as indented JSON. */
+export function printRecord(ctx: CliContext, record: unknown): void {
+  ctx.output.out(JSON.stringify(record, null, 2));
+}
+
+/** A listing: one line per row, the named fields separated by two spaces. */
+export function printRows(ctx: CliContext, rows: ReadonlyArray<Record<string, unknown>>, fields: string[]): void {
+  for (const row of rows) ctx.output.out(fields.map((field) => format(row[field])).join('  '));
+}
+
+function format(value: unknown): string {
+  if (value === null || value === undefined) return '-';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}

@@ -1,0 +1,225 @@
+// wsctl, spawned as a user runs it, against a listening control plane, a runner and the
+// operations API: sign-in forms and the profile file's 0600 mode, resources, definition push
+// with check_definition's errors and their paths, `run --follow` to success and to failure (exit
+// codes), `events tail`, the ops subcommands, and refusals printed as one line.
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { buildTestApp } from './helpers/app.ts';
+import { startOpsApp } from './helpers/ops.ts';
+import { uniqueAlias } from './helpers/resources.ts';
+import { startRunner } from './helpers/runner.ts';
+import { registerRunner } from '../shared/runner-registry.ts';
+
+const { app, config, db, databaseUrl } = await buildTestApp(t);
+await app.listen({ port: 0, host: '127.0.0.1' });
+const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+await startRunner(t, databaseUrl);
+const { ops } = await startOpsApp(t, { config, db, databaseUrl });
+await ops.listen({ port: 0, host: '127.0.0.1' });
+const opsBase = `http://127.0.0.1:${(ops.server.address() as AddressInfo).port}`;
+
+const home = await mkdtemp(join(tmpdir(), 'wsctl-test-'));
+t.teardown(() => rm(home, { recursive: true, force: true }));
+const profileFile = join(home, 'wsctl', 'profiles.json');
+const CLI = join(import.meta.dirname, '..', 'cli', 'wsctl.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs wsctl with `args` (XDG_CONFIG_HOME in the test's directory); `input` goes to stdin. */
+function wsctl(args: string[], input = ''): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
+  delete env.WSCTL_CONFIG;
+  delete env.WSCTL_PROFILE;
+  delete env.WSCTL_URL;
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  child.stdin.end(input);
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** Runs wsctl and fails the test unless it exits 0; returns stdout. */
+async function ok(t: Test, args: string[], input = ''): Promise<string> {
+  const run = await wsctl(args, input);
+  t.equal(run.code, 0, `wsctl ${args.join(' ')} exits 0${run.code === 0 ? '' : `: ${run.stderr}`}`);
+  return run.stdout;
+}
+
+const GOOD = `# a greeting in two steps
+start: greet
+nodes:
+  greet:
+    processor: logic.code
+    config:
+      code: "export default async (input) => ({hello: input.name})"
+    routes:
+      success: shout
+  shout:
+    processor: logic.code
+    config:
+      code: "export default async (input) => ({loud: input.hello.toUpperCase()})"
+`;
+
+const BAD = JSON.stringify({
+  start: 'greet',
+  nodes: {
+    greet: { processor: 'logic.code', config: { code: 'export default async () => 1' }, routes: { success: 'pause' } },
+    pause: { processor: 'logic.sleep', config: { seconds: -1 }, routes: { success: 'nowhere' } },
+  },
+});
+
+const FAILING = JSON.stringify({
+  graph: {
+    start: 'first',
+    nodes: {
+      first: { processor: 'logic.code', config: { code: 'export default async (input) => input' }, routes: { success: 'boom' } },
+      boom: { processor: 'logic.code', config: { code: "export default async () => { throw new Error('no such customer') }" } },
+    },
+  },
+  alias: 'failing',
+});
+
+let orgAlias = '';
+let revision = '';
+let userId = '';
+
+t.test('login --anonymous writes the profile with mode 0600', async (t) => {
+  const out = await ok(t, ['login', '--url', base, '--anonymous']);
+  t.match(out, /^signed in to http:\/\/127\.0\.0\.1:\d+ as [0-9a-f-]{36} \(profile default\)\n$/);
+  t.equal((await stat(profileFile)).mode & 0o777, 0o600);
+  t.equal((await stat(join(home, 'wsctl'))).mode & 0o777, 0o700);
+  const saved = JSON.parse(await readFile(profileFile, 'utf8'));
+  t.match(saved.profiles.default, { url: base, access_token: String, refresh_token: String, access_expires_at: String });
+  userId = saved.profiles.default.user_id;
+  const whoami = JSON.parse(await ok(t, ['whoami']));
+  t.equal(whoami.id, userId);
+});
+
+t.test('a profile file readable by others is put back to 0600, with a warning', async (t) => {
+  await chmod(profileFile, 0o644);
+  const run = await wsctl(['whoami']);
+  t.equal(run.code, 0);
+  t.match(run.stderr, /^warning: .*profiles\.json was readable by others \(mode 644\); set to 600\n$/);
+  t.equal((await stat(profileFile)).mode & 0o777, 0o600);
+});
+
+t.test('organizations, blobs, revisions and keys', async (t) => {
+  orgAlias = uniqueAlias('org');
+  const org = JSON.parse(await ok(t, ['orgs', 'create', orgAlias, '--name', 'Acme']));
+  t.match(org, { alias: orgAlias, name: 'Acme', owner_id: userId });
+  t.match(await ok(t, ['orgs', 'list']), new RegExp(`^${org.id}  ${orgAlias}  private  Acme\\n$`));
+  const blobAlias = uniqueAlias('blob');
+  const created = JSON.parse(await ok(t, ['blobs', 'create', orgAlias, blobAlias, '--type', 'svc.compute.workflow']));
+  revision = created.revision.id;
+  t.match(await ok(t, ['blobs', 'list', orgAlias]), new RegExp(`^${created.blob.id}  ${blobAlias}  svc\\.compute\\.workflow`));
+  t.match(await ok(t, ['revisions', 'list', orgAlias, blobAlias]), new RegExp(`^${revision}  1  ready  `));
+  const key = JSON.parse(await ok(t, ['keys', 'create', 'organization', orgAlias, '--role', 'write', '--name', 'ci']));
+  t.match(key.key, /^wsk_/);
+  t.match(await ok(t, ['keys', 'list', 'organization', orgAlias]), new RegExp(`^${key.id}  ci  write  `));
+
+  // The key signs in another profile (read from stdin, so it is in no argv).
+  t.match(await ok(t, ['--profile', 'ci', 'login', '--url', base, '--api-key', '-'], `${key.key}\n`), /with an API key \(profile ci\)/);
+  t.match(JSON.parse(await ok(t, ['--profile', 'ci', 'orgs', 'get', orgAlias])), { alias: orgAlias });
+  JSON.parse(await ok(t, ['keys', 'revoke', key.id]));
+  const revoked = await wsctl(['--profile', 'ci', 'orgs', 'get', orgAlias]);
+  t.equal(revoked.code, 1);
+  t.match(revoked.stderr, /^error: unauthorized: .+\n$/, 'a revoked key: one line');
+});
+
+t.test('refusals print one line with the limit, and exit 1', async (t) => {
+  const run = await wsctl(['orgs', 'create', uniqueAlias('org')]);
+  t.equal(run.code, 1);
+  t.equal(run.stdout, '');
+  t.match(run.stderr, /^error: limit_exceeded: [^\n]+ \(limit platform\.orgs_per_user = 1, held 1\)\n$/);
+  const missing = await wsctl(['orgs', 'get', 'no-such-org']);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /^error: not_found: [^\n]+\n$/);
+  const usage = await wsctl(['orgs', 'create']);
+  t.equal(usage.code, 2, 'a missing argument is a usage error');
+  const nobody = await wsctl(['--profile', 'nobody', 'orgs', 'list']);
+  t.equal(nobody.code, 1);
+  t.match(nobody.stderr, /^error: not_signed_in: No profile "nobody" in .+: run wsctl login\.\n$/);
+});
+
+t.test('definition push shows check_definition errors with their paths, then creates a good one', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'wsctl-defs-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'bad.json'), BAD);
+  await writeFile(join(dir, 'good.yaml'), GOOD);
+  await writeFile(join(dir, 'failing.json'), FAILING);
+
+  const bad = await wsctl(['definition', 'push', join(dir, 'bad.json'), '--revision', revision]);
+  t.equal(bad.code, 1);
+  const lines = bad.stdout.trim().split('\n');
+  t.ok(lines.some((line) => /^pause\.config\.seconds: invalid_config: /.test(line)), 'the config error with its path');
+  t.ok(lines.some((line) => /^pause\.routes\.success: route_target_not_found: /.test(line)), 'the route error with its path');
+  t.match(bad.stderr, /error: invalid_definition: check_definition found \d+ errors; nothing was created\.\n$/);
+
+  const good = JSON.parse(await ok(t, ['definition', 'push', join(dir, 'good.yaml'), '--revision', revision, '--alias', 'greeter']));
+  t.match(good, { alias: 'greeter', category: 'workflow' });
+  t.match(JSON.parse(await ok(t, ['definition', 'push', join(dir, 'failing.json'), '--revision', revision])), { alias: 'failing' });
+  t.match(await ok(t, ['definition', 'list', '--revision', revision]), /  greeter  workflow\n/);
+});
+
+t.test('run --follow shows the run node by node and exits 0 when it succeeds', async (t) => {
+  const run = await wsctl(['run', '--revision', revision, '--definition', 'greeter', '--input', '{"name":"ada"}', '--follow']);
+  t.equal(run.code, 0, run.stderr);
+  const lines = run.stdout.trim().split('\n');
+  t.match(lines[0], /^execution [0-9a-f-]{36} queued$/);
+  t.match(lines[1], /^✓ greet \(logic\.code\) → success  \d+(\.\d+)? m?s$/);
+  t.match(lines[2], /^✓ shout \(logic\.code\) → success  \d+(\.\d+)? m?s$/);
+  t.match(lines[3], /^succeeded in \d+(\.\d+)? m?s \(2 node runs\)$/);
+  t.same(JSON.parse(lines.slice(4).join('\n')), { loud: 'ADA' });
+  t.match(run.stderr, /\[\d+ nodes? · [^\]]+\] /, 'a progress line');
+});
+
+t.test('run --follow exits 1 when the execution fails, naming the error', async (t) => {
+  const run = await wsctl(['run', '--revision', revision, '--definition', 'failing', '--input', '{}', '--follow']);
+  t.equal(run.code, 1);
+  t.match(run.stdout, /\n✓ first \(logic\.code\) → success  [^\n]+\n✗ boom \(logic\.code\) failed [^\n]*no such customer[^\n]*\nfailed in [^\n]+\(2 node runs\)\n$/);
+  t.match(run.stderr, /\nerror: [a-z_]+: [^\n]*no such customer[^\n]*\n$/);
+});
+
+t.test('events tail prints an execution from its start to its end', async (t) => {
+  const created = JSON.parse(await ok(t, ['run', '--revision', revision, '--definition', 'greeter', '--input', '{"name":"bo"}']));
+  const out = await ok(t, ['events', 'tail', '--revision', revision, '--execution', created.id, '--from-start']);
+  const kinds = out.trim().split('\n').map((line) => line.split('  ')[2]);
+  t.same(kinds, ['execution.started', 'node.started', 'node.finished', 'node.started', 'node.finished', 'execution.finished']);
+});
+
+t.test('a refresh token signs in another profile', async (t) => {
+  const saved = JSON.parse(await readFile(profileFile, 'utf8'));
+  const refreshToken = saved.profiles.default.refresh_token;
+  t.match(await ok(t, ['--profile', 'second', 'login', '--url', base, '--refresh-token', '-'], refreshToken), new RegExp(`as ${userId} \\(profile second\\)`));
+  t.equal(JSON.parse(await ok(t, ['--profile', 'second', 'whoami'])).id, userId);
+});
+
+t.test('ops: login, runners, queues, limit overrides, retention sweep', async (t) => {
+  const bad = await wsctl(['ops', 'login', '--url', opsBase, '--token', 'wrong']);
+  t.equal(bad.code, 1);
+  t.match(bad.stderr, /^error: unauthorized: [^\n]+\n$/);
+  t.match(await ok(t, ['ops', 'login', '--url', opsBase, '--token', '-'], 'test-ops-token'), /: ok \(version /);
+  const registered = await registerRunner(db, { host: 'cli-test-host', pid: 4242, version: '0.1.0' }, () => {});
+  t.teardown(() => registered.stop());
+  t.match(await ok(t, ['ops', 'runners']), new RegExp(`^${registered.id}  cli-test-host  4242  true  `, 'm'));
+  t.match(await ok(t, ['ops', 'queues']), /^executions  /m);
+  const set = JSON.parse(await ok(t, ['ops', 'limits', 'set', 'platform.orgs_per_user', 'user', userId, '2']));
+  t.match(set.override, { limitId: 'platform.orgs_per_user', value: 2, setBy: 'ops:wsctl' });
+  t.match(await ok(t, ['ops', 'limits', 'list', 'user', userId]), /^platform\.orgs_per_user  2  ops:wsctl  /m);
+  JSON.parse(await ok(t, ['orgs', 'create', uniqueAlias('org')]));
+  const refused = await wsctl(['ops', 'limits', 'set', 'platform.orgs_per_user', 'user', userId, '"many"']);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /^error: invalid_value_type: [^\n]+\n$/);
+  t.match(JSON.parse(await ok(t, ['ops', 'limits', 'clear', 'platform.orgs_per_user', 'user', userId])), { override: null, previous: { value: 2 } });
+  t.match(JSON.parse(await ok(t, ['ops', 'retention', 'sweep'])), { status: 'completed', executionsRemoved: 0 });
+});
