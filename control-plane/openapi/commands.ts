@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
 import type { CommandDefinition, RevisionCommand } from '../commands/command.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
+import { IDEMPOTENCY_KEY_DESCRIPTION } from './route-schema.ts';
 
 /** The JSON Schema (2020-12) of what a command's params accept. */
 export function paramsJsonSchema(definition: CommandDefinition): Record<string, unknown> {
@@ -49,7 +50,10 @@ export function expandCommands(
         ...route,
         summary: name,
         description: [`The \`${name}\` command over REST (also the JSON-RPC method \`${name}\` with \`revision_id\` among its params). Revisions of these blob types answer it:`, ...lines].join('\n'),
-        parameters,
+        // A creating command takes the Idempotency-Key header over REST (the idempotency_key param over JSON-RPC).
+        parameters: definitions.some((definition) => definition.creates)
+          ? [...parameters, { in: 'header', name: 'idempotency-key', required: false, description: IDEMPOTENCY_KEY_DESCRIPTION, schema: { type: 'string', minLength: 1, maxLength: 255 } }]
+          : parameters,
         requestBody: { required: variants.every((variant) => Array.isArray(variant.required) && variant.required.length > 0), content: { 'application/json': { schema } } },
       },
     };

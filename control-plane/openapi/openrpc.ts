@@ -3,6 +3,15 @@ import { VERSION } from '../../shared/version.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
 import { RPC_ERROR } from '../ws/json-rpc.ts';
 import { paramsJsonSchema, revisionDefinitions } from './commands.ts';
+import { IDEMPOTENCY_KEY_DESCRIPTION } from './route-schema.ts';
+
+/** Creating commands (`creates`) take a key among their params (control-plane/idempotency/). */
+const IDEMPOTENCY_KEY = {
+  name: 'idempotency_key',
+  required: false,
+  description: IDEMPOTENCY_KEY_DESCRIPTION.replace('`Idempotent-Replayed: true`', 'the same result'),
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
 
 const REVISION_ID = {
   name: 'revision_id',
@@ -47,7 +56,7 @@ export function openRpcDocument(registry: CommandRegistry): Record<string, unkno
     const method: Record<string, unknown> = {
       name,
       paramStructure: 'by-name',
-      params: revisionCommand ? [REVISION_ID, ...params] : params,
+      params: [...(revisionCommand ? [REVISION_ID] : []), ...params, ...(definitions.some((definition) => 'creates' in definition && definition.creates === true) ? [IDEMPOTENCY_KEY] : [])],
       result: { name: 'result', description: 'The command\'s fields (the REST answer without `status`).', schema: { type: 'object' } },
       errors: ERRORS,
     };

@@ -25,7 +25,15 @@ export interface RouteDoc {
   errors?: readonly ErrorCode[];
   /** No credentials needed: `security: []` and no 401. */
   public?: boolean;
+  /** A creating route that takes an `Idempotency-Key` header (control-plane/idempotency/). */
+  idempotent?: boolean;
 }
+
+/** The `Idempotency-Key` header of creating routes and commands (docs/api.md, control-plane/idempotency/idempotency-key.ts). */
+export const IDEMPOTENCY_KEY_DESCRIPTION = 'Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`.';
+export const idempotencyHeaders = z.object({
+  'idempotency-key': z.string().min(1).max(255).optional().meta({ description: IDEMPOTENCY_KEY_DESCRIPTION }),
+});
 
 /** A response whose body is not JSON (a download, an upgrade): its content types and, for downloads, the `X-Response-Body` envelope. */
 export interface BinaryResponse {
@@ -96,6 +104,7 @@ export function routeSchema(doc: RouteDoc): FastifySchema {
   const errors: ErrorCode[] = [...COMMON_ERRORS, ...(doc.errors ?? [])];
   if (!doc.public) errors.push('unauthorized');
   if (doc.body !== undefined) errors.push('payload_too_large');
+  if (doc.idempotent) errors.push('conflict');
   const schema: Record<string, unknown> = {
     tags: doc.tags,
     summary: doc.summary,
@@ -108,5 +117,6 @@ export function routeSchema(doc: RouteDoc): FastifySchema {
   for (const part of ['params', 'querystring', 'body', 'headers'] as const) {
     if (doc[part] !== undefined) schema[part] = doc[part];
   }
+  if (doc.idempotent) schema.headers = doc.headers === undefined ? idempotencyHeaders : (doc.headers as z.ZodObject).extend(idempotencyHeaders.shape);
   return schema as FastifySchema;
 }

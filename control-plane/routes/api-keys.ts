@@ -46,7 +46,7 @@ export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
   app.post('/api-keys', {
     schema: routeSchema({
       tags: TAGS, summary: 'Mint an API key', description: '`admin` on the target; *perimeter*. The key is in this answer only.',
-      body: mintBody, responses: { 201: success({ api_key: mintedApiKeySchema }, 'The key, with its secret.') },
+      body: mintBody, idempotent: true, responses: { 201: success({ api_key: mintedApiKeySchema }, 'The key, with its secret.') },
       errors: ['not_found', 'forbidden', 'cannot_mint_while_acting'],
     }),
   }, async (request, reply) => {

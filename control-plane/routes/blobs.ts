@@ -58,7 +58,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
   app.post('/blobs/:org_id', {
     schema: routeSchema({
       tags: TAGS, summary: 'Create a blob (and its revision 1)', description: '`write` on the organization; checks `<family>.enabled` and `platform.blobs_per_org`.',
-      params: orgParams, body: createBody, responses: { 201: success({ blob: blobSchema, revision: revisionSchema }, 'The blob and its first revision.') },
+      params: orgParams, body: createBody, idempotent: true, responses: { 201: success({ blob: blobSchema, revision: revisionSchema }, 'The blob and its first revision.') },
       errors: ['not_found', 'forbidden', 'alias_taken', 'invalid_blob_type', 'limit_exceeded'],
     }),
   }, async (request, reply) => {

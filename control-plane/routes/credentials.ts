@@ -45,7 +45,7 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
   app.post('/credentials', {
     schema: routeSchema({
       tags: TAGS, summary: 'Store a credential', description: '`admin` on the target; *perimeter*. 409 when the target has one of that name.',
-      body: storeBody, responses: { 201: credentialReply }, errors: ['not_found', 'forbidden', 'conflict'],
+      body: storeBody, idempotent: true, responses: { 201: credentialReply }, errors: ['not_found', 'forbidden', 'conflict'],
     }),
   }, async (request, reply) => {
     const principal = request.principal;

@@ -75,7 +75,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
   app.post('/orgs', {
     schema: routeSchema({
       tags: TAGS, summary: 'Create an organization owned by the caller', description: 'Checks `platform.orgs_per_user`.',
-      body: createBody, responses: { 201: orgReply }, errors: ['forbidden', 'alias_taken', 'limit_exceeded'],
+      body: createBody, responses: { 201: orgReply }, idempotent: true, errors: ['forbidden', 'alias_taken', 'limit_exceeded'],
     }),
   }, async (request, reply) => {
     const body = parseInput(createBody, request.body ?? {});

@@ -57,7 +57,7 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     schema: routeSchema({
       tags: TAGS, summary: 'Create a revision, optionally copying one of the same blob',
       description: '`write`; checks `platform.revisions_per_blob`; 409 for a second scheduler revision.',
-      params: blobParams, body: createBody, responses: { 201: revisionReply }, errors: ['not_found', 'forbidden', 'conflict', 'limit_exceeded'],
+      params: blobParams, body: createBody, idempotent: true, responses: { 201: revisionReply }, errors: ['not_found', 'forbidden', 'conflict', 'limit_exceeded'],
     }),
   }, async (request, reply) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');

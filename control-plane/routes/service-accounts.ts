@@ -41,7 +41,7 @@ export async function serviceAccountRoutes(app: FastifyInstance): Promise<void> 
   app.post('/users', {
     schema: routeSchema({
       tags: ['Users'], summary: 'Create a service account owned by the caller', description: '*Perimeter*: refused to a service account\'s own key.',
-      body: createBody, responses: { 201: success({ user: userSchema }, 'The new service account.') }, errors: ['forbidden', 'alias_taken'],
+      body: createBody, idempotent: true, responses: { 201: success({ user: userSchema }, 'The new service account.') }, errors: ['forbidden', 'alias_taken'],
     }),
   }, async (request, reply) => {
     const principal = request.principal;
