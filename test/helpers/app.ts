@@ -25,7 +25,7 @@ export interface TestApp {
  * command transports). The app sends runner jobs through a control-plane pg-boss of its own
  * (`options.queue` replaces it, e.g. a stand-in that fails). Everything is closed at teardown.
  */
-export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands' | 'queue' | 'onRoute'> = {}): Promise<TestApp> {
+export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands' | 'queue' | 'onRoute' | 'checkResponses'> = {}): Promise<TestApp> {
   const databaseUrl = await createTestDatabase(t);
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-test-data-'));
   const config = loadConfig({
