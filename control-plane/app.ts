@@ -143,7 +143,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     origin: options.config.corsOrigins.length === 0 ? false : options.config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-request-id', 'idempotency-key'],
-    exposedHeaders: ['x-request-id', 'retry-after', 'allow', 'x-response-body'],
+    exposedHeaders: ['x-request-id', 'retry-after', 'allow', 'x-response-body', 'idempotent-replayed'],
     maxAge: 600,
   });
   // One registry for both transports, so REST and JSON-RPC answer the same input alike.

@@ -6,7 +6,8 @@ import { createBlob, createOrg, uniqueAlias } from './helpers/resources.ts';
 import { openSocket } from './helpers/session-commands.ts';
 import { connect, wsUrl } from './helpers/ws-client.ts';
 
-const { app, db } = await buildTestApp(t);
+const ORIGIN = 'https://app.example.test';
+const { app, db } = await buildTestApp(t, { CORS_ORIGINS: ORIGIN });
 const alice = await signInAnonymous(app);
 const bob = await signInAnonymous(app);
 
@@ -59,6 +60,13 @@ t.test('REST: the same key and body answers the first response byte for byte and
   t.equal(retry.payload, first.res.payload, 'byte for byte');
   t.equal(retry.headers['idempotent-replayed'], 'true');
   t.equal(await count('orgs WHERE alias = $1', [alias]), 1, 'one organization');
+  // A browser may read the header.
+  const fromBrowser = await call(app, 'POST', '/v1/orgs', { headers: { ...keyed(alice, key), origin: ORIGIN }, body: { alias, name: 'Acme' } });
+  t.match(String(fromBrowser.res.headers['access-control-expose-headers']), /idempotent-replayed/);
+  // A field left out is not the same as the field at its default: another request.
+  const withDefault = await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, key), body: { alias, name: 'Acme', visibility: 'private' } });
+  t.equal(withDefault.status, 409);
+  t.equal(withDefault.body.error, 'conflict');
   // Without the key the retry is a new request: its alias is taken.
   const unkeyed = await call(app, 'POST', '/v1/orgs', { as: alice, body: { alias, name: 'Acme' } });
   t.equal(unkeyed.status, 409);
