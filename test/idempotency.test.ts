@@ -230,6 +230,32 @@ t.test('a refused create stores nothing: the retry runs again', async (t) => {
   t.equal(retried.status, 200);
   t.equal(retried.res.headers['idempotent-replayed'], undefined, 'run afresh');
   t.equal(await sessionsOf(revision.id), 1);
+
+  // A unique violation inside the key's transaction is the command's own refusal, not a 500.
+  await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { as: alice, body: { alias: 'taken' } });
+  const taken = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { headers: keyed(alice, freshKey()), body: { alias: 'taken' } });
+  t.equal(taken.status, 409);
+  t.equal(taken.body.error, 'alias_taken');
+  const orgTaken = await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, freshKey()), body: { alias: org.alias } });
+  t.equal(orgTaken.status, 409);
+  t.equal(orgTaken.body.error, 'alias_taken');
+});
+
+t.test('concurrent duplicates of a refused create are each refused, and store nothing', async (t) => {
+  const org = await createOrg(app, alice);
+  const { blob, revision } = await createBlob(app, alice, org.id);
+  await setOverride(app, 'workflow.sessions_per_revision', 'blob', blob.id, 0);
+  const key = freshKey();
+  const send = () => call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { headers: keyed(alice, key), body: { alias: 'only' } });
+  // Each waits for the one before it, which rolls back: then it runs itself, and is refused too.
+  const refused = await Promise.all(Array.from({ length: 10 }, send));
+  t.same(refused.map((a) => [a.status, a.body.error]), Array(10).fill([400, 'limit_exceeded']));
+  t.equal(await count('idempotency_keys WHERE key = $1', [key]), 0);
+  await setOverride(app, 'workflow.sessions_per_revision', 'blob', blob.id, 5);
+  const created = await Promise.all(Array.from({ length: 10 }, send));
+  t.same(created.map((a) => a.status), Array(10).fill(200));
+  t.equal(new Set(created.map((a) => a.res.payload)).size, 1, 'one answer');
+  t.equal(await sessionsOf(revision.id), 1);
 });
 
 t.test('20 concurrent creates of an execution with one key make one execution', async (t) => {
