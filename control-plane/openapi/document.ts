@@ -121,11 +121,16 @@ async function reference(app: FastifyInstance): Promise<void> {
     const hashes = [...payload.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)]
       .map((match) => `'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`);
     reply.header('content-security-policy', csp.replace(/script-src ([^;]*)/, (_all, sources: string) => `script-src ${sources} ${hashes.join(' ')}`));
-    return payload;
+    // An empty icon, so the browser does not ask for /favicon.ico (a 404 in its console).
+    return payload.replace('<head>', '<head>\n    <link rel="icon" href="data:," />');
   });
   await app.register(scalar, {
     routePrefix: REFERENCE_PATH,
-    configuration: { url: OPENAPI_PATH, pageTitle: 'Workspace service API' },
+    // Nothing leaves for Scalar's servers: the system fonts, no telemetry, no AI agent or MCP offer.
+    configuration: {
+      url: OPENAPI_PATH, pageTitle: 'Workspace service API',
+      withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true },
+    },
     logLevel: 'warn',
   });
 }
