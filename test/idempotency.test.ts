@@ -152,6 +152,23 @@ t.test('commands: the header over REST and the param over JSON-RPC are one key',
   t.equal(await executionsOf(flow.sessionId), before + 1, 'still one');
 });
 
+t.test('a JSON Lines upload_records with a key appends once', async (t) => {
+  const org = await createOrg(app, alice);
+  const { revision } = await createBlob(app, alice, org.id, { type: 'svc.dataset.nlp' });
+  const key = freshKey();
+  const upload = () => app.inject({
+    method: 'POST', url: `/v1/revisions/${revision.id}/upload_records`,
+    headers: { ...keyed(alice, key), 'content-type': 'application/x-ndjson' },
+    payload: '{"text":"the cat sat"}\n{"text":"it rained"}\n',
+  });
+  const first = await upload();
+  t.equal(first.statusCode, 200);
+  t.same(first.json(), { status: 'success', uploaded: 2, total: 2 });
+  const retry = await upload();
+  t.equal(retry.payload, first.payload);
+  t.equal(await count('nlp_records WHERE revision_id = $1::uuid', [revision.id]), 2, 'appended once');
+});
+
 t.test('WebSocket: idempotency_key is a param of creating commands only', async (t) => {
   const socket = await openSocket(t, app, alice);
   const key = freshKey();
