@@ -1,7 +1,7 @@
 import t from 'tap';
 import { runRetentionSweep } from '../shared/retention/sweep.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from './helpers/app.ts';
-import { apiKey, mintKey } from './helpers/accounts.ts';
+import { actAs, apiKey, mintKey } from './helpers/accounts.ts';
 import { createBlob, createOrg, uniqueAlias } from './helpers/resources.ts';
 import { openSocket } from './helpers/session-commands.ts';
 import { connect, wsUrl } from './helpers/ws-client.ts';
@@ -231,6 +231,12 @@ t.test('keys are the caller\'s: another user, or another credential of the same 
   const refreshed = await call(app, 'POST', '/v1/auth/refresh', { body: { refresh_token: alice.refreshToken } });
   const again = await call(app, 'POST', '/v1/users', { headers: { authorization: `Bearer ${refreshed.body.access_token}`, 'idempotency-key': key }, body: { name: 'same' } });
   t.equal(again.res.payload, a.res.payload);
+  // Acting as her service account, Alice is another caller.
+  const acting = await actAs(app, alice.headers, a.body.user.id);
+  const alias = uniqueAlias('org');
+  const asService = await call(app, 'POST', '/v1/orgs', { headers: { ...acting, 'idempotency-key': key }, body: { alias } });
+  t.equal(asService.status, 201, 'not a conflict with her own POST /v1/users');
+  t.equal(asService.body.org.owner_id, a.body.user.id);
 });
 
 t.test('a refused create stores nothing: the retry runs again', async (t) => {
