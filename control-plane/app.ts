@@ -40,6 +40,7 @@ import { createEventListener } from './events/listener.ts';
 import { createSessionRemoval } from './workflow/session-reaper.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createExecutionCreator } from './workflow/execution-creator.ts';
+import type { ProcessTracing } from '../shared/tracing/load-tracing.ts';
 import { registerApiDocument } from './openapi/document.ts';
 import { registerResponseCheck } from './openapi/response-check.ts';
 import { probeSchemas } from './openapi/probes.ts';
@@ -56,6 +57,8 @@ export interface BuildAppOptions {
    * command that must enqueue a job fails (500) and rolls back, so nothing is created unannounced.
    */
   queue?: JobQueue;
+  /** The process's tracing (shared/tracing/load-tracing.ts): a span per request and the commands' spans. Null or absent: none. */
+  tracing?: ProcessTracing | null;
   /**
    * Tests: hold every answer to the response its route documents (control-plane/openapi/
    * response-check.ts); a mismatch is answered 500 `internal_error` naming it. Off in production.
@@ -102,6 +105,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       void (reply as unknown as FastifyReply).code(known.status).header('x-request-id', request.id).send(known.toEnvelope());
     },
   });
+  // First: @fastify/otel instruments the routes added after it.
+  if (options.tracing) await app.register(options.tracing.fastifyPlugin);
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   const codeChecker = new CodeChecker();
   const queue = options.queue ?? NO_QUEUE;
@@ -116,6 +121,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     creates: createExecutionCreator(options.db, queue),
     models: new ModelHost({ databaseUrl: String(options.db.pool.options.connectionString), s3: options.config.modelStore }),
     modelObjects: options.config.modelStore === null ? null : new S3Objects(options.config.modelStore),
+    tracing: options.tracing?.tracing ?? null,
   };
   app.decorate('ctx', ctx);
   // The checker's isolate is created on first use; closing the app releases it.
@@ -142,7 +148,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(cors, {
     origin: options.config.corsOrigins.length === 0 ? false : options.config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-request-id', 'idempotency-key'],
+    allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-request-id', 'idempotency-key', 'traceparent', 'tracestate'],
     exposedHeaders: ['x-request-id', 'retry-after', 'allow', 'x-response-body', 'idempotent-replayed'],
     maxAge: 600,
   });

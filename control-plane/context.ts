@@ -9,6 +9,7 @@ import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import type { ExecutionCreator } from './workflow/execution-creator.ts';
 import type { ModelHost } from '../shared/onnx/model-host.ts';
 import type { S3Objects } from '../shared/onnx/s3-objects.ts';
+import type { Tracing } from '../shared/tracing/tracing.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
 export interface AppContext {
@@ -29,6 +30,8 @@ export interface AppContext {
   models: ModelHost;
   /** The S3 store of model bytes when `MODEL_STORE=s3`; null: PostgreSQL large objects. */
   modelObjects: S3Objects | null;
+  /** Spans of this process (shared/tracing/); null while tracing is off. */
+  tracing: Tracing | null;
 }
 
 declare module 'fastify' {

@@ -13,6 +13,7 @@ import { createDb, type Db } from '../shared/db/db.ts';
 import type { EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { openDatabase } from '../shared/db/local-database.ts';
 import { runEntry } from '../shared/shutdown.ts';
+import { loadTracing, type ProcessTracing } from '../shared/tracing/load-tracing.ts';
 import { VERSION } from '../shared/version.ts';
 import { buildApp } from './app.ts';
 import { buildOpsApp } from './ops/app.ts';
@@ -30,6 +31,7 @@ let boss: PgBoss | undefined;
 let app: FastifyInstance | undefined;
 let ops: FastifyInstance | undefined;
 let reaper: SessionReaper | undefined;
+let tracing: ProcessTracing | null = null;
 let stopping: Promise<void> | undefined;
 
 /** Undoes whatever has started: listeners first, so requests in flight finish on a live database. */
@@ -40,11 +42,16 @@ function stop(): Promise<void> {
     await boss?.stop({ graceful: true, timeout: 2_000 });
     await db?.close();
     await embedded?.stop();
+    // Last: the spans of everything above leave before the process does.
+    await tracing?.tracing.shutdown();
   })();
   return stopping;
 }
 
 async function start(): Promise<void> {
+  // First: only spans of what starts after it are made (shared/tracing/start-tracing.ts).
+  tracing = await loadTracing(config.tracing, 'workspace-control-plane');
+  if (tracing && !(tracing.instrumented.http && tracing.instrumented.pg)) log.warn({ instrumented: tracing.instrumented }, 'tracing could not instrument every module; their spans will be missing');
   const opened = await openDatabase(config, log);
   embedded = opened.embedded;
   const databaseUrl = opened.url;
@@ -58,7 +65,7 @@ async function start(): Promise<void> {
   await boss.start();
   await createQueues(boss);
 
-  app = await buildApp({ config, db, queue: boss });
+  app = await buildApp({ config, db, queue: boss, tracing });
   ops = await buildOpsApp({ config, db, boss });
   await app.listen({ host: config.host, port: config.port });
   await ops.listen({ host: config.opsHost, port: config.opsPort });

@@ -25,6 +25,7 @@ import type { PgBoss } from 'pg-boss';
 import { createDb, type Db } from '../shared/db/db.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createBoss } from '../shared/queue/queues.ts';
+import type { Tracing } from '../shared/tracing/tracing.ts';
 import { getPriority } from 'node:os';
 import type { CodeResult } from '../sandbox/messages.ts';
 import { ProcessSandbox } from '../sandbox/sandbox-process.ts';
@@ -62,7 +63,7 @@ const data = workerData as EngineWorkerData;
 const SANDBOX_NICE_STEP = 5;
 /** statement_timeout of the worker's connections: its executions' step writes and their code's ctx calls. */
 const HOST_STATEMENT_MS = 30_000;
-let state: WorkerState | undefined;
+let state: Promise<WorkerState> | undefined;
 
 function notify(notice: WorkerNotice): void {
   parentPort?.postMessage(notice);
@@ -111,7 +112,21 @@ function jobSender(): JobQueue {
   };
 }
 
-function open(): WorkerState {
+/** This thread's tracer when the runner traces; the SDK is imported only then. */
+async function threadTracing(): Promise<Tracing | null> {
+  if (data.tracing === null) return null;
+  try {
+    const { startThreadTracing } = await import('../shared/tracing/start-thread-tracing.ts');
+    return startThreadTracing(data.tracing);
+  } catch (error) {
+    // Executions run untraced rather than not at all.
+    notify({ type: 'host_error', message: `tracing could not start in an engine thread: ${describe(error)}` });
+    return null;
+  }
+}
+
+async function open(): Promise<WorkerState> {
+  const tracing = await threadTracing();
   // A ctx call waits on the database at most HOST_STATEMENT_MS (a lock held elsewhere, a slow
   // graph query), far less than workflow.code_run_seconds: a run waiting on host calls holds its
   // isolate only that long per call (docs/sandbox.md, "Hostile code").
@@ -147,8 +162,9 @@ function open(): WorkerState {
     code,
     leaseSeconds: data.leaseSeconds,
     maxRecoveries: data.maxRecoveries,
-    onProcessorError: (error, node) => notify({ type: 'processor_error', node, message: describe(error) }),
+    onProcessorError: (error, node, execution) => notify({ type: 'processor_error', node, message: describe(error), execution_id: execution.id, traceparent: execution.traceparent }),
     observe: metrics.observe,
+    tracing,
   };
   const worker: WorkerState = { db, sandbox, cooldowns, engine, flights, draining: false, abandoned: false };
   const snapshots = setInterval(() => {
@@ -186,6 +202,8 @@ function open(): WorkerState {
         clearInterval(snapshots);
         channel.close();
         void sandbox.dispose();
+        // Spans still buffered leave now, while the pool waits for the runs to come back.
+        void tracing?.shutdown().catch(() => {});
         return;
     }
   };
@@ -230,7 +248,8 @@ function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
 }
 
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */
-export default function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
+export default async function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
   state ??= open();
-  return task.type === 'execution' ? runExecutionTask(state, task) : runCodeTask(state.db, state.sandbox, task);
+  const worker = await state;
+  return task.type === 'execution' ? runExecutionTask(worker, task) : runCodeTask(worker.db, worker.sandbox, task);
 }

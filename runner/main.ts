@@ -20,6 +20,7 @@ import { createDb, type Db } from '../shared/db/db.ts';
 import { databaseUrlFor } from '../shared/db/database-url.ts';
 import { migrate } from '../shared/db/migrate.ts';
 import { runEntry } from '../shared/shutdown.ts';
+import { loadTracing, type ProcessTracing } from '../shared/tracing/load-tracing.ts';
 import { VERSION } from '../shared/version.ts';
 import { createRunner, type Runner } from './engine/runner.ts';
 import { startCpuSplit } from './cpu-split.ts';
@@ -53,6 +54,9 @@ let retention: RetentionTimer | undefined;
 let cpuSplit: Periodic | null = null;
 let stopping: Promise<void> | undefined;
 let metricsServer: Server | undefined;
+let tracing: ProcessTracing | null = null;
+/** `service.name` of the runner's spans, its engine threads' included, unless OTEL_SERVICE_NAME names another. */
+const SERVICE_NAME = 'workspace-runner';
 
 /** Undoes whatever has started, in the order that keeps `stopped_at` honest. Runs once. */
 function stop(): Promise<void> {
@@ -67,11 +71,16 @@ function stop(): Promise<void> {
     // Until here /readyz answered "stopping" (not ready); /healthz still answered.
     metricsServer?.close();
     await db?.close();
+    // Last: the spans of everything above leave before the process does.
+    await tracing?.tracing.shutdown();
   })();
   return stopping;
 }
 
 async function start(): Promise<void> {
+  // First: only spans of what starts after it are made (shared/tracing/start-tracing.ts).
+  tracing = await loadTracing(config.tracing, SERVICE_NAME);
+  if (tracing && !(tracing.instrumented.http && tracing.instrumented.pg)) log.warn({ instrumented: tracing.instrumented }, 'tracing could not instrument every module; their spans will be missing');
   // Every process migrates: runners may start before the control plane (migrate is advisory-locked).
   await migrate(databaseUrl);
   // Claims, lease renewals, recovery and hand-backs; the engine worker threads, which interpret
@@ -107,6 +116,8 @@ async function start(): Promise<void> {
     renewSeconds: config.runner.renewSeconds,
     sweepSeconds: config.runner.sweepSeconds,
     orphanSeconds: config.runner.orphanSeconds,
+    tracing: tracing?.tracing ?? null,
+    threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
   });
   await runner.start();
   retention = startRetentionTimer(db, { log });

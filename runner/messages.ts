@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { CodeRequest, CodeResult, LogLevel } from '../sandbox/messages.ts';
 import type { ClaimedExecution } from './engine/claim.ts';
 import type { Outcome } from './engine/interpreter.ts';
+import type { TracingSettings } from '../shared/config.ts';
 
 /** Who a `logic.code` run works for: what the worker's HostApi needs to write on the session's behalf. */
 export interface CodeScope {
@@ -80,7 +81,12 @@ export interface EngineWorkerData {
   memoryMb: number;
   /** The pool's BroadcastChannel, on which the runner posts `WorkerSignal`s to every worker. */
   channel: string;
+  /** Where the worker's spans go (shared/tracing/start-thread-tracing.ts), the runner's service name resolved; null: tracing is off. */
+  tracing: WorkerTracingSettings | null;
 }
+
+/** The runner's tracing settings as its worker threads take them. */
+export type WorkerTracingSettings = TracingSettings & { serviceName: string };
 
 /**
  * What the runner broadcasts to all its workers, the cross-thread form of `RunControl`:
@@ -139,7 +145,8 @@ export const workerNoticeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('metrics'), thread: z.number(), metrics: z.array(z.unknown()) }),
   z.strictObject({ type: z.literal('sandbox_event'), message: z.string(), fields: z.string() }),
   z.strictObject({ type: z.literal('host_error'), message: z.string() }),
-  z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string() }),
+  // The execution's id and traceparent, for the runner's log line (`execution_id`, `trace_id`).
+  z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string(), execution_id: z.string(), traceparent: z.string().nullable() }),
 ]);
 
 export type WorkerNotice = z.output<typeof workerNoticeSchema>;

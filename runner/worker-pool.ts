@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { ClaimedExecution } from './engine/claim.ts';
+import type { WorkerTracingSettings } from './messages.ts';
 import {
   workerNoticeSchema,
   type CodeRunner,
@@ -39,6 +40,8 @@ export interface WorkerPoolOptions {
   connectionsPerThread?: number;
   /** Degradation reports and errors the workers hid from the executions. */
   onNotice: (notice: WorkerNotice) => void;
+  /** Tracing of the workers' executions (each thread exports its own spans); null or absent: off. */
+  tracing?: WorkerTracingSettings | null;
 }
 
 /** How long an idle extra thread lives before piscina ends it (its isolates and connections go with it). */
@@ -80,6 +83,7 @@ export class WorkerPool implements CodeRunner {
       isolates,
       memoryMb: options.memoryMb ?? 64,
       channel,
+      tracing: options.tracing ?? null,
     };
     this.#channel = new BroadcastChannel(channel);
     this.#channel.unref();

@@ -48,6 +48,16 @@ export interface Config {
     metricsPort: number;
     metricsHost: string;
   };
+  /** OpenTelemetry tracing (shared/tracing/); null, the default, loads nothing of the SDK. */
+  tracing: TracingSettings | null;
+}
+
+/** Where spans go when tracing is on (`OTEL_EXPORTER_OTLP_ENDPOINT` set). */
+export interface TracingSettings {
+  /** The OTLP/HTTP base URL; spans are posted to `<endpoint>/v1/traces`. */
+  endpoint: string;
+  /** `service.name` of the spans; null: each process names itself (`workspace-control-plane`, `workspace-runner`). */
+  serviceName: string | null;
 }
 
 /** Every problem of the configuration, reported at once (entries print them and exit 2: `loadConfigOrExit`). */
@@ -123,6 +133,21 @@ const envSchema = z.object({
   RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
   METRICS_PORT: port('METRICS_PORT', 0),
   METRICS_HOST: z.string().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional().transform((raw, ctx) => {
+    if (raw === undefined || raw.trim() === '') return null;
+    let url: URL | undefined;
+    try {
+      url = new URL(raw.trim());
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      ctx.addIssue({ code: 'custom', message: `OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (an OTLP/HTTP collector), got ${raw}` });
+      return z.NEVER;
+    }
+    return raw.trim();
+  }),
+  OTEL_SERVICE_NAME: z.string().optional(),
   CORS_ORIGINS: z.string().optional().transform((raw, ctx) => {
     const origins = (raw ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
     for (const origin of origins) {
@@ -197,6 +222,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       metricsPort: v.METRICS_PORT,
       metricsHost: v.METRICS_HOST ?? '127.0.0.1',
     },
+    tracing: v.OTEL_EXPORTER_OTLP_ENDPOINT === null ? null : { endpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME?.trim() || null },
   };
 }
 

@@ -47,8 +47,7 @@ export const createExecution = defineCommand({
     // Serialized once: the same text is measured for the ceiling and stored.
     const inputJson = JSON.stringify(params.input_data ?? null);
     const inputBytes = params.input_data === undefined ? 0 : Buffer.byteLength(inputJson, 'utf8');
-    // Batched with the creates in flight (group commit); the row and its job commit together.
-    const created = await ctx.creates.create({
+    const fields = {
       revisionId: revision.id,
       orgId: org.id,
       blobId: blob.id,
@@ -56,7 +55,16 @@ export const createExecution = defineCommand({
       definitionRef: params.definition_id,
       inputJson,
       inputBytes,
-    });
+    };
+    // Batched with the creates in flight (group commit); the row and its job commit together.
+    // Traced, the execution stores this span's traceparent: its runners' spans descend from it.
+    const created = ctx.tracing === null
+      ? await ctx.creates.create(fields)
+      : await ctx.tracing.inSpan('create_execution', {}, async (span) => {
+        const result = await ctx.creates.create({ ...fields, traceparent: span.traceparent });
+        span.setAttributes('refusal' in result ? { 'workflow.refusal': result.refusal } : { 'workflow.execution.id': result.id });
+        return result;
+      });
     if ('refusal' in created) {
       throw created.refusal === 'limit' ? limitExceeded(created.limit, created.held) : NOT_CREATED[created.refusal]();
     }

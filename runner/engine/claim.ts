@@ -31,6 +31,8 @@ export interface ClaimedExecution {
   reason: ClaimReason;
   /** The claim also started `state.node` (counted the run, appended `node.started`): run it now. */
   prestarted: boolean;
+  /** The W3C traceparent of the span that created it (migration 021), or null: its spans' parent. */
+  traceparent: string | null;
 }
 
 /**
@@ -80,7 +82,7 @@ export async function claimExecutions(q: Queryable, runnerId: string, ids: reado
               wake_at = NULL
          FROM prev
         WHERE e.id = prev.id
-        RETURNING e.id, e.session_id, e.org_id, e.blob_id, e.revision_id, e.graph, e.limits, e.state, e.node_runs, e.attempts,
+        RETURNING e.id, e.session_id, e.org_id, e.blob_id, e.revision_id, e.graph, e.limits, e.state, e.node_runs, e.attempts, e.traceparent,
                   CASE WHEN prev.started_at IS NULL THEN 'started'
                        WHEN prev.status = 'sleeping' THEN 'woke'
                        WHEN prev.lease_owner IS NOT NULL THEN 'recovered'
@@ -104,7 +106,7 @@ export async function claimExecutions(q: Queryable, runnerId: string, ids: reado
      notified AS (SELECT count(pg_notify($4, 'execution:' || execution_id || ':' || last)) AS n
                     FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g)
      SELECT claimed.id, claimed.session_id, claimed.org_id, claimed.blob_id, claimed.revision_id, claimed.graph, claimed.limits,
-            claimed.state, claimed.node_runs, claimed.attempts, claimed.reason, claimed.prestarted
+            claimed.state, claimed.node_runs, claimed.attempts, claimed.reason, claimed.prestarted, claimed.traceparent
        FROM claimed, notified`,
     [ids, runnerId, leaseSeconds, EVENTS_CHANNEL, maxRecoveries],
   );

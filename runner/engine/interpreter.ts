@@ -32,6 +32,7 @@ import {
   type NewExecutionEvent,
 } from './persist.ts';
 import type { StepWriter } from './step-writes.ts';
+import { bounded, type TraceSpan, type Tracing } from '../../shared/tracing/tracing.ts';
 
 /** The services the interpreter works with; one per runner. */
 export interface EngineContext {
@@ -48,7 +49,9 @@ export interface EngineContext {
   /** Told when an execution parks, so the runner can look for its wake-up job at `wakeAt`. */
   onParked?: ((wakeAt: Date) => void) | undefined;
   /** Errors a processor threw that were not refusals (shown to the execution as internal_error). */
-  onProcessorError?: ((error: unknown, node: string) => void) | undefined;
+  onProcessorError?: ((error: unknown, node: string, execution: ClaimedExecution) => void) | undefined;
+  /** Spans of the executions (shared/tracing/); null or absent while tracing is off. */
+  tracing?: Tracing | null | undefined;
   /** Told of each node run and each execution this runner ended (metrics: shared/metrics.ts). */
   observe?: {
     nodeRun(processor: string, outcome: 'finished' | 'failed', seconds: number): void;
@@ -93,6 +96,26 @@ function elapsedMs(since: number): number {
  * bound.
  */
 export async function runExecution(ctx: EngineContext, execution: ClaimedExecution, control: RunControl): Promise<Outcome> {
+  if (!ctx.tracing) return interpret(ctx, execution, control, undefined);
+  // One span per turn on a runner (a claim until the execution leaves), child of the span that
+  // created the execution: a sleep, a hand-back or a recovery adds a turn to the same trace.
+  const turn = ctx.tracing.startSpan('execution', {
+    parent: execution.traceparent,
+    attributes: { 'workflow.execution.id': execution.id, 'workflow.claim.reason': execution.reason, 'workflow.attempts': execution.attempts },
+  });
+  try {
+    const outcome = await interpret(ctx, execution, control, turn);
+    turn.setAttributes({ 'workflow.outcome': outcome });
+    turn.end();
+    return outcome;
+  } catch (error) {
+    turn.end('internal_error');
+    throw error;
+  }
+}
+
+/** runExecution's work; `turn` is its span when tracing is on. */
+async function interpret(ctx: EngineContext, execution: ClaimedExecution, control: RunControl, turn: TraceSpan | undefined): Promise<Outcome> {
   const holder: Holder = { executionId: execution.id, runnerId: ctx.runnerId, leaseSeconds: ctx.leaseSeconds };
 
   if (execution.attempts > ctx.maxRecoveries) {
@@ -144,7 +167,18 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
     }
 
     const started = performance.now();
+    // A span per node run: ids, the processor and how it ended; never its input or output.
+    const span = turn && ctx.tracing?.startSpan(`node ${bounded(node.processor)}`, {
+      parent: turn.traceparent,
+      attributes: { 'workflow.execution.id': execution.id, 'workflow.node.id': bounded(name), 'workflow.processor': bounded(node.processor) },
+    });
     const result = await runNode(ctx, execution, name, node, state.input, control);
+    if (span) {
+      span.setAttributes(result.kind === 'route'
+        ? { 'workflow.node.status': 'finished', 'workflow.node.route': bounded(result.route) }
+        : { 'workflow.node.status': result.kind === 'sleep' ? 'sleeping' : 'failed' });
+      span.end(result.kind === 'failure' ? bounded(result.error.code) : undefined);
+    }
     if (control.dead) return 'abandoned';
     const duration_ms = elapsedMs(started);
     ctx.observe?.nodeRun(node.processor, result.kind === 'failure' ? 'failed' : 'finished', (performance.now() - started) / 1000);
@@ -239,7 +273,7 @@ async function runNode(ctx: EngineContext, execution: ClaimedExecution, name: st
       if (error.extras.limit) failure.limit = error.extras.limit;
       return { kind: 'failure', error: failure };
     }
-    ctx.onProcessorError?.(error, name);
+    ctx.onProcessorError?.(error, name, execution);
     return { kind: 'failure', error: { code: 'internal_error', message: `Processor ${node.processor} failed unexpectedly.` } };
   }
 }

@@ -11,7 +11,8 @@ import { availableParallelism } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { WorkerPool } from '../worker-pool.ts';
-import { MAX_SNAPSHOT_TENANTS, type CodeRunner, type ExecutionTaskResult, type SandboxSnapshot } from '../messages.ts';
+import { MAX_SNAPSHOT_TENANTS, type CodeRunner, type ExecutionTaskResult, type SandboxSnapshot, type WorkerTracingSettings } from '../messages.ts';
+import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
 import { CooldownKeeper } from './cooldown-keeper.ts';
 import type { Processor } from '../processors/processor.ts';
 import { processorRegistry } from '../processors/registry.ts';
@@ -84,6 +85,13 @@ export interface RunnerOptions extends RunnerTuning {
   processors?: ReadonlyMap<string, Processor>;
   /** Runs `logic.code` instead of the worker threads (tests of the engine without threads); implies interpreting on this thread. */
   code?: CodeRunner;
+  /**
+   * Tracing (docs/operations.md, "Tracing"): `tracing` makes this thread's spans (schedule fires,
+   * executions interpreted here), `threadTracing` is what each engine worker thread starts its own
+   * tracer with. Null or absent: off.
+   */
+  tracing?: Tracing | null;
+  threadTracing?: WorkerTracingSettings | null;
 }
 
 export interface RunnerStats {
@@ -181,6 +189,7 @@ export function createRunner(options: RunnerOptions): Runner {
     threads: options.workerThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
     isolatesPerThread: options.isolatesPerThread ?? 4,
     memoryMb: options.codeMemoryMb ?? 64,
+    tracing: options.threadTracing ?? null,
     onNotice(notice) {
       switch (notice.type) {
         case 'sandbox':
@@ -200,7 +209,7 @@ export function createRunner(options: RunnerOptions): Runner {
           log.warn({ runner_id: runnerId, error: notice.message }, 'a logic.code host call failed');
           return;
         case 'processor_error':
-          log.error({ err: notice.message, node: notice.node, runner_id: runnerId }, 'processor failed unexpectedly');
+          log.error({ err: notice.message, node: notice.node, ...executionLogFields({ id: notice.execution_id, traceparent: notice.traceparent }), runner_id: runnerId }, 'processor failed unexpectedly');
           return;
       }
     },
@@ -245,7 +254,8 @@ export function createRunner(options: RunnerOptions): Runner {
     leaseSeconds,
     maxRecoveries,
     onParked,
-    onProcessorError: (err, node) => log.error({ err, node, runner_id: runnerId }, 'processor failed unexpectedly'),
+    onProcessorError: (err, node, execution) => log.error({ err, node, ...executionLogFields(execution), runner_id: runnerId }, 'processor failed unexpectedly'),
+    tracing: options.tracing ?? null,
   };
 
   function onParked(wakeAt: Date): void {
@@ -295,17 +305,17 @@ export function createRunner(options: RunnerOptions): Runner {
       try {
         outcome = (engine ? await interpretHere(engine, execution, flight) : await interpretOnWorker(pool!, execution)).outcome;
       } catch (err) {
-        log.error({ err, execution_id: execution.id, runner_id: runnerId }, 'execution run failed; giving it back');
+        log.error({ err, ...executionLogFields(execution), runner_id: runnerId }, 'execution run failed; giving it back');
         if (!flight.dead && !abandoned) {
           const holder = { executionId: execution.id, runnerId, leaseSeconds };
           // If even this fails, the lease runs out and the recovery sweep takes over.
-          await db.transaction((tx) => giveUp(tx, boss, holder)).catch((giveUpError: unknown) => log.warn({ err: giveUpError }, 'giving the execution back failed'));
+          await db.transaction((tx) => giveUp(tx, boss, holder)).catch((giveUpError: unknown) => log.warn({ err: giveUpError, ...executionLogFields(execution) }, 'giving the execution back failed'));
         }
       } finally {
         leases.release(execution.id, onLost);
         if (flights.get(execution.id) === flight) flights.delete(execution.id);
       }
-      log.debug({ execution_id: execution.id, outcome, runner_id: runnerId }, 'execution left the runner');
+      log.debug({ ...executionLogFields(execution), outcome, runner_id: runnerId }, 'execution left the runner');
     })();
     await flight.done;
   }
@@ -339,6 +349,7 @@ export function createRunner(options: RunnerOptions): Runner {
     db,
     boss,
     log,
+    tracing: options.tracing ?? null,
     ...(options.fireReconcileSeconds !== undefined ? { reconcileSeconds: options.fireReconcileSeconds } : {}),
   });
 
@@ -395,7 +406,7 @@ export function createRunner(options: RunnerOptions): Runner {
             flight.controller.abort();
             const holder = { executionId: flight.execution.id, runnerId, leaseSeconds };
             await db.transaction((tx) => handBack(tx, boss, holder))
-              .catch((err: unknown) => log.warn({ err, execution_id: holder.executionId }, 'hand-back failed; the lease will run out'));
+              .catch((err: unknown) => log.warn({ err, ...executionLogFields(flight.execution) }, 'hand-back failed; the lease will run out'));
           }
         }
         await leases.stop();

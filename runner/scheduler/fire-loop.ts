@@ -14,6 +14,7 @@ import { startPeriodic, type Periodic } from '../../shared/periodic.ts';
 import { QUEUES } from '../../shared/queue/queues.ts';
 import { sendFireJob, type FireJobData } from '../../shared/scheduler/fire-jobs.ts';
 import { fireSchedules } from '../../shared/scheduler/fire.ts';
+import type { Tracing } from '../../shared/tracing/tracing.ts';
 
 export interface FireLoopLog {
   info(fields: Record<string, unknown>, message: string): void;
@@ -32,6 +33,8 @@ export interface FireLoopOptions {
   reconcileSeconds?: number;
   /** How late a fire must be before the reconciler sends its job again, seconds. Default 60. */
   overdueSeconds?: number;
+  /** A span per fire, whose traceparent the fired execution carries; null or absent: no spans. */
+  tracing?: Tracing | null;
 }
 
 /** pg-boss's floor for polling. */
@@ -112,7 +115,7 @@ export class FireLoop {
     const worker = async () => {
       for (let chunk = chunks.shift(); chunk !== undefined; chunk = chunks.shift()) {
         try {
-          const outcomes = await fireSchedules(db, boss, chunk.map((job) => ({ scheduleId: job.data.schedule_id, dueAt: job.data.due_at })));
+          const outcomes = await fireSchedules(db, boss, chunk.map((job) => ({ scheduleId: job.data.schedule_id, dueAt: job.data.due_at })), this.#options.tracing ?? null);
           for (const outcome of outcomes) if ('fired' in outcome && outcome.next !== null) this.#wakeAt(outcome.next);
         } catch (error) {
           failure ??= error;

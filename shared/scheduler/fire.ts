@@ -22,6 +22,7 @@ import { createExecutionRows, type CreatedExecution, type CreateRefusal, type Ne
 import { nextFire, parseCron } from './cron.ts';
 import { sendFireJobs } from './fire-jobs.ts';
 import { RUN_COLUMNS, type RunError, type RunStatus, type ScheduleRunRow } from './schedule-record.ts';
+import type { TraceSpan, Tracing } from '../tracing/tracing.ts';
 
 /** What to fire: a cron fire names its due time; an operator's fire (fireScheduleNow) names none. */
 export interface FireRequest {
@@ -138,9 +139,10 @@ function outcomeOf(created: CreatedExecution | CreateRefusal): Decision {
   }
 }
 
-function newExecution(s: LockedSchedule): NewExecution {
+function newExecution(s: LockedSchedule, span: TraceSpan | undefined): NewExecution {
   const inputJson = s.input_json ?? 'null';
   return {
+    ...(span ? { traceparent: span.traceparent } : {}),
     revisionId: s.target_revision_id,
     orgId: s.target_org_id!,
     blobId: s.target_blob_id!,
@@ -160,7 +162,7 @@ function newExecution(s: LockedSchedule): NewExecution {
  * missed and moves the schedule to its first fire after now: missed times are not caught up one
  * by one. Outcomes in request order.
  */
-async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRequest[]): Promise<FireOutcome[]> {
+async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRequest[], traced: FireSpans | null): Promise<FireOutcome[]> {
   const outcomes: FireOutcome[] = requests.map(() => ({ skipped: 'not_found' }));
   const { rows } = await preparedQuery<LockedSchedule>(tx, 'sched_fire_lock', LOCK_SQL, [requests.map((r) => r.scheduleId), requests.map((r) => r.dueAt)]);
 
@@ -197,10 +199,14 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
   // The creates, in organization order (the lock order every batch of creates keeps).
   const creating = firing.filter((row) => !decisions.has(row)).sort((a, b) => (a.target_org_id! < b.target_org_id! ? -1 : a.target_org_id! > b.target_org_id! ? 1 : 0));
   if (creating.length > 0) {
-    const created = await createExecutionRows(tx, creating.map(newExecution));
+    // A span per fire that creates: the execution carries its traceparent, so its runs join its trace.
+    const spans = creating.map((row) => traced?.start(row, requests[row.at - 1]!));
+    const created = await createExecutionRows(tx, creating.map((row, i) => newExecution(row, spans[i])));
     const started: Array<{ id: string; orgInFlight?: number | undefined; schedule: string }> = [];
     created.forEach((result, i) => {
-      decisions.set(creating[i]!, outcomeOf(result));
+      const decision = outcomeOf(result);
+      spans[i]?.setAttributes(decision.executionId === null ? { 'workflow.fire.status': decision.status } : { 'workflow.fire.status': decision.status, 'workflow.execution.id': decision.executionId });
+      decisions.set(creating[i]!, decision);
       if (!('refusal' in result)) started.push({ id: result.id, orgInFlight: result.orgInFlight, schedule: creating[i]!.id });
     });
     if (started.length > 0) {
@@ -258,17 +264,17 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
  * each request is tried again in a transaction of its own, so one fire's failure is never
  * another's (the error of a request that fails alone too is thrown after the others are done).
  */
-export async function fireSchedules(db: Db, queue: BatchJobQueue, requests: readonly FireRequest[]): Promise<FireOutcome[]> {
+export async function fireSchedules(db: Db, queue: BatchJobQueue, requests: readonly FireRequest[], tracing: Tracing | null = null): Promise<FireOutcome[]> {
   if (requests.length === 0) return [];
   try {
-    return observed(await db.transaction((tx) => fireBatch(tx, queue, requests)));
+    return observed(await fireSpans(tracing, (traced) => db.transaction((tx) => fireBatch(tx, queue, requests, traced))));
   } catch (error) {
     if (requests.length === 1) throw error;
     const outcomes: FireOutcome[] = [];
     let failure: unknown;
     for (const request of requests) {
       try {
-        outcomes.push(observed(await db.transaction((tx) => fireBatch(tx, queue, [request])))[0]!);
+        outcomes.push(observed(await fireSpans(tracing, (traced) => db.transaction((tx) => fireBatch(tx, queue, [request], traced))))[0]!);
       } catch (alone) {
         failure ??= alone;
         outcomes.push({ skipped: 'stale' });
@@ -276,6 +282,39 @@ export async function fireSchedules(db: Db, queue: BatchJobQueue, requests: read
     }
     if (failure !== undefined) throw failure;
     return outcomes;
+  }
+}
+
+/** Starts the span of a fire that creates an execution (see fireBatch). */
+interface FireSpans {
+  start(schedule: LockedSchedule, request: FireRequest): TraceSpan;
+}
+
+/**
+ * Runs one fire transaction with a span per creating fire, ended once it committed, or failed
+ * when it rolled back (its batch is then tried fire by fire, each with a span of its own). The
+ * spans' parent is the active span: an operator's request for fireScheduleNow, none for a runner's
+ * fires (each starts a trace).
+ */
+async function fireSpans<T>(tracing: Tracing | null, run: (traced: FireSpans | null) => Promise<T>): Promise<T> {
+  if (tracing === null) return run(null);
+  const spans: TraceSpan[] = [];
+  const traced: FireSpans = {
+    start(schedule, request) {
+      const span = tracing.startSpan('schedule fire', {
+        attributes: { 'workflow.schedule.id': schedule.id, 'workflow.fire.kind': request.dueAt === null ? 'now' : 'cron', ...(request.dueAt === null ? {} : { 'workflow.fire.due_at': request.dueAt.slice(0, 40) }) },
+      });
+      spans.push(span);
+      return span;
+    },
+  };
+  try {
+    const result = await run(traced);
+    for (const span of spans) span.end();
+    return result;
+  } catch (error) {
+    for (const span of spans) span.end('internal_error');
+    throw error;
   }
 }
 
@@ -291,6 +330,6 @@ function observed(outcomes: FireOutcome[]): FireOutcome[] {
 }
 
 /** One fire (fireScheduleNow, and tests): `fireSchedules` with one request. */
-export async function fireSchedule(db: Db, queue: BatchJobQueue, request: FireRequest): Promise<FireOutcome> {
-  return (await fireSchedules(db, queue, [request]))[0]!;
+export async function fireSchedule(db: Db, queue: BatchJobQueue, request: FireRequest, tracing: Tracing | null = null): Promise<FireOutcome> {
+  return (await fireSchedules(db, queue, [request], tracing))[0]!;
 }

@@ -22,6 +22,11 @@ export interface NewExecution {
   inputJson: string;
   /** The input's JSON serialization in UTF-8 bytes (0 when left out), for the ceiling. */
   inputBytes: number;
+  /**
+   * The traceparent of the span creating it (create_execution's, a fire's), stored with the row
+   * for the runners' spans (shared/tracing/); absent while tracing is off.
+   */
+  traceparent?: string | undefined;
 }
 
 /** Why the database refused a create; nothing was written, and the caller rolls back. */
@@ -72,7 +77,22 @@ export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<
     fields.inputJson, fields.inputBytes,
     INPUT_SPEC, ORG_SPEC, SESSION_SPEC, RUN_SPECS, EVENTS_CHANNEL,
   ]);
-  return resultOf(rows[0]!);
+  const result = resultOf(rows[0]!);
+  if (!('refusal' in result) && fields.traceparent !== undefined) await storeTraceparents(tx, [result.id], [fields.traceparent]);
+  return result;
+}
+
+/**
+ * Stores the creating span's traceparent on each new execution (migration 021). A statement of
+ * its own rather than a parameter of the `create_execution` function: with tracing off (no
+ * traceparent) it is never sent, so creates cost what they did; with tracing on it is one more
+ * statement per batch, an update of a column no index holds (a HOT update on the fresh page).
+ */
+async function storeTraceparents(tx: Tx, ids: readonly string[], traceparents: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await preparedQuery(tx, 'cp_execution_traceparents',
+    'UPDATE executions e SET traceparent = t.traceparent FROM unnest($1::uuid[], $2::text[]) AS t (id, traceparent) WHERE e.id = t.id',
+    [ids, traceparents]);
 }
 
 // The same function over arrays, one call per item in array order (a nested loop over the
@@ -107,5 +127,11 @@ export async function createExecutionRows(tx: Tx, items: readonly NewExecution[]
     INPUT_SPEC, ORG_SPEC, SESSION_SPEC, RUN_SPECS, EVENTS_CHANNEL,
   ]);
   if (rows.length !== items.length) throw new Error(`create_execution answered ${rows.length} rows for ${items.length} creates`);
-  return rows.map(resultOf);
+  const results = rows.map(resultOf);
+  const traced = results.flatMap((result, at) => {
+    const traceparent = items[at]!.traceparent;
+    return 'refusal' in result || traceparent === undefined ? [] : [{ id: result.id, traceparent }];
+  });
+  await storeTraceparents(tx, traced.map((x) => x.id), traced.map((x) => x.traceparent));
+  return results;
 }
