@@ -66,7 +66,7 @@ async function start(): Promise<void> {
   await createQueues(boss);
 
   app = await buildApp({ config, db, queue: boss, tracing });
-  ops = await buildOpsApp({ config, db, boss });
+  ops = await buildOpsApp({ config, db, boss, tracing: tracing?.tracing ?? null });
   await app.listen({ host: config.host, port: config.port });
   await ops.listen({ host: config.opsHost, port: config.opsPort });
   log.info({ version: VERSION }, 'control plane started');

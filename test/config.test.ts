@@ -32,6 +32,17 @@ t.test('every problem at once, each naming its variable', async (t) => {
   t.equal(loadConfig({ ...SECRETS, LOG_LEVEL: 'debug', PORT: '' }).port, 8080, 'an empty variable is unset');
 });
 
+t.test('tracing: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and then an http(s) URL', async (t) => {
+  t.equal(loadConfig({ ...SECRETS }).tracing, null, 'unset: off');
+  t.equal(loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_SERVICE_NAME: 'x' }).tracing, null, 'empty: off, whatever else is set');
+  t.same(loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, { endpoint: 'http://collector:4318', serviceName: null });
+  t.same(loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example.com/', OTEL_SERVICE_NAME: 'ws-eu' }).tracing, { endpoint: 'https://otlp.example.com/', serviceName: 'ws-eu' });
+  for (const bad of ['collector:4318', 'grpc://collector:4317', 'not a url']) {
+    const error = t.throws(() => loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: bad })) as unknown as ConfigError;
+    t.same(error.problems, [`OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (an OTLP/HTTP collector), got ${bad}`]);
+  }
+});
+
 t.test('an entry with a bad configuration prints one block and exits 2, without a stack trace', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-config-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));

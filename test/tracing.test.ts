@@ -18,7 +18,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { freePort } from '../shared/db/free-port.ts';
+import { fireSchedule } from '../shared/scheduler/fire.ts';
+import type { SpanAttributes, SpanOptions, TraceSpan, Tracing } from '../shared/tracing/tracing.ts';
+import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { createTestDatabase } from './helpers/db.ts';
+import { createBlob } from './helpers/resources.ts';
+import { command, createWorkflow, define } from './helpers/runner.ts';
 
 const root = join(import.meta.dirname, '..');
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-tracing-'));
@@ -318,4 +323,54 @@ t.test('without OTEL_EXPORTER_OTLP_ENDPOINT nothing of the SDK is loaded', async
   // @opentelemetry/api is prom-client's (it requires the API for exemplars, a no-op without an SDK).
   t.same((await loadedOtel(loads)).filter((url) => !url.includes('/node_modules/@opentelemetry/api/')), [],
     'neither process nor any of their threads loaded the SDK, an exporter or an instrumentation');
+});
+
+/** A Tracing that keeps what it is asked for (the fire's span has no SDK behind it here). */
+function recordingTracing(): Tracing & { spans: Array<{ name: string; options: SpanOptions; attributes: SpanAttributes; ended: string | null; traceparent: string }> } {
+  const spans: Array<{ name: string; options: SpanOptions; attributes: SpanAttributes; ended: string | null; traceparent: string }> = [];
+  const startSpan = (name: string, options: SpanOptions = {}): TraceSpan => {
+    const span = { name, options, attributes: { ...options.attributes }, ended: null as string | null, traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` };
+    spans.push(span);
+    return {
+      traceparent: span.traceparent,
+      setAttributes: (attributes) => Object.assign(span.attributes, attributes),
+      end: (errorCode) => {
+        span.ended = errorCode ?? 'ok';
+      },
+    };
+  };
+  return {
+    spans,
+    startSpan,
+    inSpan: async (name, options, fn) => fn(startSpan(name, options)),
+    shutdown: async () => {},
+  };
+}
+
+t.test('a schedule fire has a span, and the execution it creates carries that span\'s traceparent', async (t) => {
+  const { app, db, boss } = await buildTestApp(t);
+  const alice = await signInAnonymous(app);
+  const flow = await createWorkflow(app, alice);
+  const definitionId = await define(app, alice, flow, GRAPH);
+  const { revision } = await createBlob(app, alice, flow.orgId, { type: 'svc.compute.scheduler' });
+  const target = { revision_id: flow.rev, session_id: flow.sessionId, definition_id: definitionId };
+  const { schedule } = await command(app, alice, revision.id, 'create_schedule', { cron: '0 0 * * *', target, input_data: { n: 1 } });
+  const traceparentOf = async (id: string) => (await db.query<{ traceparent: string | null }>('SELECT traceparent FROM executions WHERE id = $1', [id])).rows[0]!.traceparent;
+
+  const tracing = recordingTracing();
+  const fired = await fireSchedule(db, boss, { scheduleId: schedule.id, dueAt: null }, tracing);
+  if (!('fired' in fired) || fired.fired.execution_id === null) throw new Error(`nothing fired: ${JSON.stringify(fired)}`);
+  const executionId = fired.fired.execution_id;
+  t.equal(tracing.spans.length, 1, 'one span for the one fire');
+  t.match(tracing.spans[0], {
+    name: 'schedule fire',
+    attributes: { 'workflow.schedule.id': schedule.id, 'workflow.fire.kind': 'now', 'workflow.fire.status': 'started', 'workflow.execution.id': executionId },
+    ended: 'ok',
+  }, 'naming the schedule and the execution, ended once the fire committed');
+  t.equal(tracing.spans[0]!.options.parent, undefined, 'its parent is the active span (an operator\'s request), if any');
+  t.equal(await traceparentOf(executionId), tracing.spans[0]!.traceparent, 'the execution carries the fire\'s traceparent');
+
+  const untraced = await fireSchedule(db, boss, { scheduleId: schedule.id, dueAt: null });
+  if (!('fired' in untraced) || untraced.fired.execution_id === null) throw new Error(`nothing fired: ${JSON.stringify(untraced)}`);
+  t.equal(await traceparentOf(untraced.fired.execution_id), null, 'untraced, the execution has none');
 });

@@ -59,7 +59,7 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
   // On the root instance, so unknown paths are refused too rather than answering 404 to anyone.
   opsAuth(app, options.config.secrets.OPS_TOKEN);
   const { config, db, boss } = options;
-  const { schema, resolvers } = opsSchema({ config, db, boss }, options.modules);
+  const { schema, resolvers } = opsSchema({ config, db, boss, tracing: options.tracing ?? null }, options.modules);
   // Prometheus scrapes with the ops token (authorization: { credentials: OPS_TOKEN }).
   app.get('/metrics', async (_request, reply) => {
     const { contentType, body } = await metricsText();

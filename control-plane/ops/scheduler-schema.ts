@@ -131,7 +131,8 @@ export const schedulerOpsModule: OpsModule = {
     Mutation: {
       fireScheduleNow: async (_root: unknown, args: { scheduleId: string }) => {
         if (!isUuid(args.scheduleId)) throw badArgument('scheduleId must be an id.');
-        const outcome = await fireSchedule(ctx.db, ctx.boss, { scheduleId: args.scheduleId, dueAt: null });
+        // Traced, the fire's span is a child of this request's, and the execution carries it.
+        const outcome = await fireSchedule(ctx.db, ctx.boss, { scheduleId: args.scheduleId, dueAt: null }, ctx.tracing ?? null);
         return 'fired' in outcome ? runOf(outcome.fired) : null;
       },
     },

@@ -1,5 +1,6 @@
 import type { IResolvers } from 'mercurius';
 import type { PgBoss } from 'pg-boss';
+import type { Tracing } from '../../shared/tracing/tracing.ts';
 import type { Config } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/db.ts';
 import { VERSION } from '../../shared/version.ts';
@@ -16,6 +17,8 @@ export interface OpsContext {
   db: Db;
   /** The control plane's pg-boss instance (sends jobs, reads queue counts). */
   boss: PgBoss;
+  /** Spans of this process (fireScheduleNow's fire); null or absent while tracing is off. */
+  tracing?: Tracing | null;
 }
 
 /**
