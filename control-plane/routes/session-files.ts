@@ -101,7 +101,7 @@ export async function sessionFileRoutes(app: FastifyInstance): Promise<void> {
         description: 'The body is the file\'s bytes (any content type); the params are in `X-Request-Body`. `write` on a workflow revision. Over JSON-RPC the bytes are base64.',
         params: pathParams, headers: uploadHeaders, body: z.string().meta({ format: 'binary' }), consumes: ['application/octet-stream'],
         responses: { 200: success({ object: sessionFileSchema }, 'The stored file\'s record.') },
-        errors: ['not_found', 'unknown_command', 'forbidden', 'session_file_too_large', 'limit_exceeded'],
+        errors: ['not_found', 'unknown_command', 'forbidden', 'session_file_too_large', 'limit_exceeded', 'conflict'],
       }),
       // Access and the header are checked before the body is read: a caller who may not write,
       // or whose header is malformed, is answered without spending 4 MiB of reading on it.
