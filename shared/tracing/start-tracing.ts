@@ -57,7 +57,8 @@ export async function startTracing(settings: TracingSettings, serviceName: strin
       }),
       // Only queries made inside a span (a request, a fire): pg-boss's polls, lease renewals and
       // sweeps would otherwise each start a trace of their own, several a second.
-      new PgInstrumentation({ requireParentSpan: true }),
+      // Parameters are never recorded (enhancedDatabaseReporting stays off): they hold user data.
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
       fastify,
     ],
   });
