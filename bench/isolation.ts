@@ -9,11 +9,12 @@
  * - many tenants: three-node executions over 1 organization, then round robin over 1,000, as fast
  *   as they can be created; executions/s, create → first node.started, runner RSS, contexts and
  *   isolates alive;
+ * - first run: what an organization's first `logic.code` run costs over a warm one (bench/first-run.ts);
  * - cancel: `cancel_execution` of a spinning execution → the isolate it held running the next run
  *   (a run of the same organization that waited for it).
  *
  *   ./node_modules/.bin/node --no-node-snapshot bench/isolation.ts [--tenants 1000 --executions 2000 --seconds 10
- *                                                                  --parts cancel,tenants,neighbour]
+ *                                                                  --parts first,cancel,tenants,neighbour]
  * `npm run bench` runs it as its last section (`--isolation-only` runs only it).
  */
 import { availableParallelism } from 'node:os';
@@ -24,6 +25,7 @@ import '../shared/db/embedded.ts';
 import { childPids } from '../shared/proc-stat.ts';
 import { command, createWorkload, setOverride, type Workload } from './client.ts';
 import { batchSpan, createMany, executionLatencies, statusCounts, waitForEnd } from './executions.ts';
+import { firstRunRows } from './first-run.ts';
 import { fmt, summarize, table, type Summary } from './stats.ts';
 import { BENCH_GRAPH } from './workflow.ts';
 import { startSystem, type System } from './system.ts';
@@ -35,7 +37,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     rate: { type: 'string', default: '20' },
     cancels: { type: 'string', default: '20' },
-    parts: { type: 'string', default: 'cancel,tenants,neighbour' },
+    parts: { type: 'string', default: 'first,cancel,tenants,neighbour' },
   },
 });
 const PARTS = new Set(args.parts.split(','));
@@ -216,6 +218,10 @@ export async function isolationBench(): Promise<IsolationReport> {
   const rows: string[][] = [];
   const notes: string[] = [];
   const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+  if (PARTS.has('first')) {
+    log('first code run of a new organization (in-process isolate pool)');
+    rows.push(...(await firstRunRows()));
+  }
   log('starting PostgreSQL, the control plane and one runner');
   const system = await startSystem({ runners: 1 });
   try {

@@ -7,12 +7,13 @@
  * CPU and context switches per execution by thread (the engine worker thread is the busiest
  * `WorkerThread`; isolated-vm's threads carry the same name). The full report with its targets is
  * `npm run bench`; this is the inner loop of tuning.
- *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--orgs 8] [--window 8 | --in-flight 64] [--drain [--threads]] [--profile DIR]
+ *   ./node_modules/.bin/node --no-node-snapshot bench/quick.ts [--executions 3000] [--runners 1] [--orgs 8] [--window 8 | --in-flight 64] [--drain] [--threads] [--profile DIR]
  */
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createWorkload, type Workload } from './client.ts';
+import { childPids } from '../shared/proc-stat.ts';
 import { cpuSnapshot, cpuSpent, postmasterPid, threadTimes, type ThreadTimes } from './cpu.ts';
 import { batchSpan, createMany, waitForEnd } from './executions.ts';
 import { BENCH_GRAPH } from './workflow.ts';
@@ -35,6 +36,7 @@ async function batch(system: System, workloads: Workload[], count: number): Prom
   const groups = { 'control plane': [system.controlPlane.pid], runners: system.runners.map((r) => r.pid) };
   const postmaster = await postmasterPid(system.sql);
   const before = await cpuSnapshot(groups, postmaster);
+  const threadsBefore = args.threads ? await runnerThreads(system.runners.map((r) => r.pid)) : [];
   const started = performance.now();
   const inFlight = args['in-flight'] === undefined ? {} : { inFlight: Number(args['in-flight']) };
   const ids = await createMany(system, workloads, { count, window: Number(args.window), ...inFlight });
@@ -44,7 +46,24 @@ async function batch(system: System, workloads: Workload[], count: number): Prom
   const span = await batchSpan(system.sql, ids);
   const perExecution = Object.entries(cpu).map(([group, seconds]) => `${group} ${((seconds * 1000) / count).toFixed(2)}`);
   const total = Object.values(cpu).reduce((a, b) => a + b, 0) * 1000 / count;
-  return `${(span.succeeded / span.seconds).toFixed(0)}/s (${span.succeeded} in ${span.seconds.toFixed(2)} s), creates ${(count / createSeconds).toFixed(0)}/s; CPU ms/execution: ${perExecution.join(', ')}, total ${total.toFixed(2)}`;
+  const threads = args.threads ? `\n${threadTable(threadsSpent(threadsBefore, await runnerThreads(system.runners.map((r) => r.pid))), count)}` : '';
+  return `${(span.succeeded / span.seconds).toFixed(0)}/s (${span.succeeded} in ${span.seconds.toFixed(2)} s), creates ${(count / createSeconds).toFixed(0)}/s; CPU ms/execution: ${perExecution.join(', ')}, total ${total.toFixed(2)}${threads}`;
+}
+
+/** The threads of runners `pids` and of their sandbox child processes, where their code runs. */
+async function runnerThreads(pids: number[]): Promise<ThreadTimes[]> {
+  const all = [];
+  for (const pid of pids) all.push(pid, ...(await childPids(pid)));
+  return threadTimes(all);
+}
+
+/** What each thread of `after` spent since `before` (a thread new since then: all of it). */
+function threadsSpent(before: ThreadTimes[], after: ThreadTimes[]): ThreadTimes[] {
+  const earlier = new Map(before.map((t) => [`${t.pid}/${t.tid}`, t]));
+  return after.map((t) => {
+    const b = earlier.get(`${t.pid}/${t.tid}`);
+    return b ? { ...t, seconds: t.seconds - b.seconds, voluntarySwitches: t.voluntarySwitches - b.voluntarySwitches, involuntarySwitches: t.involuntarySwitches - b.involuntarySwitches } : t;
+  });
 }
 
 /** Creates `count` with no runner running, then starts the runners and measures until all ended. */
@@ -63,7 +82,7 @@ async function drain(system: System, workloads: Workload[], count: number): Prom
   const summary = `drained ${count} in ${seconds.toFixed(2)} s (${(count / seconds).toFixed(0)}/s, runner start included); CPU ms/execution: ${perExecution.join(', ')}`;
   if (!args.threads) return summary;
   // The runners started with the batch, so a thread's totals are what it spent on it.
-  return `${summary}\n${threadTable(await threadTimes(runners.map((r) => r.pid)), count)}`;
+  return `${summary}\n${threadTable(await runnerThreads(runners.map((r) => r.pid)), count)}`;
 }
 
 /** Threads that took at least 1 % of the runners' CPU, one line each; the rest summed per name. */

@@ -89,6 +89,7 @@ console.log(`one ctx call, latency:      ${await measure(pool, () => withCtx, tr
 console.log(`one ctx call, back-to-back: ${await measure(pool, () => withCtx, false)}`);
 console.log(`vetted import, latency:     ${await measure(pool, () => withImport, true)}`);
 const fewer = Math.max(50, Math.floor(runs / 10));
+console.log(`new tenant, latency:        ${await measure(pool, (i) => request('export default (input) => input', [], `idle-tenant-${i}`), true, fewer)}`);
 console.log(`new tenant, back-to-back:   ${await measure(pool, (i) => request('export default (input) => input', [], `tenant-${i}`), false, fewer)}`);
 console.log(`no tenant, back-to-back:    ${await measure(pool, () => request('export default (input) => input', [], null), false, fewer)}`);
 console.log(`context from snapshot:      ${contextCost(fewer, true)}`);

@@ -1,0 +1,94 @@
+/**
+ * What an organization's first `logic.code` run costs the sandbox over a warm run (issue: "a
+ * tenant's first run is cheap"), measured in-process on one isolate pool at the runner's defaults,
+ * with the code the isolation bench's executions run. Three series of runs of `export default
+ * (input) => input`:
+ *
+ * - warm: one organization, whose context the isolate keeps;
+ * - new organization, idle runner: every run another organization's, 2 ms apart, so the pool has
+ *   made its spare context when the run arrives (an organization the runner has not seen, arriving
+ *   at a runner that is not saturated);
+ * - new organization, back-to-back: every run another organization's, each starting as the last
+ *   one returns, so each makes its context inline (a saturated runner).
+ *
+ * Each series reports p50 and mean latency (the mean carries the collections the evicted contexts
+ * cost) and the process CPU per run (every thread: this one, the isolate's, V8's helpers).
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { HostApi } from '../sandbox/host-bridge.ts';
+import { IsolatePool } from '../sandbox/isolate-pool.ts';
+import type { CodeRequest } from '../sandbox/messages.ts';
+import { runCode } from '../sandbox/sandbox.ts';
+import { SANDBOX_V8_FLAGS } from '../sandbox/sandbox-process.ts';
+import { fmt, summarize, type Summary } from './stats.ts';
+
+const host: HostApi = {
+  objects: { get: async () => null, put: async () => null, list: async () => [] },
+  thread: { post: async () => null },
+  graph: { mutate: async () => [], query: async () => ({ nodes: [], edges: [] }) },
+  log: () => {},
+};
+
+const request = (tenant: string): CodeRequest => ({
+  code: 'export default (input) => input', input: { name: 'bench' }, imports: [], timeoutMs: 5000,
+  ids: { executionId: 'e', sessionId: 's', node: 'n' }, tenant,
+});
+
+interface Series { latency: Summary; cpuPerRun: number }
+
+async function series(pool: IsolatePool, count: number, tenant: (i: number) => string, pauseMs: number): Promise<Series> {
+  const samples: number[] = [];
+  let cpu = 0;
+  for (let i = 0; i < count; i++) {
+    if (pauseMs > 0) await sleep(pauseMs);
+    const before = process.cpuUsage();
+    const start = performance.now();
+    const result = await runCode(pool, request(tenant(i)), host);
+    samples.push(performance.now() - start);
+    const used = process.cpuUsage(before);
+    cpu += (used.user + used.system) / 1000;
+    if (result.kind === 'error') throw new Error(`first-run bench: ${result.error.code} ${result.error.message}`);
+  }
+  return { latency: summarize(samples), cpuPerRun: cpu / count };
+}
+
+/**
+ * Report rows [figure, measured, target, met] for the isolation bench's table, measured in a
+ * child process with the sandbox process's V8 flags (its heap growing factor changes the figures).
+ */
+export async function firstRunRows(count = 1000): Promise<string[][]> {
+  const child = spawn(process.execPath, ['--no-node-snapshot', ...SANDBOX_V8_FLAGS, fileURLToPath(import.meta.url), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`bench/first-run.ts exited with ${code}`);
+  return JSON.parse(out) as string[][];
+}
+
+async function measureRows(count: number): Promise<string[][]> {
+  const pool = new IsolatePool({ size: 1, warm: 1 });
+  try {
+    await pool.warm();
+    await series(pool, 300, () => 'warm', 0);
+    const warm = await series(pool, count, () => 'warm', 2);
+    const idle = await series(pool, count, (i) => `idle-${i}`, 2);
+    const busy = await series(pool, count, (i) => `busy-${i}`, 0);
+    const more = idle.latency.p50 - warm.latency.p50;
+    const cell = (s: Series) => `p50 ${fmt(s.latency.p50, 3)} ms, mean ${fmt(s.latency.mean, 3)} ms, CPU ${fmt(s.cpuPerRun, 3)} ms/run`;
+    return [
+      ['first code run: warm (the organization\'s context kept)', cell(warm), '-', ''],
+      ['first code run of a new organization, idle runner', cell(idle), '-', ''],
+      ['    more than a warm run (p50)', `+${fmt(more, 3)} ms`, '<= +0.300 ms', more <= 0.3 ? 'yes' : 'NO'],
+      ['first code run of a new organization, saturated (context made inline)', cell(busy), '-', ''],
+    ];
+  } finally {
+    await pool.dispose();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  process.stdout.write(JSON.stringify(await measureRows(Number(process.argv[2] ?? 1000))));
+}
