@@ -249,7 +249,11 @@ function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
 
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */
 export default async function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
-  state ??= open();
+  // A failed start is not kept: the next task tries again.
+  state ??= open().catch((error: unknown) => {
+    state = undefined;
+    throw error;
+  });
   const worker = await state;
   return task.type === 'execution' ? runExecutionTask(worker, task) : runCodeTask(worker.db, worker.sandbox, task);
 }

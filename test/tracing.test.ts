@@ -9,7 +9,7 @@
  * which prom-client requires).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -23,7 +23,10 @@ import type { SpanAttributes, SpanOptions, TraceSpan, Tracing } from '../shared/
 import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { createBlob } from './helpers/resources.ts';
-import { command, createWorkflow, define } from './helpers/runner.ts';
+import { command, createWorkflow, define, FAST, runGraph, waitForEnd } from './helpers/runner.ts';
+import pino from 'pino';
+import { createRunner } from '../runner/engine/runner.ts';
+import { processorRegistry } from '../runner/processors/registry.ts';
 
 const root = join(import.meta.dirname, '..');
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-tracing-'));
@@ -376,4 +379,40 @@ t.test('a schedule fire has a span, and the execution it creates carries that sp
   const untraced = await fireSchedule(db, boss, { scheduleId: schedule.id, dueAt: null });
   if (!('fired' in untraced) || untraced.fired.execution_id === null) throw new Error(`nothing fired: ${JSON.stringify(untraced)}`);
   t.equal(await traceparentOf(untraced.fired.execution_id), null, 'untraced, the execution has none');
+});
+
+t.test('the interpreter: an execution span below the stored traceparent, a node span per run with how it ended', async (t) => {
+  const { app, db, boss, databaseUrl } = await buildTestApp(t);
+  const alice = await signInAnonymous(app);
+  const flow = await createWorkflow(app, alice);
+  // `boom` throws; its failure route leads to `mend`, which ends the execution succeeded.
+  const execution = await runGraph(app, alice, flow, {
+    start: 'boom',
+    nodes: {
+      boom: { processor: 'logic.code', config: { code: 'export default () => { throw new Error("no") }' }, routes: { failure: 'mend' } },
+      mend: { processor: 'logic.code', config: { code: 'export default () => "mended"' } },
+    },
+  });
+  // As if a traced create_execution had made it (no runner has claimed it yet: none runs).
+  const stored = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+  await db.query('UPDATE executions SET traceparent = $2 WHERE id = $1', [execution.id, stored]);
+
+  const tracing = recordingTracing();
+  // Interpreted on this thread (processors given), so the spans reach this test's Tracing.
+  const runner = createRunner({ ...FAST, db, boss, databaseUrl, runnerId: randomUUID(), log: pino({ level: 'silent' }), processors: processorRegistry, tracing });
+  await runner.start();
+  t.teardown(() => runner.stop());
+  t.match(await waitForEnd(app, alice, flow, execution.id), { status: 'succeeded', output: 'mended' });
+
+  const turn = tracing.spans.find((span) => span.name === 'execution');
+  t.match(turn, { options: { parent: stored }, attributes: { 'workflow.execution.id': execution.id, 'workflow.claim.reason': 'started', 'workflow.outcome': 'ended' }, ended: 'ok' },
+    'the turn\'s span is a child of the stored traceparent');
+  const nodes = tracing.spans.filter((span) => span.name.startsWith('node '));
+  t.match(nodes, [
+    { name: 'node logic.code', options: { parent: turn!.traceparent }, attributes: { 'workflow.node.id': 'boom', 'workflow.processor': 'logic.code', 'workflow.node.status': 'failed' }, ended: 'code_error' },
+    { name: 'node logic.code', options: { parent: turn!.traceparent }, attributes: { 'workflow.node.id': 'mend', 'workflow.node.status': 'finished', 'workflow.node.route': 'success' }, ended: 'ok' },
+  ], 'a span per node run below the turn: the failed one ended with its error code');
+  t.equal(nodes.length, 2);
+  const values = JSON.stringify(tracing.spans.map((span) => span.attributes));
+  t.notMatch(values, /mended|no"/, 'no input, output or message of the code in any attribute');
 });
