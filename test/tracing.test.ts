@@ -6,7 +6,9 @@
  * from the client's span — across a sleep, which ends one turn on the runner and starts another.
  * The runner's log lines about the execution carry its id and trace id. Without
  * OTEL_EXPORTER_OTLP_ENDPOINT, the same run loads nothing of the SDK (only @opentelemetry/api,
- * which prom-client requires).
+ * which prom-client requires). In process, with a Tracing that records what it is asked: a
+ * schedule fire's span and the traceparent its execution stores, and the interpreter's spans of a
+ * failing node and its failure route.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -16,7 +18,10 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
 import t from 'tap';
+import { createRunner } from '../runner/engine/runner.ts';
+import { processorRegistry } from '../runner/processors/registry.ts';
 import { freePort } from '../shared/db/free-port.ts';
 import { fireSchedule } from '../shared/scheduler/fire.ts';
 import type { SpanAttributes, SpanOptions, TraceSpan, Tracing } from '../shared/tracing/tracing.ts';
@@ -24,9 +29,6 @@ import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { createBlob } from './helpers/resources.ts';
 import { command, createWorkflow, define, FAST, runGraph, waitForEnd } from './helpers/runner.ts';
-import pino from 'pino';
-import { createRunner } from '../runner/engine/runner.ts';
-import { processorRegistry } from '../runner/processors/registry.ts';
 
 const root = join(import.meta.dirname, '..');
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-tracing-'));
