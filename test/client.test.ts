@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { ApiError, ConnectionError, createRestClient, ok, RpcClient, socketUrlOf, type EventRecord } from '../client/src/index.ts';
+import { ApiError, ConnectionError, createRestClient, ok, RpcClient, socketUrlOf, type EventRecord, type SocketFactory } from '../client/src/index.ts';
 import { REST_TYPES_FILE, restTypesSource } from '../scripts/client-types.ts';
 import { buildTestApp, setOverride, signInAnonymous } from './helpers/app.ts';
 import { uniqueAlias } from './helpers/resources.ts';
@@ -277,4 +277,31 @@ t.test('WebSocket: a dropped socket reconnects, resends reads and resubscribes w
   const ids = received.map((e) => BigInt(e.id));
   t.same(ids, [...ids].sort((a, b) => (a < b ? -1 : 1)), 'ids increase');
   t.same(states, ['reconnecting', 'open']);
+});
+
+t.test('WebSocket: creates carry idempotency_key; a create in flight when the socket drops is sent again with its key and made once', async (t) => {
+  const { caller, revision } = await workspace();
+  const frames: Array<{ method?: string; params?: Record<string, unknown> }> = [];
+  // Node's WebSocket, with every frame the client sends recorded.
+  const createSocket: SocketFactory = (url, protocols, headers) => {
+    const socket = new WebSocket(url, headers ? { protocols, headers } : protocols);
+    const send = socket.send.bind(socket);
+    socket.send = (data: string) => {
+      frames.push(JSON.parse(data));
+      send(data);
+    };
+    return socket;
+  };
+  const rpc = await RpcClient.connect({ url: socketUrlOf(base), credential: { token: () => caller.token }, form: 'header', createSocket, reconnect: { delayMs: 50 } });
+  t.teardown(() => rpc.close());
+  const creating = rpc.call('create_session', { revision_id: revision.id, alias: 'made-once' });
+  rpc.drop();
+  const { session } = await creating;
+  const sent = frames.filter((frame) => frame.method === 'create_session');
+  t.equal(sent.length, 2, 'sent, then sent again on the new socket');
+  t.match(sent[0]!.params!.idempotency_key, /^[0-9a-f-]{36}$/);
+  t.equal(sent[1]!.params!.idempotency_key, sent[0]!.params!.idempotency_key, 'with the same key');
+  const { sessions } = await rpc.call('list_sessions', { revision_id: revision.id });
+  t.same(sessions.map((s) => s.id), [session.id], 'one session');
+  t.equal(frames.find((frame) => frame.method === 'list_sessions')!.params!.idempotency_key, undefined, 'reads carry no key');
 });

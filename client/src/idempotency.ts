@@ -1,14 +1,13 @@
 /**
- * Idempotency keys: the one place the client attaches them. Every create carries a fresh random
- * UUID, and the client's own retries of that create (a 503, a dropped connection, a reconnect)
- * resend the same key, so a create that ran before its answer was lost is not run twice.
+ * Idempotency keys (docs/api.md, "Safe retries"): the one place the client attaches them. Every
+ * create carries a fresh random UUID, and the client's own retries of that create (a 503, a
+ * dropped connection, a reconnect) resend the same key, so a create that ran before its answer
+ * was lost is not run twice: the service answers the retry with the first answer.
  *
  * REST: the `Idempotency-Key` header on the creating routes and on creating commands sent to
- * `POST /v1/revisions/{revision_id}/{command}`; a server that does not know the header ignores it.
- * JSON-RPC: the `idempotency_key` param of creating commands. Command params are strict (an
- * unknown field is -32602), so the param is sent only when `RpcOptions.idempotencyParam` is on.
- * TODO(idempotency): turn it on by default once the service's commands take `idempotency_key`
- * (docs/api.md says when).
+ * `POST /v1/revisions/{revision_id}/{command}`. JSON-RPC: the `idempotency_key` param of the
+ * creating commands (`RpcOptions.idempotencyParam`, on by default; a service from before the
+ * keys refuses the param as unknown, so turn it off against one).
  */
 
 /** REST routes (method and OpenAPI path template) that create a resource. */
@@ -28,6 +27,7 @@ export const CREATING_COMMANDS: ReadonlySet<string> = new Set([
   'create_execution',
   'create_schedule',
   'post_session_thread_item',
+  'upload_records',
 ]);
 
 /** The header name on REST. */

@@ -340,7 +340,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -415,6 +418,24 @@ export interface paths {
                         "application/json": {
                             /** @enum {string} */
                             error: "not_found";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "conflict";
                             /** @description invalid_definition: every problem found. */
                             errors?: unknown[];
                             limit?: components["schemas"]["LimitObject"];
@@ -1274,7 +1295,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     org_id: string;
                 };
@@ -1360,22 +1384,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description `alias_taken`: The alias is already in use. */
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            error: "alias_taken";
-                            /** @description invalid_definition: every problem found. */
-                            errors?: unknown[];
-                            limit?: components["schemas"]["LimitObject"];
-                            message: string;
-                            /** @enum {string} */
-                            status: "failure";
-                        };
+                        "application/json": components["schemas"]["Failure409"];
                     };
                 };
                 /** @description `payload_too_large`: The request body is too large. */
@@ -2353,7 +2368,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     blob_id: string;
                     org_id: string;
@@ -2522,7 +2540,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -3563,7 +3584,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -3627,22 +3651,13 @@ export interface paths {
                         "application/json": components["schemas"]["Failure403"];
                     };
                 };
-                /** @description `alias_taken`: The alias is already in use. */
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            error: "alias_taken";
-                            /** @description invalid_definition: every problem found. */
-                            errors?: unknown[];
-                            limit?: components["schemas"]["LimitObject"];
-                            message: string;
-                            /** @enum {string} */
-                            status: "failure";
-                        };
+                        "application/json": components["schemas"]["Failure409"];
                     };
                 };
                 /** @description `payload_too_large`: The request body is too large. */
@@ -4883,16 +4898,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            execution: components["schemas"]["Execution"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -5036,16 +5051,21 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            /** @constant */
+                            status: "success";
+                            warnings: components["schemas"]["GraphIssue"][];
+                        } | {
+                            errors: components["schemas"]["GraphIssue"][];
+                            /** @constant */
+                            status: "failure";
+                            warnings: components["schemas"]["GraphIssue"][];
                         };
                     };
                 };
@@ -5173,7 +5193,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     revision_id: string;
                 };
@@ -5192,16 +5215,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            definition: components["schemas"]["Definition"];
+                            /** @constant */
+                            status: "success";
+                            warnings: components["schemas"]["GraphIssue"][];
                         };
                     };
                 };
@@ -5329,7 +5353,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     revision_id: string;
                 };
@@ -5345,16 +5372,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            execution: components["schemas"]["Execution"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -5482,7 +5509,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     revision_id: string;
                 };
@@ -5642,7 +5672,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     revision_id: string;
                 };
@@ -5656,16 +5689,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            session: components["schemas"]["Session"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -5807,16 +5840,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            definition: components["schemas"]["Definition"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -6109,16 +6142,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            session: components["schemas"]["Session"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -6398,16 +6431,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            execution: components["schemas"]["Execution"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -6700,16 +6733,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            session: components["schemas"]["Session"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -6852,16 +6885,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            definitions: components["schemas"]["Definition"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -8392,16 +8425,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            last_session_id: string | null;
+                            sessions: components["schemas"]["Session"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -9161,7 +9195,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     revision_id: string;
                 };
@@ -9833,16 +9870,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            /** @constant */
+                            status: "success";
+                            /** @description The subscription id; events arrive as `event` notifications carrying it. */
+                            subscription: string;
                         };
                     };
                 };
@@ -9984,16 +10022,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            /** @constant */
+                            status: "success";
+                            subscription: string;
                         };
                     };
                 };
@@ -10282,7 +10320,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     revision_id: string;
                 };
@@ -10503,6 +10544,24 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "conflict";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
                     };
                 };
                 /** @description `payload_too_large`: The request body is too large. */
@@ -10727,7 +10786,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -10789,22 +10851,13 @@ export interface paths {
                         "application/json": components["schemas"]["Failure403"];
                     };
                 };
-                /** @description `alias_taken`: The alias is already in use. */
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            error: "alias_taken";
-                            /** @description invalid_definition: every problem found. */
-                            errors?: unknown[];
-                            limit?: components["schemas"]["LimitObject"];
-                            message: string;
-                            /** @enum {string} */
-                            status: "failure";
-                        };
+                        "application/json": components["schemas"]["Failure409"];
                     };
                 };
                 /** @description `payload_too_large`: The request body is too large. */
@@ -11738,6 +11791,47 @@ export interface components {
             /** Format: uuid */
             target_id: string;
         };
+        Definition: {
+            alias: string | null;
+            /** @enum {string} */
+            category: "workflow" | "playground";
+            /** Format: date-time */
+            created_at: string;
+            /** @description The workflow graph (docs/workflow.md). */
+            graph: {
+                [key: string]: unknown;
+            };
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            revision_id: string;
+        };
+        Execution: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            definition_id: string;
+            ended_at: string | null;
+            error: {
+                code: string;
+                limit?: components["schemas"]["LimitObject"];
+                message: string;
+            } | null;
+            /** Format: uuid */
+            id: string;
+            input_data: unknown;
+            /** @description The run limits resolved at creation. */
+            limits: {
+                [key: string]: unknown;
+            };
+            node_runs: number;
+            output: unknown;
+            /** Format: uuid */
+            session_id: string;
+            started_at: string | null;
+            /** @enum {string} */
+            status: "queued" | "running" | "sleeping" | "succeeded" | "failed" | "cancelled";
+        };
         /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
         Failure400: {
             /** @enum {string} */
@@ -11858,6 +11952,12 @@ export interface components {
             message: string;
             /** @constant */
             status: "failure";
+        };
+        GraphIssue: {
+            code: string;
+            field: string | null;
+            message: string;
+            node: string | null;
         };
         LimitEntry: {
             default: number | boolean | string[] | null;
@@ -11981,6 +12081,21 @@ export interface components {
             number: number;
             /** @enum {string} */
             status: "pending" | "ready" | "failed";
+        };
+        Session: {
+            alias: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description get_session: limit id → how many the session holds. */
+            held?: {
+                [key: string]: number;
+            };
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            revision_id: string;
+            /** @enum {string} */
+            status: "active" | "deleting";
         };
         SessionFile: {
             alias: string;

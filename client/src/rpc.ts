@@ -38,7 +38,7 @@ export interface RpcOptions {
   createSocket?: SocketFactory;
   /** `false`: a dropped socket fails what is in flight and ends subscriptions. */
   reconnect?: ReconnectOptions | false;
-  /** Send `idempotency_key` on creating commands (see idempotency.ts). */
+  /** Send `idempotency_key` on creating commands (default true; see idempotency.ts). */
   idempotencyParam?: boolean;
   /** Told when the socket drops (`reconnecting`) and comes back (`open`). */
   onStateChange?: (state: 'open' | 'reconnecting' | 'closed') => void;
@@ -126,7 +126,7 @@ export class RpcClient {
   /** Any method, untyped. */
   request(method: string, params?: Record<string, unknown>): Promise<unknown> {
     if (this.#closing) return Promise.reject(new ConnectionError('The client was closed.'));
-    const sent = this.#options.idempotencyParam ? withIdempotencyParam(method, params) : params;
+    const sent = this.#options.idempotencyParam !== false ? withIdempotencyParam(method, params) : params;
     const frame: Record<string, unknown> = { jsonrpc: '2.0', id: this.#nextId++, method };
     if (sent !== undefined) frame.params = sent;
     const retry = READS.test(method) || (sent !== undefined && IDEMPOTENCY_PARAM in sent);
@@ -147,7 +147,7 @@ export class RpcClient {
     const ids: number[] = [];
     let retry = true;
     const frame = calls.map((entry) => {
-      const params = this.#options.idempotencyParam ? withIdempotencyParam(entry.method, entry.params) : entry.params;
+      const params = this.#options.idempotencyParam !== false ? withIdempotencyParam(entry.method, entry.params) : entry.params;
       const message: Record<string, unknown> = { jsonrpc: '2.0', method: entry.method };
       if (params !== undefined) message.params = params;
       if (!entry.notify) {
