@@ -3,7 +3,7 @@
  * An access token about to expire is refreshed with the profile's refresh token (rotated, and the
  * new one saved before it is used), for REST calls and for every WebSocket (re)connect alike.
  */
-import { ApiError, createRestClient, ok, RpcClient, socketUrlOf, type Credential, type RestClient } from '../client/src/index.ts';
+import { createRestClient, ok, RpcClient, socketUrlOf, type Credential, type RestClient } from '../client/src/index.ts';
 import { readProfiles, writeProfiles, type Profile, type ProfileFile } from './profiles.ts';
 
 /** A refusal of wsctl itself (not of the service), printed like the service's: `error: code: message`. */
@@ -162,12 +162,4 @@ export function tokensOf(answer: { access_token: string; refresh_token: string; 
   };
   if (answer.user) fields.user_id = answer.user.id;
   return fields;
-}
-
-/** Rethrows anything but the service's `code` refusal. */
-export function unless(code: string): (error: unknown) => null {
-  return (error) => {
-    if (error instanceof ApiError && error.error === code) return null;
-    throw error;
-  };
 }

@@ -41,7 +41,6 @@ export async function main(argv: string[]): Promise<number> {
   registerDefinitions(program, context);
   registerRun(program, context, (code) => (exitCode = code));
   registerOps(program, context);
-  for (const command of program.commands) command.exitOverride();
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;
