@@ -42,7 +42,8 @@ export function registerOps(program: Command, context: () => CliContext): void {
     .requiredOption('--token <token>', 'OPS_TOKEN (- reads it from stdin)')
     .action(async (options: { url: string; token: string }) => {
       const ctx = context();
-      const profile = await ctx.profile();
+      // An operator may have no account of the service: the profile can hold the ops API alone.
+      const profile = (await ctx.existing()) ?? { url: '' };
       const token = await readSecret(options.token);
       await ctx.save({ ...profile, ops_url: new URL(options.url).origin, ops_token: token });
       const { health } = await opsQuery<{ health: { status: string; version: string } }>(ctx, '{ health { status version } }');

@@ -222,4 +222,10 @@ t.test('ops: login, runners, queues, limit overrides, retention sweep', async (t
   t.match(refused.stderr, /^error: invalid_value_type: [^\n]+\n$/);
   t.match(JSON.parse(await ok(t, ['ops', 'limits', 'clear', 'platform.orgs_per_user', 'user', userId])), { override: null, previous: { value: 2 } });
   t.match(JSON.parse(await ok(t, ['ops', 'retention', 'sweep'])), { status: 'completed', executionsRemoved: 0 });
+  // An operator without an account of the service: a profile holding the ops API alone.
+  t.match(await ok(t, ['--profile', 'operator', 'ops', 'login', '--url', opsBase, '--token', '-'], 'test-ops-token'), /: ok \(version /);
+  t.match(await ok(t, ['--profile', 'operator', 'ops', 'queues']), /^executions  /m);
+  const noAccount = await wsctl(['--profile', 'operator', 'orgs', 'list']);
+  t.equal(noAccount.code, 1);
+  t.match(noAccount.stderr, /^error: not_signed_in: Profile "operator" holds no credential: run wsctl login\.\n$/);
 });

@@ -371,7 +371,11 @@ export class RpcClient {
         lastError = error;
       }
     }
-    if (this.#closing) return;
+    if (this.#closing) {
+      // close() was called while this socket was opening: it must not stay open.
+      this.#socket?.close(1000, 'client closed');
+      return;
+    }
     if (lastError !== null) {
       this.#failAll(lastError);
       return;
