@@ -153,7 +153,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     maxAge: 600,
   });
   // One registry for both transports, so REST and JSON-RPC answer the same input alike.
-  const commands = createCommandRegistry(options.commands ?? COMMANDS);
+  const commands = createCommandRegistry(options.commands ?? COMMANDS, { checkResults: options.checkResponses });
   // Before any route: @fastify/swagger documents the routes added after it (/v1/openapi.json, /docs).
   await registerApiDocument(app, commands);
   const forgetPool = watchPool(options.db.pool);

@@ -11,7 +11,10 @@ import { readFile } from 'node:fs/promises';
 import type { RouteOptions } from 'fastify';
 import t from 'tap';
 import { z } from 'zod';
-import { COMMANDS, createCommandRegistry } from '../control-plane/commands/registry.ts';
+import { defineCommand } from '../control-plane/commands/command.ts';
+import { COMMANDS, createCommandRegistry, runCommand } from '../control-plane/commands/registry.ts';
+import type { AppContext } from '../control-plane/context.ts';
+import type { Principal } from '../control-plane/auth/principal.ts';
 import { paramsJsonSchema, revisionDefinitions } from '../control-plane/openapi/commands.ts';
 import { responseProblem } from '../control-plane/openapi/response-check.ts';
 import { binary, failure, success } from '../control-plane/openapi/route-schema.ts';
@@ -168,6 +171,29 @@ t.test('without checkResponses (production) the same answer goes out as the hand
   const health = await app.inject({ method: 'GET', url: '/healthz' });
   t.equal(health.statusCode, 200);
   t.same(health.json(), { status: 'ok' });
+});
+
+t.test('a command\'s declared result: in both documents, and held to it when checkResults is on', async (t) => {
+  const { document } = await documentedApp(t);
+  const answer = document.paths['/v1/revisions/{revision_id}/create_session']!.post!.responses['200']!.content!['application/json']!.schema;
+  t.same(answer.properties?.session, { $ref: '#/components/schemas/Session' }, 'REST: the result\'s fields');
+  t.same((answer.properties?.status as { const?: unknown }).const, 'success', 'beside status');
+  t.ok(document.components.schemas.Session, 'the record is a component');
+  const check = document.paths['/v1/revisions/{revision_id}/check_definition']!.post!.responses['200']!.content!['application/json']!.schema as JsonSchema & { anyOf?: JsonSchema[] };
+  t.same(check.anyOf?.map((branch) => (branch.properties!.status as { const?: unknown }).const), ['success', 'failure'], 'check_definition\'s own status wins');
+
+  const echo = defineCommand({
+    name: 'echo_count',
+    params: z.strictObject({ n: z.unknown() }),
+    result: z.strictObject({ n: z.number() }),
+    async handler(_ctx, _principal, params) {
+      return { n: params.n };
+    },
+  });
+  const run = (checkResults: boolean, n: unknown) => runCommand(createCommandRegistry([echo], { checkResults }), {} as AppContext, {} as Principal, 'echo_count', { n });
+  t.same(await run(true, 3), { n: 3 });
+  await t.rejects(run(true, 'three'), { code: 'internal_error', message: /The result of echo_count does not match its documented result: n: Invalid input: expected number/ });
+  t.same(await run(false, 'three'), { n: 'three' }, 'production: not checked');
 });
 
 t.test('GET /v1/openrpc.json: every command of the registry, params from its zod schema', async (t) => {

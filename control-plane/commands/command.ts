@@ -40,6 +40,8 @@ export interface PlainCommand<S extends z.ZodType = z.ZodType> {
   readonly name: string;
   /** A strict schema (`z.strictObject`) of the params; failures are `invalid_request_body` / -32602. */
   readonly params: S;
+  /** The result's fields, for the API documents (control-plane/openapi/) and the tests' response check; without it the result is documented as an object. */
+  readonly result?: z.ZodType;
   readonly blobTypes?: undefined;
   handler(ctx: AppContext, principal: Principal, params: z.output<S>, call: CommandCall): Promise<CommandResult>;
 }
@@ -52,6 +54,8 @@ export interface PlainCommand<S extends z.ZodType = z.ZodType> {
 export interface RevisionCommand<S extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly params: S;
+  /** The result's fields, for the API documents (control-plane/openapi/) and the tests' response check; without it the result is documented as an object. */
+  readonly result?: z.ZodType;
   /** The blob types whose revisions answer the command; any other type answers `unknown_command`. */
   readonly blobTypes: readonly BlobType[];
   /** The standing needed on the revision's blob: `read` for reads, `write` for product writes. */

@@ -10,6 +10,7 @@ import {
 } from '../sql/definitions.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { defineCommand, type RevisionScope, WORKFLOW_BLOBS } from './command.ts';
+import { definitionSchema, graphIssueSchema } from '../openapi/records.ts';
 
 
 const categorySchema = z.enum(['workflow', 'playground']);
@@ -40,6 +41,7 @@ async function verdictFor(ctx: AppContext, scope: RevisionScope, graph: unknown)
 /** `list_definitions {category?}` → `definitions`: unpaginated; the category filter applies after the read. */
 export const listDefinitionsCommand = defineCommand({
   name: 'list_definitions',
+  result: z.strictObject({ definitions: z.array(definitionSchema) }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ category: categorySchema.optional() }),
@@ -58,6 +60,7 @@ export const listDefinitionsCommand = defineCommand({
  */
 export const createDefinitionCommand = defineCommand({
   name: 'create_definition',
+  result: z.strictObject({ definition: definitionSchema, warnings: z.array(graphIssueSchema) }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   creates: true,
@@ -90,6 +93,7 @@ export const createDefinitionCommand = defineCommand({
 /** `delete_definition {definition_id}` (id or alias) → the deleted `definition`; its slot is freed with the row. */
 export const deleteDefinitionCommand = defineCommand({
   name: 'delete_definition',
+  result: z.strictObject({ definition: definitionSchema }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ definition_id: refSchema }),
@@ -110,6 +114,10 @@ export const deleteDefinitionCommand = defineCommand({
  */
 export const checkDefinitionCommand = defineCommand({
   name: 'check_definition',
+  result: z.union([
+    z.strictObject({ status: z.literal('success'), warnings: z.array(graphIssueSchema) }),
+    z.strictObject({ status: z.literal('failure'), errors: z.array(graphIssueSchema).min(1), warnings: z.array(graphIssueSchema) }),
+  ]),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ graph: graphParam }),

@@ -9,6 +9,9 @@ import { executionListing, findExecution } from '../sql/executions.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
+import { executionSchema } from '../openapi/records.ts';
+
+const executionResult = z.strictObject({ execution: executionSchema });
 
 
 /** The execution `ref` of the revision; 404 otherwise (executions have ids only, never aliases). */
@@ -38,6 +41,7 @@ const NOT_CREATED = {
  */
 export const createExecution = defineCommand({
   name: 'create_execution',
+  result: executionResult,
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   creates: true,
@@ -75,6 +79,7 @@ export const createExecution = defineCommand({
 /** `get_execution {execution_id}` → `execution`; an execution of another revision is 404. */
 export const getExecution = defineCommand({
   name: 'get_execution',
+  result: executionResult,
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ execution_id: refSchema }),
@@ -91,6 +96,7 @@ export const getExecution = defineCommand({
  */
 export const cancelExecution = defineCommand({
   name: 'cancel_execution',
+  result: executionResult,
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ execution_id: refSchema }),
@@ -113,6 +119,7 @@ export const cancelExecution = defineCommand({
  */
 export const listExecutions = defineCommand({
   name: 'list_executions',
+  result: z.strictObject({ executions: z.array(executionSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema, ...recordCursorParams }),

@@ -45,11 +45,41 @@ export interface CommandRegistry {
   readonly names: readonly string[];
 }
 
+export interface RegistryOptions {
+  /**
+   * Tests: every result of a command that declares its `result` schema is checked against it as it
+   * would go over the wire; a mismatch fails the call with `internal_error` naming the command and
+   * field (BuildAppOptions.checkResponses).
+   */
+  checkResults?: boolean;
+}
+
+/** The definition with its handler's results held to its `result` schema (RegistryOptions.checkResults). */
+function checkingResults(definition: CommandDefinition): CommandDefinition {
+  const result = definition.result;
+  if (result === undefined) return definition;
+  const handler = definition.handler.bind(definition) as (...args: unknown[]) => Promise<Record<string, unknown>>;
+  return {
+    ...definition,
+    async handler(...args: unknown[]) {
+      const value = await handler(...args);
+      const checked = result.safeParse(JSON.parse(JSON.stringify(value)));
+      if (!checked.success) {
+        const problems = checked.error.issues.slice(0, 5).map((issue) => `${issue.path.join('.') || 'result'}: ${issue.message}`).join('; ');
+        process.stderr.write(`result check: ${definition.name}: ${problems}\n`);
+        throw new ServiceError('internal_error', `The result of ${definition.name} does not match its documented result: ${problems}`);
+      }
+      return value;
+    },
+  } as CommandDefinition;
+}
+
 /**
  * Builds a registry; a name declared twice for the same blob type (or twice without one) is a
  * programming error and throws at startup.
  */
-export function createCommandRegistry(definitions: readonly CommandDefinition[]): CommandRegistry {
+export function createCommandRegistry(given: readonly CommandDefinition[], options: RegistryOptions = {}): CommandRegistry {
+  const definitions = options.checkResults ? given.map(checkingResults) : given;
   const byName = new Map<string, CommandDefinition[]>();
   for (const definition of definitions) {
     const same = byName.get(definition.name) ?? [];

@@ -8,6 +8,9 @@ import { claimingAlias } from '../sql/unique.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { findSession, sessionRecord } from '../workflow/session-ref.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
+import { sessionSchema } from '../openapi/records.ts';
+
+const sessionResult = z.strictObject({ session: sessionSchema });
 
 
 /**
@@ -18,6 +21,7 @@ import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
  */
 export const createSession = defineCommand({
   name: 'create_session',
+  result: sessionResult,
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   creates: true,
@@ -44,6 +48,7 @@ export const createSession = defineCommand({
  */
 export const getSession = defineCommand({
   name: 'get_session',
+  result: sessionResult,
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema }),
@@ -60,6 +65,7 @@ export const getSession = defineCommand({
  */
 export const deleteSession = defineCommand({
   name: 'delete_session',
+  result: sessionResult,
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ session_id: refSchema }),
@@ -83,6 +89,7 @@ export const deleteSession = defineCommand({
  */
 export const listSessions = defineCommand({
   name: 'list_sessions',
+  result: z.strictObject({ sessions: z.array(sessionSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ ...recordCursorParams }),

@@ -31,6 +31,7 @@ function socketOf(connection: CommandConnection | null, command: string): Comman
  */
 export const subscribe = defineCommand({
   name: 'subscribe',
+  result: z.strictObject({ subscription: z.string().meta({ description: 'The subscription id; events arrive as `event` notifications carrying it.' }) }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: subscribeParams,
@@ -56,6 +57,7 @@ export const subscribe = defineCommand({
  */
 export const unsubscribe = defineCommand({
   name: 'unsubscribe',
+  result: z.strictObject({ subscription: z.string() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ subscription: z.string().min(1).max(100) }),

@@ -3,6 +3,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
 import { findUser, userProfile } from '../sql/users.ts';
 import { defineCommand } from './command.ts';
+import { userSchema } from '../openapi/records.ts';
 
 /**
  * `get_user {user_id}` → `{user}`: the JSON-RPC twin of `GET /v1/users/:user_id`. `me` is the
@@ -11,6 +12,7 @@ import { defineCommand } from './command.ts';
  */
 export const getUser = defineCommand({
   name: 'get_user',
+  result: z.strictObject({ user: userSchema }),
   params: z.strictObject({ user_id: refSchema }),
   async handler(ctx, principal, params) {
     const user = await findUser(ctx.db, params.user_id === 'me' ? principal.userId : params.user_id);

@@ -6,7 +6,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 import { z } from 'zod';
 import { VERSION } from '../../shared/version.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
-import { expandCommands } from './commands.ts';
+import { expandCommands, type SchemaDefs } from './commands.ts';
 import { openRpcDocument } from './openrpc.ts';
 import { routeSchema } from './route-schema.ts';
 
@@ -80,9 +80,10 @@ type Document = Record<string, unknown> & { paths?: Record<string, Record<string
 
 /** What the generated document needs beyond @fastify/swagger: one path per command, optional bodies. */
 function finish(document: Document, commands: CommandRegistry): Document {
-  const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands);
+  const defs: SchemaDefs = {};
+  const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands, defs);
   const components = (document.components ?? {}) as { schemas?: Record<string, { description?: string }> };
-  const schemas = components.schemas ?? {};
+  const schemas = { ...defs, ...components.schemas } as Record<string, { description?: string }>;
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
       // A response whose schema is a component gets the component's description, not "Default Response".

@@ -2,7 +2,7 @@ import { errorCatalog } from '../../shared/errors.ts';
 import { VERSION } from '../../shared/version.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
 import { RPC_ERROR } from '../ws/json-rpc.ts';
-import { paramsJsonSchema, revisionDefinitions } from './commands.ts';
+import { paramsJsonSchema, resultJsonSchema, revisionDefinitions, type SchemaDefs } from './commands.ts';
 import { IDEMPOTENCY_KEY_DESCRIPTION } from './route-schema.ts';
 
 /** Creating commands (`creates`) take a key among their params (control-plane/idempotency/). */
@@ -37,10 +37,13 @@ type JsonSchema = Record<string, unknown> & { properties?: Record<string, unknow
  * only where every variant requires it) and each variant's whole schema under `x-variants`.
  */
 export function openRpcDocument(registry: CommandRegistry): Record<string, unknown> {
+  const defs: SchemaDefs = {};
   const methods = [...registry.names].sort().map((name) => {
     const plain = registry.get(name);
     const definitions = plain !== undefined && plain.blobTypes === undefined ? [plain] : revisionDefinitions(registry, name);
-    const schemas = definitions.map((definition) => paramsJsonSchema(definition) as JsonSchema);
+    const schemas = definitions.map((definition) => paramsJsonSchema(definition, defs) as JsonSchema);
+    const results = definitions.map((definition) => resultJsonSchema(definition, defs));
+    const result = results.some((schema) => schema === undefined) ? { type: 'object' } : results.length === 1 ? results[0] : { oneOf: results };
     const names = [...new Set(schemas.flatMap((schema) => Object.keys(schema.properties ?? {})))];
     const params = names.map((param) => {
       const present = schemas.filter((schema) => schema.properties?.[param] !== undefined);
@@ -57,7 +60,7 @@ export function openRpcDocument(registry: CommandRegistry): Record<string, unkno
       name,
       paramStructure: 'by-name',
       params: [...(revisionCommand ? [REVISION_ID] : []), ...params, ...(definitions.some((definition) => 'creates' in definition && definition.creates === true) ? [IDEMPOTENCY_KEY] : [])],
-      result: { name: 'result', description: 'The command\'s fields (the REST answer without `status`).', schema: { type: 'object' } },
+      result: { name: 'result', description: 'The command\'s fields (the REST answer without `status`).', schema: result },
       errors: ERRORS,
     };
     if (revisionCommand) {
@@ -78,5 +81,6 @@ export function openRpcDocument(registry: CommandRegistry): Record<string, unkno
     },
     servers: [{ name: 'WebSocket', url: '/v1' }],
     methods,
+    components: { schemas: defs },
   };
 }

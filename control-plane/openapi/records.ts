@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
 import { LIMIT_GROUPS, OVERRIDE_LEVELS } from '../../shared/limits/catalog.ts';
 import { ROLES } from '../../shared/roles.ts';
+import { limitObjectSchema } from './route-schema.ts';
 
 /**
  * The records of REST answers as they go over the wire (contract §4), one zod schema each. They
@@ -114,6 +115,47 @@ export const modelSchema = z.strictObject({
   inputs: z.array(tensorSchema).nullable(),
   outputs: z.array(tensorSchema).nullable(),
 }).meta({ id: 'Model' });
+
+/** The workflow records commands answer with (control-plane/workflow/session-ref.ts, sql/definitions.ts, shared/workflow/execution-record.ts). */
+export const sessionSchema = z.strictObject({
+  id: uuid,
+  alias: z.string().nullable(),
+  revision_id: uuid,
+  status: z.enum(['active', 'deleting']),
+  created_at: timestamp,
+  held: z.record(z.string(), z.number().int().nonnegative()).optional().meta({ description: 'get_session: limit id → how many the session holds.' }),
+}).meta({ id: 'Session' });
+
+export const definitionSchema = z.strictObject({
+  id: uuid,
+  alias: z.string().nullable(),
+  category: z.enum(['workflow', 'playground']),
+  revision_id: uuid,
+  graph: z.record(z.string(), z.unknown()).meta({ description: 'The workflow graph (docs/workflow.md).' }),
+  created_at: timestamp,
+}).meta({ id: 'Definition' });
+
+export const graphIssueSchema = z.strictObject({
+  code: z.string(),
+  node: z.string().nullable(),
+  field: z.string().nullable(),
+  message: z.string(),
+}).meta({ id: 'GraphIssue' });
+
+export const executionSchema = z.strictObject({
+  id: uuid,
+  session_id: uuid,
+  definition_id: uuid,
+  status: z.enum(['queued', 'running', 'sleeping', 'succeeded', 'failed', 'cancelled']),
+  input_data: z.unknown(),
+  output: z.unknown(),
+  error: z.object({ code: z.string(), message: z.string(), limit: limitObjectSchema.optional() }).nullable(),
+  created_at: timestamp,
+  started_at: timestamp.nullable(),
+  ended_at: timestamp.nullable(),
+  node_runs: z.number().int().nonnegative(),
+  limits: z.record(z.string(), z.unknown()).meta({ description: 'The run limits resolved at creation.' }),
+}).meta({ id: 'Execution' });
 
 /** A metadata listing (Get/Put Metadata). */
 export const metadataFields = {
