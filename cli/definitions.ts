@@ -4,9 +4,13 @@
  * (`node.field`, or `(graph).field` for the graph itself) before anything is created.
  */
 import type { Command } from 'commander';
-import { ok, type DefinitionIssue } from '../client/src/index.ts';
+import { ok, type DefinitionIssue, type paths } from '../client/src/index.ts';
 import { CliError, type CliContext } from './context.ts';
 import { printRecord, readDocument } from './input.ts';
+
+// The file's graph is sent as it was read: the service validates it (that is the point of check).
+type CheckBody = NonNullable<paths['/v1/revisions/{revision_id}/check_definition']['post']['requestBody']>['content']['application/json'];
+type CreateBody = NonNullable<paths['/v1/revisions/{revision_id}/create_definition']['post']['requestBody']>['content']['application/json'];
 
 /** The path of an issue: `greet.config.seconds`, `greet`, `(graph).start`. */
 export function issuePath(issue: DefinitionIssue): string {
@@ -24,7 +28,7 @@ function definitionOf(document: unknown): { graph: unknown; alias?: string; cate
 
 async function check(ctx: CliContext, revision: string, graph: unknown): Promise<void> {
   const rest = await ctx.rest();
-  const verdict = await ok(rest.POST('/v1/revisions/{revision_id}/check_definition', { params: { path: { revision_id: revision } }, body: { graph } as never }));
+  const verdict = await ok(rest.POST('/v1/revisions/{revision_id}/check_definition', { params: { path: { revision_id: revision } }, body: { graph } as CheckBody }));
   const { errors = [], warnings = [] } = verdict as { errors?: DefinitionIssue[]; warnings?: DefinitionIssue[] };
   for (const issue of warnings) ctx.output.err(`warning: ${issuePath(issue)}: ${issue.code}: ${issue.message}`);
   for (const issue of errors) ctx.output.out(`${issuePath(issue)}: ${issue.code}: ${issue.message}`);
@@ -51,7 +55,7 @@ export function registerDefinitions(program: Command, context: () => CliContext)
       const alias = options.alias ?? found.alias;
       if (alias !== undefined) body.alias = alias;
       const rest = await ctx.rest();
-      const answer = await ok(rest.POST('/v1/revisions/{revision_id}/create_definition', { params: { path: { revision_id: options.revision } }, body: body as never }));
+      const answer = await ok(rest.POST('/v1/revisions/{revision_id}/create_definition', { params: { path: { revision_id: options.revision } }, body: body as CreateBody }));
       printRecord(ctx, answer.definition);
     });
   definition

@@ -97,6 +97,52 @@ t.test('REST: a round trip per route family', async (t) => {
   t.equal((await ok(rest.DELETE('/v1/orgs/{id}', { params: { path: { id: org.id } } }))).org.id, org.id, 'orgs: delete');
 });
 
+t.test('REST: service accounts and acting tokens, members, user targets and limits, blob metadata, binary session files', async (t) => {
+  const anonymous = createRestClient({ baseUrl: base });
+  const owner = await ok(anonymous.POST('/v1/auth/anonymous', { body: {} }));
+  const rest = createRestClient({ baseUrl: base, credential: { token: owner.access_token } });
+  const { org } = await ok(rest.POST('/v1/orgs', { body: { alias: uniqueAlias('org') } }));
+  const { blob, revision } = await ok(rest.POST('/v1/blobs/{org_id}', { params: { path: { org_id: org.id } }, body: { type: 'svc.compute.workflow', alias: uniqueAlias('blob') } }));
+
+  const { user: robot } = await ok(rest.POST('/v1/users', { body: { name: 'robot' } }));
+  t.equal(robot.name, 'robot', 'users: a service account');
+  const { users } = await ok(rest.GET('/v1/users/target/{target}/{target_id}', { params: { path: { target: 'user', target_id: 'me' } } }));
+  t.same(users.map((u) => u.user.id), [robot.id], 'users: owned service accounts');
+  const { acting_token } = await ok(rest.POST('/v1/auth/core/impersonate', { body: { user_id: robot.id } }));
+  const acting = createRestClient({ baseUrl: base, credential: { token: acting_token } });
+  t.equal((await ok(acting.GET('/v1/users/{user_id}', { params: { path: { user_id: 'me' } } }))).user.id, robot.id, 'impersonate: the acting token is the service account');
+
+  const { member } = await ok(rest.POST('/v1/members', { body: { target: 'organization', target_id: org.id, user_id: robot.id, role: 'read' } }));
+  t.equal(member.role, 'read', 'members: upsert');
+  t.equal((await ok(acting.GET('/v1/orgs/{id}', { params: { path: { id: org.id } } }))).org.id, org.id, 'the member reads the organization');
+  await ok(rest.DELETE('/v1/members', { body: { target: 'organization', target_id: org.id, user_id: robot.id } }));
+
+  const { groups } = await ok(rest.GET('/v1/users/{user_id}/limits', { params: { path: { user_id: 'me' } } }));
+  t.ok(groups.length > 0, 'limits: user');
+  t.ok((await ok(rest.GET('/v1/blobs/{org_id}/{blob_id}/limits', { params: { path: { org_id: org.id, blob_id: blob.id } } }))).groups.length > 0, 'limits: blob');
+  await ok(rest.PUT('/v1/blobs/{org_id}/{blob_id}/metadata/{alias}', { params: { path: { org_id: org.id, blob_id: blob.id, alias: 'tags' } }, body: { entries: ['a', 'b'] } }));
+  t.same((await ok(rest.GET('/v1/blobs/{org_id}/{blob_id}/metadata/{alias}', { params: { path: { org_id: org.id, blob_id: blob.id, alias: 'tags' } } }))).entries, ['a', 'b'], 'metadata: blob');
+
+  // The binary routes: bytes in the body with the params in X-Request-Body, bytes back with the
+  // envelope in X-Response-Body.
+  const created: Record<string, any> = await ok(rest.POST('/v1/revisions/{revision_id}/create_session', { params: { path: { revision_id: revision.id } }, body: {} }));
+  const session: { id: string } = created.session;
+  const bytes = new Uint8Array([0, 1, 2, 250, 255]);
+  const uploaded = await ok(rest.POST('/v1/revisions/{revision_id}/upload_session_file', {
+    params: { path: { revision_id: revision.id }, header: { 'x-request-body': JSON.stringify({ session_id: session.id, alias: 'blob.bin', content_type: 'application/x-test' }) } },
+    body: bytes as unknown as string,
+    bodySerializer: (body) => body,
+    headers: { 'content-type': 'application/octet-stream' },
+  }));
+  t.match(uploaded, { object: { alias: 'blob.bin', size: 5 } }, 'session files: upload');
+  const download = await rest.POST('/v1/revisions/{revision_id}/download_session_file', { params: { path: { revision_id: revision.id } }, body: { session_id: session.id, alias: 'blob.bin' }, parseAs: 'arrayBuffer' });
+  t.equal(download.response.status, 200);
+  t.same([...new Uint8Array(download.data as ArrayBuffer)], [...bytes], 'session files: download');
+  t.match(JSON.parse(download.response.headers.get('x-response-body')!), { status: 'success', size: 5, content_type: 'application/x-test' });
+
+  await ok(rest.DELETE('/v1/users/{user_id}', { params: { path: { user_id: robot.id } } }));
+});
+
 t.test('REST: refusals are ApiError with error, message and limit', async (t) => {
   const anonymous = createRestClient({ baseUrl: base });
   const { access_token } = await ok(anonymous.POST('/v1/auth/anonymous', { body: {} }));
