@@ -4,6 +4,9 @@ import { eventPageParams, listEvents } from '../events/list.ts';
 import { findRevisionExecution } from '../sql/sessions.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
+import { eventSchema } from '../openapi/records.ts';
+
+const eventPage = z.strictObject({ events: z.array(eventSchema), cursor: z.string().nullable() });
 
 
 /**
@@ -13,6 +16,7 @@ import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
  */
 export const listSessionEvents = defineCommand({
   name: 'list_session_events',
+  result: eventPage,
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema, ...eventPageParams }),
@@ -28,6 +32,7 @@ export const listSessionEvents = defineCommand({
  */
 export const listExecutionEvents = defineCommand({
   name: 'list_execution_events',
+  result: eventPage,
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ execution_id: refSchema, ...eventPageParams }),

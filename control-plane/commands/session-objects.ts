@@ -4,6 +4,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import type { RevisionScope } from './command.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
+import { sessionObjectSchema } from '../openapi/records.ts';
 import type { AppContext } from '../context.ts';
 import { downloadable, listContents, sessionObjectRecord } from '../../shared/session/session-objects-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
@@ -66,6 +67,7 @@ export async function readSessionFile(ctx: AppContext, scope: RevisionScope, ref
 
 export const uploadSessionObject = defineCommand({
   name: 'upload_session_object',
+  result: z.strictObject({ object: sessionObjectSchema }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ session_id: refSchema, alias: aliasSchema, value: jsonValue }),
@@ -81,6 +83,7 @@ export const uploadSessionObject = defineCommand({
 
 export const listSessionObjects = defineCommand({
   name: 'list_session_objects',
+  result: z.strictObject({ objects: z.array(sessionObjectSchema), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   // `limit` is checked by parseLimit, so every malformed one is `invalid_limit`, not a body error.
@@ -114,6 +117,7 @@ export const listSessionObjects = defineCommand({
  */
 export const uploadSessionFile = defineCommand({
   name: 'upload_session_file',
+  result: z.strictObject({ object: sessionObjectSchema }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: fileTargetSchema.extend({ content_base64: base64Schema }),
@@ -126,6 +130,7 @@ export const uploadSessionFile = defineCommand({
 /** Download Session File over JSON-RPC: the bytes come back as `content_base64`. */
 export const downloadSessionFile = defineCommand({
   name: 'download_session_file',
+  result: z.strictObject({ content_base64: z.base64(), size: z.number().int().nonnegative(), content_type: z.string() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: fileRefSchema,

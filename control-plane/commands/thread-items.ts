@@ -3,6 +3,7 @@ import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared
 import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
+import { threadItemSchema } from '../openapi/records.ts';
 import { listThreadItems, threadItemRecord } from '../../shared/session/thread-items-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { postThreadItem, threadItemLimits, threadSchema } from '../../shared/session/thread-writes.ts';
@@ -15,6 +16,7 @@ const positionSchema = z.number().int().nonnegative();
 
 export const postSessionThreadItem = defineCommand({
   name: 'post_session_thread_item',
+  result: z.strictObject({ thread_item: threadItemSchema }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   creates: true,
@@ -40,6 +42,7 @@ export const postSessionThreadItem = defineCommand({
 
 export const listSessionThreadItems = defineCommand({
   name: 'list_session_thread_items',
+  result: z.strictObject({ thread_items: z.array(threadItemSchema), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({

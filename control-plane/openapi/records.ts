@@ -107,6 +107,43 @@ export const sessionFileSchema = z.strictObject({
   updated_at: timestamp,
 }).meta({ id: 'SessionFile' });
 
+/** A session object or file as the session-content commands answer it. */
+export const sessionObjectSchema = z.strictObject({
+  id: uuid,
+  session_id: uuid,
+  alias: z.string(),
+  kind: z.enum(['object', 'file']),
+  value: z.unknown().optional().meta({ description: 'Objects: the JSON value.' }),
+  content_type: z.string().nullable().optional().meta({ description: 'Files: the stored content type.' }),
+  size: z.number().int().nonnegative(),
+  created_at: timestamp,
+  updated_at: timestamp,
+}).meta({ id: 'SessionObject' });
+
+/** A thread item (shared/session/thread-items-sql.ts). */
+export const threadItemSchema = z.strictObject({
+  id: uuid,
+  session_id: uuid,
+  thread: z.string(),
+  text: z.string().nullable(),
+  data: z.unknown(),
+  files: z.array(z.string()).meta({ description: 'Aliases of session files.' }),
+  author_id: uuid.nullable(),
+  execution_id: uuid.nullable(),
+  created_at: timestamp,
+}).meta({ id: 'ThreadItem' });
+
+/** A session or execution event (shared/events/store.ts). */
+export const eventSchema = z.strictObject({
+  id: z.string().meta({ description: 'Increasing within its session.' }),
+  kind: z.string(),
+  at: timestamp,
+  session_id: uuid,
+  execution_id: uuid.nullable(),
+  node: z.string().nullable(),
+  attributes: z.record(z.string(), z.unknown()),
+}).meta({ id: 'Event' });
+
 /** An uploaded ONNX model (control-plane/routes/models.ts). */
 const tensorSchema = z.strictObject({ name: z.string(), type: z.string(), shape: z.array(z.union([z.number(), z.string()])) });
 export const modelSchema = z.strictObject({
