@@ -134,6 +134,9 @@ t.test('organizations, blobs, revisions and keys', async (t) => {
   const revoked = await wsctl(['--profile', 'ci', 'orgs', 'get', orgAlias]);
   t.equal(revoked.code, 1);
   t.match(revoked.stderr, /^error: unauthorized: .+\n$/, 'a revoked key: one line');
+  const overSocket = await wsctl(['--profile', 'ci', 'definition', 'list', '--revision', revision]);
+  t.equal(overSocket.code, 1);
+  t.match(overSocket.stderr, /^error: unauthorized: .+\n$/, 'a refused WebSocket upgrade: the same line');
 });
 
 t.test('refusals print one line with the limit, and exit 1', async (t) => {

@@ -227,11 +227,14 @@ t.test('WebSocket: typed commands with a bearer token in the sub-protocol, the A
     t.equal((await keyed.call('get_session', { revision_id: revision.id, session_id: 'ws-session' })).session.id, session.id);
     await keyed.close();
   }
-  const refused = await RpcClient.connect({ url, credential: { apiKey: 'wsk_nope' } }).then(
+  const refused = await refusal(RpcClient.connect({ url, credential: { apiKey: 'wsk_nope' } }));
+  t.equal(refused.error, 'unauthorized', 'a refused upgrade rejects connect with the refusal');
+  t.equal(refused.status, 401);
+  const unreachable = await RpcClient.connect({ url: 'ws://127.0.0.1:9/v1', credential: { apiKey: 'wsk_nope' } }).then(
     () => null,
     (error: unknown) => error,
   );
-  t.ok(refused instanceof ConnectionError, 'a refused upgrade rejects connect');
+  t.ok(unreachable instanceof ConnectionError, 'nothing listening: ConnectionError');
 });
 
 t.test('WebSocket: batches answer per entry, refusals are typed', async (t) => {

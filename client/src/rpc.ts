@@ -5,7 +5,7 @@
  */
 import type { CommandName, CommandResult, EventRecord, RpcParams, SubscribeParams } from './commands.ts';
 import { credentialHeaders, credentialProtocols, isRenewable, type Credential, type SocketCredentialForm } from './credentials.ts';
-import { ApiError, ConnectionError, rpcError } from './errors.ts';
+import { ApiError, ConnectionError, isFailureFields, restError, rpcError } from './errors.ts';
 import { IDEMPOTENCY_PARAM, withIdempotencyParam } from './idempotency.ts';
 import { Subscription } from './subscription.ts';
 
@@ -74,6 +74,25 @@ const defaultSocket: SocketFactory = (url, protocols, headers) => {
   return headers ? new Ctor(url, { protocols, headers }) : new Ctor(url, protocols);
 };
 
+/**
+ * A WebSocket shows nothing of a refused upgrade (no status, no body: browsers do not even say it
+ * was refused). The same credential on `GET /v1/users/me` answers the envelope the upgrade got;
+ * when that read succeeds, or cannot be made (no CORS for this page), the original error stands.
+ */
+async function explainRefusal(options: RpcOptions, error: unknown): Promise<unknown> {
+  try {
+    const url = new URL(options.url);
+    url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
+    url.pathname = '/v1/users/me';
+    const response = await fetch(url, { headers: await credentialHeaders(options.credential) });
+    if (response.ok) return error;
+    const body: unknown = await response.json().catch(() => null);
+    return isFailureFields(body) ? restError(body, response) : error;
+  } catch {
+    return error;
+  }
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class RpcClient {
@@ -96,10 +115,17 @@ export class RpcClient {
     this.#options = options;
   }
 
-  /** Opens the socket; rejects with ConnectionError when the upgrade is refused or fails. */
+  /**
+   * Opens the socket. A refused upgrade rejects with the service's ApiError (`unauthorized`, …)
+   * when a REST read with the same credential shows it, else with ConnectionError.
+   */
   static async connect(options: RpcOptions): Promise<RpcClient> {
     const client = new RpcClient(options);
-    await client.#open();
+    try {
+      await client.#open();
+    } catch (error) {
+      throw await explainRefusal(options, error);
+    }
     return client;
   }
 
