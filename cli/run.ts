@@ -156,6 +156,14 @@ export function registerRun(program: Command, context: () => CliContext, setExit
           ? { revision_id: options.revision, session_id: options.session }
           : { revision_id: options.revision, execution_id: options.execution! };
         const subscription = await rpc.subscribe(params, { replay: options.fromStart === true });
+        if (options.execution !== undefined && !options.fromStart) {
+          // Subscribed first, then read: an execution that ends after this read is still seen.
+          const { execution } = await rpc.call('get_execution', { revision_id: options.revision, execution_id: options.execution });
+          if (execution.ended_at !== null) {
+            ctx.output.err(`execution ${execution.id} already ended (${execution.status}); --from-start prints its events`);
+            return;
+          }
+        }
         let seen = 0;
         const stop = () => void subscription.unsubscribe();
         process.once('SIGINT', stop);

@@ -198,6 +198,10 @@ t.test('events tail prints an execution from its start to its end', async (t) =>
   const out = await ok(t, ['events', 'tail', '--revision', revision, '--execution', created.id, '--from-start']);
   const kinds = out.trim().split('\n').map((line) => line.split('  ')[2]);
   t.same(kinds, ['execution.started', 'node.started', 'node.finished', 'node.started', 'node.finished', 'execution.finished']);
+  const ended = await wsctl(['events', 'tail', '--revision', revision, '--execution', created.id]);
+  t.equal(ended.code, 0, 'an ended execution without --from-start: nothing more will come');
+  t.equal(ended.stdout, '');
+  t.match(ended.stderr, /^execution [0-9a-f-]{36} already ended \(succeeded\); --from-start prints its events\n$/);
 });
 
 t.test('a refresh token signs in another profile', async (t) => {
