@@ -9,6 +9,7 @@ import t from 'tap';
 import { ApiError, ConnectionError, createRestClient, ok, RpcClient, socketUrlOf, type EventRecord, type SocketFactory } from '../client/src/index.ts';
 import { REST_TYPES_FILE, restTypesSource } from '../scripts/client-types.ts';
 import { buildTestApp, setOverride, signInAnonymous } from './helpers/app.ts';
+import { addModel } from './helpers/onnx-models.ts';
 import { uniqueAlias } from './helpers/resources.ts';
 import { startRunner, waitFor } from './helpers/runner.ts';
 
@@ -139,6 +140,20 @@ t.test('REST: service accounts and acting tokens, members, user targets and limi
   t.equal(download.response.status, 200);
   t.same([...new Uint8Array(download.data as ArrayBuffer)], [...bytes], 'session files: download');
   t.match(JSON.parse(download.response.headers.get('x-response-body')!), { status: 'success', size: 5, content_type: 'application/x-test' });
+
+  // An ONNX model, streamed up with its size declared and back byte for byte.
+  const model = addModel();
+  const onnx = await ok(rest.POST('/v1/blobs/{org_id}', { params: { path: { org_id: org.id } }, body: { type: 'svc.model.onnx', alias: uniqueAlias('model') } }));
+  const stored = await ok(rest.PUT('/v1/revisions/{revision_id}/model', {
+    params: { path: { revision_id: onnx.revision.id }, header: { 'x-request-body': JSON.stringify({ size: model.length }) } },
+    body: model as unknown as string,
+    bodySerializer: (body) => body,
+    headers: { 'content-type': 'application/octet-stream' },
+  }));
+  t.match(stored, { status: 'success' }, 'models: upload');
+  const fetched = await rest.GET('/v1/revisions/{revision_id}/model', { params: { path: { revision_id: onnx.revision.id } }, parseAs: 'arrayBuffer' });
+  t.equal(fetched.response.status, 200);
+  t.ok(Buffer.from(fetched.data as ArrayBuffer).equals(model), 'models: download, byte for byte');
 
   await ok(rest.DELETE('/v1/users/{user_id}', { params: { path: { user_id: robot.id } } }));
 });
