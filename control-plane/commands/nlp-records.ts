@@ -4,6 +4,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
 import { insertRecords, listRecords, nlpRecord, type NewNlpRecord } from '../sql/nlp-records.ts';
 import { defineCommand } from './command.ts';
+import { nlpRecordSchema } from '../openapi/records.ts';
 
 /**
  * NLP dataset commands (contract §8; docs/blob-types.md "NLP datasets"): a revision of a
@@ -75,6 +76,7 @@ export function jsonLinesRecords(body: string): unknown[] {
 /** `upload_records {records}` → `uploaded` (how many), `total` (the revision's records now). */
 export const uploadRecords = defineCommand({
   name: 'upload_records',
+  result: z.strictObject({ uploaded: z.number().int().nonnegative(), total: z.number().int().nonnegative() }),
   blobTypes: NLP,
   role: 'write',
   creates: true,
@@ -100,6 +102,7 @@ const positionSchema = z.number().int().nonnegative();
 /** `list_records {cursor?, limit?}` → `records, cursor`: upload order, opaque cursor, limit 1-200 (default 50). */
 export const listRecordsCommand = defineCommand({
   name: 'list_records',
+  result: z.strictObject({ records: z.array(nlpRecordSchema), cursor: z.string().nullable() }),
   blobTypes: NLP,
   role: 'read',
   params: z.strictObject({ cursor: z.string().optional(), limit: z.unknown().optional() }),

@@ -14,6 +14,9 @@ import { claimingAlias } from '../sql/unique.ts';
 import { requireEnabledLimit } from '../limits/entitlement.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { defineCommand } from './command.ts';
+import { scheduleRunSchema, scheduleSchema } from '../openapi/records.ts';
+
+const scheduleResult = z.strictObject({ schedule: scheduleSchema });
 
 const SCHEDULER = ['svc.compute.scheduler'] as const;
 
@@ -43,6 +46,7 @@ function requireInterval(inForce: LimitInForce, parsed: ParsedCron, gap: number)
  */
 export const createSchedule = defineCommand({
   name: 'create_schedule',
+  result: scheduleResult,
   blobTypes: SCHEDULER,
   role: 'write',
   creates: true,
@@ -97,6 +101,7 @@ export const createSchedule = defineCommand({
  */
 export const updateScheduleCommand = defineCommand({
   name: 'update_schedule',
+  result: scheduleResult,
   blobTypes: SCHEDULER,
   role: 'write',
   params: z.strictObject({
@@ -159,6 +164,7 @@ async function targetBlobId(ctx: AppContext, revisionId: string): Promise<string
 /** `get_schedule {schedule_id}` → `schedule` with `last_run` (null before the first fire). */
 export const getSchedule = defineCommand({
   name: 'get_schedule',
+  result: z.strictObject({ schedule: scheduleSchema.extend({ last_run: scheduleRunSchema.nullable() }) }),
   blobTypes: SCHEDULER,
   role: 'read',
   params: z.strictObject({ schedule_id: refSchema }),
@@ -172,6 +178,7 @@ export const getSchedule = defineCommand({
 /** `delete_schedule {schedule_id}` → `schedule` (as it was). Its runs go with it and its slot is freed. */
 export const deleteScheduleCommand = defineCommand({
   name: 'delete_schedule',
+  result: scheduleResult,
   blobTypes: SCHEDULER,
   role: 'write',
   params: z.strictObject({ schedule_id: refSchema }),
@@ -187,6 +194,7 @@ export const deleteScheduleCommand = defineCommand({
 /** `list_schedules {start_session_id?}` → `schedules, last_session_id` (record cursor, 10, newest first). */
 export const listSchedules = defineCommand({
   name: 'list_schedules',
+  result: z.strictObject({ schedules: z.array(scheduleSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: SCHEDULER,
   role: 'read',
   params: z.strictObject({ ...recordCursorParams }),
@@ -203,6 +211,7 @@ export const listSchedules = defineCommand({
  */
 export const listScheduleRuns = defineCommand({
   name: 'list_executions',
+  result: z.strictObject({ executions: z.array(scheduleRunSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: SCHEDULER,
   role: 'read',
   params: z.strictObject({ schedule_id: refSchema, ...recordCursorParams }),

@@ -133,6 +133,42 @@ export const threadItemSchema = z.strictObject({
   created_at: timestamp,
 }).meta({ id: 'ThreadItem' });
 
+/** A schedule of a scheduler revision (shared/scheduler/schedule-record.ts). */
+export const scheduleSchema = z.strictObject({
+  id: uuid,
+  alias: z.string().nullable(),
+  revision_id: uuid,
+  cron: z.string(),
+  timezone: z.string(),
+  target: z.strictObject({ revision_id: uuid, session_id: uuid, definition_id: uuid }),
+  input_data: z.unknown(),
+  enabled: z.boolean(),
+  next_fire_at: timestamp.nullable(),
+  created_by: uuid,
+  created_at: timestamp,
+}).meta({ id: 'Schedule' });
+
+/** One fire of a schedule (a scheduler revision's `list_executions`). */
+export const scheduleRunSchema = z.strictObject({
+  id: uuid,
+  schedule_id: uuid,
+  due_at: timestamp.nullable(),
+  fired_at: timestamp,
+  status: z.enum(['started', 'refused', 'failed']),
+  execution_id: uuid.nullable(),
+  error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
+  limit: limitObjectSchema.nullable(),
+}).meta({ id: 'ScheduleRun' });
+
+/** A record of an NLP dataset (control-plane/sql/nlp-records.ts). */
+export const nlpRecordSchema = z.strictObject({
+  id: z.number().int().positive().meta({ description: 'The record\'s position in the dataset, in upload order.' }),
+  text: z.string(),
+  labels: z.array(z.string()),
+  meta: z.record(z.string(), z.unknown()).nullable(),
+  created_at: timestamp,
+}).meta({ id: 'NlpRecord' });
+
 /** A session or execution event (shared/events/store.ts). */
 export const eventSchema = z.strictObject({
   id: z.string().meta({ description: 'Increasing within its session.' }),
