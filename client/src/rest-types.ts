@@ -7038,16 +7038,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            cursor: string | null;
+                            events: components["schemas"]["Event"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -7653,16 +7654,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            cursor: string | null;
+                            events: components["schemas"]["Event"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -8119,16 +8121,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            cursor: string | null;
+                            objects: components["schemas"]["SessionObject"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -8273,16 +8276,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            cursor: string | null;
+                            /** @constant */
+                            status: "success";
+                            thread_items: components["schemas"]["ThreadItem"][];
                         };
                     };
                 };
@@ -9216,16 +9220,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            /** @constant */
+                            status: "success";
+                            thread_item: components["schemas"]["ThreadItem"];
                         };
                     };
                 };
@@ -10650,16 +10654,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            object: components["schemas"]["SessionObject"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -11806,6 +11810,20 @@ export interface components {
             /** Format: uuid */
             revision_id: string;
         };
+        Event: {
+            /** Format: date-time */
+            at: string;
+            attributes: {
+                [key: string]: unknown;
+            };
+            execution_id: string | null;
+            /** @description Increasing within its session. */
+            id: string;
+            kind: string;
+            node: string | null;
+            /** Format: uuid */
+            session_id: string;
+        };
         Execution: {
             /** Format: date-time */
             created_at: string;
@@ -12111,6 +12129,39 @@ export interface components {
             size: number;
             /** Format: date-time */
             updated_at: string;
+        };
+        SessionObject: {
+            alias: string;
+            /** @description Files: the stored content type. */
+            content_type?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "object" | "file";
+            /** Format: uuid */
+            session_id: string;
+            size: number;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description Objects: the JSON value. */
+            value?: unknown;
+        };
+        ThreadItem: {
+            author_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            data: unknown;
+            execution_id: string | null;
+            /** @description Aliases of session files. */
+            files: string[];
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            session_id: string;
+            text: string | null;
+            thread: string;
         };
         /** @description A user profile: public fields for everyone, private ones (email, anonymous, owner_id) for the user itself. */
         User: {
