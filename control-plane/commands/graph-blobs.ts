@@ -6,6 +6,7 @@ import { graphQuerySchema } from '../../shared/graph/query-schema.ts';
 import { limitInForce } from '../../shared/limits/in-force.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
 import { defineCommand } from './command.ts';
+import { graphEdgeSchema, graphMutationResult, graphNodeSchema } from '../openapi/records.ts';
 
 /**
  * Graph blob commands (contract §8; docs/blob-types.md "Graph blobs"): each revision of a
@@ -20,6 +21,7 @@ const GRAPH = ['svc.graph.graphdb'] as const;
 /** `mutate_graph {mutations}` → `elements, deleted`: one transaction, all mutations or none. */
 export const mutateGraphCommand = defineCommand({
   name: 'mutate_graph',
+  result: graphMutationResult,
   blobTypes: GRAPH,
   role: 'write',
   params: z.strictObject({ mutations: graphMutationsSchema }),
@@ -40,6 +42,7 @@ export const mutateGraphCommand = defineCommand({
  */
 export const queryGraphCommand = defineCommand({
   name: 'query_graph',
+  result: z.strictObject({ nodes: z.array(graphNodeSchema), edges: z.array(graphEdgeSchema), ends: z.array(z.string()), truncated: z.boolean() }),
   blobTypes: GRAPH,
   role: 'read',
   params: z.strictObject({ query: graphQuerySchema }),

@@ -9,6 +9,7 @@ import { DIRECTIONS, elementIdSchema, graphQuerySchema, labelSchema } from '../.
 import { elementRecord, findElement, listElements, listNeighbors } from '../../shared/graph/graph-elements-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
+import { graphEdgeSchema, graphElementSchema, graphMutationResult, graphNodeSchema } from '../openapi/records.ts';
 
 /** The session graph commands (contract §8); docs/graph.md is their reference. */
 
@@ -34,6 +35,7 @@ function nextCursor(ctx: AppContext, listing: string, filters: object, more: boo
  */
 export const mutateSessionGraph = defineCommand({
   name: 'mutate_session_graph',
+  result: graphMutationResult,
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
   params: z.strictObject({ session_id: refSchema, mutations: graphMutationsSchema }),
@@ -50,6 +52,7 @@ const ELEMENTS_LISTING = 'session_graph_elements';
 /** `list_session_graph_elements {session_id, kind?, label?, cursor?, limit?}` → `elements, cursor`, in creation order. */
 export const listSessionGraphElements = defineCommand({
   name: 'list_session_graph_elements',
+  result: z.strictObject({ elements: z.array(graphElementSchema), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({
@@ -80,6 +83,7 @@ const NEIGHBORS_LISTING = 'session_graph_neighbors';
  */
 export const listSessionGraphNeighbors = defineCommand({
   name: 'list_session_graph_neighbors',
+  result: z.strictObject({ neighbors: z.array(z.strictObject({ direction: z.enum(['out', 'in']), edge: graphEdgeSchema, node: graphNodeSchema })), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({
@@ -116,6 +120,7 @@ export const listSessionGraphNeighbors = defineCommand({
  */
 export const querySessionGraph = defineCommand({
   name: 'query_session_graph',
+  result: z.strictObject({ nodes: z.array(graphNodeSchema), edges: z.array(graphEdgeSchema), ends: z.array(z.string()) }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema, query: graphQuerySchema }),

@@ -169,6 +169,26 @@ export const nlpRecordSchema = z.strictObject({
   created_at: timestamp,
 }).meta({ id: 'NlpRecord' });
 
+/** The nodes and edges of session graphs and graph blobs (shared/graph/graph-elements-sql.ts). */
+export const graphNodeSchema = z.strictObject({
+  id: z.string(),
+  kind: z.literal('node'),
+  label: z.string(),
+  properties: z.record(z.string(), z.unknown()),
+}).meta({ id: 'GraphNode' });
+export const graphEdgeSchema = z.strictObject({
+  id: z.string(),
+  kind: z.literal('edge'),
+  label: z.string(),
+  source: z.string(),
+  target: z.string(),
+  properties: z.record(z.string(), z.unknown()),
+}).meta({ id: 'GraphEdge' });
+export const graphElementSchema = z.union([graphNodeSchema, graphEdgeSchema]);
+
+/** What a graph mutation answers: the elements as stored, and the ids it removed. */
+export const graphMutationResult = z.strictObject({ elements: z.array(graphElementSchema), deleted: z.array(z.string()) });
+
 /** A session or execution event (shared/events/store.ts). */
 export const eventSchema = z.strictObject({
   id: z.string().meta({ description: 'Increasing within its session.' }),
