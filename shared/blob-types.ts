@@ -1,7 +1,7 @@
 /**
- * The blob types of the specification, each with its limit family (the prefix of its limit ids)
+ * The blob types (docs/blob-types.md, "Blob types"), each with its limit family (the prefix of its limit ids)
  * and the label of its group in limit reads, in catalog order. `singleRevision` marks a type
- * whose blob holds exactly one revision (specification: "A scheduler blob has one revision").
+ * whose blob holds exactly one revision (docs/scheduler.md, "Scheduler": "A scheduler blob has exactly one revision").
  */
 export const BLOB_TYPES = {
   'svc.compute.workflow': { family: 'workflow', label: 'Workflow', singleRevision: false },

@@ -1,6 +1,6 @@
 /**
  * The one error catalogue: every `error` code the service answers with, its HTTP status and a
- * default message. Codes come from the specification and contract §2; docs/errors.md lists the
+ * default message. Codes and statuses are those of docs/errors.md ("The catalogue"), which lists the
  * same codes and test/errors.test.ts keeps the two in step.
  */
 export const errorCatalog = {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 
-/** Specification rule 1: a path value is a UUID if and only if it matches this, lower case only. */
+/** A path value is a UUID if and only if it matches this, lower case only (docs/resources.md, "Common rules"). */
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Contract §3: 3–64 characters of a-z 0-9 . _ -, starting with a letter or digit. */
+/** 3–64 characters of a-z 0-9 . _ -, starting with a letter or digit (docs/resources.md, "Common rules"). */
 export const ALIAS_RE = /^[a-z0-9][a-z0-9._-]{2,63}$/;
 
 /** Aliases no resource may take. */

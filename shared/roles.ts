@@ -1,4 +1,4 @@
-/** Roles in increasing order of power (contract §6). */
+/** Roles in increasing order of power (docs/access.md, "Standing"). */
 export const ROLES = ['read', 'write', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 

@@ -1,5 +1,5 @@
 /**
- * What browsers meet (issue 19, item 5): CORS only for the configured origins (none by default),
+ * What browsers meet (docs/api.md, "Conventions"): CORS only for the configured origins (none by default),
  * security headers on every answer, and a client's well-formed x-request-id kept and echoed.
  */
 import t from 'tap';

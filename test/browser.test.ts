@@ -1,4 +1,4 @@
-// The service from a real browser (issue 19, item 6): Debian's chromium driven by playwright-core.
+// The service from a real browser (docs/client.md, "Building and using it"): Debian's chromium driven by playwright-core.
 // The /docs reference renders; a page on another origin loads the client package's JavaScript
 // (built here from client/ with tsc, openapi-fetch through an import map), signs in, creates an
 // organization over CORS REST (and gets a limit refusal as a typed error), opens the WebSocket

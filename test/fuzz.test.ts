@@ -3,7 +3,7 @@
  * a fixed corpus (U+0000, lone surrogates, 100,000-deep nesting, a 10 MB string, wrong JSON
  * types, null, `__proto__` and `constructor` keys) as the whole body and as each of the fields
  * the API knows, in path parameters and query strings. Every answer must be a 2xx or a 4xx in the
- * envelope — never a 5xx — and the service must answer normally afterwards (issue 18).
+ * envelope — never a 5xx — and the service must answer normally afterwards (docs/api.md, "Conventions").
  */
 import { readFile } from 'node:fs/promises';
 import t from 'tap';

@@ -1,5 +1,5 @@
 /**
- * The access perimeter (specification: Access perimeter), as one table: every operation that
+ * The access perimeter (docs/access.md, "The access perimeter"), as one table: every operation that
  * changes who can access what, run through the real routes by four credentials of the same two
  * accounts. A service account's own `admin` key is refused with 403 `forbidden` and changes
  * nothing; its acting token is admitted, except for minting organization or blob keys; a human

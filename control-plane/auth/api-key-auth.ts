@@ -5,7 +5,7 @@ import { apiKeyMatches, apiKeyPublicId } from './api-key-format.ts';
 import type { Principal } from './principal.ts';
 
 /**
- * Authenticates an `X-API-Key` (contract §6). The key authenticates as its `user_id`: the
+ * Authenticates an `X-API-Key` (docs/access.md, "Using a key: role cap and confinement"). The key authenticates as its `user_id`: the
  * target account of a `user` key, the minter of an organization or blob key. A human behind it
  * is that account when it is human; a service account's key has nobody behind it. The key's
  * target and role travel on the principal, where the standing functions confine and cap it.

@@ -5,7 +5,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import type { AppContext } from '../context.ts';
 import { eventRecord, readEvents, type EventRecord, type EventStream } from '../../shared/events/store.ts';
 
-/** Contract §8: opaque-cursor listings take `limit` 1..200, 50 when absent. */
+/** Opaque-cursor listings take `limit` 1..200, 50 when absent (docs/sessions-and-events.md, "Event listings"). */
 export const EVENT_LIMIT_RANGE = { fallback: 50, max: 200 };
 
 /** The cursor-bearing params of both event listings, to spread into their strict schemas. */

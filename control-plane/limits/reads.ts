@@ -10,7 +10,7 @@ export type LimitsReadTarget =
   | { targetType: 'blob'; id: string; blobType: string };
 
 /**
- * The `groups` of a limits read (contract §10): Get User Limits, Get Organization Limits or Get
+ * The `groups` of a limits read (docs/limits.md, "Limits reads"): Get User Limits, Get Organization Limits or Get
  * Blob Limits, with the overrides of the ownership chain as it is now and `held` on the quotas the
  * target holds. The REST routes and the ops API's `limitsInForce` both answer with this, so an
  * operator sees exactly what the account sees.

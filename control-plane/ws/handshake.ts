@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ServiceError } from '../../shared/errors.ts';
 import { credentialFromHeaders, type Credential } from '../auth/authenticate.ts';
 
-/** The sub-protocol names that carry a credential (specification, Authentication: WebSocket). */
+/** The sub-protocol names that carry a credential (docs/commands.md, "Credentials"). */
 export const BEARER_PROTOCOL = 'authorization.bearer.base64';
 export const API_KEY_PROTOCOL = 'x-api-key.base64';
 
@@ -18,7 +18,7 @@ export interface Handshake {
 }
 
 // Browsers allow no `=`, `+` or `/` in a sub-protocol, so clients send base64url without padding
-// (contract §5); standard base64, padded or not, is accepted too. The two alphabets never mix.
+// (docs/commands.md, "Credentials"); standard base64, padded or not, is accepted too. The two alphabets never mix.
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });

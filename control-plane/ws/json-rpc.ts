@@ -2,7 +2,7 @@ import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from 
 import { errorCatalog, isServiceError, ServiceError, type ErrorCode } from '../../shared/errors.ts';
 import { jsonProblem } from '../../shared/json-guard.ts';
 
-/** JSON-RPC 2.0 error codes (contract §8); -32001 is every refusal that is not one of the others. */
+/** JSON-RPC 2.0 error codes (docs/commands.md, "Errors"); -32001 is every refusal that is not one of the others. */
 export const RPC_ERROR = {
   parse: -32700,
   invalidRequest: -32600,
@@ -146,7 +146,7 @@ export async function handleRpcMessage(text: string, dispatch: Dispatch, onInter
   return responses.length > 0 ? `[${responses.join(',')}]` : undefined;
 }
 
-/** A server-to-client notification (no `id`): the push channel issue 5's subscriptions use. */
+/** A server-to-client notification (no `id`): the push channel of `subscribe` (docs/sessions-and-events.md, "Live updates (WebSocket only)"). */
 export function notificationText(method: string, params: Record<string, unknown>): string {
   return JSON.stringify({ jsonrpc: '2.0', method, params });
 }

@@ -18,7 +18,7 @@ export interface WebsocketPluginOptions {
 }
 
 /**
- * The WebSocket JSON-RPC 2.0 endpoint: an upgrade on `GET /v1` (contract §1, §8).
+ * The WebSocket JSON-RPC 2.0 endpoint: an upgrade on `GET /v1` (docs/commands.md, "WebSocket: connecting").
  *
  * The upgrade is authenticated before it is accepted; a missing or invalid credential answers
  * HTTP 401 with the failure envelope and no socket is opened. Registered without fastify-plugin,

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { Direction } from './query-schema.ts';
 
-/** A node of a session graph as responses show it (contract §8). */
+/** A node of a session graph as responses show it (docs/graph.md, "Elements"). */
 export interface GraphNode {
   id: string;
   kind: 'node';
@@ -57,7 +57,7 @@ export function revisionGraphStore(revisionId: string): GraphStore {
 }
 const E_COLUMNS = 'e.id, e.kind, e.label, e.source, e.target, e.properties, e.seq';
 
-/** The element record of a row: the contract's fields in the contract's order, nothing else. */
+/** The element record of a row: the documented fields in their documented order, nothing else (docs/graph.md, "Elements"). */
 export function elementRecord(row: Pick<ElementRow, 'id' | 'kind' | 'label' | 'source' | 'target' | 'properties'>): GraphElement {
   return row.kind === 'node'
     ? { id: row.id, kind: 'node', label: row.label, properties: row.properties }

@@ -19,7 +19,7 @@ import {
 import { elementIdSchema, labelSchema, propertiesSchema } from './query-schema.ts';
 
 /**
- * Graph mutations (contract §8: `upsert_node`, `upsert_edge`, `delete`). `mutateGraph` is the one
+ * Graph mutations (`upsert_node`, `upsert_edge`, `delete`; docs/graph.md, "`mutate_session_graph`"). `mutateGraph` is the one
  * code path that changes a session graph: `mutate_session_graph` and the `graph.mutate`
  * processor both call it, so ceilings, checks and events cannot differ between them.
  */
@@ -84,7 +84,7 @@ export interface MutationOutcome {
 
 /**
  * The element as stored and returned, whose JSON is what `workflow.graph_element_bytes` measures
- * (UTF-8 bytes of `JSON.stringify` of the record, keys in contract order, no whitespace).
+ * (UTF-8 bytes of `JSON.stringify` of the record, keys in documented order, no whitespace).
  */
 function storedRecord(mutation: Exclude<GraphMutation, { op: 'delete' }>): GraphElement {
   const properties = mutation.properties ?? {};

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 
 /**
- * The shapes of graph elements and of the graph query (contract §8), shared by the session graph
- * commands, the `graph.mutate` processor and graph blobs' `query_graph`. docs/graph.md explains
+ * The shapes of graph elements and of the graph query (docs/graph.md, "Elements" and
+ * "`query_session_graph`"), shared by the session graph commands, the `graph.mutate` processor and
+ * graph blobs' `query_graph`. docs/graph.md explains
  * every rule written here.
  */
 
@@ -50,7 +51,7 @@ const stepSchema = z.strictObject({
   max: z.int().min(1).optional(),
 }).refine((step) => step.min === undefined || step.max === undefined || step.min <= step.max, 'min may not exceed max');
 
-/** The graph query (contract §8): a start set and the steps that walk from it. */
+/** The graph query (docs/graph.md, "`query_session_graph`"): a start set and the steps that walk from it. */
 export const graphQuerySchema = z.strictObject({
   start: startSchema,
   steps: z.array(stepSchema).optional(),

@@ -7,7 +7,7 @@ export { sessionGraphStore, type GraphStore };
 import { queryDepth, resolveStep, type GraphQuery, type ResolvedStep } from './query-schema.ts';
 
 /**
- * The graph query engine (contract §8 "Graph query"), shared by `query_session_graph` and graph
+ * The graph query engine (docs/graph.md, "`query_session_graph`"), shared by `query_session_graph` and graph
  * blobs' `query_graph`. docs/graph.md states the semantics; in short:
  *
  * - The walk is set-based: each hop is ONE statement over the whole frontier (`source =

@@ -1,10 +1,10 @@
 /**
- * The limits catalog (specification: Limits → Catalog), transcribed as data. This table is the
+ * The limits catalog (docs/limits.md, "Catalog"), transcribed as data. This table is the
  * only place a default, a most permissive value or a Set-on list is written; everything else
  * (resolution, refusals, the limits routes, the ops API, docs/limits.md through its test) reads it.
  */
 
-/** How a limit is measured (specification: Limits → Structure). */
+/** How a limit is measured (docs/limits.md, "Catalog"). */
 export type LimitKind = 'quota' | 'ceiling' | 'entitlement' | 'retention';
 export type LimitUnit = 'count' | 'bytes' | 'seconds' | 'days' | 'flag' | 'modules';
 
@@ -33,7 +33,7 @@ export type LimitGroupId = LimitGroup['id'];
 /** The groups of blob types: every group but `platform`. */
 export type TypeGroupId = Exclude<LimitGroupId, 'platform'>;
 
-/** One catalog entry. Field names are those of the limits-route reply (contract §10). */
+/** One catalog entry. Field names are those of the limits-route reply (docs/limits.md, "Limits reads"). */
 export interface LimitSpec {
   readonly id: string;
   readonly group: LimitGroupId;

@@ -3,7 +3,7 @@ import { limitById } from './catalog.ts';
 import type { LimitInForce } from './resolve.ts';
 
 /**
- * The codes a limit refusal answers with (specification: Errors). All carry the `limit` object;
+ * The codes a limit refusal answers with (docs/limits.md, "Refusals"). All carry the `limit` object;
  * `limit_exceeded` is the general one, the others name the kind of write or query refused.
  */
 export type LimitRefusalCode = Extract<ErrorCode,

@@ -23,7 +23,7 @@ interface Row {
 
 // One round trip: the chain (blob → its organization → that organization's owner) is joined at
 // read time, so an organization that changes owner follows the new owner's overrides from its
-// next request (specification: ownership is read on every request, nothing is copied).
+// next request (docs/limits.md, "What each operation checks": ownership is read on every request).
 // Each level is one primary-key range scan of limit_overrides (target_type, target_id); a plain OR
 // join condition would make the planner read every override of every target. The LEFT JOIN keeps
 // the chain row when no level has an override, which tells "no overrides" from "no such target".

@@ -2,7 +2,7 @@ import { limitById, type CatalogEntry, type LimitId, type LimitValue, type Overr
 
 /**
  * Why an override is refused. The ops API answers each as a GraphQL error with this string as
- * `extensions.code` (contract §11), and resolution uses the same checks to ignore a stored value
+ * `extensions.code` (docs/limits.md, "Setting and clearing"), and resolution uses the same checks to ignore a stored value
  * that should never have been written.
  */
 export const OVERRIDE_REFUSALS = {

@@ -101,7 +101,7 @@ export function resolveLimits(overrides: OverrideSet, options: ResolveOptions = 
   return all as unknown as ResolvedLimits;
 }
 
-/** One entry of a limits-route reply (contract §10). */
+/** One entry of a limits-route reply (docs/limits.md, "Limits reads"). */
 export interface LimitEntry {
   id: LimitId;
   kind: LimitKind;
@@ -136,7 +136,7 @@ export interface LimitsSelection {
 
 const ALL_GROUPS: readonly LimitGroupId[] = LIMIT_GROUPS.map((group) => group.id);
 
-/** The three limits reads of the specification (Endpoints). */
+/** The three limits reads (docs/limits.md, "Limits reads"). */
 export const LIMIT_READS = {
   /** Get User Limits: `platform` and every type group, as a new organization of this user starts. */
   user: { groups: ALL_GROUPS, holder: 'user' },

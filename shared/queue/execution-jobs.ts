@@ -25,7 +25,7 @@ export interface EnqueueOptions {
 }
 
 /**
- * Fair queueing of the organizations' first wake-ups (docs/architecture.md, "Fairness"): pg-boss
+ * Fair queueing of the organizations' first wake-ups (docs/architecture.md, "Fairness between organizations"): pg-boss
  * fetches by `priority DESC, created_on` (its index job_i11 holds that order), and a create's
  * wake-up gets minus the number of its organization's executions already unfinished ahead of it.
  * That number is the execution's virtual start time in start-time fair queueing: the k-th

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 
 /**
- * How long an idempotency key's stored answer is given back to retries (issue 19, item 4). Past
+ * How long an idempotency key's stored answer is given back to retries (docs/api.md, "Safe retries"). Past
  * it a key is claimed afresh by the next request that sends it (control-plane/idempotency/), and
  * the retention sweep removes its row.
  */

@@ -36,7 +36,7 @@ interface BlobRetention {
 // The blobs an override of the retention limit can reach, each with the overrides of its chain
 // (its owner's, its organization's and its own) as `{level: value}`; JSON null is a real value
 // (kept forever), so an absent level is an absent key. Ownership is joined now, as every request
-// does (specification: ownership is read on every request). Every other blob has the default.
+// does (docs/limits.md, "What each operation checks"). Every other blob has the default.
 // The scan starts from the overrides of this one limit (limit_overrides_limit_idx), never from
 // executions, so its cost is the number of overridden targets and the blobs under them.
 const RETENTION_OVERRIDES_SQL = `
@@ -61,9 +61,10 @@ const RETENTION_OVERRIDES_SQL = `
 // after the previous batch's last row, so every finished execution is read at most once per
 // sweep however many of them are kept. Of those, the ones past their own blob's retention are
 // deleted; their execution_events go by ON DELETE CASCADE. Running executions have ended_at NULL
-// and never enter the scan. The blob is the session's (specification: a session's limits, and
-// those of every execution in it, come from the session's blob), reached through the session's
-// revision. `$4`/`$5` list the blobs with their own retention (NULL days: forever); all other
+// and never enter the scan. The blob is the session's (a session's limits, and those of every
+// execution in it, come from the session's blob: docs/limits.md,
+// "How the value in force is chosen"), reached through the session's revision. `$4`/`$5` list the
+// blobs with their own retention (NULL days: forever); all other
 // blobs use the default `$3`. The cursor comes back as text: a timestamptz parsed into a JS Date
 // would lose its microseconds and skip or repeat rows.
 const SWEEP_BATCH_SQL = `

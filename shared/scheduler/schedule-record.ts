@@ -21,7 +21,7 @@ export interface ScheduleRow {
 export const SCHEDULE_COLUMNS =
   'sc.id, sc.revision_id, sc.alias, sc.cron, sc.timezone, sc.target_revision_id, sc.target_session_id, sc.target_definition_id, sc.input_data, sc.enabled, sc.next_fire_at, sc.created_by, sc.created_at';
 
-/** The schedule record of contract §4 (plus `revision_id`, the scheduler revision holding it). */
+/** The schedule record (docs/scheduler.md, "Commands"; plus `revision_id`, the scheduler revision holding it). */
 export function scheduleRecord(row: ScheduleRow): Record<string, unknown> {
   return {
     id: row.id,
@@ -63,7 +63,7 @@ export interface ScheduleRunRow {
 export const RUN_COLUMNS = 'sr.id, sr.schedule_id, sr.due_at, sr.fired_at, sr.status, sr.execution_id, sr.error, sr."limit", sr.created_at';
 
 /**
- * The schedule run record of contract §4, plus `due_at`: the time the cron named (null for an
+ * The schedule run record (docs/scheduler.md, "Commands"), plus `due_at`: the time the cron named (null for an
  * operator's fireScheduleNow), so `fired_at - due_at` is how late the fire was.
  */
 export function runRecord(row: ScheduleRunRow): Record<string, unknown> {

@@ -13,7 +13,7 @@ import { insertContent, lockSessionInserts, replaceContent, shareLockSession, ty
  * The one code path that writes a session object or file. Upload Session Object, Upload Session
  * File (binary REST and JSON-RPC), the runner's `object.put` processor and `ctx.objects.put` in
  * `logic.code` all call writeSessionObject / writeSessionFile; they differ only in the limit values
- * they pass (specification: Limits during a run).
+ * they pass (docs/workflow.md, "Which limit values apply").
  */
 
 /** The limits an object write is checked against. */
@@ -120,7 +120,8 @@ export async function contentWriteLimits(q: Queryable, blobId: string): Promise<
  * Locks: the session row only FOR SHARE (see shareLockSession), so replacements never queue
  * behind each other. Creating an alias takes the session's insert lock (see lockSessionInserts)
  * so that listing positions commit in order; the count is read under it, so the quota holds
- * exactly (the specification allows one past it for simultaneous creations; this is stricter).
+ * exactly (docs/session-contents.md, "Limits on these writes": stricter than one past it for
+ * simultaneous creations, which would be allowed).
  */
 async function store(tx: Tx, sessionId: string, alias: string, content: StoredContent, quota: LimitInForce, origin: WriteOrigin): Promise<WriteResult> {
   const status = await shareLockSession(tx, sessionId);

@@ -24,7 +24,7 @@ export type StoredContent =
 const COLUMNS = `o.id, o.session_id, o.alias, o.kind, CASE WHEN o.kind = 'object' THEN o.value END AS value,
   o.content_type, o.size, o.created_at, o.updated_at, o.seq`;
 
-/** The object record (contract §4 as decided in docs/session-contents.md): a file carries `content_type`, an object its `value`. */
+/** The object record (docs/session-contents.md, "Records"): a file carries `content_type`, an object its `value`. */
 export function sessionObjectRecord(row: SessionObjectRow): Record<string, unknown> {
   const base = { id: row.id, session_id: row.session_id, alias: row.alias, kind: row.kind };
   const body = row.kind === 'object' ? { value: row.value } : { content_type: row.content_type };

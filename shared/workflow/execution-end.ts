@@ -16,7 +16,7 @@ export async function announceCancel(tx: Queryable, executionId: string): Promis
   await preparedQuery(tx, 'ws_execution_cancel_notify', `SELECT pg_notify('${EXECUTION_CANCELLED_CHANNEL}', $1::text)`, [executionId]);
 }
 
-/** An execution's error as stored and returned (contract §4): `limit` only for limit_exceeded. */
+/** An execution's error as stored and returned (docs/executions.md, "The execution record"): `limit` only for limit_exceeded. */
 export interface ExecutionError {
   code: string;
   message: string;

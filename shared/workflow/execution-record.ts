@@ -6,7 +6,7 @@ export type ExecutionStatus = 'queued' | 'running' | 'sleeping' | 'succeeded' | 
 
 /**
  * The five limits `create_execution` resolves once (from the session's blob) and stores with the
- * execution, which keeps them until it ends (specification: Limits during a run).
+ * execution, which keeps them until it ends (docs/architecture.md, "Ceilings during a run").
  */
 export const RUN_LIMIT_IDS = [
   'workflow.processor_runs_per_execution',
@@ -37,7 +37,7 @@ export const EXECUTION_RECORD_COLUMNS =
   'e.id, e.session_id, e.definition_id, e.status, e.input_data, e.output, e.error, e.limits, e.node_runs, e.created_at, e.started_at, e.ended_at';
 
 /**
- * The execution record of contract §4, plus `node_runs` (node runs started so far, the count
+ * The execution record (docs/executions.md, "The execution record"), plus `node_runs` (node runs started so far, the count
  * `workflow.processor_runs_per_execution` bounds) and `limits` (the five run limits the execution
  * resolved at creation and keeps), so a client can see how far a run is from its ceilings.
  */

@@ -1,5 +1,5 @@
 /**
- * The definition graph (contract §9): `{start, nodes: {name: {processor, config, routes?}}}`.
+ * The definition graph (docs/workflow.md, "The graph format"): `{start, nodes: {name: {processor, config, routes?}}}`.
  * These schemas check the shape only; what a processor's config must hold, where routes lead
  * and whether `logic.code` compiles is validate-graph.ts's business, so that every problem comes
  * back as one issue naming its node and field rather than as a request-body error.

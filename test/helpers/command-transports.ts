@@ -18,7 +18,7 @@ export interface Answer {
   rpcCode?: number;
 }
 
-/** JSON-RPC error code for each REST failure (contract §8). */
+/** JSON-RPC error code for each REST failure (docs/commands.md, "Errors"). */
 export function rpcCodeFor(error: string): number {
   if (error === 'invalid_request_body') return -32602;
   if (error === 'unknown_command') return -32601;

@@ -5,7 +5,7 @@ import { grant } from './access.ts';
 import { createBlob, createOrg } from './resources.ts';
 import { connect, wsUrl, type RpcClient } from './ws-client.ts';
 
-/** The two transports of a command (contract §8). */
+/** The two transports of a command, REST and JSON-RPC 2.0 (docs/commands.md). */
 export const VIAS = ['rest', 'rpc'] as const;
 export type Via = (typeof VIAS)[number];
 

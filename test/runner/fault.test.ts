@@ -6,7 +6,7 @@ import { startSystem, type ServiceProcess, type System } from '../../bench/syste
 import { createTestDatabase } from '../helpers/db.ts';
 import { threadNices } from '../helpers/threads.ts';
 
-// The fault test of issue 6: the real service as processes (control plane + two runners) on this
+// The fault test (docs/architecture.md, "Guarantees"): the real service as processes (control plane + two runners) on this
 // file's own database; one runner is killed with SIGKILL while executions are in flight, nothing
 // restarts it, and the survivor must finish every execution exactly once once the dead runner's
 // leases run out. Waits are generous and bounded; no assertion is about time.

@@ -23,7 +23,7 @@ function single(node: Record<string, unknown>): unknown {
   return { start: 'only', nodes: { only: node } };
 }
 
-t.test('the contract §9 example passes with no warnings', async (t) => {
+t.test('the example of docs/workflow.md "The graph format" passes with no warnings', async (t) => {
   const verdict = await check({
     start: 'greet',
     nodes: {
