@@ -17,6 +17,7 @@ export const RUN_MODEL_SECONDS = 30;
  */
 export const runModel = defineCommand({
   name: 'run_model',
+  result: z.strictObject({ outputs: z.record(z.string(), tensorSchema).meta({ description: 'Output name → tensor `{type, dims, data}`.' }) }),
   blobTypes: ['svc.model.onnx'],
   role: 'read',
   params: z.strictObject({
