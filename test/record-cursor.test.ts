@@ -1,9 +1,9 @@
 import t from 'tap';
 import { z } from 'zod';
+import { readRecordPage, RECORD_PAGE_SIZE, recordCursorParams } from '../control-plane/workflow/record-cursor.ts';
 import {
-  newestFirstSql, olderThanSql, positionColumnsSql, readRecordPage, RECORD_PAGE_SIZE, recordCursorParams,
-  type RecordPosition, type RecordSource,
-} from '../control-plane/workflow/record-cursor.ts';
+  newestFirstSql, olderThanSql, positionColumnsSql, type RecordPosition, type RecordSource,
+} from '../control-plane/sql/table-listing.ts';
 import { isServiceError } from '../shared/errors.ts';
 
 // Unit tests of the record-cursor logic against an in-memory listing; the SQL side is exercised

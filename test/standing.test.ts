@@ -124,23 +124,23 @@ t.test('standing over accounts', async (t) => {
 });
 
 t.test('the resolvers throw 404 below read and 403 below the need', async (t) => {
-  await t.rejects(orgFor(ctx, human(stranger!), privateOrg.id, 'read'), { code: 'not_found' });
-  await t.rejects(orgFor(ctx, human(reader!), privateOrg.alias, 'write'), { code: 'forbidden' });
-  t.equal((await orgFor(ctx, human(writer!), privateOrg.alias, 'write')).role, 'write');
-  await t.rejects(blobFor(ctx, human(writer!), publicOrg.id, privateBlob.id, 'read'), { code: 'not_found' }, 'a blob is found only in its own organization');
-  t.equal((await blobFor(ctx, human(writer!), privateOrg.alias, privateBlob.alias, 'write')).role, 'write');
-  await t.rejects(blobFor(ctx, withKey(owner!, 'blob', privateBlob.id, 'write'), privateOrg.id, privateBlob.id, 'admin'), { code: 'forbidden' });
-  const viaRevision = await revisionFor(ctx, human(blobMember!), privateBlob.revisionId, 'write');
+  await t.rejects(orgFor(ctx.db, human(stranger!), privateOrg.id, 'read'), { code: 'not_found' });
+  await t.rejects(orgFor(ctx.db, human(reader!), privateOrg.alias, 'write'), { code: 'forbidden' });
+  t.equal((await orgFor(ctx.db, human(writer!), privateOrg.alias, 'write')).role, 'write');
+  await t.rejects(blobFor(ctx.db, human(writer!), publicOrg.id, privateBlob.id, 'read'), { code: 'not_found' }, 'a blob is found only in its own organization');
+  t.equal((await blobFor(ctx.db, human(writer!), privateOrg.alias, privateBlob.alias, 'write')).role, 'write');
+  await t.rejects(blobFor(ctx.db, withKey(owner!, 'blob', privateBlob.id, 'write'), privateOrg.id, privateBlob.id, 'admin'), { code: 'forbidden' });
+  const viaRevision = await revisionFor(ctx.db, human(blobMember!), privateBlob.revisionId, 'write');
   t.equal(viaRevision.role, 'write');
   t.equal(viaRevision.blob.id, privateBlob.id);
   t.equal(viaRevision.org.id, privateOrg.id);
   t.match(viaRevision.revision, { id: privateBlob.revisionId, number: 1, created_at: /Z$/ });
-  await t.rejects(revisionFor(ctx, human(stranger!), privateBlob.revisionId, 'read'), { code: 'not_found' });
-  await t.rejects(revisionFor(ctx, human(owner!), 'not-a-uuid', 'read'), { code: 'not_found' });
+  await t.rejects(revisionFor(ctx.db, human(stranger!), privateBlob.revisionId, 'read'), { code: 'not_found' });
+  await t.rejects(revisionFor(ctx.db, human(owner!), 'not-a-uuid', 'read'), { code: 'not_found' });
 });
 
 t.test('membership roles never reach a response body', async (t) => {
-  const { org } = await orgFor(ctx, human(writer!), privateOrg.id, 'read');
+  const { org } = await orgFor(ctx.db, human(writer!), privateOrg.id, 'read');
   t.strictSame(Object.keys(JSON.parse(JSON.stringify(org))).sort(), ['alias', 'created_at', 'id', 'name', 'owner_id', 'visibility']);
 });
 
@@ -153,9 +153,9 @@ t.test('standing is computed in one query', async (t) => {
     },
   };
   for (const [what, run] of [
-    ['orgFor', () => orgFor(ctx, human(writer!), privateOrg.id, 'read', counting)],
-    ['blobFor', () => blobFor(ctx, human(reader!), privateOrg.id, privateBlob.id, 'read', counting)],
-    ['revisionFor', () => revisionFor(ctx, human(reader!), privateBlob.revisionId, 'read', counting)],
+    ['orgFor', () => orgFor(counting, human(writer!), privateOrg.id, 'read')],
+    ['blobFor', () => blobFor(counting, human(reader!), privateOrg.id, privateBlob.id, 'read')],
+    ['revisionFor', () => revisionFor(counting, human(reader!), privateBlob.revisionId, 'read')],
     ['a blob target', () => targetStanding(ctx, human(reader!), 'blob', privateBlob.alias, counting)],
   ] as const) {
     queries = 0;

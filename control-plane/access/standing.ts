@@ -1,10 +1,14 @@
-import type { AppContext } from '../context.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Queryable } from '../../shared/db/db.ts';
 import { preparedQuery } from '../../shared/events/store.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refColumn } from '../../shared/ids.ts';
 import { maxRole, minRole, roleAtLeast, type Role } from '../../shared/roles.ts';
+import { BLOB_FIELDS, type BlobRow } from '../sql/blobs.ts';
+import { GRANT } from '../sql/grant.ts';
+import { ORG_COLUMNS, ORG_FIELDS, type OrgRow } from '../sql/orgs.ts';
+import { pick, prefixed } from '../sql/prefixed-columns.ts';
+import { REVISION_FIELDS, type RevisionRow } from '../sql/revisions.ts';
 
 /**
  * Standing (contract §6): the organization's owner holds admin on it and every blob in it; an
@@ -14,71 +18,11 @@ import { maxRole, minRole, roleAtLeast, type Role } from '../../shared/roles.ts'
  * here and nowhere else, so every route that asks these functions gets the role cap for free.
  */
 
-/**
- * Where a row carries the membership role its query computed for one caller. A symbol key is
- * copied by object spread but skipped by `JSON.stringify`, so it never reaches a response body.
- */
-export const GRANT: unique symbol = Symbol('grant');
-
-/** The caller's membership role on the row's organization or blob, as its query found it. */
-export interface Grant {
-  userId: string;
-  role: Role | null;
-}
-
-export interface OrgRow {
-  id: string;
-  alias: string;
-  name: string;
-  visibility: 'private' | 'public';
-  owner_id: string;
-  created_at: string;
-  [GRANT]?: Grant;
-}
-
-export interface BlobRow {
-  id: string;
-  alias: string;
-  org_id: string;
-  type: string;
-  name: string;
-  visibility: 'private' | 'public';
-  status: 'ready' | 'failed';
-  created_at: string;
-  [GRANT]?: Grant;
-}
-
-export interface RevisionRow {
-  id: string;
-  blob_id: string;
-  number: number;
-  status: 'pending' | 'ready' | 'failed';
-  created_at: string;
-}
-
 /** The user fields standing over an account depends on. */
 export interface UserStandingRow {
   id: string;
   kind: 'human' | 'service';
   owner_id: string | null;
-}
-
-const ORG_FIELDS = ['id', 'alias', 'name', 'visibility', 'owner_id', 'created_at'] as const;
-const BLOB_FIELDS = ['id', 'alias', 'org_id', 'type', 'name', 'visibility', 'status', 'created_at'] as const;
-const REVISION_FIELDS = ['id', 'blob_id', 'number', 'status', 'created_at'] as const;
-
-export const ORG_COLUMNS = ORG_FIELDS.map((f) => `o.${f}`).join(', ');
-export const BLOB_COLUMNS = BLOB_FIELDS.map((f) => `b.${f}`).join(', ');
-export const REVISION_COLUMNS = REVISION_FIELDS.map((f) => `r.${f}`).join(', ');
-
-// Columns of several tables in one row, told apart by a prefix, so the pool's type parsers
-// (ISO timestamps) still apply to each of them.
-function prefixed(alias: string, fields: readonly string[]): string {
-  return fields.map((f) => `${alias}.${f} AS "${alias}.${f}"`).join(', ');
-}
-
-function pick<T>(row: Record<string, unknown>, alias: string, fields: readonly string[]): T {
-  return Object.fromEntries(fields.map((f) => [f, row[`${alias}.${f}`]])) as T;
 }
 
 /**
@@ -209,7 +153,7 @@ export async function loadOrg(q: Queryable, principal: Principal, ref: string): 
 }
 
 /** Resolves an organization by id or alias and checks the caller's standing on it. */
-export async function orgFor(ctx: AppContext, principal: Principal, ref: string, needed: Role, q: Queryable = ctx.db): Promise<{ org: OrgRow; role: Role }> {
+export async function orgFor(q: Queryable, principal: Principal, ref: string, needed: Role): Promise<{ org: OrgRow; role: Role }> {
   const org = await loadOrg(q, principal, ref);
   if (!org) throw new ServiceError('not_found', 'No such organization.');
   return { org, role: requireRole(orgStanding(principal, org), needed, 'organization') };
@@ -241,14 +185,14 @@ export async function loadBlob(q: Queryable, principal: Principal, orgRef: strin
 }
 
 /** Resolves `/blobs/:org_id/:blob_id`: the blob must belong to that organization. */
-export async function blobFor(ctx: AppContext, principal: Principal, orgRef: string, blobRef: string, needed: Role, q: Queryable = ctx.db): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
+export async function blobFor(q: Queryable, principal: Principal, orgRef: string, blobRef: string, needed: Role): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
   const found = await loadBlob(q, principal, orgRef, blobRef);
   if (!found) throw new ServiceError('not_found', 'No such blob.');
   return { ...found, role: requireRole(blobStanding(principal, found.org, found.blob), needed, 'blob') };
 }
 
 /** Resolves a blob by its id or alias alone (a `target_id`), and checks standing on it. */
-export async function blobByRefFor(ctx: AppContext, principal: Principal, blobRef: string, needed: Role, q: Queryable = ctx.db): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
+export async function blobByRefFor(q: Queryable, principal: Principal, blobRef: string, needed: Role): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
   const found = await loadBlob(q, principal, null, blobRef);
   if (!found) throw new ServiceError('not_found', 'No such blob.');
   return { ...found, role: requireRole(blobStanding(principal, found.org, found.blob), needed, 'blob') };
@@ -263,7 +207,7 @@ const REVISION_SCOPE_SQL = `SELECT ${prefixed('r', REVISION_FIELDS)}, ${prefixed
       WHERE r.id = $1::uuid`;
 
 /** Resolves a revision by id with its blob and organization, and checks standing on the blob. */
-export async function revisionFor(ctx: AppContext, principal: Principal, revisionId: string, needed: Role, q: Queryable = ctx.db): Promise<{ org: OrgRow; blob: BlobRow; revision: RevisionRow; role: Role }> {
+export async function revisionFor(q: Queryable, principal: Principal, revisionId: string, needed: Role): Promise<{ org: OrgRow; blob: BlobRow; revision: RevisionRow; role: Role }> {
   if (!isUuid(revisionId)) throw new ServiceError('not_found', 'No such revision.');
   const { rows } = await preparedQuery<BlobJoinRow>(q, 'cp_revision_scope', REVISION_SCOPE_SQL, [revisionId, principal.userId]);
   const row = rows[0];

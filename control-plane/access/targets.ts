@@ -6,7 +6,9 @@ import { roleAtLeast, type Role } from '../../shared/roles.ts';
 import type { AppContext } from '../context.ts';
 import type { KeyTarget, Principal } from '../auth/principal.ts';
 import { findUser, type UserRow } from '../sql/users.ts';
-import { blobStanding, loadBlob, loadOrg, orgStanding, userStanding, type BlobRow, type OrgRow } from './standing.ts';
+import type { BlobRow } from '../sql/blobs.ts';
+import type { OrgRow } from '../sql/orgs.ts';
+import { blobStanding, loadBlob, loadOrg, orgStanding, userStanding } from './standing.ts';
 
 /**
  * `target` + `target_id` in the keys, credentials and members routes (contract §6): an

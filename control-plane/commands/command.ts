@@ -1,7 +1,9 @@
 import type { z } from 'zod';
 import type { BlobType } from '../../shared/blob-types.ts';
 import type { Role } from '../../shared/roles.ts';
-import type { BlobRow, OrgRow, RevisionRow } from '../access/standing.ts';
+import type { BlobRow } from '../sql/blobs.ts';
+import type { OrgRow } from '../sql/orgs.ts';
+import type { RevisionRow } from '../sql/revisions.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
 

@@ -152,7 +152,7 @@ export async function runCommand(registry: CommandRegistry, ctx: AppContext, pri
  * params must pass the schema (400 `invalid_request_body`).
  */
 export async function runRevisionCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, revisionId: string, name: string, params: unknown, options: RunOptions & { keyInParams?: boolean } = {}): Promise<CommandResult> {
-  const scope = await revisionFor(ctx, principal, revisionId, 'read');
+  const scope = await revisionFor(ctx.db, principal, revisionId, 'read');
   const command = registry.get(name, scope.blob.type);
   if (command === undefined || command.blobTypes === undefined || !command.blobTypes.some((type) => type === scope.blob.type)) {
     throw new ServiceError('unknown_command', `A ${scope.blob.type} revision has no command ${shown(name)}.`);

@@ -8,7 +8,7 @@ import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
-import { blobFor, orgFor, requireRole, type OrgRow } from '../access/standing.ts';
+import { blobFor, orgFor, requireRole } from '../access/standing.ts';
 import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { AppContext } from '../context.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
@@ -16,7 +16,7 @@ import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { blobSchema, revisionSchema } from '../openapi/records.ts';
 import { blobRecord, deleteBlob, insertBlob, lockBlobByRef, updateBlob } from '../sql/blobs.ts';
-import { lockOrgByRef } from '../sql/orgs.ts';
+import { lockOrgByRef, type OrgRow } from '../sql/orgs.ts';
 import { insertNextRevision, revisionRecord } from '../sql/revisions.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { nameSchema, visibilitySchema } from './orgs.ts';
@@ -67,7 +67,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
     const principal = request.principal;
     return sendCreated(ctx, request, reply, { org_id, body }, async (tx) => {
       await lockOrgByRef(tx, org_id);
-      const { org } = await orgFor(ctx, principal, org_id, 'write', tx);
+      const { org } = await orgFor(tx, principal, org_id, 'write');
       const type = body.type;
       if (!isBlobType(type)) throw new ServiceError('invalid_blob_type', `No blob type is called "${type}".`);
       await checkBlobCreation(ctx, tx, org, type);
@@ -88,7 +88,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
     schema: routeSchema({ tags: TAGS, summary: 'Get a blob', params: blobParams, responses: { 200: blobReply }, errors: ['not_found'] }),
   }, async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
-    const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
+    const { blob } = await blobFor(ctx.db, request.principal, org_id, blob_id, 'read');
     return ok({ blob: blobRecord(blob) });
   });
 
@@ -104,7 +104,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
     const principal = request.principal;
     const blob = await ctx.db.transaction(async (tx) => {
       await lockBlobByRef(tx, org_id, blob_id);
-      const { blob, role } = await blobFor(ctx, principal, org_id, blob_id, 'read', tx);
+      const { blob, role } = await blobFor(tx, principal, org_id, blob_id, 'read');
       // The perimeter first: a governed change is audited even when the role check would refuse it.
       governVisibilityChange(request, { type: 'blob', id: blob.id }, blob.visibility, body.visibility);
       // A field set to its stored value is not a change (specification, access perimeter rule 2).
@@ -129,7 +129,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
     const blob = await ctx.db.transaction(async (tx) => {
       await lockBlobByRef(tx, org_id, blob_id);
       // Deleting takes every revision and all content with it: admin, not write.
-      const { blob } = await blobFor(ctx, principal, org_id, blob_id, 'admin', tx);
+      const { blob } = await blobFor(tx, principal, org_id, blob_id, 'admin');
       const deleted = await deleteBlob(tx, blob.id);
       if (!deleted) throw new ServiceError('not_found', 'No such blob.');
       return deleted;

@@ -45,7 +45,7 @@ export async function limitsRoutes(app: FastifyInstance): Promise<void> {
     schema: routeSchema({ tags: TAGS, summary: 'Get Organization Limits', params: orgParams, responses: { 200: groupsReply }, errors: ['not_found'] }),
   }, async (request) => {
     const { id } = parseInput(orgParams, request.params, 'path');
-    const { org } = await orgFor(ctx, request.principal, id, 'read');
+    const { org } = await orgFor(ctx.db, request.principal, id, 'read');
     return ok({ groups: await limitsRead(ctx.db, { targetType: 'org', id: org.id }) });
   });
 
@@ -53,7 +53,7 @@ export async function limitsRoutes(app: FastifyInstance): Promise<void> {
     schema: routeSchema({ tags: TAGS, summary: 'Get Blob Limits', params: blobParams, responses: { 200: groupsReply }, errors: ['not_found'] }),
   }, async (request) => {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
-    const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
+    const { blob } = await blobFor(ctx.db, request.principal, org_id, blob_id, 'read');
     return ok({ groups: await limitsRead(ctx.db, { targetType: 'blob', id: blob.id, blobType: blob.type }) });
   });
 }

@@ -48,7 +48,7 @@ export async function metadataRoutes(app: FastifyInstance): Promise<void> {
     schema: routeSchema({ tags: TAGS, summary: 'Get a blob\'s metadata listing', params: blobParams, responses: { 200: listingReply }, errors: ['not_found'] }),
   }, async (request) => {
     const params = parseInput(blobParams, request.params, 'path');
-    const { blob } = await blobFor(ctx, request.principal, params.org_id, params.blob_id, 'read');
+    const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'read');
     return ok(listing(await getMetadata(ctx.db, { kind: 'blob', id: blob.id }, params.alias)));
   });
 
@@ -61,7 +61,7 @@ export async function metadataRoutes(app: FastifyInstance): Promise<void> {
     const params = parseInput(blobParams, request.params, 'path');
     const { alias } = parseInput(putAlias, params, 'path');
     const { entries } = parseInput(putBody, request.body ?? {});
-    const { blob } = await blobFor(ctx, request.principal, params.org_id, params.blob_id, 'write');
+    const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'write');
     return ok(listing(await putMetadata(ctx.db, { kind: 'blob', id: blob.id }, alias, entries)));
   });
 
@@ -69,7 +69,7 @@ export async function metadataRoutes(app: FastifyInstance): Promise<void> {
     schema: routeSchema({ tags: TAGS, summary: 'Get a revision\'s metadata listing', params: revisionParams, responses: { 200: listingReply }, errors: ['not_found'] }),
   }, async (request) => {
     const params = parseInput(revisionParams, request.params, 'path');
-    const { revision } = await revisionFor(ctx, request.principal, params.id, 'read');
+    const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'read');
     return ok(listing(await getMetadata(ctx.db, { kind: 'revision', id: revision.id }, params.alias)));
   });
 
@@ -82,7 +82,7 @@ export async function metadataRoutes(app: FastifyInstance): Promise<void> {
     const params = parseInput(revisionParams, request.params, 'path');
     const { alias } = parseInput(putAlias, params, 'path');
     const { entries } = parseInput(putBody, request.body ?? {});
-    const { revision } = await revisionFor(ctx, request.principal, params.id, 'write');
+    const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'write');
     return ok(listing(await putMetadata(ctx.db, { kind: 'revision', id: revision.id }, alias, entries)));
   });
 }

@@ -20,7 +20,8 @@ import { refSchema } from '../../shared/ids.ts';
 import { limitInForce } from '../../shared/limits/in-force.ts';
 import { limitExceeded } from '../../shared/limits/index.ts';
 import { parseInput } from '../../shared/validate.ts';
-import { REVISION_COLUMNS, requireRole, revisionFor, type RevisionRow } from '../access/standing.ts';
+import { requireRole, revisionFor } from '../access/standing.ts';
+import { REVISION_COLUMNS, type RevisionRow } from '../sql/revisions.ts';
 import type { RevisionScope } from '../commands/command.ts';
 import type { AppContext } from '../context.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
@@ -59,7 +60,7 @@ function modelRecord(row: ModelRow): Record<string, unknown> {
 /** The revision of an ONNX blob, the caller holding `role` on it (404 / 403 otherwise). */
 async function modelScope(ctx: AppContext, request: FastifyRequest, role: 'read' | 'write'): Promise<RevisionScope> {
   const { revision_id } = parseInput(pathParams, request.params, 'path');
-  const scope = await revisionFor(ctx, request.principal, revision_id, 'read');
+  const scope = await revisionFor(ctx.db, request.principal, revision_id, 'read');
   if (scope.blob.type !== 'svc.model.onnx') throw new ServiceError('not_found', `A ${scope.blob.type} revision has no model.`);
   requireRole(scope.role, role, 'revision');
   return scope;

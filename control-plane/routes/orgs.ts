@@ -7,7 +7,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { roleAtLeast, type Role } from '../../shared/roles.ts';
 import { parseInput } from '../../shared/validate.ts';
-import { attachBlobGrants, blobStanding, orgFor, requireRole, userStanding, type OrgRow } from '../access/standing.ts';
+import { attachBlobGrants, blobStanding, orgFor, requireRole, userStanding } from '../access/standing.ts';
 import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
@@ -16,7 +16,7 @@ import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { blobSchema, orgSchema } from '../openapi/records.ts';
 import { blobRecord, listOrgBlobs } from '../sql/blobs.ts';
-import { deleteOrg, insertOrg, lockOrgByRef, lockOrgOwner, orgRecord, updateOrg } from '../sql/orgs.ts';
+import { deleteOrg, insertOrg, lockOrgByRef, lockOrgOwner, orgRecord, updateOrg, type OrgRow } from '../sql/orgs.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { findUser } from '../sql/users.ts';
 
@@ -101,7 +101,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     schema: routeSchema({ tags: TAGS, summary: 'Get an organization', params: idParams, responses: { 200: orgReply }, errors: ['not_found'] }),
   }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
-    const { org } = await orgFor(ctx, request.principal, id, 'read');
+    const { org } = await orgFor(ctx.db, request.principal, id, 'read');
     return ok({ org: orgRecord(org) });
   });
 
@@ -117,7 +117,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     const principal = request.principal;
     const org = await ctx.db.transaction(async (tx) => {
       await lockOrgByRef(tx, id);
-      const { org, role } = await orgFor(ctx, principal, id, 'read', tx);
+      const { org, role } = await orgFor(tx, principal, id, 'read');
       // The perimeter first: a governed change is audited even when the role check would refuse it.
       governVisibilityChange(request, { type: 'organization', id: org.id }, org.visibility, body.visibility);
       // A field set to its stored value is not a change and needs no more than `write`
@@ -149,7 +149,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     const principal = request.principal;
     const org = await ctx.db.transaction(async (tx) => {
       await lockOrgByRef(tx, id);
-      const { org, role } = await orgFor(ctx, principal, id, 'read', tx);
+      const { org, role } = await orgFor(tx, principal, id, 'read');
       requireOwner(principal, org, role, 'delete it');
       const deleted = await deleteOrg(tx, org.id);
       if (!deleted) throw new ServiceError('not_found', 'No such organization.');
@@ -166,7 +166,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
     const principal = request.principal;
-    const { org } = await orgFor(ctx, principal, id, 'read');
+    const { org } = await orgFor(ctx.db, principal, id, 'read');
     // Read first, filter after: a blob the caller may not read is left out, never reported.
     const rows = await attachBlobGrants(ctx.db, principal, await listOrgBlobs(ctx.db, org.id));
     const readable = rows.filter((blob) => roleAtLeast(blobStanding(principal, org, blob), 'read'));

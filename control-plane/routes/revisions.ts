@@ -8,17 +8,17 @@ import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
-import { blobFor, revisionFor, type BlobRow, type RevisionRow } from '../access/standing.ts';
+import { blobFor, revisionFor } from '../access/standing.ts';
 import type { AppContext } from '../context.ts';
 import { recordCount } from '../sql/nlp-records.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { revisionDetailSchema, revisionSchema } from '../openapi/records.ts';
-import { lockBlobByRef } from '../sql/blobs.ts';
+import { lockBlobByRef, type BlobRow } from '../sql/blobs.ts';
 import {
   copyRevisionContent, countRevisions, deleteRevision, findBlobRevision, insertNextRevision,
-  listRevisions, revisionHeld, revisionRecord,
+  listRevisions, revisionHeld, revisionRecord, type RevisionRow,
 } from '../sql/revisions.ts';
 
 /** The listing name List Revisions' cursors are bound to. */
@@ -66,7 +66,7 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     return sendCreated(ctx, request, reply, { org_id, blob_id, body }, async (tx) => {
       // The lock serialises creations on this blob, so `max + 1` never collides.
       await lockBlobByRef(tx, org_id, blob_id);
-      const { blob } = await blobFor(ctx, principal, org_id, blob_id, 'write', tx);
+      const { blob } = await blobFor(tx, principal, org_id, blob_id, 'write');
       if (isBlobType(blob.type) && BLOB_TYPES[blob.type].singleRevision && (await countRevisions(tx, blob.id)) > 0) {
         throw new ServiceError('conflict', `A ${blob.type} blob has exactly one revision.`);
       }
@@ -93,7 +93,7 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
     const query = parseInput(listQuery, request.query ?? {}, 'query');
     const limit = parseQueryLimit(query.limit, LIMIT_RANGE);
-    const { blob } = await blobFor(ctx, request.principal, org_id, blob_id, 'read');
+    const { blob } = await blobFor(ctx.db, request.principal, org_id, blob_id, 'read');
     // Bound to this blob: a cursor from another blob's listing is refused, not resumed.
     const filters = { blob_id: blob.id };
     let after = 0;
@@ -116,7 +116,7 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     }),
   }, async (request) => {
     const { id } = parseInput(idParams, request.params, 'path');
-    const { revision, blob } = await revisionFor(ctx, request.principal, id, 'read');
+    const { revision, blob } = await revisionFor(ctx.db, request.principal, id, 'read');
     const counts = blob.type === 'svc.dataset.nlp' ? { counts: { records: await recordCount(ctx.db, revision.id) } } : {};
     return ok({ revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id, blob.type), ...counts } });
   });
@@ -130,7 +130,7 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
     const { id } = parseInput(idParams, request.params, 'path');
     const principal = request.principal;
     const revision = await ctx.db.transaction(async (tx) => {
-      const { revision } = await revisionFor(ctx, principal, id, 'write', tx);
+      const { revision } = await revisionFor(tx, principal, id, 'write');
       const deleted = await deleteRevision(tx, revision.id);
       if (!deleted) throw new ServiceError('not_found', 'No such revision.');
       return deleted;

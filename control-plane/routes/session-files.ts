@@ -32,7 +32,7 @@ const UPLOAD_BODY_LIMIT = defaultOf('workflow.session_file_bytes') + 1;
  * needs the command's role (403).
  */
 async function scopeFor(ctx: AppContext, principal: Principal, revisionId: string, command: RevisionCommand): Promise<RevisionScope> {
-  const scope = await revisionFor(ctx, principal, revisionId, 'read');
+  const scope = await revisionFor(ctx.db, principal, revisionId, 'read');
   if (!command.blobTypes.some((type) => type === scope.blob.type)) {
     throw new ServiceError('unknown_command', `A ${scope.blob.type} revision has no command ${JSON.stringify(command.name)}.`);
   }

@@ -36,7 +36,7 @@ function badTarget(field: string, message: string): ServiceError {
 export async function resolveTarget(ctx: AppContext, principal: Principal, target: TargetRef): Promise<ResolvedTarget> {
   let scope;
   try {
-    scope = await revisionFor(ctx, principal, target.revision_id, 'write');
+    scope = await revisionFor(ctx.db, principal, target.revision_id, 'write');
   } catch (error) {
     if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'forbidden')) {
       throw new ServiceError('forbidden', 'target.revision_id: the schedule must target a revision you can write.');

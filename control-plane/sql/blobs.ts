@@ -1,7 +1,23 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import type { BlobType } from '../../shared/blob-types.ts';
 import { refColumn } from '../../shared/ids.ts';
-import { BLOB_COLUMNS, type BlobRow } from '../access/standing.ts';
+import { GRANT, type Grant } from './grant.ts';
+
+export interface BlobRow {
+  id: string;
+  alias: string;
+  org_id: string;
+  type: string;
+  name: string;
+  visibility: 'private' | 'public';
+  status: 'ready' | 'failed';
+  created_at: string;
+  [GRANT]?: Grant;
+}
+
+export const BLOB_FIELDS = ['id', 'alias', 'org_id', 'type', 'name', 'visibility', 'status', 'created_at'] as const;
+/** The select list of a `BlobRow` from `blobs b`. */
+export const BLOB_COLUMNS = BLOB_FIELDS.map((f) => `b.${f}`).join(', ');
 
 /** Contract §4: the blob record as every response shows it. */
 export function blobRecord(row: BlobRow): Record<string, unknown> {

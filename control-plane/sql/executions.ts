@@ -1,6 +1,6 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { EXECUTION_RECORD_COLUMNS, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
-import { tableListing, type RecordSource } from '../workflow/record-cursor.ts';
+import { tableListing, type RecordSource } from './table-listing.ts';
 
 /**
  * The execution `id` if it ran in a session of `revisionId`, else undefined. The join, not the

@@ -1,6 +1,20 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { refColumn } from '../../shared/ids.ts';
-import { ORG_COLUMNS, type OrgRow } from '../access/standing.ts';
+import { GRANT, type Grant } from './grant.ts';
+
+export interface OrgRow {
+  id: string;
+  alias: string;
+  name: string;
+  visibility: 'private' | 'public';
+  owner_id: string;
+  created_at: string;
+  [GRANT]?: Grant;
+}
+
+export const ORG_FIELDS = ['id', 'alias', 'name', 'visibility', 'owner_id', 'created_at'] as const;
+/** The select list of an `OrgRow` from `orgs o`. */
+export const ORG_COLUMNS = ORG_FIELDS.map((f) => `o.${f}`).join(', ');
 
 export type Visibility = OrgRow['visibility'];
 

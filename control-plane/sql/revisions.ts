@@ -1,7 +1,18 @@
 import { heldCount, type QuotaId } from '../../shared/limits/holdings.ts';
 import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { REVISION_COLUMNS, type RevisionRow } from '../access/standing.ts';
 import { copyDefinitions } from './definitions.ts';
+
+export interface RevisionRow {
+  id: string;
+  blob_id: string;
+  number: number;
+  status: 'pending' | 'ready' | 'failed';
+  created_at: string;
+}
+
+export const REVISION_FIELDS = ['id', 'blob_id', 'number', 'status', 'created_at'] as const;
+/** The select list of a `RevisionRow` from `revisions r`. */
+export const REVISION_COLUMNS = REVISION_FIELDS.map((f) => `r.${f}`).join(', ');
 
 /** Contract §4: the revision record as every response shows it. */
 export function revisionRecord(row: RevisionRow): Record<string, unknown> {

@@ -2,7 +2,7 @@ import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { refColumn } from '../../shared/ids.ts';
 import { RUN_COLUMNS, SCHEDULE_COLUMNS, type ScheduleRow, type ScheduleRunRow } from '../../shared/scheduler/schedule-record.ts';
-import { tableListing, type RecordSource } from '../workflow/record-cursor.ts';
+import { tableListing, type RecordSource } from './table-listing.ts';
 
 /** The fields of a schedule a write sets (create: all; update: the row after the change). */
 export interface ScheduleFields {

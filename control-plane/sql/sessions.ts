@@ -1,8 +1,19 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
-import { SESSION_COLUMNS, type SessionRow } from '../workflow/session-ref.ts';
-import { tableListing, type RecordSource } from '../workflow/record-cursor.ts';
+import { tableListing, type RecordSource } from './table-listing.ts';
+
+export interface SessionRow {
+  id: string;
+  alias: string | null;
+  revision_id: string;
+  status: 'active' | 'deleting';
+  created_at: string;
+}
+
+/** The select list of a `SessionRow` from `sessions s`. */
+export const SESSION_COLUMNS = 's.id, s.alias, s.revision_id, s.status, s.created_at';
+
 
 /** Inserts an active session; a taken alias fails on `sessions_alias_key` (wrap in `claimingAlias`). */
 export async function insertSession(q: Queryable, revisionId: string, alias: string | null): Promise<SessionRow> {

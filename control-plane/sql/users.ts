@@ -1,6 +1,6 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { refColumn } from '../../shared/ids.ts';
-import { ORG_COLUMNS, type OrgRow } from '../access/standing.ts';
+import { ORG_COLUMNS, type OrgRow } from './orgs.ts';
 import { claimingAlias } from './unique.ts';
 
 export interface UserRow {

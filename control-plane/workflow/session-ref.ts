@@ -1,16 +1,7 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { refColumn } from '../../shared/ids.ts';
-
-export interface SessionRow {
-  id: string;
-  alias: string | null;
-  revision_id: string;
-  status: 'active' | 'deleting';
-  created_at: string;
-}
-
-export const SESSION_COLUMNS = 's.id, s.alias, s.revision_id, s.status, s.created_at';
+import { SESSION_COLUMNS, type SessionRow } from '../sql/sessions.ts';
 
 /** The session record of contract §4. */
 export function sessionRecord(row: SessionRow): Record<string, unknown> {
