@@ -10,6 +10,8 @@
  * keys refuses the param as unknown, so turn it off against one).
  */
 
+import type { CreatingCommandName } from './commands.ts';
+
 /** REST routes (method and OpenAPI path template) that create a resource. */
 export const CREATING_ROUTES: ReadonlySet<string> = new Set([
   'POST /v1/orgs',
@@ -21,7 +23,7 @@ export const CREATING_ROUTES: ReadonlySet<string> = new Set([
 ]);
 
 /** Commands that create something (over REST and JSON-RPC). */
-export const CREATING_COMMANDS: ReadonlySet<string> = new Set([
+export const CREATING_COMMANDS: ReadonlySet<string> = new Set<CreatingCommandName>([
   'create_session',
   'create_definition',
   'create_execution',
