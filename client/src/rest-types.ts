@@ -5535,16 +5535,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            schedule: components["schemas"]["Schedule"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -5991,16 +5991,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            schedule: components["schemas"]["Schedule"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -6582,16 +6582,40 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            schedule: {
+                                alias: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: uuid */
+                                created_by: string;
+                                cron: string;
+                                enabled: boolean;
+                                /** Format: uuid */
+                                id: string;
+                                input_data: unknown;
+                                last_run: components["schemas"]["ScheduleRun"] | null;
+                                next_fire_at: string | null;
+                                /** Format: uuid */
+                                revision_id: string;
+                                target: {
+                                    /** Format: uuid */
+                                    definition_id: string;
+                                    /** Format: uuid */
+                                    revision_id: string;
+                                    /** Format: uuid */
+                                    session_id: string;
+                                };
+                                timezone: string;
+                            };
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -7197,16 +7221,22 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            executions: components["schemas"]["Execution"][];
+                            last_session_id: string | null;
+                            /** @constant */
+                            status: "success";
+                        } | {
+                            executions: components["schemas"]["ScheduleRun"][];
+                            last_session_id: string | null;
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -7349,16 +7379,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            cursor: string | null;
+                            records: components["schemas"]["NlpRecord"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -7501,16 +7532,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            last_session_id: string | null;
+                            schedules: components["schemas"]["Schedule"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -7811,16 +7843,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            cursor: string | null;
+                            elements: (components["schemas"]["GraphNode"] | components["schemas"]["GraphEdge"])[];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -7968,16 +8001,22 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            cursor: string | null;
+                            neighbors: {
+                                /** @enum {string} */
+                                direction: "out" | "in";
+                                edge: components["schemas"]["GraphEdge"];
+                                node: components["schemas"]["GraphNode"];
+                            }[];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -8888,16 +8927,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            deleted: string[];
+                            elements: (components["schemas"]["GraphNode"] | components["schemas"]["GraphEdge"])[];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -9062,16 +9102,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            deleted: string[];
+                            elements: (components["schemas"]["GraphNode"] | components["schemas"]["GraphEdge"])[];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -9391,16 +9432,19 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            edges: components["schemas"]["GraphEdge"][];
+                            ends: string[];
+                            nodes: components["schemas"]["GraphNode"][];
+                            /** @constant */
+                            status: "success";
+                            truncated: boolean;
                         };
                     };
                 };
@@ -9563,16 +9607,18 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            edges: components["schemas"]["GraphEdge"][];
+                            ends: string[];
+                            nodes: components["schemas"]["GraphNode"][];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -9722,16 +9768,24 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            /** @description Output name → tensor `{type, dims, data}`. */
+                            outputs: {
+                                [key: string]: {
+                                    data: (number | string | boolean)[];
+                                    dims: number[];
+                                    /** @enum {string} */
+                                    type: "float32" | "float64" | "int8" | "uint8" | "int16" | "uint16" | "int32" | "int64" | "bool" | "string";
+                                };
+                            };
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -10187,16 +10241,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            schedule: components["schemas"]["Schedule"];
+                            /** @constant */
+                            status: "success";
                         };
                     };
                 };
@@ -10341,16 +10395,17 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The command's fields beside `status` ("success", or check_definition's verdict). */
+                /** @description The command's result beside `status`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
-                            status: string;
-                        } & {
-                            [key: string]: unknown;
+                            /** @constant */
+                            status: "success";
+                            total: number;
+                            uploaded: number;
                         };
                     };
                 };
@@ -11971,11 +12026,31 @@ export interface components {
             /** @constant */
             status: "failure";
         };
+        GraphEdge: {
+            id: string;
+            /** @constant */
+            kind: "edge";
+            label: string;
+            properties: {
+                [key: string]: unknown;
+            };
+            source: string;
+            target: string;
+        };
         GraphIssue: {
             code: string;
             field: string | null;
             message: string;
             node: string | null;
+        };
+        GraphNode: {
+            id: string;
+            /** @constant */
+            kind: "node";
+            label: string;
+            properties: {
+                [key: string]: unknown;
+            };
         };
         LimitEntry: {
             default: number | boolean | string[] | null;
@@ -12058,6 +12133,17 @@ export interface components {
             sha256: string;
             size: number;
         };
+        NlpRecord: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description The record's position in the dataset, in upload order. */
+            id: number;
+            labels: string[];
+            meta: {
+                [key: string]: unknown;
+            } | null;
+            text: string;
+        };
         Organization: {
             alias: string;
             /** Format: date-time */
@@ -12099,6 +12185,47 @@ export interface components {
             number: number;
             /** @enum {string} */
             status: "pending" | "ready" | "failed";
+        };
+        Schedule: {
+            alias: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            created_by: string;
+            cron: string;
+            enabled: boolean;
+            /** Format: uuid */
+            id: string;
+            input_data: unknown;
+            next_fire_at: string | null;
+            /** Format: uuid */
+            revision_id: string;
+            target: {
+                /** Format: uuid */
+                definition_id: string;
+                /** Format: uuid */
+                revision_id: string;
+                /** Format: uuid */
+                session_id: string;
+            };
+            timezone: string;
+        };
+        ScheduleRun: {
+            due_at: string | null;
+            error: {
+                code: string;
+                message: string;
+            } | null;
+            execution_id: string | null;
+            /** Format: date-time */
+            fired_at: string;
+            /** Format: uuid */
+            id: string;
+            limit: components["schemas"]["LimitObject"] | null;
+            /** Format: uuid */
+            schedule_id: string;
+            /** @enum {string} */
+            status: "started" | "refused" | "failed";
         };
         Session: {
             alias: string | null;
