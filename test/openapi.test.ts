@@ -1,10 +1,10 @@
 /**
- * The API documents (issue 19, item 1): GET /v1/openapi.json lists exactly the routes the app
- * registers, with the error envelope on every failure status; GET /v1/openrpc.json describes every
- * command of the registry; /docs serves the reference under helmet's CSP; docs/api.md's route
- * tables agree with the document. That every answer of the route tests matches its documented
- * response is checked by the tests themselves (test/helpers/app.ts turns checkResponses on); the
- * check's own behaviour is tested here.
+ * The API documents (docs/api.md, "Machine-readable documents"): GET /v1/openapi.json lists exactly
+ * the routes the app registers, with the error envelope on every failure status; GET
+ * /v1/openrpc.json describes every command of the registry; /docs serves the reference under
+ * helmet's CSP; docs/api.md's route tables agree with the document. That every answer of the route
+ * tests matches its documented response is checked by the tests themselves (test/helpers/app.ts
+ * turns checkResponses on); the check's own behaviour is tested here.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -181,6 +181,8 @@ t.test('a command\'s declared result: in both documents, and held to it when che
   t.ok(document.components.schemas.Session, 'the record is a component');
   const check = document.paths['/v1/revisions/{revision_id}/check_definition']!.post!.responses['200']!.content!['application/json']!.schema as JsonSchema & { anyOf?: JsonSchema[] };
   t.same(check.anyOf?.map((branch) => (branch.properties!.status as { const?: unknown }).const), ['success', 'failure'], 'check_definition\'s own status wins');
+
+  t.same(COMMANDS.filter((command) => command.result === undefined).map((command) => command.name), [], 'every command of the service declares its result');
 
   const echo = defineCommand({
     name: 'echo_count',
