@@ -87,7 +87,7 @@ export function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError
       async put(alias, value) {
         const inForce = await limitsInForce(db, { blobId: scope.blobId });
         const { row } = await db.transaction((tx) => writeSessionObject(tx, { sessionId: scope.sessionId, alias, value, ...origin }, {
-          // The value the execution started with, not the one in force (specification: Limits during a run).
+          // The value the execution started with, not the one in force (docs/workflow.md, "Which limit values apply").
           objectsQuota: { id: 'workflow.session_objects_per_session', value: scope.sessionObjectsQuota, source: 'default' },
           objectBytes: inForce['workflow.session_object_bytes'],
         }));

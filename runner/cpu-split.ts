@@ -4,7 +4,7 @@
  * wakes an isolate thread (sandbox/sandbox.ts); left to the scheduler, with both CPUs busy the
  * woken thread preempts the other runner's engine thread instead, and two runners on two cores
  * drained a queue no faster than one. Pinned, they drained it 1.2 times as fast at the same CPU
- * per execution (docs/benchmarks.md, "2 runners vs 1").
+ * per execution (docs/benchmarks.md, "Figures on this machine": 2 runners vs 1).
  *
  * A runner alone on its host keeps every CPU it started with (which respects an outer cpuset, a
  * container's or an operator's `taskset`), and so do runners that outnumber the CPUs: the

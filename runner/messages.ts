@@ -18,7 +18,7 @@ export interface CodeScope {
   node: string;
   /**
    * `workflow.session_objects_per_session` as the execution resolved it at creation: ctx.objects.put
-   * is checked against this value, not the one in force (specification: Limits during a run).
+   * is checked against this value, not the one in force (docs/workflow.md, "Which limit values apply").
    */
   sessionObjectsQuota: number;
 }

@@ -7,7 +7,8 @@ export const RETENTION_CHECK_SECONDS = 10 * 60;
 /**
  * A sweep is due when none completed within this long. With the check interval added, two
  * completed sweeps are at most 23 h 10 min apart while a runner is up, which keeps the
- * specification's promise that nothing outlives its retention by more than a day.
+ * promise of docs/retention.md ("Timing: a daily sweep") that nothing outlives its retention by
+ * more than a day.
  */
 export const RETENTION_DUE_AFTER_SECONDS = 23 * 60 * 60;
 

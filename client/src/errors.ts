@@ -5,7 +5,7 @@
  * never on `message`, which is prose.
  */
 
-/** The limit object of a limit refusal (contract §10). */
+/** The limit object of a limit refusal (docs/errors.md, "The failure envelope"). */
 export interface LimitObject {
   id: string;
   value: unknown;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { recordAuditEntry, type NewAuditEntry } from './audit-log.ts';
 
-/** Names of the audited perimeter operations (specification: Access perimeter). */
+/** Names of the audited perimeter operations (docs/access.md, "The audit log (beyond the specification)"). */
 export const PERIMETER_OPERATIONS = [
   'api_key.mint', 'api_key.revoke',
   'credential.store', 'credential.delete',

@@ -109,8 +109,8 @@ export const deleteDefinitionCommand = defineCommand({
 
 /**
  * `check_definition {graph}` → `{status, errors?, warnings}`: a verdict, not a refusal. An invalid
- * graph answers HTTP 200 with `status: 'failure'` (specification: Response envelope), and over
- * JSON-RPC the result keeps `status`.
+ * graph answers HTTP 200 with `status: 'failure'` (docs/workflow.md, "`check_definition {graph}`"),
+ * and over JSON-RPC the result keeps `status`.
  */
 export const checkDefinitionCommand = defineCommand({
   name: 'check_definition',

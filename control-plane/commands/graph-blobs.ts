@@ -9,7 +9,7 @@ import { defineCommand } from './command.ts';
 import { graphEdgeSchema, graphMutationResult, graphNodeSchema } from '../openapi/records.ts';
 
 /**
- * Graph blob commands (contract §8; docs/blob-types.md "Graph blobs"): each revision of a
+ * Graph blob commands (docs/blob-types.md, "Graph blobs"): each revision of a
  * `svc.graph.graphdb` blob is its own property graph, with the element shape, mutations and query
  * engine of the session graph (docs/graph.md). The difference is the result's size: a query's
  * result is cut to `graphdb.query_results` (50, fixed) nodes and as many edges, never refused for

@@ -7,7 +7,7 @@ import { defineCommand } from './command.ts';
 import { nlpRecordSchema } from '../openapi/records.ts';
 
 /**
- * NLP dataset commands (contract §8; docs/blob-types.md "NLP datasets"): a revision of a
+ * NLP dataset commands (docs/blob-types.md, "NLP datasets"): a revision of a
  * `svc.dataset.nlp` blob holds text records `{text, labels?, meta?}`, appended by
  * `upload_records` (a JSON array, or JSON Lines over REST) and read back in upload order by
  * `list_records` with the opaque cursor.

@@ -11,7 +11,7 @@ import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
 import { graphEdgeSchema, graphElementSchema, graphMutationResult, graphNodeSchema } from '../openapi/records.ts';
 
-/** The session graph commands (contract §8); docs/graph.md is their reference. */
+/** The session graph commands; docs/graph.md is their reference. */
 
 const LIMIT_RANGE = { fallback: 50, max: 200 };
 /** A keyset position: the `seq` of the last element (or, for neighbours, edge) returned. */

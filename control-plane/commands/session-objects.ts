@@ -13,12 +13,12 @@ import { contentTypeSchema, contentWriteLimits, writeSessionFile, writeSessionOb
 
 /** The listing name list_session_objects' cursors are bound to (with the session's id). */
 const LISTING = 'session_objects';
-/** Contract §8: opaque-cursor listings take `limit` 1..200, default 50. */
+/** Opaque-cursor listings take `limit` 1..200, default 50 (docs/session-contents.md, "Pagination"). */
 const LIMIT_RANGE = { fallback: 50, max: 200 };
 /**
  * A page stops early once the values it carries pass this many bytes (the first row always
  * comes), so 200 objects of 5 MiB never make one reply. A short page is not the end: only a null
- * cursor is (specification, Pagination).
+ * cursor is (docs/session-contents.md, "Pagination").
  */
 export const PAGE_VALUE_BYTES = 8 * 1024 * 1024;
 /** A position: the `seq` of the last row returned. */
@@ -140,5 +140,5 @@ export const downloadSessionFile = defineCommand({
   },
 });
 
-/** Session objects and files (contract §7, §8). */
+/** Session objects and files (docs/session-contents.md). */
 export const sessionObjectCommands = [uploadSessionObject, listSessionObjects, uploadSessionFile, downloadSessionFile];

@@ -74,5 +74,5 @@ export const listSessionThreadItems = defineCommand({
   },
 });
 
-/** Thread items (contract §8). */
+/** Thread items (docs/session-contents.md, "Thread items"). */
 export const threadItemCommands = [postSessionThreadItem, listSessionThreadItems];

@@ -7,7 +7,7 @@ import { userSchema } from '../openapi/records.ts';
 
 /**
  * `get_user {user_id}` → `{user}`: the JSON-RPC twin of `GET /v1/users/:user_id`. `me` is the
- * caller, resolved before anything else (specification, Identifiers rule 4); the caller sees its
+ * caller, resolved before anything else (docs/auth.md, "User profiles"); the caller sees its
  * own full profile and another user's public fields.
  */
 export const getUser = defineCommand({

@@ -5,10 +5,10 @@ import { ROLES } from '../../shared/roles.ts';
 import { limitObjectSchema } from './route-schema.ts';
 
 /**
- * The records of REST answers as they go over the wire (contract §4), one zod schema each. They
- * name the OpenAPI components (`meta.id`) and are what the test-time response check holds every
- * answer to, so a field added to a record builder (control-plane/sql/*.ts) without its schema
- * fails the route tests.
+ * The records of REST answers as they go over the wire (docs/api.md, "Conventions"), one zod schema
+ * each. They name the OpenAPI components (`meta.id`) and are what the test-time response check
+ * holds every answer to, so a field added to a record builder (control-plane/sql/*.ts) without its
+ * schema fails the route tests.
  */
 
 const uuid = z.uuid();

@@ -39,7 +39,7 @@ function minterMayRevoke(principal: Principal, key: ApiKeyRow): boolean {
   return own.target === 'user' || (own.target === key.target && own.targetId === key.target_id);
 }
 
-/** Mint, revoke and list API keys (contract §6). Minting and revoking are perimeter operations. */
+/** Mint, revoke and list API keys (docs/access.md, "API keys"). Minting and revoking are perimeter operations. */
 export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 

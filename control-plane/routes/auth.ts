@@ -26,7 +26,7 @@ async function tokenPair(ctx: AppContext, user: UserRow, refreshToken: string) {
   });
 }
 
-/** Sign-in (anonymous, identity provider) and Refresh Token (contract §5). */
+/** Sign-in (anonymous, identity provider) and Refresh Token (docs/auth.md, "Sign-in"). */
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
   const oidc = createOidcVerifier(ctx.config.oidc);

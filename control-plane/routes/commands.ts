@@ -46,9 +46,9 @@ export interface CommandRoutesOptions {
 }
 
 /**
- * `POST /v1/revisions/:revision_id/:command` with the params as the JSON body (contract §8): the
- * REST transport of the revision commands. Only commands a revision answers are reachable here;
- * `get_user` and the like are JSON-RPC methods with REST routes of their own.
+ * `POST /v1/revisions/:revision_id/:command` with the params as the JSON body: the REST transport
+ * of the revision commands (docs/commands.md, "REST"). Only commands a revision answers are
+ * reachable here; `get_user` and the like are JSON-RPC methods with REST routes of their own.
  */
 export async function commandRoutes(app: FastifyInstance, options: CommandRoutesOptions): Promise<void> {
   const ctx = app.ctx;

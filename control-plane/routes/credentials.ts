@@ -34,9 +34,9 @@ const TAGS = ['Access'];
 const credentialReply = success({ credential: credentialSchema }, 'The credential (never its secret).');
 
 /**
- * Store, delete and list credentials (contract §6). The secret is sealed before it reaches the
- * database and no route ever answers with it; only the runners open it. Storing and deleting
- * are perimeter operations.
+ * Store, delete and list credentials (docs/access.md, "Credentials"). The secret is sealed before
+ * it reaches the database and no route ever answers with it; only the runners open it. Storing and
+ * deleting are perimeter operations.
  */
 export async function credentialRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;

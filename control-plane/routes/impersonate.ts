@@ -17,9 +17,10 @@ import { userSchema } from '../openapi/records.ts';
 const impersonateBody = z.strictObject({ user_id: refSchema });
 
 /**
- * Impersonate (contract §5): mints a 60-minute acting token for a service account the caller
- * owns. The token names the service account (`sub`) and the human behind the request (`act.sub`);
- * it is stateless and has no refresh token. Minting one is on the access perimeter.
+ * Impersonate (docs/access.md, "Acting tokens"): mints a 60-minute acting token for a service
+ * account the caller owns. The token names the service account (`sub`) and the human behind the
+ * request (`act.sub`); it is stateless and has no refresh token. Minting one is on the access
+ * perimeter.
  */
 export async function impersonateRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;

@@ -31,7 +31,7 @@ async function memberUser(q: Queryable, principal: Principal, ref: string): Prom
   return user;
 }
 
-/** Memberships on organizations and blobs (contract §6). Granting and revoking are perimeter operations. */
+/** Memberships on organizations and blobs (docs/access.md, "Memberships"). Granting and revoking are perimeter operations. */
 export async function memberRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 

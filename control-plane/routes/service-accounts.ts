@@ -31,9 +31,9 @@ const targetUsers = z.array(z.strictObject({
 }));
 
 /**
- * Service accounts and account deletion (contract §6), and who holds standing on a target.
- * Creating and deleting accounts is on the access perimeter: a service account's own key is
- * refused whatever its role.
+ * Service accounts and account deletion (docs/access.md, "Service accounts and acting tokens"), and
+ * who holds standing on a target. Creating and deleting accounts is on the access perimeter: a
+ * service account's own key is refused whatever its role.
  */
 export async function serviceAccountRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;

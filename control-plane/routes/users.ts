@@ -20,8 +20,8 @@ const patchBody = z.strictObject({
 });
 
 /**
- * Resolves `{user_id}`: `me` is the caller, before any authorization check (specification,
- * Identifiers rule 4); anything else is an id or alias. 404 when no such user exists.
+ * Resolves `{user_id}`: `me` is the caller, before any authorization check (docs/auth.md,
+ * "User profiles"); anything else is an id or alias. 404 when no such user exists.
  */
 export async function resolveUser(q: Queryable, principal: Principal, ref: string): Promise<UserRow> {
   const user = await findUser(q, ref === 'me' ? principal.userId : ref);
@@ -32,14 +32,14 @@ export async function resolveUser(q: Queryable, principal: Principal, ref: strin
 /**
  * The role the caller may use on its own account. Bearer and acting tokens carry full standing.
  * An API key is capped by its role, and one confined to an organization or blob reaches no
- * account at all (contract §6: such a key acts only on its target).
+ * account at all (docs/access.md, "Using a key": such a key acts only on its target).
  */
 function roleOverSelf(principal: Principal): Role | null {
   if (!principal.key) return 'admin';
   return principal.key.target === 'user' && principal.key.targetId === principal.userId ? principal.key.role : null;
 }
 
-/** Get and update a user's profile, and list the organizations on it (contract §6). */
+/** Get and update a user's profile, and list the organizations on it (docs/auth.md, "User profiles"). */
 export async function userRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 

@@ -19,7 +19,7 @@ export interface ApiKeyRow {
 const COLUMNS = `k.id, k.public_id, k.name, k.target, COALESCE(k.org_id, k.blob_id, k.target_user_id) AS target_id,
   k.role, k.user_id, k.created_by, k.created_at, k.last_used_at`;
 
-/** Contract §4: the key record as listings show it; the secret is never part of it. */
+/** The key record as listings show it; the secret is never part of it (docs/access.md, "Minting"). */
 export function apiKeyRecord(row: ApiKeyRow): Record<string, unknown> {
   return {
     id: row.id, name: row.name, target: row.target, target_id: row.target_id, role: row.role,

@@ -14,7 +14,7 @@ export interface CredentialRow {
 // The sealed parts are never selected here: no listing or answer can carry them by mistake.
 const COLUMNS = `c.id, c.name, c.target, COALESCE(c.org_id, c.blob_id, c.target_user_id) AS target_id, c.created_by, c.created_at`;
 
-/** Contract §4: the credential record, metadata only. */
+/** The credential record, metadata only (docs/access.md, "Credentials"). */
 export function credentialRecord(row: CredentialRow): Record<string, unknown> {
   return { id: row.id, name: row.name, target: row.target, target_id: row.target_id, created_by: row.created_by, created_at: row.created_at };
 }

@@ -15,7 +15,7 @@ export interface DefinitionRow {
 
 const DEFINITION_COLUMNS = 'd.id, d.alias, d.revision_id, d.category, d.graph, d.created_at';
 
-/** Contract §4: the definition record. */
+/** The definition record (docs/workflow.md, "The definition record"). */
 export function definitionRecord(row: DefinitionRow): Record<string, unknown> {
   return { id: row.id, alias: row.alias, category: row.category, revision_id: row.revision_id, graph: row.graph, created_at: row.created_at };
 }

@@ -18,7 +18,7 @@ const COLUMNS = `CASE WHEN m.org_id IS NOT NULL THEN 'organization' ELSE 'blob' 
 
 const COLUMN: Record<MemberTarget, 'org_id' | 'blob_id'> = { organization: 'org_id', blob: 'blob_id' };
 
-/** Contract §4: the membership record. */
+/** The membership record (docs/access.md, "Memberships"). */
 export function memberRecord(row: MemberRow): Record<string, unknown> {
   return { target: row.target, target_id: row.target_id, user_id: row.user_id, role: row.role, created_at: row.created_at, updated_at: row.updated_at };
 }

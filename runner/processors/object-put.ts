@@ -6,8 +6,8 @@ import { writeThenPassOn } from './session-write.ts';
 
 /**
  * The limits an execution's object writes are held to: `workflow.session_objects_per_session` as
- * the execution resolved it at creation (specification: Limits during a run), not the value in
- * force now, and the fixed `workflow.session_object_bytes`, which is its catalog value for
+ * the execution resolved it at creation (docs/workflow.md, "Which limit values apply"), not the
+ * value in force now, and the fixed `workflow.session_object_bytes`, which is its catalog value for
  * everyone. The stored run limits keep values only, so `source` is not known here; no refusal
  * shows it (the limit object is `{id, value, held}`).
  */

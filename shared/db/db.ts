@@ -22,7 +22,7 @@ export interface Db extends Queryable {
   close(): Promise<void>;
 }
 
-// timestamptz → ISO 8601 UTC string (contract §4); int8 → number (counts never pass 2^53).
+// timestamptz → ISO 8601 UTC string (docs/api.md, "Conventions"); int8 → number (counts never pass 2^53).
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === 1184) return (v: string) => new Date(v).toISOString();
