@@ -73,6 +73,7 @@ export function expandCommands(
   template: string,
   registry: CommandRegistry,
   defs: SchemaDefs,
+  jsonLines: { command: string; types: readonly string[] },
 ): Record<string, Record<string, Record<string, unknown>>> {
   const route = paths[template]?.post;
   if (route === undefined) return paths;
@@ -86,6 +87,8 @@ export function expandCommands(
     if (definitions.length === 0 || expanded[path] !== undefined) continue;
     const variants: Array<Record<string, unknown>> = definitions.map((definition) => ({ ...paramsJsonSchema(definition, defs), description: `On ${definition.blobTypes.join(', ')} revisions; needs ${definition.role}.` }));
     const schema = variants.length === 1 ? variants[0]! : { oneOf: variants };
+    const jsonLinesBody = { schema: { type: 'string', description: 'JSON Lines: one record `{text, labels?, meta?}` per line.' } };
+    const content = { 'application/json': { schema }, ...(name === jsonLines.command ? Object.fromEntries(jsonLines.types.map((type) => [type, jsonLinesBody])) : {}) };
     const lines = definitions.map((definition) => `- ${definition.blobTypes.map((type) => `\`${type}\``).join(', ')}: needs \`${definition.role}\` on the blob.`);
     expanded[path] = {
       post: {
@@ -97,7 +100,7 @@ export function expandCommands(
           ? [...parameters, { in: 'header', name: 'idempotency-key', required: false, description: IDEMPOTENCY_KEY_DESCRIPTION, schema: { type: 'string', minLength: 1, maxLength: 255 } }]
           : parameters,
         responses: withResult(route.responses as Record<string, Record<string, unknown>>, definitions, defs),
-        requestBody: { required: variants.every((variant) => Array.isArray(variant.required) && variant.required.length > 0), content: { 'application/json': { schema } } },
+        requestBody: { required: variants.every((variant) => Array.isArray(variant.required) && variant.required.length > 0), content },
       },
     };
   }

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { VERSION } from '../../shared/version.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
 import { expandCommands, type SchemaDefs } from './commands.ts';
+import { JSON_LINES_COMMAND, JSON_LINES_TYPES } from '../routes/commands.ts';
 import { openRpcDocument } from './openrpc.ts';
 import { routeSchema } from './route-schema.ts';
 
@@ -81,7 +82,7 @@ type Document = Record<string, unknown> & { paths?: Record<string, Record<string
 /** What the generated document needs beyond @fastify/swagger: one path per command, optional bodies. */
 function finish(document: Document, commands: CommandRegistry): Document {
   const defs: SchemaDefs = {};
-  const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands, defs);
+  const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands, defs, { command: JSON_LINES_COMMAND, types: JSON_LINES_TYPES });
   const components = (document.components ?? {}) as { schemas?: Record<string, { description?: string }> };
   const schemas = { ...defs, ...components.schemas } as Record<string, { description?: string }>;
   for (const operations of Object.values(paths)) {

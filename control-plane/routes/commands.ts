@@ -11,7 +11,9 @@ import { jsonLinesRecords } from '../commands/nlp-records.ts';
 import { IDEMPOTENCY_HEADER } from '../idempotency/idempotency-key.ts';
 import { REPLAYED_HEADER } from '../idempotency/idempotent.ts';
 
-const JSON_LINES_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/jsonlines'];
+/** The body types besides JSON that the command route takes, for JSON_LINES_COMMAND only (docs/blob-types.md). */
+export const JSON_LINES_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/jsonlines'];
+export const JSON_LINES_COMMAND = 'upload_records';
 
 /** A JSON Lines request body, as text until the route knows the command. */
 class JsonLinesBody {
@@ -64,7 +66,7 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
     const { revision_id, command } = parseInput(pathParams, request.params, 'path');
     let body = request.body;
     if (body instanceof JsonLinesBody) {
-      if (command !== 'upload_records') throw new ServiceError('invalid_request_body', 'A JSON Lines body is accepted by upload_records only; send JSON.');
+      if (command !== JSON_LINES_COMMAND) throw new ServiceError('invalid_request_body', 'A JSON Lines body is accepted by upload_records only; send JSON.');
       body = { records: jsonLinesRecords(body.text) };
     }
     // A body-less POST is a command without params; anything else must be an object (the registry checks).
