@@ -80,9 +80,9 @@ t.test('every docs reference names a file and a heading that exist', async (t) =
         count++;
         const names = headings.get(file!);
         const wanted = section!.replaceAll('`', '');
-        // A heading may be named by its text before a colon: "Containment" for
-        // "Containment: sandbox child processes".
-        const exists = names?.some((name) => name === wanted || name.startsWith(`${wanted}: `));
+        // A heading may be named by its text before a colon or a parenthesis: "Containment" for
+        // "Containment: sandbox child processes", "Record cursor" for "Record cursor (list_sessions, …)".
+        const exists = names?.some((name) => name === wanted || name.startsWith(`${wanted}: `) || name.startsWith(`${wanted} (`));
         if (!exists) broken.push(`${path}:${i + 1}: docs/${file}, "${section}"${names ? '' : ' (no such file)'}`);
       }
     });

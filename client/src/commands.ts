@@ -37,7 +37,7 @@ type WithoutStatus<R> = R extends { status: 'success' } ? Omit<R, 'status'> : R;
 type Generated = {
   [P in CommandPath as PostOf<P> extends never ? never : NameOf<P>]: {
     params: NonNullable<JsonBodyOf<PostOf<P>>>;
-    // check_definition's verdict keeps its own status over JSON-RPC (contract §8).
+    // check_definition's verdict keeps its own status over JSON-RPC (docs/workflow.md, "`check_definition {graph}`").
     result: NameOf<P> extends 'check_definition' ? AnswerOf<PostOf<P>> : WithoutStatus<AnswerOf<PostOf<P>>>;
     revision: true;
   };

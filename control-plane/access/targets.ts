@@ -11,8 +11,8 @@ import type { OrgRow } from '../sql/orgs.ts';
 import { blobStanding, loadBlob, loadOrg, orgStanding, userStanding } from './standing.ts';
 
 /**
- * `target` + `target_id` in the keys, credentials and members routes (contract §6): an
- * organization, a blob (its id or alias alone names it) or a user (`me` included).
+ * `target` + `target_id` in the keys, credentials and members routes (docs/access.md,
+ * "Memberships"): an organization, a blob (its id or alias alone names it) or a user (`me` included).
  */
 export const TARGETS = ['organization', 'blob', 'user'] as const satisfies readonly KeyTarget[];
 export type Target = KeyTarget;
@@ -47,7 +47,7 @@ export async function targetStanding(ctx: AppContext, principal: Principal, targ
       return found && { target, id: found.blob.id, role: blobStanding(principal, found.org, found.blob), ...found };
     }
     case 'user': {
-      // `me` resolves to the caller before any authorization check (specification, rule 4).
+      // `me` resolves to the caller before any authorization check (docs/auth.md, "User profiles").
       const user = await findUser(q, ref === 'me' ? principal.userId : ref);
       return user && { target, id: user.id, role: userStanding(principal, user), user };
     }

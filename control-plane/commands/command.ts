@@ -8,8 +8,8 @@ import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
 
 /**
- * The WebSocket connection a command arrived on, for commands that push to it later (issue 5's
- * `subscribe`). Over REST there is none.
+ * The WebSocket connection a command arrived on, for commands that push to it later (`subscribe`:
+ * docs/sessions-and-events.md, "Live updates"). Over REST there is none.
  */
 export interface CommandConnection {
   readonly id: string;

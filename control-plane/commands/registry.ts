@@ -24,7 +24,7 @@ import { modelCommands } from './models.ts';
 /**
  * A command request (REST body or WebSocket message) may be this large, so that each command's
  * own ceilings answer with their own codes (`session_object_too_large` for a 5 MiB + 1 object)
- * rather than 413 (contract §1).
+ * rather than 413 (docs/commands.md, "REST").
  */
 export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
 

@@ -51,7 +51,7 @@ async function checkBlobCreation(_ctx: AppContext, tx: Tx, org: OrgRow, type: Bl
   await takeSlot(tx, 'platform.blobs_per_org', org.id, limits['platform.blobs_per_org']);
 }
 
-/** Blobs: create (with revision 1), read, update, delete (contract §6). */
+/** Blobs: create (with revision 1), read, update, delete (docs/resources.md, "Blobs"). */
 export async function blobRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
@@ -107,7 +107,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
       const { blob, role } = await blobFor(tx, principal, org_id, blob_id, 'read');
       // The perimeter first: a governed change is audited even when the role check would refuse it.
       governVisibilityChange(request, { type: 'blob', id: blob.id }, blob.visibility, body.visibility);
-      // A field set to its stored value is not a change (specification, access perimeter rule 2).
+      // A field set to its stored value is not a change (docs/access.md, "The access perimeter").
       const aliasChanges = body.alias !== undefined && body.alias !== blob.alias;
       const visibilityChanges = body.visibility !== undefined && body.visibility !== blob.visibility;
       requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'blob');

@@ -18,7 +18,7 @@ const groupsReply = success({ groups: z.array(limitGroupSchema) }, 'The limits i
 const TAGS = ['Limits'];
 
 /**
- * The three limits reads (specification: Endpoints; contract §10). Overrides are read on every
+ * The three limits reads (docs/limits.md, "Limits reads"). Overrides are read on every
  * request through the ownership chain as it is now, so a transferred organization shows its new
  * owner's overrides at once.
  */

@@ -40,7 +40,7 @@ function listing(row: MetadataRow | undefined): Record<string, unknown> {
   return { alias: row.alias, entries: row.entries, updated_at: row.updated_at };
 }
 
-/** Metadata listings of blobs and revisions: JSON entries stored under an alias (contract §6). */
+/** Metadata listings of blobs and revisions: JSON entries stored under an alias (docs/resources.md, "Metadata listings"). */
 export async function metadataRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 

@@ -1,5 +1,5 @@
 /**
- * Upload Model and Download Model (contract §7; docs/blob-types.md "ONNX models"):
+ * Upload Model and Download Model (docs/blob-types.md, "ONNX models"):
  * `PUT /v1/revisions/:revision_id/model` streams the bytes into a PostgreSQL large object and a
  * temporary file at once (never whole in memory), hashing them on the way; ONNX Runtime then opens
  * the file in a child process (control-plane/models/inspect-model.ts). `GET` streams the bytes

@@ -20,7 +20,7 @@ import { deleteOrg, insertOrg, lockOrgByRef, lockOrgOwner, orgRecord, updateOrg,
 import { claimingAlias } from '../sql/unique.ts';
 import { findUser } from '../sql/users.ts';
 
-/** Shared by organizations and blobs: a display name, and the two visibilities (contract §4). */
+/** Shared by organizations and blobs: a display name, and the two visibilities (docs/resources.md, "Common rules"). */
 export const nameSchema = z.string().max(200);
 export const visibilitySchema = z.enum(['private', 'public']);
 
@@ -68,7 +68,7 @@ async function resolveNewOwner(ctx: AppContext, tx: Tx, principal: Principal, re
   return user.id;
 }
 
-/** Organizations: create, read, update (rename, visibility, transfer), delete, list blobs (contract §6). */
+/** Organizations: create, read, update (rename, visibility, transfer), delete, list blobs (docs/resources.md, "Organizations"). */
 export async function orgRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
@@ -121,7 +121,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
       // The perimeter first: a governed change is audited even when the role check would refuse it.
       governVisibilityChange(request, { type: 'organization', id: org.id }, org.visibility, body.visibility);
       // A field set to its stored value is not a change and needs no more than `write`
-      // (specification, access perimeter rule 2).
+      // (docs/access.md, "The access perimeter").
       const aliasChanges = body.alias !== undefined && body.alias !== org.alias;
       const visibilityChanges = body.visibility !== undefined && body.visibility !== org.visibility;
       requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'organization');

@@ -23,7 +23,7 @@ import {
 
 /** The listing name List Revisions' cursors are bound to. */
 const LISTING = 'revisions';
-/** Specification: default 50, maximum 200, out of range refused. */
+/** Default 50, maximum 200, out of range refused (docs/resources.md, "List Revisions"). */
 const LIMIT_RANGE = { fallback: 50, max: 200 };
 
 const blobParams = z.strictObject({ org_id: refSchema, blob_id: refSchema });
@@ -49,7 +49,7 @@ async function checkRevisionCreation(_ctx: AppContext, tx: Tx, blob: BlobRow): P
   await takeSlot(tx, 'platform.revisions_per_blob', blob.id, inForce);
 }
 
-/** Revisions: create (optionally copying one), list with an opaque cursor, read, delete (contract §6). */
+/** Revisions: create (optionally copying one), list with an opaque cursor, read, delete (docs/resources.md, "Revisions"). */
 export async function revisionRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 

@@ -40,7 +40,7 @@ async function scopeFor(ctx: AppContext, principal: Principal, revisionId: strin
   return scope;
 }
 
-/** `X-Request-Body`: the upload's params as JSON in one header (specification, Binary transfers). */
+/** `X-Request-Body`: the upload's params as JSON in one header (docs/session-contents.md, "Upload Session File"). */
 function requestBodyHeader(request: FastifyRequest): z.output<typeof fileTargetSchema> {
   const raw = request.headers['x-request-body'];
   if (typeof raw !== 'string' || raw.length === 0) {
@@ -67,7 +67,7 @@ interface PendingUpload {
 }
 
 /**
- * Binary transfers of session files (contract §7):
+ * Binary transfers of session files (docs/session-contents.md, "Binary transfers (REST)"):
  * `POST /v1/revisions/:revision_id/upload_session_file` (bytes in, JSON `object` out) and
  * `POST /v1/revisions/:revision_id/download_session_file` (JSON in, bytes out with the envelope in
  * `X-Response-Body`). Their static last segment wins over the command route's `:command`, so these

@@ -19,7 +19,7 @@ export const BLOB_FIELDS = ['id', 'alias', 'org_id', 'type', 'name', 'visibility
 /** The select list of a `BlobRow` from `blobs b`. */
 export const BLOB_COLUMNS = BLOB_FIELDS.map((f) => `b.${f}`).join(', ');
 
-/** Contract §4: the blob record as every response shows it. */
+/** The blob record as every response shows it (docs/resources.md, "Blobs"). */
 export function blobRecord(row: BlobRow): Record<string, unknown> {
   return {
     id: row.id, alias: row.alias, org_id: row.org_id, type: row.type, name: row.name,

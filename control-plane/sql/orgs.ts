@@ -18,7 +18,7 @@ export const ORG_COLUMNS = ORG_FIELDS.map((f) => `o.${f}`).join(', ');
 
 export type Visibility = OrgRow['visibility'];
 
-/** Contract §4: the organization record as every response shows it. */
+/** The organization record as every response shows it (docs/resources.md, "Organizations"). */
 export function orgRecord(row: OrgRow): Record<string, unknown> {
   return { id: row.id, alias: row.alias, name: row.name, visibility: row.visibility, owner_id: row.owner_id, created_at: row.created_at };
 }

@@ -14,7 +14,7 @@ export const REVISION_FIELDS = ['id', 'blob_id', 'number', 'status', 'created_at
 /** The select list of a `RevisionRow` from `revisions r`. */
 export const REVISION_COLUMNS = REVISION_FIELDS.map((f) => `r.${f}`).join(', ');
 
-/** Contract §4: the revision record as every response shows it. */
+/** The revision record as every response shows it (docs/resources.md, "Revisions"). */
 export function revisionRecord(row: RevisionRow): Record<string, unknown> {
   return { id: row.id, blob_id: row.blob_id, number: row.number, status: row.status, created_at: row.created_at };
 }
@@ -93,7 +93,7 @@ const REVISION_QUOTAS: Record<string, readonly QuotaId[]> = {
  * `copy_from`): its metadata listings and its definitions, inside the creating transaction, so a
  * copy is all or nothing. Sessions and executions are not copied. The copied definitions take no
  * slot through `takeSlot`: Create Revision checks only `platform.revisions_per_blob`
- * (specification: Refusals), and both revisions share one blob and so one value in force. If an
+ * (docs/limits.md, "What each operation checks"), and both revisions share one blob and so one value in force. If an
  * override was lowered below what the source holds, the copy holds as many, and Create
  * Definition refuses in it until deletions bring it under (docs/workflow.md).
  */

@@ -16,7 +16,7 @@ export interface UserRow {
 
 const COLUMNS = 'id, alias, name, kind, email, anonymous, owner_id, created_at';
 
-/** Contract §4: everyone sees the public fields; the user itself also sees the private ones. */
+/** Everyone sees the public fields; the user itself also sees the private ones (docs/auth.md, "User profiles"). */
 export function userProfile(row: UserRow, full: boolean): Record<string, unknown> {
   const pub = { id: row.id, alias: row.alias, name: row.name, kind: row.kind, created_at: row.created_at };
   if (!full) return pub;

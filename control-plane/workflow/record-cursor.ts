@@ -4,7 +4,7 @@ import { UUID_RE } from '../../shared/ids.ts';
 import type { RecordPosition, RecordSource } from '../sql/table-listing.ts';
 
 /**
- * Record cursors (specification, Pagination): `list_sessions`, `list_executions` and
+ * Record cursors (docs/sessions-and-events.md, "Record cursor"): `list_sessions`, `list_executions` and
  * `list_schedules` page newest first, ten rows at a time, and resume from the id of the last row
  * of the previous page (`last_session_id` in the response, `start_session_id` in the request,
  * whatever the listing holds). The cursor is a record, not a position: if that record is gone,

@@ -3,7 +3,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { refColumn } from '../../shared/ids.ts';
 import { SESSION_COLUMNS, type SessionRow } from '../sql/sessions.ts';
 
-/** The session record of contract §4. */
+/** The session record (docs/sessions-and-events.md, "Sessions"). */
 export function sessionRecord(row: SessionRow): Record<string, unknown> {
   return { id: row.id, alias: row.alias, revision_id: row.revision_id, status: row.status, created_at: row.created_at };
 }
