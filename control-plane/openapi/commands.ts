@@ -65,8 +65,8 @@ function withResult(responses: Record<string, Record<string, unknown>>, definiti
  * Replaces the one registered command route (`POST /v1/revisions/{revision_id}/{command}`) by one
  * path per revision command, each with its params as the request body, so a generated client
  * gets a typed call per command. Names with a route of their own (the binary session-file
- * transfers) keep it. The answers are the template's: the success envelope with the command's
- * fields (not described per command yet) and the failure envelope.
+ * transfers) keep it. The success answer is the command's declared `result` beside `status`
+ * (withResult); the failures are the template's envelopes.
  */
 export function expandCommands(
   paths: Record<string, Record<string, Record<string, unknown>>>,

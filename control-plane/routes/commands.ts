@@ -27,8 +27,8 @@ const pathParams = z.strictObject({ revision_id: refSchema, command: z.string().
 
 /**
  * The route as registered; the document shows one path per command instead, each with its params
- * (control-plane/openapi/commands.ts). A command's fields are not described yet: the answer is
- * the envelope with whatever the command returns. A command may refuse with any code of the catalogue.
+ * and result (control-plane/openapi/commands.ts); here the answer is the envelope with whatever
+ * the command returns. A command may refuse with any code of the catalogue.
  */
 const commandSchema = routeSchema({
   tags: ['Commands'],
