@@ -11,8 +11,8 @@ import { pick, prefixed } from '../sql/prefixed-columns.ts';
 import { REVISION_FIELDS, type RevisionRow } from '../sql/revisions.ts';
 
 /**
- * Standing (contract §6): the organization's owner holds admin on it and every blob in it; an
- * organization membership gives its role on the organization and every blob in it; a blob
+ * Standing (docs/access.md, "Standing"): the organization's owner holds admin on it and every blob
+ * in it; an organization membership gives its role on the organization and every blob in it; a blob
  * membership gives its role on that blob; `public` visibility gives read to every authenticated
  * caller. Standing is the highest of these. An API key then confines and caps it (see `keyCap`),
  * here and nowhere else, so every route that asks these functions gets the role cap for free.
@@ -65,7 +65,7 @@ export async function attachBlobGrants(q: Queryable, principal: Principal, blobs
 }
 
 /**
- * An API key's confinement and role cap (specification: Role cap). A key minted for an
+ * An API key's confinement and role cap (docs/access.md, "Using a key"). A key minted for an
  * organization or blob reaches only that target (for an organization, the blobs in it too);
  * outside it the caller has no standing at all, public visibility included. Inside, and
  * everywhere for a `user` key, the role is the lesser of the key's role and the account's own.
@@ -107,9 +107,10 @@ export function blobStanding(
 }
 
 /**
- * Standing over an account (contract §6): admin for the account itself and for the owner of a
- * service account; read (its public profile) for everyone else. A key for an organization or blob
- * reaches only its own account, and that only to read; other accounts do not exist for it.
+ * Standing over an account (docs/access.md, "Standing"): admin for the account itself and for the
+ * owner of a service account; read (its public profile) for everyone else. A key for an
+ * organization or blob reaches only its own account, and that only to read; other accounts do not
+ * exist for it.
  */
 export function userStanding(principal: Principal, user: UserStandingRow): Role | null {
   const self = user.id === principal.userId;

@@ -10,7 +10,7 @@ import { metricsText } from '../../shared/metrics.ts';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import { opsSchema, type OpsContext, type OpsModule } from './schema.ts';
 
-/** Where the operations API answers (contract §11). */
+/** Where the operations API answers (docs/operations.md, "Operations API"). */
 export const OPS_PATH = '/graphql';
 
 export interface BuildOpsAppOptions extends OpsContext {

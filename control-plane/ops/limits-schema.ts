@@ -159,8 +159,9 @@ function inForceTarget(target: FoundTarget) {
 }
 
 /**
- * Limits in the operations API (contract §11): the catalog, the values in force for any user,
- * organization or blob, the overrides and their history, and the only way to set or clear one.
+ * Limits in the operations API (docs/limits.md, "The operations API (GraphQL)"): the catalog, the
+ * values in force for any user, organization or blob, the overrides and their history, and the only
+ * way to set or clear one.
  */
 export const limitsOpsModule: OpsModule = {
   typeDefs: /* GraphQL */ `

@@ -11,7 +11,7 @@ import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
 import type { JobQueue } from '../../shared/queue/execution-jobs.ts';
 import { enqueueExecution } from '../../shared/queue/execution-jobs.ts';
 
-/** An execution event to append (contract §9 kinds). */
+/** An execution event to append (kinds: docs/architecture.md, "Execution events"). */
 export interface NewExecutionEvent {
   kind: string;
   node?: string | null;

@@ -48,7 +48,7 @@ export interface EventRow {
   attributes: Record<string, unknown>;
 }
 
-/** Contract §4 event record; ids are strings so clients never depend on their numeric form. */
+/** The event record (docs/sessions-and-events.md, "Event listings"); ids are strings so clients never depend on their numeric form. */
 export function eventRecord(row: EventRow): EventRecord {
   return { id: String(row.id), kind: row.kind, at: row.at, session_id: row.session_id, execution_id: row.execution_id, node: row.node, attributes: row.attributes };
 }
