@@ -211,6 +211,19 @@ t.test('a refresh token signs in another profile', async (t) => {
   t.equal(JSON.parse(await ok(t, ['--profile', 'second', 'whoami'])).id, userId);
 });
 
+t.test('an access token about to expire is refreshed first, and the rotated pair saved', async (t) => {
+  const file = JSON.parse(await readFile(profileFile, 'utf8'));
+  const before = { ...file.profiles.second };
+  file.profiles.second.access_expires_at = new Date(Date.now() - 1000).toISOString();
+  await writeFile(profileFile, JSON.stringify(file));
+  t.equal(JSON.parse(await ok(t, ['--profile', 'second', 'whoami'])).id, userId);
+  const after = JSON.parse(await readFile(profileFile, 'utf8')).profiles.second;
+  t.not(after.refresh_token, before.refresh_token, 'the refresh token rotated');
+  t.not(after.access_token, before.access_token, 'a new access token');
+  t.ok(Date.parse(after.access_expires_at) > Date.now(), 'with its expiry');
+  t.equal((await stat(profileFile)).mode & 0o777, 0o600);
+});
+
 t.test('ops: login, runners, queues, limit overrides, retention sweep', async (t) => {
   const bad = await wsctl(['ops', 'login', '--url', opsBase, '--token', 'wrong']);
   t.equal(bad.code, 1);
