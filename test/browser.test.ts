@@ -2,7 +2,7 @@
 // The /docs reference renders; a page on another origin loads the client package's JavaScript
 // (built here from client/ with tsc, openapi-fetch through an import map), signs in, creates an
 // organization over CORS REST (and gets a limit refusal as a typed error), opens the WebSocket
-// with the sub-protocol credential and receives an execution's events on a subscription.
+// with the sub-protocol credential and receives a session's and an execution's events.
 // .ci/run installs chromium with apt-get when /usr/bin/chromium is missing.
 import { execFile } from 'node:child_process';
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -38,7 +38,7 @@ import { createRestClient, ok, RpcClient, socketUrlOf } from '/client/index.js';
 const GRAPH = {
   start: 'pause',
   nodes: {
-    pause: { processor: 'logic.sleep', config: { seconds: 2 }, routes: { success: 'done' } },
+    pause: { processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 'done' } },
     done: { processor: 'logic.code', config: { code: 'export default async (input) => ({ seen: input.from })' } },
   },
 };
@@ -61,17 +61,23 @@ window.scenario = async (api) => {
   const protocol = rpc.protocol;
   const { session } = await rpc.call('create_session', { revision_id: revision.id });
   const { definition } = await rpc.call('create_definition', { revision_id: revision.id, category: 'workflow', graph: GRAPH });
+  // Subscribed before the execution exists, without replay: what arrives here was pushed.
+  const sessionEvents = await rpc.subscribe({ revision_id: revision.id, session_id: session.id });
   const { execution } = await rpc.call('create_execution', { revision_id: revision.id, session_id: session.id, definition_id: definition.id, input_data: { from: location.origin } });
-  // No replay: what arrives here was pushed to this socket while the execution ran.
-  const subscription = await rpc.subscribe({ revision_id: revision.id, execution_id: execution.id });
+  // The execution's own log: replay first (it may have started already), then live pushes.
   const kinds = [];
-  for await (const event of subscription) {
+  for await (const event of await rpc.subscribe({ revision_id: revision.id, execution_id: execution.id }, { replay: true })) {
     kinds.push(event.kind + (event.node ? ':' + event.node : ''));
+    if (event.kind === 'execution.finished') break;
+  }
+  const pushed = [];
+  for await (const event of sessionEvents) {
+    pushed.push(event.kind);
     if (event.kind === 'execution.finished') break;
   }
   const { execution: ended } = await rpc.call('get_execution', { revision_id: revision.id, execution_id: execution.id });
   await rpc.close();
-  return { origin: location.origin, user: signedIn.user.id, owner: org.owner_id, protocol, refusal, kinds, status: ended.status, output: ended.output };
+  return { origin: location.origin, user: signedIn.user.id, owner: org.owner_id, protocol, refusal, kinds, pushed, status: ended.status, output: ended.output };
 };
 window.ready = true;
 </script>
@@ -139,8 +145,11 @@ t.test('the typed client in a page of another origin: CORS REST, sub-protocol We
   t.equal(result.owner, result.user, 'the organization was created over CORS by the signed-in user');
   t.same(result.refusal, { name: 'ApiError', error: 'limit_exceeded', status: 400, limit: { id: 'platform.orgs_per_user', value: 1, held: 1 } });
   t.equal(result.protocol, 'authorization.bearer.base64', 'the credential went in the sub-protocol');
-  t.equal(result.kinds.at(-1), 'execution.finished');
-  t.ok(result.kinds.includes('node.finished:done'), `the code node's events were pushed: ${result.kinds.join(', ')}`);
+  t.same(result.pushed, ['execution.created', 'execution.finished'], "the session's events, pushed to the page's socket");
+  t.same(result.kinds, [
+    'execution.started', 'node.started:pause', 'node.finished:pause', 'execution.sleeping:pause',
+    'execution.resumed', 'node.started:done', 'node.finished:done', 'execution.finished',
+  ], "the execution's events, each once, in order");
   t.equal(result.status, 'succeeded');
   t.same(result.output, { seen: pageOrigin });
   t.same(errors, [], 'no script error on the page');
