@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { loadSecrets, type Secrets } from './secrets.ts';
 import { s3SettingsFrom, type S3Settings } from './onnx/s3-settings.ts';
+import { RUNNER_TIMING_DEFAULTS } from './runner-timings.ts';
 
 /** Everything a process is configured with. Only entry files call `loadConfig`. */
 export interface Config {
@@ -125,10 +126,10 @@ const envSchema = z.object({
   AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
   WS_CONNECTIONS_PER_ADDRESS: intVar('WS_CONNECTIONS_PER_ADDRESS', 200),
   RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
-  RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', 10),
-  RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', 3),
-  RUNNER_SWEEP_SECONDS: intVar('RUNNER_SWEEP_SECONDS', 5),
-  RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', 30),
+  RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
+  RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
+  RUNNER_SWEEP_SECONDS: intVar('RUNNER_SWEEP_SECONDS', RUNNER_TIMING_DEFAULTS.sweepSeconds),
+  RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', RUNNER_TIMING_DEFAULTS.orphanSeconds),
   RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
   RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
   METRICS_PORT: port('METRICS_PORT', 0),

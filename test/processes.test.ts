@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import pg from 'pg';
 import t from 'tap';
 import { freePort } from '../shared/db/free-port.ts';
 import { statFields } from '../shared/proc-stat.ts';
+import { Launcher, type Launch } from './helpers/launch.ts';
 
 // `npm start` on a fresh data folder: embedded PostgreSQL, control plane and runner as processes.
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-start-'));
@@ -17,38 +17,16 @@ const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String
 delete env.DATABASE_URL;
 delete env.TEST_DATABASE_URL;
 
-interface Launch {
-  proc: ChildProcess;
-  exited: Promise<[number | null, NodeJS.Signals | null]>;
-  /** The last lines of its output, for failure messages. */
-  output: string[];
-}
-
-const launches: Launch[] = [];
+const launcher = new Launcher();
 
 /** Runs `npm start`'s entry, as npm does, with the test's ports and data folder. */
 function launch(): Launch {
-  const proc = spawn(process.execPath, ['--no-node-snapshot', join(import.meta.dirname, '..', 'scripts', 'start.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  const keep = (chunk: Buffer) => {
-    output.push(...chunk.toString().trimEnd().split('\n'));
-    output.splice(0, output.length - 40);
-  };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  const run = { proc, output, exited: once(proc, 'exit') as Launch['exited'] };
-  launches.push(run);
-  return run;
+  return launcher.launch(join(import.meta.dirname, '..', 'scripts', 'start.ts'), env);
 }
 
 t.teardown(async () => {
   // Only when an assertion failed half-way: never leave a stack running.
-  for (const { proc, exited } of launches) {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGTERM');
-      await exited;
-    }
-  }
+  await launcher.stopAll('SIGTERM');
   await rm(dataDir, { recursive: true, force: true });
 });
 

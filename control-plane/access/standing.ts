@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.ts';
 import type { Queryable } from '../../shared/db/db.ts';
-import { preparedQuery } from '../../shared/events/store.ts';
+import { preparedQuery } from '../../shared/db/prepared-query.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid, refColumn } from '../../shared/ids.ts';
 import { maxRole, minRole, roleAtLeast, type Role } from '../../shared/roles.ts';

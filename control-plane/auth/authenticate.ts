@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppContext } from '../context.ts';
 import { ServiceError } from '../../shared/errors.ts';
-import { preparedQuery } from '../../shared/events/store.ts';
+import { preparedQuery } from '../../shared/db/prepared-query.ts';
 import type { Principal } from './principal.ts';
 import { authenticateApiKey } from './api-key-auth.ts';
 import type { VerifiedToken } from './tokens.ts';

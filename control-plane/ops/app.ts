@@ -8,7 +8,8 @@ import { jsonProblem, storableText } from '../../shared/json-guard.ts';
 import mercurius, { type MercuriusOptions } from 'mercurius';
 import { metricsText } from '../../shared/metrics.ts';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
-import { opsSchema, type OpsContext, type OpsModule } from './schema.ts';
+import type { OpsContext, OpsModule } from './ops-module.ts';
+import { opsSchema } from './schema.ts';
 
 /** Where the operations API answers (docs/operations.md, "Operations API"). */
 export const OPS_PATH = '/graphql';

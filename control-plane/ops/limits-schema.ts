@@ -16,7 +16,8 @@ import {
   type StoredOverride,
 } from '../../shared/limits/write-overrides.ts';
 import { limitsRead } from '../limits/reads.ts';
-import type { OpsContext, OpsModule } from './schema.ts';
+import { parseArgs } from './arguments.ts';
+import type { OpsContext, OpsModule } from './ops-module.ts';
 
 /** Listing bounds of `limitOverrides` and `limitOverrideChanges`. */
 export const LIMITS_LIST_DEFAULT = 100;
@@ -35,17 +36,6 @@ const overridesArgs = z.strictObject({ limitId: ref.nullish(), targetType: level
 const changesArgs = overridesArgs.extend({ beforeId: z.string().regex(/^[1-9][0-9]{0,14}$/, 'must be a change id').nullish() });
 // Printable, one line: it goes into the history as is.
 const actorHeader = z.string().trim().min(1).max(100).regex(/^[^\x00-\x1f\x7f]+$/, 'must be printable');
-
-function argumentError(error: z.ZodError): Error {
-  const issue = error.issues[0]!;
-  return new mercurius.ErrorWithProps(`${issue.path.join('.') || 'arguments'}: ${issue.message}`, { code: 'invalid_argument' });
-}
-
-function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.infer<S> {
-  const parsed = schema.safeParse(args);
-  if (!parsed.success) throw argumentError(parsed.error);
-  return parsed.data;
-}
 
 /**
  * Who the change is recorded as. There is one ops token, so the token says only "the operator";

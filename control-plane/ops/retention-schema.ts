@@ -1,7 +1,8 @@
 import mercurius from 'mercurius';
 import { z } from 'zod';
 import { listSweeps, runRecordedSweep, type SweepRecord } from '../../shared/retention/recorded-sweep.ts';
-import type { OpsModule } from './schema.ts';
+import { parseArgs } from './arguments.ts';
+import type { OpsModule } from './ops-module.ts';
 
 /** Listing bounds of `retentionSweeps`. */
 export const SWEEPS_LIST_DEFAULT = 20;
@@ -63,12 +64,8 @@ export const retentionOpsModule: OpsModule = {
   resolvers: (ctx) => ({
     Query: {
       retentionSweeps: async (_root: unknown, args: Record<string, unknown>) => {
-        const parsed = sweepsArgs.safeParse(args);
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          throw new mercurius.ErrorWithProps(`${issue.path.join('.') || 'arguments'}: ${issue.message}`, { code: 'invalid_argument' });
-        }
-        return (await listSweeps(ctx.db, parsed.data.limit ?? SWEEPS_LIST_DEFAULT)).map(sweep);
+        const { limit } = parseArgs(sweepsArgs, args);
+        return (await listSweeps(ctx.db, limit ?? SWEEPS_LIST_DEFAULT)).map(sweep);
       },
     },
     Mutation: {

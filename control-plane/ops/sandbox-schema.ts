@@ -5,7 +5,7 @@
  * operator may release early.
  */
 import { clearCooldown, listCooldowns, type Cooldown } from '../../shared/sandbox/cooldowns.ts';
-import type { OpsModule } from './schema.ts';
+import type { OpsModule } from './ops-module.ts';
 
 interface SnapshotJson {
   isolatesLive?: number;

@@ -7,7 +7,7 @@ import mercurius from 'mercurius';
 import { isUuid } from '../../shared/ids.ts';
 import { fireSchedule } from '../../shared/scheduler/fire.ts';
 import { runRecord, SCHEDULE_COLUMNS, RUN_COLUMNS, type ScheduleRow, type ScheduleRunRow } from '../../shared/scheduler/schedule-record.ts';
-import type { OpsModule } from './schema.ts';
+import type { OpsModule } from './ops-module.ts';
 
 const MAX_LIST = 1_000;
 

@@ -1,36 +1,14 @@
 import type { IResolvers } from 'mercurius';
-import type { PgBoss } from 'pg-boss';
-import type { Tracing } from '../../shared/tracing/tracing.ts';
-import type { Config } from '../../shared/config.ts';
-import type { Db } from '../../shared/db/db.ts';
 import { VERSION } from '../../shared/version.ts';
 import { listRunners } from '../../shared/runner-registry.ts';
-import { auditOpsModule } from '../audit/audit-ops.ts';
+import { auditOpsModule } from './audit-schema.ts';
 import { limitsOpsModule } from './limits-schema.ts';
 import { retentionOpsModule } from './retention-schema.ts';
 import { sandboxOpsModule } from './sandbox-schema.ts';
 import { schedulerOpsModule } from './scheduler-schema.ts';
+import type { OpsContext, OpsModule } from './ops-module.ts';
 
-/** What every operations resolver gets. */
-export interface OpsContext {
-  config: Config;
-  db: Db;
-  /** The control plane's pg-boss instance (sends jobs, reads queue counts). */
-  boss: PgBoss;
-  /** Spans of this process (fireScheduleNow's fire); null or absent while tracing is off. */
-  tracing?: Tracing | null;
-}
-
-/**
- * One part of the operations schema: its SDL and its resolvers. A part adds fields to the root
- * types with `extend type Query { ... }` / `extend type Mutation { ... }` and is listed in
- * `OPS_MODULES`. `Mutation` is declared here so that every part can extend it.
- */
-export interface OpsModule {
-  typeDefs: string;
-  resolvers: (ctx: OpsContext) => IResolvers;
-}
-
+// The core part declares `Mutation` (with a no-op field) so that every other part can extend it.
 const core: OpsModule = {
   typeDefs: /* GraphQL */ `
     type Query {

@@ -6,7 +6,8 @@
  * nothing and their job completes.
  */
 import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
+import { preparedQuery } from '../../shared/db/prepared-query.ts';
+import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
 import type { RunLimits } from '../processors/processor.ts';

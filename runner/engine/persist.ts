@@ -7,7 +7,8 @@
  * and stops working on it.
  */
 import type { Queryable, Tx } from '../../shared/db/db.ts';
-import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
+import { preparedQuery } from '../../shared/db/prepared-query.ts';
+import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
 import type { JobQueue } from '../../shared/queue/execution-jobs.ts';
 import { enqueueExecution } from '../../shared/queue/execution-jobs.ts';
 

@@ -10,6 +10,7 @@ import { runnerMetrics } from '../metrics.ts';
 import { availableParallelism } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
+import { RUNNER_TIMING_DEFAULTS } from '../../shared/runner-timings.ts';
 import { WorkerPool } from '../worker-pool.ts';
 import { MAX_SNAPSHOT_TENANTS, type CodeRunner, type ExecutionTaskResult, type SandboxSnapshot, type WorkerTracingSettings } from '../messages.ts';
 import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
@@ -43,7 +44,7 @@ export interface RunnerTuning {
   batchSize?: number;
   /** Backstop poll of the queue, seconds (≥ 0.5). Default 2. */
   pollSeconds?: number;
-  /** Lease of a claimed execution, seconds. Default 10. */
+  /** Lease of a claimed execution, seconds. Default 10 (RUNNER_TIMING_DEFAULTS, as the next three). */
   leaseSeconds?: number;
   /** Lease renewal period, seconds. Default 3. */
   renewSeconds?: number;
@@ -169,7 +170,7 @@ function delay(ms: number): Promise<void> {
 export function createRunner(options: RunnerOptions): Runner {
   const { db, boss, runnerId, log } = options;
   const concurrency = Math.max(1, options.concurrency ?? 128);
-  const leaseSeconds = Math.max(1, options.leaseSeconds ?? 10);
+  const leaseSeconds = Math.max(1, options.leaseSeconds ?? RUNNER_TIMING_DEFAULTS.leaseSeconds);
   const flights = new Map<string, Flight>();
   const wakeTimers = new Set<NodeJS.Timeout>();
   let draining = false;
@@ -220,7 +221,7 @@ export function createRunner(options: RunnerOptions): Runner {
     db,
     runnerId,
     leaseSeconds,
-    renewSeconds: options.renewSeconds ?? 3,
+    renewSeconds: options.renewSeconds ?? RUNNER_TIMING_DEFAULTS.renewSeconds,
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'lease renewal failed; retrying'),
   });
 
@@ -356,8 +357,8 @@ export function createRunner(options: RunnerOptions): Runner {
   const recovery = new RecoverySweep({
     db,
     queue: boss,
-    sweepSeconds: options.sweepSeconds ?? 5,
-    orphanSeconds: options.orphanSeconds ?? 30,
+    sweepSeconds: options.sweepSeconds ?? RUNNER_TIMING_DEFAULTS.sweepSeconds,
+    orphanSeconds: options.orphanSeconds ?? RUNNER_TIMING_DEFAULTS.orphanSeconds,
     onError: (err) => log.warn({ err }, 'recovery sweep failed'),
     onRecovered: (ids) => log.info({ execution_ids: ids }, 'woke stranded executions'),
   });

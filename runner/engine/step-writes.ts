@@ -15,7 +15,8 @@
  * it last pushed (control-plane/events/listener.ts), so one NOTIFY per owner is as good as one per event.
  */
 import type { Queryable } from '../../shared/db/db.ts';
-import { EVENTS_CHANNEL, preparedQuery } from '../../shared/events/store.ts';
+import { preparedQuery } from '../../shared/db/prepared-query.ts';
+import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
 import type { ExecutionError, TerminalStatus } from '../../shared/workflow/execution-end.ts';
 import { Batcher } from '../../shared/batcher.ts';
 import type { ExecutionState, NewExecutionEvent } from './persist.ts';

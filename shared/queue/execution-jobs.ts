@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SendOptions } from 'pg-boss';
 import type { Tx } from '../db/db.ts';
-import { preparedQuery } from '../events/store.ts';
+import { preparedQuery } from '../db/prepared-query.ts';
 import { QUEUES } from './queues.ts';
 
 /**

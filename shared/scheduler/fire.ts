@@ -12,7 +12,7 @@
  */
 import type { Db, Tx } from '../db/db.ts';
 import type { LimitObject } from '../errors.ts';
-import { preparedQuery } from '../events/store.ts';
+import { preparedQuery } from '../db/prepared-query.ts';
 import { limitInForce } from '../limits/in-force.ts';
 import { limitObject, type LimitInForce } from '../limits/index.ts';
 import { enqueueExecutions, type BatchJobQueue } from '../queue/execution-jobs.ts';

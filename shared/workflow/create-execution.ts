@@ -4,7 +4,8 @@
  * scheduler's fires (shared/scheduler/fire.ts), which create an execution exactly the same way.
  */
 import type { Tx } from '../db/db.ts';
-import { EVENTS_CHANNEL, preparedQuery } from '../events/store.ts';
+import { preparedQuery } from '../db/prepared-query.ts';
+import { EVENTS_CHANNEL } from '../events/store.ts';
 import { isUuid } from '../ids.ts';
 import { limitById, type LimitId, type LimitInForce } from '../limits/index.ts';
 import { RUN_LIMIT_IDS, type ExecutionRecordRow } from './execution-record.ts';

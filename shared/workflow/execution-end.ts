@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { LimitObject } from '../errors.ts';
-import { appendExecutionEvent, appendSessionEvent, preparedQuery } from '../events/store.ts';
+import { preparedQuery } from '../db/prepared-query.ts';
+import { appendExecutionEvent, appendSessionEvent } from '../events/store.ts';
 
 /** The statuses an execution can end in; `ended_at` is set exactly for these (a CHECK enforces it). */
 export type TerminalStatus = 'succeeded' | 'failed' | 'cancelled';

@@ -4,13 +4,12 @@
  * fails its own run only: the sandbox child process is replaced, the runner keeps its pid and
  * serves other organizations, and the bomb's organization is cooled down.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
+import { Launcher, type Launch } from '../helpers/launch.ts';
 import { createWorkflow, executionEvents, runGraph, runningHeld, startRunner, waitFor, waitForEnd } from '../helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
@@ -18,35 +17,12 @@ const alice = await signInAnonymous(app);
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-runner-'));
 t.teardown(() => rm(dataDir, { recursive: true, force: true }));
 
-interface Launch {
-  proc: ChildProcess;
-  exited: Promise<[number | null, NodeJS.Signals | null]>;
-  output: string[];
-}
-
-const launches: Launch[] = [];
-t.teardown(async () => {
-  for (const { proc, exited } of launches) {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL');
-      await exited;
-    }
-  }
-});
+const launcher = new Launcher();
+t.teardown(() => launcher.stopAll('SIGKILL'));
 
 function launchRunner(): Launch {
   const env = { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-  const proc = spawn(process.execPath, ['--no-node-snapshot', join(import.meta.dirname, '..', '..', 'runner', 'main.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  const keep = (chunk: Buffer) => {
-    output.push(...chunk.toString().trimEnd().split('\n'));
-    output.splice(0, output.length - 40);
-  };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  const launch = { proc, output, exited: once(proc, 'exit') as Launch['exited'] };
-  launches.push(launch);
-  return launch;
+  return launcher.launch(join(import.meta.dirname, '..', '..', 'runner', 'main.ts'), env);
 }
 
 async function exitOf(launch: Launch): Promise<[number | null, NodeJS.Signals | null]> {

@@ -1,8 +1,8 @@
-import mercurius from 'mercurius';
 import { z } from 'zod';
 import { UUID_RE } from '../../shared/ids.ts';
-import type { OpsModule } from '../ops/schema.ts';
-import { AUDIT_LIST_MAX, listAuditEntries, type AuditEntry } from './audit-log.ts';
+import { AUDIT_LIST_MAX, listAuditEntries, type AuditEntry } from '../audit/audit-log.ts';
+import { parseArgs } from './arguments.ts';
+import type { OpsModule } from './ops-module.ts';
 
 const uuid = z.string().regex(UUID_RE, 'must be a lower-case UUID');
 const auditLogArgs = z.strictObject({
@@ -71,12 +71,7 @@ export const auditOpsModule: OpsModule = {
   resolvers: (ctx) => ({
     Query: {
       auditLog: async (_root: unknown, args: Record<string, unknown>) => {
-        const parsed = auditLogArgs.safeParse(args);
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          throw new mercurius.ErrorWithProps(`${issue.path.join('.') || 'arguments'}: ${issue.message}`, { code: 'invalid_argument' });
-        }
-        const a = parsed.data;
+        const a = parseArgs(auditLogArgs, args);
         const rows = await listAuditEntries(ctx.db, {
           limit: a.limit ?? undefined,
           actorId: a.actorId ?? undefined,
