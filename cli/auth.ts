@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { createRestClient, ok } from '../client/src/index.ts';
 import { CliContext, CliError, tokensOf } from './context.ts';
-import { printRecord, readSecret } from './input.ts';
+import { originOf, printRecord, readSecret } from './input.ts';
 
 export function registerAuth(program: Command, context: () => CliContext): void {
   program
@@ -19,7 +19,7 @@ export function registerAuth(program: Command, context: () => CliContext): void 
       const ctx = context();
       const chosen = [options.anonymous, options.refreshToken, options.apiKey].filter((v) => v !== undefined).length;
       if (chosen !== 1) throw new CliError('invalid_arguments', 'Give exactly one of --anonymous, --refresh-token, --api-key.', 2);
-      const url = new URL(options.url).origin;
+      const url = originOf(options.url);
       const rest = createRestClient({ baseUrl: url });
       if (options.apiKey !== undefined) {
         const apiKey = await readSecret(options.apiKey);

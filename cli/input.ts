@@ -18,6 +18,18 @@ export async function readSecret(value: string): Promise<string> {
   return secret;
 }
 
+/** The origin of a `--url` (`http://127.0.0.1:8080`); anything but http(s) is an argument error. */
+export function originOf(url: string, option = '--url'): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliError('invalid_arguments', `${option} must be an http:// or https:// URL: ${url}`, 2);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CliError('invalid_arguments', `${option} must be an http:// or https:// URL: ${url}`, 2);
+  return parsed.origin;
+}
+
 /** A JSON or YAML document (by extension; `-` is stdin, parsed as YAML, which includes JSON). */
 export async function readDocument(file: string): Promise<unknown> {
   const text = file === '-' ? await readStdin() : await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {

@@ -5,11 +5,11 @@
  */
 import type { Command } from 'commander';
 import { CliError, type CliContext } from './context.ts';
-import { printRecord, printRows, readJsonValue, readSecret } from './input.ts';
+import { originOf, printRecord, printRows, readJsonValue, readSecret } from './input.ts';
 
 /** One GraphQL request to the operations API; GraphQL errors become a CliError. */
-export async function opsQuery<T>(ctx: CliContext, query: string, variables: Record<string, unknown> = {}): Promise<T> {
-  const { url, token } = await ctx.ops();
+export async function opsQuery<T>(ctx: CliContext, query: string, variables: Record<string, unknown> = {}, target?: { url: string; token: string }): Promise<T> {
+  const { url, token } = target ?? (await ctx.ops());
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-ops-actor': 'wsctl' };
   const response = await fetch(new URL('/graphql', url), { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
   let body: { data?: T; errors?: Array<{ message: string; extensions?: { code?: string } }> };
@@ -44,10 +44,11 @@ export function registerOps(program: Command, context: () => CliContext): void {
       const ctx = context();
       // An operator may have no account of the service: the profile can hold the ops API alone.
       const profile = (await ctx.existing()) ?? { url: '' };
-      const token = await readSecret(options.token);
-      await ctx.save({ ...profile, ops_url: new URL(options.url).origin, ops_token: token });
-      const { health } = await opsQuery<{ health: { status: string; version: string } }>(ctx, '{ health { status version } }');
-      ctx.output.out(`operations API ${options.url}: ${health.status} (version ${health.version})`);
+      const target = { url: originOf(options.url), token: await readSecret(options.token) };
+      // Checked before it is kept: a wrong token is refused here, not at the next command.
+      const { health } = await opsQuery<{ health: { status: string; version: string } }>(ctx, '{ health { status version } }', {}, target);
+      await ctx.save({ ...profile, ops_url: target.url, ops_token: target.token });
+      ctx.output.out(`operations API ${target.url}: ${health.status} (version ${health.version})`);
     });
 
   const limits = ops.command('limits').description('limit overrides');

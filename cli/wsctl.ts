@@ -32,9 +32,9 @@ export async function main(argv: string[]): Promise<number> {
   const program = new Command('wsctl')
     .description('workspace-service from the command line')
     .option('-p, --profile <name>', 'the profile to use', process.env.WSCTL_PROFILE ?? 'default')
-    .showHelpAfterError()
     .exitOverride()
-    .configureOutput({ writeErr: (text) => process.stderr.write(text) });
+    // Usage errors keep the one-line form too: `error: invalid_arguments: unknown command 'x'`.
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'error: invalid_arguments: ')) });
   const context = () => new CliContext({ profileName: program.opts<{ profile: string }>().profile, path: profilePath(), output });
   registerAuth(program, context);
   registerResources(program, context);
