@@ -10392,6 +10392,9 @@ export interface paths {
                     "application/json": {
                         records: unknown;
                     };
+                    "application/jsonl": string;
+                    "application/jsonlines": string;
+                    "application/x-ndjson": string;
                 };
             };
             responses: {
