@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { ApiError, ConnectionError, createRestClient, ok, RpcClient, socketUrlOf, type EventRecord, type SocketFactory } from '../client/src/index.ts';
-import { REST_TYPES_FILE, restTypesSource } from '../scripts/client-types.ts';
+import { IDEMPOTENT_OPERATIONS_FILE, idempotentOperations, idempotentOperationsSource, REST_TYPES_FILE, restTypesSource } from '../scripts/client-types.ts';
 import { buildTestApp, setOverride, signInAnonymous } from './helpers/app.ts';
 import { addModel } from './helpers/onnx-models.ts';
 import { uniqueAlias } from './helpers/resources.ts';
@@ -26,12 +26,13 @@ const GRAPH = {
   },
 };
 
-t.test('the checked-in REST types are what the served document generates', async (t) => {
+t.test('the checked-in generated files are what the served document generates', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/v1/openapi.json' });
   t.equal(res.statusCode, 200);
-  const generated = await restTypesSource(res.json());
-  const checkedIn = await readFile(REST_TYPES_FILE, 'utf8');
-  t.ok(generated === checkedIn, 'client/src/rest-types.ts is up to date (run npm run client:types)');
+  const document = res.json();
+  t.ok(await restTypesSource(document) === await readFile(REST_TYPES_FILE, 'utf8'), 'client/src/rest-types.ts is up to date (run npm run client:types)');
+  t.ok(idempotentOperationsSource(document) === await readFile(IDEMPOTENT_OPERATIONS_FILE, 'utf8'), 'client/src/idempotent-operations.ts is up to date (run npm run client:types)');
+  t.ok(idempotentOperations(document).includes('POST /v1/revisions/{revision_id}/create_execution'), 'creating commands are among them');
 });
 
 t.test('REST: a round trip per route family', async (t) => {

@@ -58,8 +58,12 @@ export type Commands = Omit<Generated, keyof Written> & Written;
 
 export type CommandName = keyof Commands & string;
 
-/** The commands that create (idempotency.ts's CREATING_COMMANDS): they take `idempotency_key`. */
-export type CreatingCommandName = 'create_session' | 'create_definition' | 'create_execution' | 'create_schedule' | 'post_session_thread_item' | 'upload_records';
+type HeaderOf<O> = O extends { parameters: { header?: infer H } } ? NonNullable<H> : never;
+
+/** The commands that create: their path takes `Idempotency-Key`, so over JSON-RPC `idempotency_key`. */
+export type CreatingCommandName = {
+  [P in CommandPath]: [HeaderOf<PostOf<P>>] extends [never] ? never : 'idempotency-key' extends keyof HeaderOf<PostOf<P>> ? NameOf<P> : never;
+}[CommandPath];
 
 /**
  * A command's params over JSON-RPC: revision commands add `revision_id`; creating ones may carry

@@ -4,33 +4,24 @@
  * dropped connection, a reconnect) resend the same key, so a create that ran before its answer
  * was lost is not run twice: the service answers the retry with the first answer.
  *
- * REST: the `Idempotency-Key` header on the creating routes and on creating commands sent to
- * `POST /v1/revisions/{revision_id}/{command}`. JSON-RPC: the `idempotency_key` param of the
- * creating commands (`RpcOptions.idempotencyParam`, on by default; a service from before the
- * keys refuses the param as unknown, so turn it off against one).
+ * Which operations create comes from the document (idempotent-operations.ts, generated: every
+ * operation with an `Idempotency-Key` header), so a new creating route or command needs nothing
+ * here. REST: the `Idempotency-Key` header on those operations. JSON-RPC: the `idempotency_key`
+ * param of the creating commands (`RpcOptions.idempotencyParam`, on by default; a service from
+ * before the keys refuses the param as unknown, so turn it off against one).
  */
 
-import type { CreatingCommandName } from './commands.ts';
+import { IDEMPOTENT_OPERATIONS } from './idempotent-operations.ts';
 
-/** REST routes (method and OpenAPI path template) that create a resource. */
-export const CREATING_ROUTES: ReadonlySet<string> = new Set([
-  'POST /v1/orgs',
-  'POST /v1/blobs/{org_id}',
-  'POST /v1/blobs/{org_id}/{blob_id}/revisions',
-  'POST /v1/users',
-  'POST /v1/api-keys',
-  'POST /v1/credentials',
-]);
+const COMMAND_ROUTE = '/v1/revisions/{revision_id}/';
 
-/** Commands that create something (over REST and JSON-RPC). */
-export const CREATING_COMMANDS: ReadonlySet<string> = new Set<CreatingCommandName>([
-  'create_session',
-  'create_definition',
-  'create_execution',
-  'create_schedule',
-  'post_session_thread_item',
-  'upload_records',
-]);
+/** REST routes (`METHOD /path` as the OpenAPI document names them) that create a resource. */
+export const CREATING_ROUTES: ReadonlySet<string> = new Set(IDEMPOTENT_OPERATIONS.filter((operation) => !operation.startsWith(`POST ${COMMAND_ROUTE}`)));
+
+/** Commands that create something (over REST and JSON-RPC), from their paths in the document. */
+export const CREATING_COMMANDS: ReadonlySet<string> = new Set(
+  IDEMPOTENT_OPERATIONS.filter((operation) => operation.startsWith(`POST ${COMMAND_ROUTE}`)).map((operation) => operation.slice(`POST ${COMMAND_ROUTE}`.length)),
+);
 
 /** The header name on REST. */
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -50,12 +41,9 @@ export function newIdempotencyKey(): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** Whether a REST request creates: a creating route, or a creating command on the command route. */
-export function isCreatingRequest(method: string, schemaPath: string, url: string): boolean {
-  if (CREATING_ROUTES.has(`${method.toUpperCase()} ${schemaPath}`)) return true;
-  if (method.toUpperCase() !== 'POST') return false;
-  const command = /\/v1\/revisions\/[^/]+\/([a-z_]+)$/.exec(new URL(url).pathname)?.[1];
-  return command !== undefined && CREATING_COMMANDS.has(command);
+/** Whether a REST request creates: its operation takes an idempotency key. */
+export function isCreatingRequest(method: string, schemaPath: string): boolean {
+  return IDEMPOTENT_OPERATIONS.includes(`${method.toUpperCase()} ${schemaPath}`);
 }
 
 /** The params of a JSON-RPC create, with a key added unless the caller gave one. */

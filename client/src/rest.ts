@@ -61,7 +61,7 @@ export function createRestClient(options: RestOptions): RestClient {
       if (options.credential && !request.headers.has('authorization') && !request.headers.has('x-api-key')) {
         for (const [name, value] of Object.entries(await credentialHeaders(options.credential))) request.headers.set(name, value);
       }
-      if (!request.headers.has(IDEMPOTENCY_HEADER) && isCreatingRequest(request.method, schemaPath, request.url)) {
+      if (!request.headers.has(IDEMPOTENCY_HEADER) && isCreatingRequest(request.method, schemaPath)) {
         request.headers.set(IDEMPOTENCY_HEADER, newIdempotencyKey());
       }
       return request;
