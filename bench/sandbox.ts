@@ -7,7 +7,7 @@
  * made from the context snapshot each time; the pool's spare absorbs that when the runner
  * idles) and the two "context" rows (a context alone, from the snapshot and without it).
  * "cpu/run" is process CPU (all threads: this one, the isolate's, piscina's) over the batch, per
- * run. "code pool" sends the trivial run through the runner's piscina pool (runner/worker-pool.ts).
+ * run. "code pool" sends the trivial run through the runner's piscina pool (runner/engine/thread-pool.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import ivm from 'isolated-vm';
@@ -16,7 +16,7 @@ import { contextRecipe, prepareContext, type HostApi } from '../sandbox/host-bri
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
 import { defaultBounds, type CodeRequest } from '../sandbox/messages.ts';
 import { runCode } from '../sandbox/sandbox.ts';
-import { WorkerPool } from '../runner/worker-pool.ts';
+import { EngineThreadPool } from '../runner/engine/thread-pool.ts';
 import type { CodeTask } from '../runner/messages.ts';
 
 const runs = Number(process.argv[2] ?? 2000);
@@ -99,7 +99,7 @@ await pool.dispose();
 
 // The same trivial run through the runner's piscina pool: one worker thread, its sandbox as
 // above. No ctx call is made, so the worker never connects to the (absent) database.
-const codePool = new WorkerPool({ databaseUrl: 'postgres://bench@127.0.0.1:1/none', runnerId: '00000000-0000-4000-8000-000000000000', leaseSeconds: 10, maxRecoveries: 3, concurrency: 4, threads: 1, isolatesPerThread: 2, onNotice: () => {} });
+const codePool = new EngineThreadPool({ databaseUrl: 'postgres://bench@127.0.0.1:1/none', runnerId: '00000000-0000-4000-8000-000000000000', leaseSeconds: 10, maxRecoveries: 3, concurrency: 4, threads: 1, isolatesPerThread: 2, onNotice: () => {} });
 codePool.start();
 const task: CodeTask = { type: 'code', request: trivial, scope: { executionId: 'e', sessionId: 's', blobId: 'b', node: 'n', sessionObjectsQuota: 10 } };
 async function throughPool(inFlight: number): Promise<string> {

@@ -1,6 +1,6 @@
 /**
  * A runner process: registers itself in `runners` and heartbeats, and runs the execution engine
- * (runner/engine/runner.ts) on the pg-boss `executions` queue. Any number of runners may share one
+ * (runner/engine/engine.ts) on the pg-boss `executions` queue. Any number of runners may share one
  * database. `npm run runner`; `npm start` supervises one.
  *
  * A stop signal drains: no new work, nodes in flight get JOBS_GRACE_MS, what still runs then is
@@ -22,7 +22,7 @@ import { migrate } from '../shared/db/migrate.ts';
 import { runEntry } from '../shared/shutdown.ts';
 import { loadTracing, type ProcessTracing } from '../shared/tracing/load-tracing.ts';
 import { VERSION } from '../shared/version.ts';
-import { createRunner, type Runner } from './engine/runner.ts';
+import { createEngine, type Engine } from './engine/engine.ts';
 import { startCpuSplit } from './cpu-split.ts';
 import { yieldCpu } from '../shared/priority.ts';
 import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
@@ -49,7 +49,7 @@ const priority = config.runner.nice > 0 ? yieldCpu(config.runner.nice) : null;
 let db: Db | undefined;
 let boss: PgBoss | undefined;
 let registration: Registration | undefined;
-let runner: Runner | undefined;
+let engine: Engine | undefined;
 let retention: RetentionTimer | undefined;
 let cpuSplit: Periodic | null = null;
 let stopping: Promise<void> | undefined;
@@ -63,7 +63,7 @@ function stop(): Promise<void> {
   stopping ??= (async () => {
     await retention?.stop();
     // The engine first: every execution it holds is finished or handed back before the queue goes.
-    await runner?.stop(JOBS_GRACE_MS);
+    await engine?.stop(JOBS_GRACE_MS);
     await boss?.stop({ graceful: true, timeout: 1_000 });
     await cpuSplit?.stop();
     // Only after the queue stopped: `stopped_at` then means no job runs here any more.
@@ -94,7 +94,7 @@ async function start(): Promise<void> {
   await boss.start();
   await createQueues(boss);
   registration = await registerRunner(db, { host: hostname(), pid: process.pid, version: VERSION },
-    (err) => log.warn({ err }, 'heartbeat failed'), () => runner?.sandbox() ?? null);
+    (err) => log.warn({ err }, 'heartbeat failed'), () => engine?.sandbox() ?? null);
   if (config.runner.cpuSplit) {
     cpuSplit = startCpuSplit({
       db,
@@ -105,7 +105,7 @@ async function start(): Promise<void> {
       onError: (err) => log.warn({ err }, 'CPU split failed'),
     });
   }
-  runner = createRunner({
+  engine = createEngine({
     db,
     boss,
     databaseUrl,
@@ -119,10 +119,10 @@ async function start(): Promise<void> {
     tracing: tracing?.tracing ?? null,
     threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
   });
-  await runner.start();
+  await engine.start();
   retention = startRetentionTimer(db, { log });
   if (config.runner.metricsPort > 0) {
-    const served = runner;
+    const served = engine;
     metricsServer = await serveMetrics(config.runner.metricsPort, config.runner.metricsHost, () => served.metrics(), readinessProbe(db, () => stopping !== undefined));
     log.info({ metrics: `http://${config.runner.metricsHost}:${config.runner.metricsPort}/metrics` }, 'runner metrics and probes listening');
   }

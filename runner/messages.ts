@@ -1,12 +1,11 @@
 /**
- * What crosses between the runner's main thread and its engine worker threads (runner/worker-pool.ts,
- * runner/engine-worker.ts). Everything is plain data (structured clone). Errors cross as
- * `{code, message}`; match on `code`.
+ * What crosses between the runner's main thread and its engine worker threads
+ * (runner/engine/thread-pool.ts, runner/engine/engine-thread.ts). Everything is plain data
+ * (structured clone). Errors cross as `{code, message}`; match on `code`.
  */
 import { z } from 'zod';
 import type { CodeRequest, CodeResult, LogLevel } from '../sandbox/messages.ts';
 import type { ClaimedExecution } from './engine/claim.ts';
-import type { Outcome } from './engine/interpreter.ts';
 import type { TracingSettings } from '../shared/config.ts';
 
 /** Who a `logic.code` run works for: what the worker's HostApi needs to write on the session's behalf. */
@@ -38,9 +37,12 @@ export interface ExecutionTask {
 
 export type WorkerTask = CodeTask | ExecutionTask;
 
+/** How a turn of an execution on this runner ended (runner/engine/interpreter.ts). */
+export type TurnOutcome = 'ended' | 'parked' | 'handed_back' | 'lost' | 'abandoned';
+
 /** A worker's answer to an ExecutionTask (a database failure rejects the task instead). */
 export interface ExecutionTaskResult {
-  outcome: Outcome;
+  outcome: TurnOutcome;
   /** When it parked: the time its wake-up job is due (ISO 8601). */
   wakeAt?: string;
 }
@@ -71,7 +73,7 @@ export interface EngineWorkerData {
   /** The runner's id: the lease owner every write of the worker is guarded by. */
   runnerId: string;
   leaseSeconds: number;
-  /** The poison bound (RunnerTuning.maxRecoveries). */
+  /** The poison bound (EngineTuning.maxRecoveries). */
   maxRecoveries: number;
   /** Connections of the worker's pool: its executions' step writes, transactions and ctx calls. */
   connections: number;

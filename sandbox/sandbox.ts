@@ -35,7 +35,8 @@ const SYNC_COMPILE_CHARS = 64 * 1024;
 const MAX_ROUTE_CHARS = 128;
 
 type Stop = { reason: 'timeout' | 'memory' | 'shutdown' | 'aborted' | 'stuck' };
-type Outcome = { result: CodeResult } | Stop;
+/** How a code run ended: with its result, or stopped (why: `Stop`). */
+type CodeRunOutcome = { result: CodeResult } | Stop;
 
 /**
  * Runs `request.code` against `host` in an isolate of `pool`. Resolves with the output, the
@@ -106,7 +107,7 @@ class CodeRun {
     this.#signal?.addEventListener('abort', onAbort, { once: true });
 
     const work = this.#work();
-    const outcome: Outcome = await Promise.race([work, stopped]);
+    const outcome: CodeRunOutcome = await Promise.race([work, stopped]);
     clearTimeout(timer);
     clearInterval(poll);
     this.#signal?.removeEventListener('abort', onAbort);
@@ -154,7 +155,7 @@ class CodeRun {
     return this.#stopped(outcome.reason);
   }
 
-  async #work(): Promise<Outcome> {
+  async #work(): Promise<CodeRunOutcome> {
     const { isolate } = this.#lease;
     const request = this.#request;
     try {
@@ -288,7 +289,7 @@ class CodeRun {
     }
   }
 
-  #error(code: string, message: string): Outcome {
+  #error(code: string, message: string): CodeRunOutcome {
     const error: CodeError = { code, message: truncateChars(message, this.#pool.bounds.maxMessageChars) };
     return { result: { kind: 'error', error, stats: this.#stats } };
   }

@@ -1,7 +1,7 @@
 /**
  * The runner's lease and recovery timings when nothing sets them, in seconds: the defaults of
  * RUNNER_LEASE_SECONDS, RUNNER_RENEW_SECONDS, RUNNER_SWEEP_SECONDS and RUNNER_ORPHAN_SECONDS
- * (shared/config.ts) and of `createRunner`'s options (runner/engine/runner.ts), kept here once so
+ * (shared/config.ts) and of `createEngine`'s options (runner/engine/engine.ts), kept here once so
  * that the two cannot drift apart.
  */
 export const RUNNER_TIMING_DEFAULTS = {

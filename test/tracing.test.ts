@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import t from 'tap';
-import { createRunner } from '../runner/engine/runner.ts';
+import { createEngine } from '../runner/engine/engine.ts';
 import { processorRegistry } from '../runner/processors/registry.ts';
 import { freePort } from '../shared/db/free-port.ts';
 import { fireSchedule } from '../shared/scheduler/fire.ts';
@@ -401,7 +401,7 @@ t.test('the interpreter: an execution span below the stored traceparent, a node 
 
   const tracing = recordingTracing();
   // Interpreted on this thread (processors given), so the spans reach this test's Tracing.
-  const runner = createRunner({ ...FAST, db, boss, databaseUrl, runnerId: randomUUID(), log: pino({ level: 'silent' }), processors: processorRegistry, tracing });
+  const runner = createEngine({ ...FAST, db, boss, databaseUrl, runnerId: randomUUID(), log: pino({ level: 'silent' }), processors: processorRegistry, tracing });
   await runner.start();
   t.teardown(() => runner.stop());
   t.match(await waitForEnd(app, alice, flow, execution.id), { status: 'succeeded', output: 'mended' });

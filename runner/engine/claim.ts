@@ -10,7 +10,7 @@ import { preparedQuery } from '../../shared/db/prepared-query.ts';
 import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
-import type { RunLimits } from '../processors/processor.ts';
+import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import type { ExecutionState } from './persist.ts';
 
 /** How the claimed execution got here: its first claim, or a resumption and why. */

@@ -18,7 +18,7 @@ import type { JobQueue } from '../../shared/queue/execution-jobs.ts';
 import { endExecution, type ExecutionError, type TerminalStatus } from '../../shared/workflow/execution-end.ts';
 import type { GraphNode } from '../../shared/workflow/graph.ts';
 import { FAILURE, processorByName, SUCCESS } from '../../shared/workflow/processors.ts';
-import type { CodeRunner } from '../messages.ts';
+import type { CodeRunner, TurnOutcome } from '../messages.ts';
 import type { NodeError, NodeResult, Processor } from '../processors/processor.ts';
 import type { ClaimedExecution } from './claim.ts';
 import {
@@ -69,9 +69,6 @@ export interface RunControl {
   readonly dead: boolean;
 }
 
-/** How a turn of an execution on this runner ended. */
-export type Outcome = 'ended' | 'parked' | 'handed_back' | 'lost' | 'abandoned';
-
 /** `workflow.sleep_seconds` is fixed: the same for every account, so the catalog's value. */
 const SLEEP_SECONDS_LIMIT: LimitObject = { id: 'workflow.sleep_seconds', value: defaultOf('workflow.sleep_seconds') };
 
@@ -95,7 +92,7 @@ function elapsedMs(since: number): number {
  * that fails, lets the lease run out), so it is recovered like after a crash, within the poison
  * bound.
  */
-export async function runExecution(ctx: EngineContext, execution: ClaimedExecution, control: RunControl): Promise<Outcome> {
+export async function runExecution(ctx: EngineContext, execution: ClaimedExecution, control: RunControl): Promise<TurnOutcome> {
   if (!ctx.tracing) return interpret(ctx, execution, control, undefined);
   // One span per turn on a runner (a claim until the execution leaves), child of the span that
   // created the execution: a sleep, a hand-back or a recovery adds a turn to the same trace.
@@ -115,7 +112,7 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
 }
 
 /** runExecution's work; `turn` is its span when tracing is on. */
-async function interpret(ctx: EngineContext, execution: ClaimedExecution, control: RunControl, turn: TraceSpan | undefined): Promise<Outcome> {
+async function interpret(ctx: EngineContext, execution: ClaimedExecution, control: RunControl, turn: TraceSpan | undefined): Promise<TurnOutcome> {
   const holder: Holder = { executionId: execution.id, runnerId: ctx.runnerId, leaseSeconds: ctx.leaseSeconds };
 
   if (execution.attempts > ctx.maxRecoveries) {
@@ -282,9 +279,9 @@ async function runNode(ctx: EngineContext, execution: ClaimedExecution, name: st
  * A `logic.sleep` of `seconds` > 0: fails the execution at once when it would end past the
  * deadline, else parks it (status `sleeping`, the lease released, a delayed wake-up job).
  */
-async function sleep(ctx: EngineContext, execution: ClaimedExecution, holder: Holder, name: string, next: ExecutionState, finished: NewExecutionEvent, seconds: number): Promise<Outcome> {
+async function sleep(ctx: EngineContext, execution: ClaimedExecution, holder: Holder, name: string, next: ExecutionState, finished: NewExecutionEvent, seconds: number): Promise<TurnOutcome> {
   const limit = limitOf(execution, 'workflow.execution_seconds');
-  const outcome = await ctx.db.transaction(async (tx): Promise<Outcome | Date> => {
+  const outcome = await ctx.db.transaction(async (tx): Promise<TurnOutcome | Date> => {
     const row = await lockHeld(tx, holder);
     if (!row) return 'lost';
     if (seconds > row.seconds_left) {

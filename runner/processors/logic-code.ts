@@ -3,7 +3,7 @@ import type { CodeTask } from '../messages.ts';
 import type { NodeEventAttributes, NodeResult, Processor } from './processor.ts';
 
 /**
- * `logic.code {code}`: runs the module in the sandbox on an engine worker thread (runner/worker-pool.ts)
+ * `logic.code {code}`: runs the module in the sandbox on an engine worker thread (runner/engine/thread-pool.ts)
  * under the limits the execution resolved at creation: `workflow.code_run_seconds` bounds the run
  * (a run stopped there takes `failure` with `code_timeout`, its message naming the limit),
  * `workflow.code_imports` decides imports, `workflow.session_objects_per_session` bounds

@@ -1,5 +1,5 @@
 /**
- * Tracing in a runner's engine worker thread (runner/engine-worker.ts), imported only when the
+ * Tracing in a runner's engine worker thread (runner/engine/engine-thread.ts), imported only when the
  * runner's tracing is on.
  *
  * Each engine thread has a tracer provider of its own, exporting its spans itself, rather than

@@ -3,14 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import type { Test } from 'tap';
-import { createRunner, type Runner, type RunnerOptions, type RunnerTuning } from '../../runner/engine/runner.ts';
+import { createEngine, type Engine, type EngineOptions, type EngineTuning } from '../../runner/engine/engine.ts';
 import { createBoss, createQueues } from '../../shared/queue/queues.ts';
 import { createDb, type Db } from '../../shared/db/db.ts';
 import { call, type Caller } from './app.ts';
 import { createBlob, createOrg } from './resources.ts';
 
 /** Timings that keep tests quick: polls, sweeps and renewals well under a second. */
-export const FAST: RunnerTuning = {
+export const FAST: EngineTuning = {
   pollSeconds: 0.5,
   sweepSeconds: 0.5,
   renewSeconds: 1,
@@ -20,7 +20,7 @@ export const FAST: RunnerTuning = {
 };
 
 export interface TestRunner {
-  readonly runner: Runner;
+  readonly runner: Engine;
   readonly id: string;
   readonly db: Db;
   readonly boss: PgBoss;
@@ -30,7 +30,7 @@ export interface TestRunner {
   kill(): Promise<void>;
 }
 
-export type TestRunnerOptions = RunnerTuning & Pick<RunnerOptions, 'processors' | 'code'>;
+export type TestRunnerOptions = EngineTuning & Pick<EngineOptions, 'processors' | 'code'>;
 
 /**
  * Starts an in-process runner engine on `databaseUrl` with a pool and a pg-boss of its own (as a
@@ -43,7 +43,7 @@ export async function startRunner(t: Test, databaseUrl: string, options: TestRun
   await boss.start();
   await createQueues(boss);
   const id = randomUUID();
-  const runner = createRunner({ ...FAST, ...options, db, boss, databaseUrl, runnerId: id, log: pino({ level: process.env.TEST_RUNNER_LOG ?? 'silent' }) });
+  const runner = createEngine({ ...FAST, ...options, db, boss, databaseUrl, runnerId: id, log: pino({ level: process.env.TEST_RUNNER_LOG ?? 'silent' }) });
   await runner.start();
   let closed: Promise<void> | undefined;
   const close = (how: () => Promise<void>) => {
@@ -130,7 +130,7 @@ export async function executionEvents(app: FastifyInstance, caller: Caller, flow
  * ended as soon as the engine worker's statement commits; the runner's main thread learns it one
  * message later, so its counts are read once they settle (a runner that never lets go fails here).
  */
-export function runnerIdle(runner: TestRunner): Promise<ReturnType<Runner['stats']>> {
+export function runnerIdle(runner: TestRunner): Promise<ReturnType<Engine['stats']>> {
   return waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0 && stats.leases === 0, 'the runner to let go of its executions');
 }
 

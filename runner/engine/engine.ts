@@ -1,8 +1,8 @@
 /**
- * One runner engine: the work loop (intake), the lease keeper, the recovery sweep, the queue
- * statistics and the engine worker pool, wired together with start / stop / abandon. Claimed
- * executions are interpreted on the pool's worker threads (runner/engine-worker.ts); a runner
- * given processors or a code runner of its own (tests) interprets on this thread instead.
+ * The engine of a runner process: the work loop (intake), the lease keeper, the recovery sweep,
+ * the queue statistics and the engine thread pool (./thread-pool.ts), wired together with start /
+ * stop / abandon. Claimed executions are interpreted on the pool's threads (./engine-thread.ts);
+ * an engine given processors or a code runner of its own (tests) interprets on this thread instead.
  * runner/main.ts builds one per process; tests build them in-process against their own database
  * (test/helpers/runner.ts). It owns none of `db` and `boss`: the caller opens and closes them.
  */
@@ -11,7 +11,7 @@ import { availableParallelism } from 'node:os';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { RUNNER_TIMING_DEFAULTS } from '../../shared/runner-timings.ts';
-import { WorkerPool } from '../worker-pool.ts';
+import { EngineThreadPool } from './thread-pool.ts';
 import { MAX_SNAPSHOT_TENANTS, type CodeRunner, type ExecutionTaskResult, type SandboxSnapshot, type WorkerTracingSettings } from '../messages.ts';
 import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
 import { CooldownKeeper } from './cooldown-keeper.ts';
@@ -29,7 +29,7 @@ import { WorkLoop } from './work-loop.ts';
 import { FireLoop } from '../scheduler/fire-loop.ts';
 
 /** The subset of a pino logger the engine uses. */
-export interface RunnerLog {
+export interface EngineLog {
   debug(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
@@ -37,7 +37,7 @@ export interface RunnerLog {
 }
 
 /** Timings and sizes of the engine; every field has a production default (docs/architecture.md). */
-export interface RunnerTuning {
+export interface EngineTuning {
   /** Executions worked on at once. Default 128. */
   concurrency?: number;
   /** Wake-ups fetched per batch. Default 32. */
@@ -70,14 +70,14 @@ export interface RunnerTuning {
   fireReconcileSeconds?: number;
 }
 
-export interface RunnerOptions extends RunnerTuning {
+export interface EngineOptions extends EngineTuning {
   db: Db;
   boss: PgBoss;
   /** Where the worker threads open their own connections. */
   databaseUrl: string;
   /** This runner's id (its `runners` row): the lease owner of what it claims. */
   runnerId: string;
-  log: RunnerLog;
+  log: EngineLog;
   /**
    * Processors of the caller's (tests): executions are then interpreted on this thread, their
    * `logic.code` nodes still run on the worker threads. Default: runner/processors/registry.ts,
@@ -95,12 +95,12 @@ export interface RunnerOptions extends RunnerTuning {
   threadTracing?: WorkerTracingSettings | null;
 }
 
-export interface RunnerStats {
+export interface EngineStats {
   inFlight: number;
   leases: number;
 }
 
-export interface Runner {
+export interface Engine {
   readonly id: string;
   start(): Promise<void>;
   /**
@@ -111,7 +111,7 @@ export interface Runner {
   stop(graceMs?: number): Promise<void>;
   /** Simulates a kill -9 (tests): stops everything at once and writes nothing more; leases run out. */
   abandon(): Promise<void>;
-  stats(): RunnerStats;
+  stats(): EngineStats;
   /** The sandbox of every engine worker thread, summed (each at most `SNAPSHOT_EVERY_MS` old); null before the first. */
   sandbox(): SandboxSnapshot | null;
   /** This runner's metrics in Prometheus's text format (runner/metrics.ts), with the process's. */
@@ -167,7 +167,7 @@ function delay(ms: number): Promise<void> {
 }
 
 /** Builds a runner engine; nothing starts until `start()`. */
-export function createRunner(options: RunnerOptions): Runner {
+export function createEngine(options: EngineOptions): Engine {
   const { db, boss, runnerId, log } = options;
   const concurrency = Math.max(1, options.concurrency ?? 128);
   const leaseSeconds = Math.max(1, options.leaseSeconds ?? RUNNER_TIMING_DEFAULTS.leaseSeconds);
@@ -181,7 +181,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const maxRecoveries = options.maxRecoveries ?? 3;
   // Interpreting on this thread is for tests that bring processors or a code runner of their own.
   const onThisThread = options.processors !== undefined || options.code !== undefined;
-  const pool = options.code ? null : new WorkerPool({
+  const pool = options.code ? null : new EngineThreadPool({
     databaseUrl: options.databaseUrl,
     runnerId,
     leaseSeconds,
@@ -285,7 +285,7 @@ export function createRunner(options: RunnerOptions): Runner {
   }
 
   /** Interprets on a worker thread; rejects for database failures and for a thread that died. */
-  async function interpretOnWorker(pool: WorkerPool, execution: ClaimedExecution): Promise<ExecutionTaskResult> {
+  async function interpretOnWorker(pool: EngineThreadPool, execution: ClaimedExecution): Promise<ExecutionTaskResult> {
     const result = await pool.execute(execution);
     if (result.wakeAt !== undefined) onParked(new Date(result.wakeAt));
     return result;

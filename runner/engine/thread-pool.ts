@@ -1,14 +1,14 @@
 /**
- * The runner's engine worker threads (piscina): claimed executions are interpreted there, node by
- * node, `logic.code` included (runner/engine-worker.ts), so the main thread's event loop stays
+ * The engine's thread pool (piscina): claimed executions are interpreted on its engine threads,
+ * node by node, `logic.code` included (./engine-thread.ts), so the main thread's event loop stays
  * free for intake, claims, leases and drains whatever the executions do. runner/messages.ts types
  * what crosses.
  */
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import type { ClaimedExecution } from './engine/claim.ts';
-import type { WorkerTracingSettings } from './messages.ts';
+import type { ClaimedExecution } from './claim.ts';
+import type { WorkerTracingSettings } from '../messages.ts';
 import {
   workerNoticeSchema,
   type CodeRunner,
@@ -19,9 +19,9 @@ import {
   type WorkerNotice,
   type WorkerSignal,
   type WorkerTask,
-} from './messages.ts';
+} from '../messages.ts';
 
-export interface WorkerPoolOptions {
+export interface EngineThreadPoolOptions {
   databaseUrl: string;
   /** The runner's id and lease length: what the workers' writes are guarded by. */
   runnerId: string;
@@ -30,9 +30,9 @@ export interface WorkerPoolOptions {
   maxRecoveries: number;
   /** Executions in flight at once (all threads together). */
   concurrency: number;
-  /** Worker threads at most (the runner's default: RunnerTuning.workerThreads). */
+  /** Worker threads at most (the runner's default: EngineTuning.workerThreads). */
   threads: number;
-  /** Isolates per thread, i.e. concurrent `logic.code` runs per thread (RunnerTuning.isolatesPerThread). */
+  /** Isolates per thread, i.e. concurrent `logic.code` runs per thread (EngineTuning.isolatesPerThread). */
   isolatesPerThread: number;
   /** Heap bound of each isolate in MiB. Default 64. */
   memoryMb?: number;
@@ -55,15 +55,15 @@ const CLOSE_WAIT_MS = 2_000;
  */
 const SETTLE_MS = 250;
 
-/** A piscina pool of engine workers. Nothing starts until `start()`. */
-export class WorkerPool implements CodeRunner {
-  readonly #options: WorkerPoolOptions;
+/** A piscina pool of engine threads. Nothing starts until `start()`. */
+export class EngineThreadPool implements CodeRunner {
+  readonly #options: EngineThreadPoolOptions;
   #piscina: Piscina<WorkerTask, CodeTaskResult | ExecutionTaskResult> | null = null;
   #channel: BroadcastChannel | null = null;
   readonly #running = new Set<Promise<unknown>>();
   #closed = false;
 
-  constructor(options: WorkerPoolOptions) {
+  constructor(options: EngineThreadPoolOptions) {
     this.#options = options;
   }
 
@@ -88,7 +88,7 @@ export class WorkerPool implements CodeRunner {
     this.#channel = new BroadcastChannel(channel);
     this.#channel.unref();
     const piscina = new Piscina<WorkerTask, CodeTaskResult | ExecutionTaskResult>({
-      filename: new URL('./engine-worker.ts', import.meta.url).href,
+      filename: new URL('./engine-thread.ts', import.meta.url).href,
       minThreads: 1,
       maxThreads: threads,
       // An execution task lasts as long as the execution stays on this runner (mostly waiting on

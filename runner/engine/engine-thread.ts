@@ -1,5 +1,5 @@
 /**
- * An engine worker thread of the runner's piscina pool (runner/worker-pool.ts): it interprets the
+ * An engine thread of the engine's piscina pool (./thread-pool.ts): it interprets the
  * executions its runner claimed, node by node, with everything a node needs in the same thread —
  * the interpreter (runner/engine/interpreter.ts), the processors, a sandbox for `logic.code` (its
  * isolates in a child process of this thread: sandbox/sandbox-process.ts), and a pg pool and step
@@ -22,21 +22,21 @@
  */
 import { BroadcastChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import type { PgBoss } from 'pg-boss';
-import { createDb, type Db } from '../shared/db/db.ts';
-import type { JobQueue } from '../shared/queue/execution-jobs.ts';
-import { createBoss } from '../shared/queue/queues.ts';
-import type { Tracing } from '../shared/tracing/tracing.ts';
+import { createDb, type Db } from '../../shared/db/db.ts';
+import type { JobQueue } from '../../shared/queue/execution-jobs.ts';
+import { createBoss } from '../../shared/queue/queues.ts';
+import type { Tracing } from '../../shared/tracing/tracing.ts';
 import { getPriority } from 'node:os';
-import type { CodeResult } from '../sandbox/messages.ts';
-import { ProcessSandbox } from '../sandbox/sandbox-process.ts';
-import { MAX_NICE } from '../shared/priority.ts';
-import { COOLDOWN_BASE_SECONDS } from '../shared/sandbox/cooldowns.ts';
-import { createLogSink, sessionHost } from './code-host.ts';
-import { runExecution, type EngineContext, type RunControl } from './engine/interpreter.ts';
-import { engineMetrics } from './metrics.ts';
-import { createStepWriter } from './engine/step-writes.ts';
-import { processorRegistry } from './processors/registry.ts';
-import { MAX_SNAPSHOT_TENANTS, SNAPSHOT_EVERY_MS, type CodeRunner, type CodeTask, type CodeTaskResult, type EngineWorkerData, type ExecutionTask, type ExecutionTaskResult, type SandboxSnapshot, type WorkerNotice, type WorkerSignal, type WorkerTask } from './messages.ts';
+import type { CodeResult } from '../../sandbox/messages.ts';
+import { ProcessSandbox } from '../../sandbox/sandbox-process.ts';
+import { MAX_NICE } from '../../shared/priority.ts';
+import { COOLDOWN_BASE_SECONDS } from '../../shared/sandbox/cooldowns.ts';
+import { createLogSink, sessionHost } from '../code-host.ts';
+import { runExecution, type EngineContext, type RunControl } from './interpreter.ts';
+import { engineMetrics } from '../metrics.ts';
+import { createStepWriter } from './step-writes.ts';
+import { processorRegistry } from '../processors/registry.ts';
+import { MAX_SNAPSHOT_TENANTS, SNAPSHOT_EVERY_MS, type CodeRunner, type CodeTask, type CodeTaskResult, type EngineWorkerData, type ExecutionTask, type ExecutionTaskResult, type SandboxSnapshot, type WorkerNotice, type WorkerSignal, type WorkerTask } from '../messages.ts';
 
 interface Flight {
   readonly controller: AbortController;
@@ -116,7 +116,7 @@ function jobSender(): JobQueue {
 async function threadTracing(): Promise<Tracing | null> {
   if (data.tracing === null) return null;
   try {
-    const { startThreadTracing } = await import('../shared/tracing/start-thread-tracing.ts');
+    const { startThreadTracing } = await import('../../shared/tracing/start-thread-tracing.ts');
     return startThreadTracing(data.tracing);
   } catch (error) {
     // Executions run untraced rather than not at all.
