@@ -28,6 +28,7 @@ import type { SpanAttributes, SpanOptions, TraceSpan, Tracing } from '../shared/
 import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { createBlob } from './helpers/resources.ts';
+import { onThisThread } from './helpers/this-thread.ts';
 import { command, createWorkflow, define, FAST, runGraph, waitForEnd } from './helpers/runner.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -401,7 +402,7 @@ t.test('the interpreter: an execution span below the stored traceparent, a node 
 
   const tracing = recordingTracing();
   // Interpreted on this thread (processors given), so the spans reach this test's Tracing.
-  const runner = createEngine({ ...FAST, db, boss, databaseUrl, runnerId: randomUUID(), log: pino({ level: 'silent' }), processors: processorRegistry, tracing });
+  const runner = createEngine({ ...FAST, db, boss, databaseUrl, runnerId: randomUUID(), log: pino({ level: 'silent' }), interpreter: onThisThread(processorRegistry), tracing });
   await runner.start();
   t.teardown(() => runner.stop());
   t.match(await waitForEnd(app, alice, flow, execution.id), { status: 'succeeded', output: 'mended' });

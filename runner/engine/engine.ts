@@ -2,7 +2,7 @@
  * The engine of a runner process: the work loop (intake), the lease keeper, the recovery sweep,
  * the queue statistics and the engine thread pool (./thread-pool.ts), wired together with start /
  * stop / abandon. Claimed executions are interpreted on the pool's threads (./engine-thread.ts);
- * an engine given processors or a code runner of its own (tests) interprets on this thread instead.
+ * an engine given an interpreter of its own (tests: test/helpers/this-thread.ts) uses it instead.
  * runner/main.ts builds one per process; tests build them in-process against their own database
  * (test/helpers/runner.ts). It owns none of `db` and `boss`: the caller opens and closes them.
  */
@@ -15,16 +15,13 @@ import { EngineThreadPool } from './thread-pool.ts';
 import { MAX_SNAPSHOT_TENANTS, type CodeRunner, type ExecutionTaskResult, type SandboxSnapshot, type WorkerTracingSettings } from '../messages.ts';
 import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
 import { CooldownKeeper } from './cooldown-keeper.ts';
-import type { Processor } from '../processors/processor.ts';
-import { processorRegistry } from '../processors/registry.ts';
 import { CancelListener } from './cancel-listener.ts';
 import type { ClaimedExecution } from './claim.ts';
-import { runExecution, type EngineContext, type RunControl } from './interpreter.ts';
+import type { RunControl } from './interpreter.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { giveUp, handBack } from './persist.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { RecoverySweep } from './recovery.ts';
-import { createStepWriter } from './step-writes.ts';
 import { WorkLoop } from './work-loop.ts';
 import { FireLoop } from '../scheduler/fire-loop.ts';
 
@@ -79,13 +76,11 @@ export interface EngineOptions extends EngineTuning {
   runnerId: string;
   log: EngineLog;
   /**
-   * Processors of the caller's (tests): executions are then interpreted on this thread, their
-   * `logic.code` nodes still run on the worker threads. Default: runner/processors/registry.ts,
-   * on the worker threads.
+   * Interprets claimed executions elsewhere than on the engine threads: tests that bring processors
+   * of their own interpret on their own thread (test/helpers/this-thread.ts). Default: the engine
+   * threads, with runner/processors/registry.ts.
    */
-  processors?: ReadonlyMap<string, Processor>;
-  /** Runs `logic.code` instead of the worker threads (tests of the engine without threads); implies interpreting on this thread. */
-  code?: CodeRunner;
+  interpreter?: (engine: InterpreterParts) => Interpret;
   /**
    * Tracing (docs/operations.md, "Tracing"): `tracing` makes this thread's spans (schedule fires,
    * executions interpreted here), `threadTracing` is what each engine worker thread starts its own
@@ -93,6 +88,27 @@ export interface EngineOptions extends EngineTuning {
    */
   tracing?: Tracing | null;
   threadTracing?: WorkerTracingSettings | null;
+}
+
+/**
+ * Interprets one claimed execution until it leaves this runner (ended, parked, handed back, lost);
+ * rejects for database failures and for an engine thread that died.
+ */
+export type Interpret = (execution: ClaimedExecution, control: RunControl) => Promise<ExecutionTaskResult>;
+
+/** What the engine gives an interpreter of the caller's (`EngineOptions.interpreter`). */
+export interface InterpreterParts {
+  db: Db;
+  boss: PgBoss;
+  runnerId: string;
+  leaseSeconds: number;
+  maxRecoveries: number;
+  /** Runs `logic.code` nodes on the engine threads. */
+  code: CodeRunner;
+  /** Arms the wake-up timer of an execution that parked. */
+  onParked(wakeAt: Date): void;
+  log: EngineLog;
+  tracing: Tracing | null;
 }
 
 export interface EngineStats {
@@ -179,9 +195,7 @@ export function createEngine(options: EngineOptions): Engine {
   let stopping: Promise<void> | undefined;
 
   const maxRecoveries = options.maxRecoveries ?? 3;
-  // Interpreting on this thread is for tests that bring processors or a code runner of their own.
-  const onThisThread = options.processors !== undefined || options.code !== undefined;
-  const pool = options.code ? null : new EngineThreadPool({
+  const pool = new EngineThreadPool({
     databaseUrl: options.databaseUrl,
     runnerId,
     leaseSeconds,
@@ -215,7 +229,6 @@ export function createEngine(options: EngineOptions): Engine {
       }
     },
   });
-  const code: CodeRunner | undefined = options.code ?? pool ?? undefined;
 
   const leases = new LeaseKeeper({
     db,
@@ -232,7 +245,7 @@ export function createEngine(options: EngineOptions): Engine {
   const cooldowns = new CooldownKeeper({
     db,
     everyMs: COOLDOWN_REFRESH_MS,
-    broadcast: (until) => pool?.signal({ type: 'cooldowns', until }),
+    broadcast: (until) => pool.signal({ type: 'cooldowns', until }),
     onStrike: (cooldown) => log.warn({ runner_id: runnerId, org_id: cooldown.orgId, strikes: cooldown.strikes, until: cooldown.until }, 'organization cooled down'),
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'reading or recording cool-downs failed; retrying'),
   });
@@ -243,21 +256,6 @@ export function createEngine(options: EngineOptions): Engine {
     onCancelled: (executionId) => flights.get(executionId)?.lost(),
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'cancel listener connection failed; reconnecting'),
   });
-
-  // The main thread's own interpreter context, for a runner that interprets here.
-  const engine: EngineContext | null = !onThisThread ? null : {
-    db,
-    queue: boss,
-    runnerId,
-    writes: createStepWriter(db, { runnerId, leaseSeconds }),
-    processors: options.processors ?? processorRegistry,
-    code,
-    leaseSeconds,
-    maxRecoveries,
-    onParked,
-    onProcessorError: (err, node, execution) => log.error({ err, node, ...executionLogFields(execution), runner_id: runnerId }, 'processor failed unexpectedly'),
-    tracing: options.tracing ?? null,
-  };
 
   function onParked(wakeAt: Date): void {
     if (draining || abandoned || wakeTimers.size >= MAX_WAKE_TIMERS) return;
@@ -270,10 +268,36 @@ export function createEngine(options: EngineOptions): Engine {
     wakeTimers.add(timer);
   }
 
-  /** Interprets on this thread; throws for database failures like runExecution. */
-  async function interpretHere(engine: EngineContext, execution: ClaimedExecution, flight: Flight): Promise<ExecutionTaskResult> {
+  /** Interprets on an engine thread; rejects for database failures and for a thread that died. */
+  async function interpretOnThreads(execution: ClaimedExecution): Promise<ExecutionTaskResult> {
+    const result = await pool.execute(execution);
+    if (result.wakeAt !== undefined) onParked(new Date(result.wakeAt));
+    return result;
+  }
+
+  const interpret: Interpret = options.interpreter?.({
+    db,
+    boss,
+    runnerId,
+    leaseSeconds,
+    maxRecoveries,
+    code: pool,
+    onParked,
+    log,
+    tracing: options.tracing ?? null,
+  }) ?? interpretOnThreads;
+
+  async function execute(execution: ClaimedExecution): Promise<void> {
+    const controller = new AbortController();
+    const onLost = () => {
+      if (controller.signal.aborted) return;
+      controller.abort();
+      pool.signal({ type: 'lost', executionIds: [execution.id] });
+    };
+    const flight: Flight = { execution, controller, lost: onLost, dead: false, done: Promise.resolve() };
+    // What an interpreter on this thread reads; the engine threads learn the same by WorkerSignal.
     const control: RunControl = {
-      signal: flight.controller.signal,
+      signal: controller.signal,
       get yielding() {
         return draining;
       },
@@ -281,30 +305,12 @@ export function createEngine(options: EngineOptions): Engine {
         return flight.dead || abandoned;
       },
     };
-    return { outcome: await runExecution(engine, execution, control) };
-  }
-
-  /** Interprets on a worker thread; rejects for database failures and for a thread that died. */
-  async function interpretOnWorker(pool: EngineThreadPool, execution: ClaimedExecution): Promise<ExecutionTaskResult> {
-    const result = await pool.execute(execution);
-    if (result.wakeAt !== undefined) onParked(new Date(result.wakeAt));
-    return result;
-  }
-
-  async function execute(execution: ClaimedExecution): Promise<void> {
-    const controller = new AbortController();
-    const onLost = () => {
-      if (controller.signal.aborted) return;
-      controller.abort();
-      pool?.signal({ type: 'lost', executionIds: [execution.id] });
-    };
-    const flight: Flight = { execution, controller, lost: onLost, dead: false, done: Promise.resolve() };
     flights.set(execution.id, flight);
     leases.hold(execution.id, onLost);
     flight.done = (async () => {
       let outcome: ExecutionTaskResult['outcome'] | 'failed' = 'failed';
       try {
-        outcome = (engine ? await interpretHere(engine, execution, flight) : await interpretOnWorker(pool!, execution)).outcome;
+        outcome = (await interpret(execution, control)).outcome;
       } catch (err) {
         log.error({ err, ...executionLogFields(execution), runner_id: runnerId }, 'execution run failed; giving it back');
         if (!flight.dead && !abandoned) {
@@ -379,7 +385,7 @@ export function createEngine(options: EngineOptions): Engine {
     async start() {
       if (started) return;
       started = true;
-      pool?.start();
+      pool.start();
       cancels.start();
       cooldowns.start();
       leases.start();
@@ -393,7 +399,7 @@ export function createEngine(options: EngineOptions): Engine {
       stopping ??= (async () => {
         draining = true;
         metrics.close();
-        pool?.signal({ type: 'drain' });
+        pool.signal({ type: 'drain' });
         clearWakeTimers();
         await Promise.all([recovery.stop(), stats.stop()]);
         await fires?.stop().catch((err: unknown) => log.warn({ err }, 'stopping the schedule fires failed'));
@@ -401,7 +407,7 @@ export function createEngine(options: EngineOptions): Engine {
         if (!(await allLeft(graceMs))) {
           // Nodes still running past the grace period: hand their executions back now, so another
           // runner resumes them from the last persisted node; what these runs do next is discarded.
-          pool?.signal({ type: 'dead', executionIds: [...flights.keys()] });
+          pool.signal({ type: 'dead', executionIds: [...flights.keys()] });
           for (const flight of flights.values()) {
             flight.dead = true;
             flight.controller.abort();
@@ -413,7 +419,7 @@ export function createEngine(options: EngineOptions): Engine {
         await leases.stop();
         await cancels.stop();
         await cooldowns.stop();
-        await pool?.destroy();
+        await pool.destroy();
         await allLeft(UNWIND_MS);
       })();
       return stopping;
@@ -425,7 +431,7 @@ export function createEngine(options: EngineOptions): Engine {
       abandoned = true;
       stopping ??= Promise.resolve();
       draining = true;
-      pool?.signal({ type: 'dead', executionIds: 'all' });
+      pool.signal({ type: 'dead', executionIds: 'all' });
       clearWakeTimers();
       await leases.stop();
       await cancels.stop();
@@ -433,7 +439,7 @@ export function createEngine(options: EngineOptions): Engine {
       await Promise.all([recovery.stop(), stats.stop()]);
       await fires?.stop().catch(() => {});
       await workLoop.stop().catch(() => {});
-      await pool?.destroy();
+      await pool.destroy();
       await allLeft(UNWIND_MS);
     },
 

@@ -3,11 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import type { Test } from 'tap';
-import { createEngine, type Engine, type EngineOptions, type EngineTuning } from '../../runner/engine/engine.ts';
+import { createEngine, type Engine, type EngineTuning } from '../../runner/engine/engine.ts';
+import type { Processor } from '../../runner/processors/processor.ts';
 import { createBoss, createQueues } from '../../shared/queue/queues.ts';
 import { createDb, type Db } from '../../shared/db/db.ts';
 import { call, type Caller } from './app.ts';
 import { createBlob, createOrg } from './resources.ts';
+import { onThisThread } from './this-thread.ts';
 
 /** Timings that keep tests quick: polls, sweeps and renewals well under a second. */
 export const FAST: EngineTuning = {
@@ -30,7 +32,10 @@ export interface TestRunner {
   kill(): Promise<void>;
 }
 
-export type TestRunnerOptions = EngineTuning & Pick<EngineOptions, 'processors' | 'code'>;
+export interface TestRunnerOptions extends EngineTuning {
+  /** Processors of the test's: executions are then interpreted on the test's thread (./this-thread.ts). */
+  processors?: ReadonlyMap<string, Processor>;
+}
 
 /**
  * Starts an in-process runner engine on `databaseUrl` with a pool and a pg-boss of its own (as a
@@ -43,7 +48,9 @@ export async function startRunner(t: Test, databaseUrl: string, options: TestRun
   await boss.start();
   await createQueues(boss);
   const id = randomUUID();
-  const runner = createEngine({ ...FAST, ...options, db, boss, databaseUrl, runnerId: id, log: pino({ level: process.env.TEST_RUNNER_LOG ?? 'silent' }) });
+  const { processors, ...tuning } = options;
+  const interpreter = processors ? { interpreter: onThisThread(processors) } : {};
+  const runner = createEngine({ ...FAST, ...tuning, ...interpreter, db, boss, databaseUrl, runnerId: id, log: pino({ level: process.env.TEST_RUNNER_LOG ?? 'silent' }) });
   await runner.start();
   let closed: Promise<void> | undefined;
   const close = (how: () => Promise<void>) => {
