@@ -68,7 +68,10 @@ function threadsSpent(before: ThreadTimes[], after: ThreadTimes[]): ThreadTimes[
 
 /** Creates `count` with no runner running, then starts the runners and measures until all ended. */
 async function drain(system: System, workloads: Workload[], count: number): Promise<string> {
-  const ids = await createMany(system, workloads, { count, window: Number(args.window) });
+  // Without --in-flight, each organization gets `window` lanes and the first lanes take every
+  // execution: with 1,000 organizations and a window of 8, only 250 of them would get any.
+  const inFlight = args['in-flight'] === undefined ? {} : { inFlight: Number(args['in-flight']) };
+  const ids = await createMany(system, workloads, { count, window: Number(args.window), ...inFlight });
   const postmaster = await postmasterPid(system.sql);
   const started = performance.now();
   const before = await cpuSnapshot({}, postmaster);
