@@ -8,14 +8,9 @@
 import { builtinModules } from 'node:module';
 import type ivm from 'isolated-vm';
 import { vettedModules } from './vetted/index.ts';
+import type { VettedModule } from './vetted/vetted-module.ts';
 
-/** One module of the vetted set: plain ES module source without imports of its own. */
-export interface VettedModule {
-  readonly name: string;
-  readonly version: string;
-  readonly description: string;
-  readonly source: string;
-}
+export type { VettedModule };
 
 /** Vetted modules by name. */
 export type VettedSet = ReadonlyMap<string, VettedModule>;

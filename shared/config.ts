@@ -152,7 +152,7 @@ const envSchema = z.object({
   CORS_ORIGINS: z.string().optional().transform((raw, ctx) => {
     const origins = (raw ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
     for (const origin of origins) {
-      let ok = false;
+      let ok: boolean;
       try {
         ok = new URL(origin).origin === origin;
       } catch {

@@ -9,6 +9,7 @@
 export const MAX_JSON_DEPTH = 64;
 
 // U+0000, a high surrogate not followed by a low one, or a low one not preceded by a high one.
+// eslint-disable-next-line no-control-regex -- U+0000 is what it finds
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** True when PostgreSQL can store `text` (no U+0000, no unpaired surrogate). */

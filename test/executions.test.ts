@@ -11,7 +11,6 @@ import { holdSessionRow } from './helpers/session-fixtures.ts';
 
 // The app sends through the test's pg-boss; `failSends` makes a send fail after pg-boss wrote the
 // job inside the transaction, to show that the job and the execution roll back together.
-let boss: PgBoss | undefined;
 let failSends = false;
 const queue: JobQueue = {
   async send(name, data, options) {
@@ -21,7 +20,7 @@ const queue: JobQueue = {
   },
 };
 const testApp = await buildTestApp(t, {}, { queue });
-boss = testApp.boss;
+const boss: PgBoss | undefined = testApp.boss;
 const { app, db, databaseUrl } = testApp;
 const io = transports(t, app);
 const alice = await signInAnonymous(app);

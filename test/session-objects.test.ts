@@ -223,7 +223,7 @@ t.test('list_session_objects: pagination to exhaustion with concurrent inserts',
   await until(() => done.length >= 2);
   const seen: string[] = [];
   let cursor: string | undefined;
-  let doneBeforeLastPage: string[] = [];
+  let doneBeforeLastPage: string[];
   let pages = 0;
   do {
     doneBeforeLastPage = [...done];

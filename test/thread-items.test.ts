@@ -208,7 +208,7 @@ t.test('list_session_thread_items: pagination to exhaustion with concurrent post
   await until(() => done.length >= 2);
   const seen: string[] = [];
   let cursor: string | null = null;
-  let doneBeforeLastPage: string[] = [];
+  let doneBeforeLastPage: string[];
   let pages = 0;
   do {
     doneBeforeLastPage = [...done];

@@ -6,18 +6,9 @@ import type { OrgRow } from '../sql/orgs.ts';
 import type { RevisionRow } from '../sql/revisions.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
+import type { CommandConnection } from './connection.ts';
 
-/**
- * The WebSocket connection a command arrived on, for commands that push to it later (`subscribe`:
- * docs/sessions-and-events.md, "Live updates"). Over REST there is none.
- */
-export interface CommandConnection {
-  readonly id: string;
-  /** Sends a JSON-RPC notification (`{jsonrpc, method, params}`, no `id`) if the socket is open. */
-  notify(method: string, params: Record<string, unknown>): void;
-  /** Runs `listener` once when the socket closes (release subscriptions there). */
-  onClose(listener: () => void): void;
-}
+export type { CommandConnection };
 
 /** The revision a revision-scoped command runs against, resolved and access-checked. */
 export interface RevisionScope {
@@ -73,6 +64,7 @@ export interface RevisionCommand<S extends z.ZodType = z.ZodType> {
   handler(ctx: AppContext, principal: Principal, params: z.output<S>, call: CommandCall & { revision: RevisionScope }): Promise<CommandResult>;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a registry holds commands of every params type
 export type CommandDefinition = PlainCommand<any> | RevisionCommand<any>;
 
 /** `blobTypes` of the commands a workflow revision answers (sessions, events, definitions, executions…). */

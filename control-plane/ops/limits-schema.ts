@@ -35,6 +35,7 @@ const inForceArgs = z.strictObject({ targetType: level, targetId: ref });
 const overridesArgs = z.strictObject({ limitId: ref.nullish(), targetType: level.nullish(), targetId: ref.nullish(), limit: listLimit });
 const changesArgs = overridesArgs.extend({ beforeId: z.string().regex(/^[1-9][0-9]{0,14}$/, 'must be a change id').nullish() });
 // Printable, one line: it goes into the history as is.
+// eslint-disable-next-line no-control-regex -- control characters are what it refuses
 const actorHeader = z.string().trim().min(1).max(100).regex(/^[^\x00-\x1f\x7f]+$/, 'must be printable');
 
 /**

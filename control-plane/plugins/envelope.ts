@@ -42,7 +42,7 @@ export function registerEnvelope(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
     if (!isUtf8(bytes)) return done(new ServiceError('invalid_request_body', 'The body is not valid UTF-8.'), undefined);
-    parseJson(request, bytes.toString('utf8'), (error: Error | null, value?: unknown) => {
+    void parseJson(request, bytes.toString('utf8'), (error: Error | null, value?: unknown) => {
       if (error) return done(error, undefined);
       if (value === null) return done(new ServiceError('invalid_request_body', 'The body is JSON null; send an object.'), undefined);
       const problem = jsonProblem(value);

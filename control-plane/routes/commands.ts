@@ -73,7 +73,9 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
     // A creating command takes the `Idempotency-Key` header (docs/commands.md); others ignore it.
     const result = await runRevisionCommand(registry, ctx, request.principal, revision_id, command, body ?? {}, {
       idempotencyKey: request.headers[IDEMPOTENCY_HEADER],
-      onReplayed: () => reply.header(REPLAYED_HEADER, 'true'),
+      onReplayed: () => {
+        reply.header(REPLAYED_HEADER, 'true');
+      },
     });
     // `ok` puts `status` first, so a result's own `status` (check_definition's verdict) wins.
     return ok(result);

@@ -55,6 +55,7 @@ export type NodeEventAttributes = Record<string, unknown>;
  * shared/workflow/processors.ts. Side effects are at-least-once: a runner that dies after them but
  * before the node's result is persisted runs the node again.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds processors of every config type
 export interface Processor<C = any> {
   readonly name: string;
   run(ctx: RunContext, config: C, input: unknown): Promise<NodeResult>;

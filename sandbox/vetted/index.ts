@@ -2,7 +2,7 @@
  * The vetted module set the runner ships: every module `workflow.code_imports` may grant. Adding
  * one means adding its source here after review; docs/sandbox.md lists them.
  */
-import type { VettedModule } from '../modules.ts';
+import type { VettedModule } from './vetted-module.ts';
 import { mathModule } from './math.ts';
 import { uuidModule } from './uuid.ts';
 

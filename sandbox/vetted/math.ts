@@ -1,5 +1,5 @@
 /** `@ws/math`: small numeric helpers over arrays of finite numbers. */
-import type { VettedModule } from '../modules.ts';
+import type { VettedModule } from './vetted-module.ts';
 
 export const mathModule: VettedModule = {
   name: '@ws/math',

@@ -2,7 +2,7 @@
  * `@ws/uuid`: RFC 9562 version 4 UUIDs and helpers. Its randomness is the sandbox's
  * `crypto.getRandomValues`, which draws from the host's CSPRNG (sandbox/host-bridge.ts).
  */
-import type { VettedModule } from '../modules.ts';
+import type { VettedModule } from './vetted-module.ts';
 
 export const uuidModule: VettedModule = {
   name: '@ws/uuid',

@@ -24,7 +24,7 @@ import type { FastifyPluginCallback } from 'fastify';
 import type { TracingSettings } from '../config.ts';
 import { serviceResource, traceExporter } from './exporter.ts';
 import { otelTracing } from './otel-tracing.ts';
-import type { ProcessTracing } from './load-tracing.ts';
+import type { ProcessTracing } from './tracing.ts';
 
 /** Paths that answer probes and scrapes: polled every few seconds, not worth a trace each. */
 const QUIET_PATHS = /^\/(healthz|readyz|metrics)(\?|$)/;

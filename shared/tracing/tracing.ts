@@ -8,6 +8,8 @@
  * code or anything else a user wrote.
  */
 
+import type { FastifyPluginCallback } from 'fastify';
+
 /** Attribute values a span takes: no objects, nothing unbounded. */
 export type SpanAttributes = Record<string, string | number | boolean>;
 
@@ -67,4 +69,13 @@ export const MAX_ATTRIBUTE_CHARS = 128;
 /** `value` cut to MAX_ATTRIBUTE_CHARS. */
 export function bounded(value: string): string {
   return value.length <= MAX_ATTRIBUTE_CHARS ? value : value.slice(0, MAX_ATTRIBUTE_CHARS);
+}
+
+/** A process's tracing once started. */
+export interface ProcessTracing {
+  tracing: Tracing;
+  /** @fastify/otel, for buildApp to register before its routes (a span per REST request). */
+  fastifyPlugin: FastifyPluginCallback;
+  /** Whether the already loaded modules were patched (start-tracing.ts); the entry warns if not. */
+  instrumented: { http: boolean; pg: boolean };
 }
