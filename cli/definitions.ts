@@ -13,7 +13,7 @@ type CheckBody = NonNullable<paths['/v1/revisions/{revision_id}/check_definition
 type CreateBody = NonNullable<paths['/v1/revisions/{revision_id}/create_definition']['post']['requestBody']>['content']['application/json'];
 
 /** The path of an issue: `greet.config.seconds`, `greet`, `(graph).start`. */
-export function issuePath(issue: DefinitionIssue): string {
+function issuePath(issue: DefinitionIssue): string {
   const node = issue.node ?? '(graph)';
   return issue.field ? `${node}.${issue.field}` : node;
 }

@@ -5,7 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { CliError, type CliContext } from './context.ts';
 
 /** All of stdin, as text. */
-export async function readStdin(): Promise<string> {
+async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');

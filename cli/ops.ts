@@ -8,7 +8,7 @@ import { CliError, type CliContext } from './context.ts';
 import { originOf, printRecord, printRows, readJsonValue, readSecret } from './input.ts';
 
 /** One GraphQL request to the operations API; GraphQL errors become a CliError. */
-export async function opsQuery<T>(ctx: CliContext, query: string, variables: Record<string, unknown> = {}, target?: { url: string; token: string }): Promise<T> {
+async function opsQuery<T>(ctx: CliContext, query: string, variables: Record<string, unknown> = {}, target?: { url: string; token: string }): Promise<T> {
   const { url, token } = target ?? (await ctx.ops());
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-ops-actor': 'wsctl' };
   const response = await fetch(new URL('/graphql', url), { method: 'POST', headers, body: JSON.stringify({ query, variables }) });

@@ -10,7 +10,7 @@ import { CliError, type CliContext } from './context.ts';
 import { printRecord, readJsonValue } from './input.ts';
 
 /** `12 ms`, `3.40 s`. */
-export function duration(ms: number): string {
+function duration(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
 }
 
@@ -27,7 +27,7 @@ function describeError(error: unknown): string {
  * read after it. Replays the events written before the subscription, so nothing is missed
  * however quickly the execution runs.
  */
-export async function follow(ctx: CliContext, rpc: RpcClient, revisionId: string, execution: ExecutionRecord): Promise<ExecutionRecord> {
+async function follow(ctx: CliContext, rpc: RpcClient, revisionId: string, execution: ExecutionRecord): Promise<ExecutionRecord> {
   const out = ctx.output;
   const started = new Map<string, { at: number; processor: string }>();
   let nodes = 0;
@@ -87,7 +87,7 @@ export async function follow(ctx: CliContext, rpc: RpcClient, revisionId: string
 }
 
 /** The last lines of a followed run, and its exit code. */
-export function report(ctx: CliContext, execution: ExecutionRecord): number {
+function report(ctx: CliContext, execution: ExecutionRecord): number {
   const took = execution.ended_at ? duration(Date.parse(execution.ended_at) - Date.parse(execution.created_at)) : '?';
   ctx.output.out(`${execution.status} in ${took} (${execution.node_runs} node run${execution.node_runs === 1 ? '' : 's'})`);
   if (execution.status === 'succeeded') {
@@ -183,6 +183,6 @@ export function registerRun(program: Command, context: () => CliContext, setExit
 }
 
 /** One event on one line: id, time, kind, node, attributes. */
-export function eventLine(event: EventRecord): string {
+function eventLine(event: EventRecord): string {
   return [event.id, event.at, event.kind, event.node ?? '-', JSON.stringify(event.attributes)].join('  ');
 }

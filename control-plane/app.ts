@@ -78,7 +78,7 @@ const NO_QUEUE: JobQueue = {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** JSON bodies above this are refused with 413 (docs/api.md, "Conventions"); command routes raise their own bound. */
-export const JSON_BODY_LIMIT = 1024 * 1024;
+const JSON_BODY_LIMIT = 1024 * 1024;
 
 /** Builds the REST + WebSocket app. Never listens: `main.ts` does, tests call `inject`. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {

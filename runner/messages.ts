@@ -118,7 +118,7 @@ export type WorkerSignal =
  * a refusal.
  */
 /** A worker's sandbox as the ops API shows it (per runner, summed over its worker threads). */
-export const sandboxSnapshotSchema = z.strictObject({
+const sandboxSnapshotSchema = z.strictObject({
   isolatesLive: z.number(),
   isolatesBusy: z.number(),
   isolatesIdle: z.number(),

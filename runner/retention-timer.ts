@@ -3,17 +3,17 @@ import { runRecordedSweep, type RecordedSweepResult } from '../shared/retention/
 import { startPeriodic } from '../shared/periodic.ts';
 
 /** How often each runner asks whether a sweep is due. */
-export const RETENTION_CHECK_SECONDS = 10 * 60;
+const RETENTION_CHECK_SECONDS = 10 * 60;
 /**
  * A sweep is due when none completed within this long. With the check interval added, two
  * completed sweeps are at most 23 h 10 min apart while a runner is up, which keeps the
  * promise of docs/retention.md ("Timing: a daily sweep") that nothing outlives its retention by
  * more than a day.
  */
-export const RETENTION_DUE_AFTER_SECONDS = 23 * 60 * 60;
+const RETENTION_DUE_AFTER_SECONDS = 23 * 60 * 60;
 
 /** The part of a pino logger the timer uses. */
-export interface TimerLog {
+interface TimerLog {
   info(fields: object, message: string): void;
   error(fields: object, message: string): void;
 }

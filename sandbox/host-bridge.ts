@@ -67,7 +67,7 @@ const operations: Record<string, Operation> = {
  * reach that run through this slot: `HostBridge` attaches itself for its run and detaches when the
  * run is over; before, between and after runs everything the isolate sends is dropped.
  */
-export class BridgePort {
+class BridgePort {
   bridge: HostBridge | null = null;
 
   onSend(call: unknown, op: unknown, json: unknown): void {
@@ -219,7 +219,7 @@ export function linkDriver(isolate: ivm.Isolate, prepared: PreparedContext, code
 }
 
 /** Host-side view of an error thrown by a HostApi method, as the code will see it. */
-export function toCodeError(error: unknown, maxMessageChars: number): CodeError | null {
+function toCodeError(error: unknown, maxMessageChars: number): CodeError | null {
   if (!isServiceError(error)) return null;
   const result: CodeError = { code: error.code, message: truncateChars(error.message, maxMessageChars) };
   if (error.extras.limit) result.limit = error.extras.limit;
@@ -437,7 +437,7 @@ export function truncateChars(text: string, max: number): string {
 }
 
 /** Cuts `text` to at most `max` UTF-8 bytes (plus an ellipsis) without splitting a character. */
-export function truncateBytes(text: string, max: number): string {
+function truncateBytes(text: string, max: number): string {
   if (text.length <= max / 3 || Buffer.byteLength(text) <= max) return text;
   let cut = Buffer.from(text, 'utf8').subarray(0, max).toString('utf8');
   if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);

@@ -12,24 +12,6 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof logLevels)[number];
 
-/**
- * Codes a run ends with when it does not produce an output. Errors raised by a host call that the
- * code did not catch keep the host's code instead (`limit_exceeded`, `session_object_too_large`,
- * `call_refused`, ...): see docs/sandbox.md.
- */
-export const runErrorCodes = {
-  code_error: 'The code failed to compile, threw, or has no default export function.',
-  code_timeout: 'The run was stopped at workflow.code_run_seconds.',
-  code_memory: 'The run was stopped at the sandbox memory bound.',
-  import_refused: 'The code imports a module that is not granted by workflow.code_imports.',
-  output_invalid: 'The returned value is not JSON data within the output bound.',
-  code_aborted: 'The run was stopped because its execution was cancelled or left the runner.',
-  code_cooldown: "The organization's code is cooled down after it broke the sandbox; runs fail at once until the cool-down ends.",
-  internal_error: 'The sandbox failed for a reason of its own.',
-} as const satisfies Record<string, string>;
-
-export type RunErrorCode = keyof typeof runErrorCodes;
-
 /** An error crossing the boundary. `limit` rides along when a limit refused a host call. */
 export interface CodeError {
   code: string;
@@ -38,7 +20,7 @@ export interface CodeError {
 }
 
 /** The execution's identifiers, readable inside the isolate as `ctx.ids`. */
-export interface RunIds {
+interface RunIds {
   executionId: string;
   sessionId: string;
   node: string;

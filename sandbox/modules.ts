@@ -56,7 +56,7 @@ export function refusedImport(specifiers: readonly string[], granted: readonly s
 }
 
 /** Thrown out of the resolve callback when a nested specifier is refused. */
-export class ImportRefused extends Error {
+class ImportRefused extends Error {
   readonly code = 'import_refused';
 }
 

@@ -12,7 +12,6 @@ export const BLOB_TYPES = {
 } as const satisfies Record<string, { family: string; label: string; singleRevision: boolean }>;
 
 export type BlobType = keyof typeof BLOB_TYPES;
-export type BlobFamily = (typeof BLOB_TYPES)[BlobType]['family'];
 
 /** The type strings in catalog order. */
 export const BLOB_TYPE_NAMES = Object.keys(BLOB_TYPES) as BlobType[];

@@ -48,7 +48,7 @@ export function ownAllowedCpus(): number[] | undefined {
 }
 
 /** The CPUs thread `tid` of `pid` (its main thread by default) may run on; undefined if unreadable. */
-export async function allowedCpus(pid: number, tid: number = pid): Promise<number[] | undefined> {
+async function allowedCpus(pid: number, tid: number = pid): Promise<number[] | undefined> {
   const status = await readFile(`/proc/${pid}/task/${tid}/status`, 'utf8').catch(() => undefined);
   return status === undefined ? undefined : allowedOf(status);
 }

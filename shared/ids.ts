@@ -4,10 +4,10 @@ import { z } from 'zod';
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** 3–64 characters of a-z 0-9 . _ -, starting with a letter or digit (docs/resources.md, "Common rules"). */
-export const ALIAS_RE = /^[a-z0-9][a-z0-9._-]{2,63}$/;
+const ALIAS_RE = /^[a-z0-9][a-z0-9._-]{2,63}$/;
 
 /** Aliases no resource may take. */
-export const RESERVED_ALIASES: ReadonlySet<string> = new Set(['me']);
+const RESERVED_ALIASES: ReadonlySet<string> = new Set(['me']);
 
 export function isUuid(value: string): boolean {
   return UUID_RE.test(value);

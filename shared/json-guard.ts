@@ -6,7 +6,7 @@
  */
 
 /** Objects and arrays inside one another, at most. */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 // U+0000, a high surrogate not followed by a low one, or a low one not preceded by a high one.
 // eslint-disable-next-line no-control-regex -- U+0000 is what it finds

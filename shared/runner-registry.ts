@@ -3,7 +3,7 @@ import type { Queryable } from './db/db.ts';
 import { startPeriodic } from './periodic.ts';
 
 /** How often a runner stamps `heartbeat_at`. */
-export const HEARTBEAT_SECONDS = 5;
+const HEARTBEAT_SECONDS = 5;
 /** A runner not heard from for this long is reported dead (three missed heartbeats). */
 export const ALIVE_WITHIN_SECONDS = 3 * HEARTBEAT_SECONDS;
 /** Rows of runners silent for this long are deleted when another runner registers. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 /** Secret names as they appear in the environment and in `.data/secrets.json`. */
 export const SECRET_NAMES = ['TOKEN_SIGNING_KEY', 'CURSOR_KEY', 'CREDENTIAL_KEY', 'OPS_TOKEN'] as const;
-export type SecretName = (typeof SECRET_NAMES)[number];
+type SecretName = (typeof SECRET_NAMES)[number];
 export type Secrets = Record<SecretName, string>;
 
 /**

@@ -1,7 +1,7 @@
 /** Signals that ask a process to stop: Ctrl-C, `kill`/systemd/docker stop, a closed terminal. */
 export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const satisfies NodeJS.Signals[];
 
-export interface ShutdownOptions {
+interface ShutdownOptions {
   /** The process is forced out with exit code 1 if `stop` has not finished by then. */
   graceMs: number;
   log: (message: string, error?: unknown) => void;
@@ -21,7 +21,7 @@ export interface ShutdownOptions {
  * database from under requests still finishing. Its `exit` listener stays, so a process that dies
  * still stops the server it started.
  */
-export function onStopSignal(stop: () => Promise<void>, options: ShutdownOptions): void {
+function onStopSignal(stop: () => Promise<void>, options: ShutdownOptions): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals | 'disconnect') => {
     if (stopping) return;

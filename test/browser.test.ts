@@ -6,7 +6,7 @@
 // .ci/run installs chromium with apt-get when /usr/bin/chromium is missing.
 import { execFile } from 'node:child_process';
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
@@ -86,7 +86,8 @@ window.ready = true;
 const TYPES: Record<string, string> = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.map': 'application/json', '.html': 'text/html' };
 
 /** The page's origin: the test page, the built client and openapi-fetch's ES module. */
-const pages = createServer(async (req, res) => {
+/** Serves one request of the page's origin. */
+async function servePage(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = new URL(req.url ?? '/', 'http://x').pathname;
   const mounts: Array<[string, string]> = [['/client/', dist], ['/openapi-fetch/', join(ROOT, 'node_modules', 'openapi-fetch', 'dist')]];
   try {
@@ -102,7 +103,8 @@ const pages = createServer(async (req, res) => {
   } catch {
     res.writeHead(404).end();
   }
-});
+}
+const pages = createServer((req, res) => void servePage(req, res));
 await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
 t.teardown(() => new Promise<void>((resolve) => pages.close(() => resolve())));
 const pageOrigin = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;

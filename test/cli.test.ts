@@ -175,7 +175,7 @@ t.test('definition push shows check_definition errors with their paths, then cre
   const good = JSON.parse(await ok(t, ['definition', 'push', join(dir, 'good.yaml'), '--revision', revision, '--alias', 'greeter']));
   t.match(good, { alias: 'greeter', category: 'workflow' });
   t.match(JSON.parse(await ok(t, ['definition', 'push', join(dir, 'failing.json'), '--revision', revision])), { alias: 'failing' });
-  t.match(await ok(t, ['definition', 'list', '--revision', revision]), /  greeter  workflow\n/);
+  t.match(await ok(t, ['definition', 'list', '--revision', revision]), / {2}greeter {2}workflow\n/);
 });
 
 t.test('run --follow shows the run node by node and exits 0 when it succeeds', async (t) => {
@@ -183,8 +183,8 @@ t.test('run --follow shows the run node by node and exits 0 when it succeeds', a
   t.equal(run.code, 0, run.stderr);
   const lines = run.stdout.trim().split('\n');
   t.match(lines[0], /^execution [0-9a-f-]{36} queued$/);
-  t.match(lines[1], /^✓ greet \(logic\.code\) → success  \d+(\.\d+)? m?s$/);
-  t.match(lines[2], /^✓ shout \(logic\.code\) → success  \d+(\.\d+)? m?s$/);
+  t.match(lines[1], /^✓ greet \(logic\.code\) → success {2}\d+(\.\d+)? m?s$/);
+  t.match(lines[2], /^✓ shout \(logic\.code\) → success {2}\d+(\.\d+)? m?s$/);
   t.match(lines[3], /^succeeded in \d+(\.\d+)? m?s \(2 node runs\)$/);
   t.same(JSON.parse(lines.slice(4).join('\n')), { loud: 'ADA' });
   t.match(run.stderr, /\[\d+ nodes? · [^\]]+\] /, 'a progress line');
@@ -193,7 +193,7 @@ t.test('run --follow shows the run node by node and exits 0 when it succeeds', a
 t.test('run --follow exits 1 when the execution fails, naming the error', async (t) => {
   const run = await wsctl(['run', '--revision', revision, '--definition', 'failing', '--input', '{}', '--follow']);
   t.equal(run.code, 1);
-  t.match(run.stdout, /\n✓ first \(logic\.code\) → success  [^\n]+\n✗ boom \(logic\.code\) failed [^\n]*no such customer[^\n]*\nfailed in [^\n]+\(2 node runs\)\n$/);
+  t.match(run.stdout, /\n✓ first \(logic\.code\) → success {2}[^\n]+\n✗ boom \(logic\.code\) failed [^\n]*no such customer[^\n]*\nfailed in [^\n]+\(2 node runs\)\n$/);
   t.match(run.stderr, /\nerror: [a-z_]+: [^\n]*no such customer[^\n]*\n$/);
 });
 
@@ -237,10 +237,10 @@ t.test('ops: login, runners, queues, limit overrides, retention sweep', async (t
   const registered = await registerRunner(db, { host: 'cli-test-host', pid: 4242, version: '0.1.0' }, () => {});
   t.teardown(() => registered.stop());
   t.match(await ok(t, ['ops', 'runners']), new RegExp(`^${registered.id}  cli-test-host  4242  true  `, 'm'));
-  t.match(await ok(t, ['ops', 'queues']), /^executions  /m);
+  t.match(await ok(t, ['ops', 'queues']), /^executions {2}/m);
   const set = JSON.parse(await ok(t, ['ops', 'limits', 'set', 'platform.orgs_per_user', 'user', userId, '2']));
   t.match(set.override, { limitId: 'platform.orgs_per_user', value: 2, setBy: 'ops:wsctl' });
-  t.match(await ok(t, ['ops', 'limits', 'list', 'user', userId]), /^platform\.orgs_per_user  2  ops:wsctl  /m);
+  t.match(await ok(t, ['ops', 'limits', 'list', 'user', userId]), /^platform\.orgs_per_user {2}2 {2}ops:wsctl {2}/m);
   JSON.parse(await ok(t, ['orgs', 'create', uniqueAlias('org')]));
   const refused = await wsctl(['ops', 'limits', 'set', 'platform.orgs_per_user', 'user', userId, '"many"']);
   t.equal(refused.code, 1);
@@ -249,7 +249,7 @@ t.test('ops: login, runners, queues, limit overrides, retention sweep', async (t
   t.match(JSON.parse(await ok(t, ['ops', 'retention', 'sweep'])), { status: 'completed', executionsRemoved: 0 });
   // An operator without an account of the service: a profile holding the ops API alone.
   t.match(await ok(t, ['--profile', 'operator', 'ops', 'login', '--url', opsBase, '--token', '-'], 'test-ops-token'), /: ok \(version /);
-  t.match(await ok(t, ['--profile', 'operator', 'ops', 'queues']), /^executions  /m);
+  t.match(await ok(t, ['--profile', 'operator', 'ops', 'queues']), /^executions {2}/m);
   const noAccount = await wsctl(['--profile', 'operator', 'orgs', 'list']);
   t.equal(noAccount.code, 1);
   t.match(noAccount.stderr, /^error: not_signed_in: Profile "operator" holds no credential: run wsctl login\.\n$/);

@@ -20,7 +20,7 @@ export type Credential = TokenCredential | ApiKeyCredential;
 export type SocketCredentialForm = 'subprotocol' | 'header';
 
 /** The credential's current secret (a token provider is called). */
-export async function secretOf(credential: Credential): Promise<string> {
+async function secretOf(credential: Credential): Promise<string> {
   if ('apiKey' in credential) return credential.apiKey;
   return typeof credential.token === 'function' ? await credential.token() : credential.token;
 }

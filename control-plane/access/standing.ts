@@ -30,7 +30,7 @@ export interface UserStandingRow {
  * `org` or blob `blob` (SQL expressions naming their ids; give one or both). Roles are text, so
  * they are ranked by their position in the role order.
  */
-export function memberRoleSql(userParam: string, on: { org?: string; blob?: string }): string {
+function memberRoleSql(userParam: string, on: { org?: string; blob?: string }): string {
   const where = [on.org && `m.org_id = ${on.org}`, on.blob && `m.blob_id = ${on.blob}`].filter(Boolean).join(' OR ');
   if (!where) throw new Error('memberRoleSql needs an organization or a blob');
   return `(SELECT m.role FROM memberships m WHERE m.user_id = ${userParam} AND (${where})
@@ -38,7 +38,7 @@ export function memberRoleSql(userParam: string, on: { org?: string; blob?: stri
 }
 
 /** Records on `row` the membership role a query computed for `principal`; returns the row. */
-export function withGrant<T extends OrgRow | BlobRow>(row: T, principal: Principal, role: Role | null): T {
+function withGrant<T extends OrgRow | BlobRow>(row: T, principal: Principal, role: Role | null): T {
   row[GRANT] = { userId: principal.userId, role };
   return row;
 }
@@ -71,7 +71,7 @@ export async function attachBlobGrants(q: Queryable, principal: Principal, blobs
  * everywhere for a `user` key, the role is the lesser of the key's role and the account's own.
  * Bearer and acting tokens are not capped.
  */
-export function keyCap(principal: Principal, role: Role | null, scope: { orgId?: string; blobId?: string }): Role | null {
+function keyCap(principal: Principal, role: Role | null, scope: { orgId?: string; blobId?: string }): Role | null {
   const key = principal.key;
   if (!key) return role;
   if (key.target === 'organization' && scope.orgId !== key.targetId) return null;
@@ -131,12 +131,6 @@ export function requireRole(standing: Role | null, needed: Role, what: string): 
   return standing!;
 }
 
-/** An organization by id or alias, without standing (for locks and internal lookups). */
-export async function findOrg(q: Queryable, ref: string, lock = false): Promise<OrgRow | undefined> {
-  const { rows } = await q.query<OrgRow>(`SELECT ${ORG_COLUMNS} FROM orgs o WHERE o.${refColumn(ref)} = $1${lock ? ' FOR UPDATE' : ''}`, [ref]);
-  return rows[0];
-}
-
 /**
  * An organization by id or alias with the caller's membership on it: one query reads the
  * organization (owner, visibility) and the membership. No standing check.
@@ -188,13 +182,6 @@ export async function loadBlob(q: Queryable, principal: Principal, orgRef: strin
 /** Resolves `/blobs/:org_id/:blob_id`: the blob must belong to that organization. */
 export async function blobFor(q: Queryable, principal: Principal, orgRef: string, blobRef: string, needed: Role): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
   const found = await loadBlob(q, principal, orgRef, blobRef);
-  if (!found) throw new ServiceError('not_found', 'No such blob.');
-  return { ...found, role: requireRole(blobStanding(principal, found.org, found.blob), needed, 'blob') };
-}
-
-/** Resolves a blob by its id or alias alone (a `target_id`), and checks standing on it. */
-export async function blobByRefFor(q: Queryable, principal: Principal, blobRef: string, needed: Role): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
-  const found = await loadBlob(q, principal, null, blobRef);
   if (!found) throw new ServiceError('not_found', 'No such blob.');
   return { ...found, role: requireRole(blobStanding(principal, found.org, found.blob), needed, 'blob') };
 }

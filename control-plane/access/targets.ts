@@ -14,7 +14,7 @@ import { blobStanding, loadBlob, loadOrg, orgStanding, userStanding } from './st
  * `target` + `target_id` in the keys, credentials and members routes (docs/access.md,
  * "Memberships"): an organization, a blob (its id or alias alone names it) or a user (`me` included).
  */
-export const TARGETS = ['organization', 'blob', 'user'] as const satisfies readonly KeyTarget[];
+const TARGETS = ['organization', 'blob', 'user'] as const satisfies readonly KeyTarget[];
 export type Target = KeyTarget;
 export const targetSchema = z.enum(TARGETS);
 export const targetIdSchema = refSchema;

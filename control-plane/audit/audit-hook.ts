@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { recordAuditEntry, type NewAuditEntry } from './audit-log.ts';
 
 /** Names of the audited perimeter operations (docs/access.md, "The audit log (beyond the specification)"). */
-export const PERIMETER_OPERATIONS = [
+// eslint-disable-next-line @typescript-eslint/no-unused-vars -- the list is the type's source
+const PERIMETER_OPERATIONS = [
   'api_key.mint', 'api_key.revoke',
   'credential.store', 'credential.delete',
   'member.grant', 'member.revoke',
@@ -10,9 +11,9 @@ export const PERIMETER_OPERATIONS = [
   'acting_token.mint',
   'org.visibility.change', 'blob.visibility.change',
 ] as const;
-export type PerimeterOperation = (typeof PERIMETER_OPERATIONS)[number];
+type PerimeterOperation = (typeof PERIMETER_OPERATIONS)[number];
 
-export interface AuditTarget {
+interface AuditTarget {
   type: string;
   id: string;
 }

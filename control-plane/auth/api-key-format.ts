@@ -18,7 +18,7 @@ export interface NewApiKey {
   hash: Buffer;
 }
 
-export function hashApiKey(key: string): Buffer {
+function hashApiKey(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
 }
 

@@ -2,7 +2,7 @@ import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Config } from '../../shared/config.ts';
 import { ServiceError } from '../../shared/errors.ts';
 
-export interface OidcIdentity {
+interface OidcIdentity {
   issuer: string;
   subject: string;
   email: string | null;

@@ -14,7 +14,7 @@ const KINDS = {
   access: { typ: 'at+jwt', audience: 'workspace-service:access' },
   acting: { typ: 'act+jwt', audience: 'workspace-service:acting' },
 } as const;
-export type TokenKind = keyof typeof KINDS;
+type TokenKind = keyof typeof KINDS;
 
 export const ACTING_TOKEN_SECONDS = 3600;
 

@@ -20,7 +20,7 @@ export interface RevisionScope {
 }
 
 /** What a handler learns about the call beyond its params. */
-export interface CommandCall {
+interface CommandCall {
   /** Null over REST. */
   connection: CommandConnection | null;
 }

@@ -39,7 +39,7 @@ async function verdictFor(ctx: AppContext, scope: RevisionScope, graph: unknown)
 }
 
 /** `list_definitions {category?}` → `definitions`: unpaginated; the category filter applies after the read. */
-export const listDefinitionsCommand = defineCommand({
+const listDefinitionsCommand = defineCommand({
   name: 'list_definitions',
   result: z.strictObject({ definitions: z.array(definitionSchema) }),
   blobTypes: WORKFLOW_BLOBS,
@@ -58,7 +58,7 @@ export const listDefinitionsCommand = defineCommand({
  * before the transaction so compiling code holds no lock. The category's quota is taken under
  * the revision's row lock in the transaction that inserts the row.
  */
-export const createDefinitionCommand = defineCommand({
+const createDefinitionCommand = defineCommand({
   name: 'create_definition',
   result: z.strictObject({ definition: definitionSchema, warnings: z.array(graphIssueSchema) }),
   blobTypes: WORKFLOW_BLOBS,
@@ -91,7 +91,7 @@ export const createDefinitionCommand = defineCommand({
 });
 
 /** `delete_definition {definition_id}` (id or alias) → the deleted `definition`; its slot is freed with the row. */
-export const deleteDefinitionCommand = defineCommand({
+const deleteDefinitionCommand = defineCommand({
   name: 'delete_definition',
   result: z.strictObject({ definition: definitionSchema }),
   blobTypes: WORKFLOW_BLOBS,
@@ -112,7 +112,7 @@ export const deleteDefinitionCommand = defineCommand({
  * graph answers HTTP 200 with `status: 'failure'` (docs/workflow.md, "`check_definition {graph}`"),
  * and over JSON-RPC the result keeps `status`.
  */
-export const checkDefinitionCommand = defineCommand({
+const checkDefinitionCommand = defineCommand({
   name: 'check_definition',
   result: z.union([
     z.strictObject({ status: z.literal('success'), warnings: z.array(graphIssueSchema) }),

@@ -14,7 +14,7 @@ const eventPage = z.strictObject({ events: z.array(eventSchema), cursor: z.strin
  * session, oldest first (opaque cursor bound to the session; `limit` 1..200, default 50). A
  * session being deleted is still listed until its rows are gone.
  */
-export const listSessionEvents = defineCommand({
+const listSessionEvents = defineCommand({
   name: 'list_session_events',
   result: eventPage,
   blobTypes: WORKFLOW_BLOBS,
@@ -30,7 +30,7 @@ export const listSessionEvents = defineCommand({
  * `list_execution_events {execution_id, cursor?, limit?}` → `events, cursor`: one execution's
  * run, oldest first. The execution must belong to a session of the revision named, else 404.
  */
-export const listExecutionEvents = defineCommand({
+const listExecutionEvents = defineCommand({
   name: 'list_execution_events',
   result: eventPage,
   blobTypes: WORKFLOW_BLOBS,

@@ -39,7 +39,7 @@ const NOT_CREATED = {
  * execution nor its job can exist without the other. All but the job is one round trip
  * (createExecutionRow); the job is pg-boss's own insert on the same transaction.
  */
-export const createExecution = defineCommand({
+const createExecution = defineCommand({
   name: 'create_execution',
   result: executionResult,
   blobTypes: WORKFLOW_BLOBS,
@@ -77,7 +77,7 @@ export const createExecution = defineCommand({
 });
 
 /** `get_execution {execution_id}` → `execution`; an execution of another revision is 404. */
-export const getExecution = defineCommand({
+const getExecution = defineCommand({
   name: 'get_execution',
   result: executionResult,
   blobTypes: WORKFLOW_BLOBS,
@@ -94,7 +94,7 @@ export const getExecution = defineCommand({
  * statement and records `execution.finished`; a runner working on it hears of it at commit
  * (`announceCancel`) and stops the node's code at once. An execution that already ended comes back unchanged (200): cancelling is idempotent.
  */
-export const cancelExecution = defineCommand({
+const cancelExecution = defineCommand({
   name: 'cancel_execution',
   result: executionResult,
   blobTypes: WORKFLOW_BLOBS,
@@ -117,7 +117,7 @@ export const cancelExecution = defineCommand({
  * `list_executions {session_id, start_session_id?}` → `executions, last_session_id`: the record
  * cursor, ten per page, newest first (a session being deleted still lists until it is removed).
  */
-export const listExecutions = defineCommand({
+const listExecutions = defineCommand({
   name: 'list_executions',
   result: z.strictObject({ executions: z.array(executionSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: WORKFLOW_BLOBS,

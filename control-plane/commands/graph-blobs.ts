@@ -19,7 +19,7 @@ import { graphEdgeSchema, graphMutationResult, graphNodeSchema } from '../openap
 const GRAPH = ['svc.graph.graphdb'] as const;
 
 /** `mutate_graph {mutations}` → `elements, deleted`: one transaction, all mutations or none. */
-export const mutateGraphCommand = defineCommand({
+const mutateGraphCommand = defineCommand({
   name: 'mutate_graph',
   result: graphMutationResult,
   blobTypes: GRAPH,
@@ -40,7 +40,7 @@ export const mutateGraphCommand = defineCommand({
  * first `graphdb.query_results` nodes in creation order, the edges between kept nodes (as many
  * at most), and the ends among kept nodes.
  */
-export const queryGraphCommand = defineCommand({
+const queryGraphCommand = defineCommand({
   name: 'query_graph',
   result: z.strictObject({ nodes: z.array(graphNodeSchema), edges: z.array(graphEdgeSchema), ends: z.array(z.string()), truncated: z.boolean() }),
   blobTypes: GRAPH,

@@ -7,7 +7,7 @@ import { requireEntitlement } from '../limits/entitlement.ts';
 import { defineCommand } from './command.ts';
 
 /** How long one `run_model` may run (docs/blob-types.md "Running a model"). */
-export const RUN_MODEL_SECONDS = 30;
+const RUN_MODEL_SECONDS = 30;
 
 /**
  * `run_model {inputs, outputs?}` on an ONNX revision → `outputs` (name → tensor). The inputs are
@@ -15,7 +15,7 @@ export const RUN_MODEL_SECONDS = 30;
  * run happens in the control plane's model host (a child process), stopped after
  * RUN_MODEL_SECONDS (400 `model_timeout`).
  */
-export const runModel = defineCommand({
+const runModel = defineCommand({
   name: 'run_model',
   result: z.strictObject({ outputs: z.record(z.string(), tensorSchema).meta({ description: 'Output name → tensor `{type, dims, data}`.' }) }),
   blobTypes: ['svc.model.onnx'],

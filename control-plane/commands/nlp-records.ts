@@ -16,7 +16,7 @@ import { nlpRecordSchema } from '../openapi/records.ts';
 const NLP = ['svc.dataset.nlp'] as const;
 
 /** Bounds of one upload and one record (documented in docs/blob-types.md). */
-export const NLP_BOUNDS = {
+const NLP_BOUNDS = {
   recordsPerCall: 10_000,
   textBytes: 65_536,
   labels: 64,
@@ -29,7 +29,7 @@ export const NLP_BOUNDS = {
  * `invalid_request_body`), nothing written. Records are checked here rather than by a zod schema
  * so that every message names the record's index and the rule, however malformed the input.
  */
-export function checkedRecords(input: unknown): NewNlpRecord[] {
+function checkedRecords(input: unknown): NewNlpRecord[] {
   const bad = (index: number, message: string) => new ServiceError('invalid_request_body', `Invalid params: records[${index}]: ${message}`);
   if (!Array.isArray(input)) throw new ServiceError('invalid_request_body', 'Invalid params: records: an array of {text, labels?, meta?} objects');
   if (input.length === 0) throw new ServiceError('invalid_request_body', 'Invalid params: records: at least one record');
@@ -74,7 +74,7 @@ export function jsonLinesRecords(body: string): unknown[] {
 }
 
 /** `upload_records {records}` → `uploaded` (how many), `total` (the revision's records now). */
-export const uploadRecords = defineCommand({
+const uploadRecords = defineCommand({
   name: 'upload_records',
   result: z.strictObject({ uploaded: z.number().int().nonnegative(), total: z.number().int().nonnegative() }),
   blobTypes: NLP,
@@ -100,7 +100,7 @@ const LISTING = 'nlp_records';
 const positionSchema = z.number().int().nonnegative();
 
 /** `list_records {cursor?, limit?}` → `records, cursor`: upload order, opaque cursor, limit 1-200 (default 50). */
-export const listRecordsCommand = defineCommand({
+const listRecordsCommand = defineCommand({
   name: 'list_records',
   result: z.strictObject({ records: z.array(nlpRecordSchema), cursor: z.string().nullable() }),
   blobTypes: NLP,

@@ -44,7 +44,7 @@ function requireInterval(inForce: LimitInForce, parsed: ParsedCron, gap: number)
  * transaction) and `scheduler.min_interval_seconds`. An enabled schedule's first fire job is sent
  * in the same transaction.
  */
-export const createSchedule = defineCommand({
+const createSchedule = defineCommand({
   name: 'create_schedule',
   result: scheduleResult,
   blobTypes: SCHEDULER,
@@ -99,7 +99,7 @@ export const createSchedule = defineCommand({
  * target as on create. When the timing changes (cron, time zone, or enabling) the next fire is
  * computed from now and its job sent; the job of the old next fire then fires nothing.
  */
-export const updateScheduleCommand = defineCommand({
+const updateScheduleCommand = defineCommand({
   name: 'update_schedule',
   result: scheduleResult,
   blobTypes: SCHEDULER,
@@ -162,7 +162,7 @@ async function targetBlobId(ctx: AppContext, revisionId: string): Promise<string
 }
 
 /** `get_schedule {schedule_id}` → `schedule` with `last_run` (null before the first fire). */
-export const getSchedule = defineCommand({
+const getSchedule = defineCommand({
   name: 'get_schedule',
   result: z.strictObject({ schedule: scheduleSchema.extend({ last_run: scheduleRunSchema.nullable() }) }),
   blobTypes: SCHEDULER,
@@ -176,7 +176,7 @@ export const getSchedule = defineCommand({
 });
 
 /** `delete_schedule {schedule_id}` → `schedule` (as it was). Its runs go with it and its slot is freed. */
-export const deleteScheduleCommand = defineCommand({
+const deleteScheduleCommand = defineCommand({
   name: 'delete_schedule',
   result: scheduleResult,
   blobTypes: SCHEDULER,
@@ -192,7 +192,7 @@ export const deleteScheduleCommand = defineCommand({
 });
 
 /** `list_schedules {start_session_id?}` → `schedules, last_session_id` (record cursor, 10, newest first). */
-export const listSchedules = defineCommand({
+const listSchedules = defineCommand({
   name: 'list_schedules',
   result: z.strictObject({ schedules: z.array(scheduleSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: SCHEDULER,
@@ -209,7 +209,7 @@ export const listSchedules = defineCommand({
  * schedule's runs: `started` with the execution's id, `refused` with the `limit` object,
  * `failed` with the error), `last_session_id` (record cursor, 10, newest first).
  */
-export const listScheduleRuns = defineCommand({
+const listScheduleRuns = defineCommand({
   name: 'list_executions',
   result: z.strictObject({ executions: z.array(scheduleRunSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: SCHEDULER,

@@ -33,7 +33,7 @@ function nextCursor(ctx: AppContext, listing: string, filters: object, more: boo
  * `mutate_session_graph {session_id, mutations}` → `elements` (the final state of what the call
  * upserted) and `deleted` (ids it removed). One transaction: all mutations or none.
  */
-export const mutateSessionGraph = defineCommand({
+const mutateSessionGraph = defineCommand({
   name: 'mutate_session_graph',
   result: graphMutationResult,
   blobTypes: WORKFLOW_BLOBS,
@@ -50,7 +50,7 @@ export const mutateSessionGraph = defineCommand({
 const ELEMENTS_LISTING = 'session_graph_elements';
 
 /** `list_session_graph_elements {session_id, kind?, label?, cursor?, limit?}` → `elements, cursor`, in creation order. */
-export const listSessionGraphElements = defineCommand({
+const listSessionGraphElements = defineCommand({
   name: 'list_session_graph_elements',
   result: z.strictObject({ elements: z.array(graphElementSchema), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
@@ -81,7 +81,7 @@ const NEIGHBORS_LISTING = 'session_graph_neighbors';
  * limit?}` → `neighbors: [{direction, edge, node}], cursor`: the edges at a node (default both
  * directions) in the edges' creation order, each with the node at its far end.
  */
-export const listSessionGraphNeighbors = defineCommand({
+const listSessionGraphNeighbors = defineCommand({
   name: 'list_session_graph_neighbors',
   result: z.strictObject({ neighbors: z.array(z.strictObject({ direction: z.enum(['out', 'in']), edge: graphEdgeSchema, node: graphNodeSchema })), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,
@@ -118,7 +118,7 @@ export const listSessionGraphNeighbors = defineCommand({
  * matched path, and the ids where the paths end. A complete listing bounded by the four
  * `workflow.graph_query_*` caps, which refuse rather than truncate.
  */
-export const querySessionGraph = defineCommand({
+const querySessionGraph = defineCommand({
   name: 'query_session_graph',
   result: z.strictObject({ nodes: z.array(graphNodeSchema), edges: z.array(graphEdgeSchema), ends: z.array(z.string()) }),
   blobTypes: WORKFLOW_BLOBS,

@@ -20,7 +20,7 @@ const LIMIT_RANGE = { fallback: 50, max: 200 };
  * comes), so 200 objects of 5 MiB never make one reply. A short page is not the end: only a null
  * cursor is (docs/session-contents.md, "Pagination").
  */
-export const PAGE_VALUE_BYTES = 8 * 1024 * 1024;
+const PAGE_VALUE_BYTES = 8 * 1024 * 1024;
 /** A position: the `seq` of the last row returned. */
 const positionSchema = z.number().int().nonnegative();
 
@@ -65,7 +65,7 @@ export async function readSessionFile(ctx: AppContext, scope: RevisionScope, ref
   return { content: found.content, size: found.size, content_type: found.content_type ?? 'application/octet-stream' };
 }
 
-export const uploadSessionObject = defineCommand({
+const uploadSessionObject = defineCommand({
   name: 'upload_session_object',
   result: z.strictObject({ object: sessionObjectSchema }),
   blobTypes: WORKFLOW_BLOBS,
@@ -81,7 +81,7 @@ export const uploadSessionObject = defineCommand({
   },
 });
 
-export const listSessionObjects = defineCommand({
+const listSessionObjects = defineCommand({
   name: 'list_session_objects',
   result: z.strictObject({ objects: z.array(sessionObjectSchema), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,

@@ -19,7 +19,7 @@ const sessionResult = z.strictObject({ session: sessionSchema });
  * `session.created` there too. An alias still held by a session being deleted is released by
  * finishing that removal now, so a deleted name is free at once, like its slot.
  */
-export const createSession = defineCommand({
+const createSession = defineCommand({
   name: 'create_session',
   result: sessionResult,
   blobTypes: WORKFLOW_BLOBS,
@@ -46,7 +46,7 @@ export const createSession = defineCommand({
  * (`workflow.executions_per_session`, `workflow.session_objects_per_session`). A session being
  * deleted is still shown, as `deleting`, until its rows are gone.
  */
-export const getSession = defineCommand({
+const getSession = defineCommand({
   name: 'get_session',
   result: sessionResult,
   blobTypes: WORKFLOW_BLOBS,
@@ -63,7 +63,7 @@ export const getSession = defineCommand({
  * and is recorded (`session.deleting`) in one transaction; the rows go in the background right
  * after. Deleting a session already `deleting` answers the same and schedules its removal again.
  */
-export const deleteSession = defineCommand({
+const deleteSession = defineCommand({
   name: 'delete_session',
   result: sessionResult,
   blobTypes: WORKFLOW_BLOBS,
@@ -87,7 +87,7 @@ export const deleteSession = defineCommand({
  * `list_sessions {start_session_id?}` → `sessions, last_session_id`: the record cursor, ten per
  * page, newest first, sessions being deleted included until removed.
  */
-export const listSessions = defineCommand({
+const listSessions = defineCommand({
   name: 'list_sessions',
   result: z.strictObject({ sessions: z.array(sessionSchema), last_session_id: z.uuid().nullable() }),
   blobTypes: WORKFLOW_BLOBS,

@@ -29,7 +29,7 @@ function socketOf(connection: CommandConnection | null, command: string): Comman
  * readable revision named, else 404. A socket holds at most 100 subscriptions (409 `conflict`
  * past it); they end when it closes.
  */
-export const subscribe = defineCommand({
+const subscribe = defineCommand({
   name: 'subscribe',
   result: z.strictObject({ subscription: z.string().meta({ description: 'The subscription id; events arrive as `event` notifications carrying it.' }) }),
   blobTypes: WORKFLOW_BLOBS,
@@ -55,7 +55,7 @@ export const subscribe = defineCommand({
  * `unsubscribe {subscription}` → `subscription`: ends a subscription this socket made on this
  * revision (404 for any other). No event of it is pushed after the answer.
  */
-export const unsubscribe = defineCommand({
+const unsubscribe = defineCommand({
   name: 'unsubscribe',
   result: z.strictObject({ subscription: z.string() }),
   blobTypes: WORKFLOW_BLOBS,

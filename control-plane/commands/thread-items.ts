@@ -14,7 +14,7 @@ const LISTING = 'session_thread_items';
 const LIMIT_RANGE = { fallback: 50, max: 200 };
 const positionSchema = z.number().int().nonnegative();
 
-export const postSessionThreadItem = defineCommand({
+const postSessionThreadItem = defineCommand({
   name: 'post_session_thread_item',
   result: z.strictObject({ thread_item: threadItemSchema }),
   blobTypes: WORKFLOW_BLOBS,
@@ -40,7 +40,7 @@ export const postSessionThreadItem = defineCommand({
   },
 });
 
-export const listSessionThreadItems = defineCommand({
+const listSessionThreadItems = defineCommand({
   name: 'list_session_thread_items',
   result: z.strictObject({ thread_items: z.array(threadItemSchema), cursor: z.string().nullable() }),
   blobTypes: WORKFLOW_BLOBS,

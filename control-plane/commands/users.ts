@@ -10,7 +10,7 @@ import { userSchema } from '../openapi/records.ts';
  * caller, resolved before anything else (docs/auth.md, "User profiles"); the caller sees its
  * own full profile and another user's public fields.
  */
-export const getUser = defineCommand({
+const getUser = defineCommand({
   name: 'get_user',
   result: z.strictObject({ user: userSchema }),
   params: z.strictObject({ user_id: refSchema }),

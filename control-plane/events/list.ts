@@ -6,7 +6,7 @@ import type { AppContext } from '../context.ts';
 import { eventRecord, readEvents, type EventRecord, type EventStream } from '../../shared/events/store.ts';
 
 /** Opaque-cursor listings take `limit` 1..200, 50 when absent (docs/sessions-and-events.md, "Event listings"). */
-export const EVENT_LIMIT_RANGE = { fallback: 50, max: 200 };
+const EVENT_LIMIT_RANGE = { fallback: 50, max: 200 };
 
 /** The cursor-bearing params of both event listings, to spread into their strict schemas. */
 export const eventPageParams = {

@@ -34,7 +34,7 @@ export interface EventListenerOptions {
   maxPerConnection?: number;
 }
 
-export interface SubscribeInput {
+interface SubscribeInput {
   connection: CommandConnection;
   stream: EventStream;
   /** The session or execution id (already resolved and access-checked). */

@@ -16,7 +16,7 @@ export const IDEMPOTENCY_TTL_SECONDS = IDEMPOTENCY_KEY_SECONDS;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /** Where a key came from, for the refusal's wording. */
-export type KeySource = 'header' | 'param';
+type KeySource = 'header' | 'param';
 
 /** A key as the client sent it, not yet checked. */
 export interface RawIdempotencyKey {
@@ -54,7 +54,7 @@ export function callerScope(principal: Principal): string {
  * JSON.stringify does): two parses of bodies that differ only in key order or whitespace give
  * the same text.
  */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
   const entries = Object.keys(value).sort()

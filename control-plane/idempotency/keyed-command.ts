@@ -43,7 +43,7 @@ function joinedDb(db: Db, tx: Tx): Db {
  * in the group-commit batches, whose transactions are their own). What the handler writes then
  * commits or rolls back with the key and its stored answer.
  */
-export function contextOnTransaction(ctx: AppContext, tx: Tx): AppContext {
+function contextOnTransaction(ctx: AppContext, tx: Tx): AppContext {
   return {
     ...ctx,
     db: joinedDb(ctx.db, tx),

@@ -11,7 +11,7 @@ export type SchemaDefs = Record<string, unknown>;
  * A zod schema as JSON Schema 2020-12 inside a document: named schemas go to `defs` and are
  * referred to as `#/components/schemas/<id>` (OpenAPI and OpenRPC both keep them there).
  */
-export function documentSchema(schema: z.ZodType, io: 'input' | 'output', defs: SchemaDefs = {}): Record<string, unknown> {
+function documentSchema(schema: z.ZodType, io: 'input' | 'output', defs: SchemaDefs = {}): Record<string, unknown> {
   const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown> & { $defs?: SchemaDefs };
   const relink = <T>(value: T): T => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/')) as T;
   for (const [id, def] of Object.entries($defs ?? {})) defs[id] ??= relink(def);

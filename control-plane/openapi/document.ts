@@ -12,12 +12,12 @@ import { openRpcDocument } from './openrpc.ts';
 import { routeSchema } from './route-schema.ts';
 
 /** Where the documents and the reference are served; docs/api.md and the README point here. */
-export const OPENAPI_PATH = '/v1/openapi.json';
-export const OPENRPC_PATH = '/v1/openrpc.json';
-export const REFERENCE_PATH = '/docs';
+const OPENAPI_PATH = '/v1/openapi.json';
+const OPENRPC_PATH = '/v1/openrpc.json';
+const REFERENCE_PATH = '/docs';
 
 /** The path of the command route in the document before expansion (one path per command). */
-export const COMMAND_ROUTE = '/v1/revisions/{revision_id}/{command}';
+const COMMAND_ROUTE = '/v1/revisions/{revision_id}/{command}';
 
 const DESCRIPTION = [
   'The REST API of the workspace service. Every answer is an envelope: `{"status":"success", …fields}`',

@@ -259,7 +259,7 @@ export const metadataFields = {
 
 const limitValue = z.union([z.number(), z.boolean(), z.array(z.string()), z.null()]);
 
-export const limitEntrySchema = z.strictObject({
+const limitEntrySchema = z.strictObject({
   id: z.string(),
   kind: z.enum(['quota', 'ceiling', 'entitlement', 'retention']),
   unit: z.enum(['count', 'bytes', 'seconds', 'days', 'flag', 'modules']),

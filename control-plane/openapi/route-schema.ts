@@ -31,7 +31,7 @@ export interface RouteDoc {
 
 /** The `Idempotency-Key` header of creating routes and commands (docs/api.md, control-plane/idempotency/idempotency-key.ts). */
 export const IDEMPOTENCY_KEY_DESCRIPTION = 'Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`.';
-export const idempotencyHeaders = z.object({
+const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional().meta({ description: IDEMPOTENCY_KEY_DESCRIPTION }),
 });
 
@@ -87,7 +87,7 @@ export function success<S extends z.ZodRawShape>(shape: S, description: string) 
 const COMMON_ERRORS: readonly ErrorCode[] = ['invalid_request_body', 'rate_limited', 'internal_error', 'unavailable'];
 
 /** Groups codes by their HTTP status, each group one failure schema. */
-export function errorResponses(codes: Iterable<ErrorCode>): Record<number, z.ZodType> {
+function errorResponses(codes: Iterable<ErrorCode>): Record<number, z.ZodType> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of new Set(codes)) {
     const status = errorCatalog[code].status;
@@ -97,7 +97,7 @@ export function errorResponses(codes: Iterable<ErrorCode>): Record<number, z.Zod
 }
 
 /** Credentials a route needs (the security schemes of document.ts). */
-export const SECURITY = [{ bearer: [] }, { apiKey: [] }];
+const SECURITY = [{ bearer: [] }, { apiKey: [] }];
 
 /** The fastify `schema` of a route: what @fastify/swagger documents and the test-time check validates against. */
 export function routeSchema(doc: RouteDoc): FastifySchema {

@@ -12,7 +12,7 @@ import type { OpsContext, OpsModule } from './ops-module.ts';
 import { opsSchema } from './schema.ts';
 
 /** Where the operations API answers (docs/operations.md, "Operations API"). */
-export const OPS_PATH = '/graphql';
+const OPS_PATH = '/graphql';
 
 export interface BuildOpsAppOptions extends OpsContext {
   /** fastify's logger option; tests pass false. */

@@ -20,11 +20,11 @@ import { parseArgs } from './arguments.ts';
 import type { OpsContext, OpsModule } from './ops-module.ts';
 
 /** Listing bounds of `limitOverrides` and `limitOverrideChanges`. */
-export const LIMITS_LIST_DEFAULT = 100;
-export const LIMITS_LIST_MAX = 500;
+const LIMITS_LIST_DEFAULT = 100;
+const LIMITS_LIST_MAX = 500;
 
 /** The header naming the person behind an ops request; recorded as `ops:<value>`. */
-export const OPS_ACTOR_HEADER = 'x-ops-actor';
+const OPS_ACTOR_HEADER = 'x-ops-actor';
 
 const ref = z.string().min(1).max(200);
 const level = z.enum(['user', 'org', 'blob']);

@@ -5,8 +5,8 @@ import { parseArgs } from './arguments.ts';
 import type { OpsModule } from './ops-module.ts';
 
 /** Listing bounds of `retentionSweeps`. */
-export const SWEEPS_LIST_DEFAULT = 20;
-export const SWEEPS_LIST_MAX = 100;
+const SWEEPS_LIST_DEFAULT = 20;
+const SWEEPS_LIST_MAX = 100;
 
 const sweepsArgs = z.strictObject({ limit: z.number().int().min(1).max(SWEEPS_LIST_MAX).nullish() });
 

@@ -104,7 +104,7 @@ const core: OpsModule = {
 };
 
 /** Every part of the operations schema. A feature adds its own module file and lists it here. */
-export const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule, sandboxOpsModule, schedulerOpsModule];
+const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule, sandboxOpsModule, schedulerOpsModule];
 
 /**
  * Joins `modules` into one schema and one resolver map. Two parts resolving the same field is a

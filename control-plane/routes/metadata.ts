@@ -10,7 +10,7 @@ import { metadataFields } from '../openapi/records.ts';
 import { getMetadata, putMetadata, type MetadataRow } from '../sql/metadata.ts';
 
 /** Nesting deeper than this is refused: PostgreSQL's jsonb and the JSON encoder recurse per level. */
-export const MAX_ENTRY_DEPTH = 64;
+const MAX_ENTRY_DEPTH = 64;
 
 const blobParams = z.strictObject({ org_id: refSchema, blob_id: refSchema, alias: refSchema });
 const revisionParams = z.strictObject({ id: refSchema, alias: refSchema });

@@ -17,7 +17,7 @@ export interface BlobRow {
 
 export const BLOB_FIELDS = ['id', 'alias', 'org_id', 'type', 'name', 'visibility', 'status', 'created_at'] as const;
 /** The select list of a `BlobRow` from `blobs b`. */
-export const BLOB_COLUMNS = BLOB_FIELDS.map((f) => `b.${f}`).join(', ');
+const BLOB_COLUMNS = BLOB_FIELDS.map((f) => `b.${f}`).join(', ');
 
 /** The blob record as every response shows it (docs/resources.md, "Blobs"). */
 export function blobRecord(row: BlobRow): Record<string, unknown> {

@@ -57,7 +57,7 @@ export async function ownedServiceAccounts(q: Queryable, ownerId: string): Promi
   return rows;
 }
 
-export type StandingVia = 'owner' | 'member' | 'org_member';
+type StandingVia = 'owner' | 'member' | 'org_member';
 
 export interface StandingRow {
   user: UserRow;

@@ -18,7 +18,7 @@ import type { ExecutionRecordRow } from '../../shared/workflow/execution-record.
 import { executionsCreated } from '../../shared/metrics.ts';
 import { createExecutionRow, createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../../shared/workflow/create-execution.ts';
 
-export type Created = ExecutionRecordRow | CreateRefusal;
+type Created = ExecutionRecordRow | CreateRefusal;
 type Settled = { ok: Created } | { error: unknown };
 
 export interface ExecutionCreator {

@@ -10,7 +10,7 @@ import { removeOneDeleting, removeSession } from '../sql/sessions.ts';
  */
 
 /** Told about a removal that failed; the session stays `deleting` and the reaper retries it. */
-export type RemovalErrorHandler = (error: unknown) => void;
+type RemovalErrorHandler = (error: unknown) => void;
 
 /** One reaper pass removes at most this many sessions, so a backlog cannot hold a pass forever. */
 const MAX_PER_PASS = 1000;

@@ -12,7 +12,7 @@ import type { AppContext } from '../context.ts';
 import { binaryFrameReply, handleRpcMessage, notificationText, type Dispatch } from './json-rpc.ts';
 
 /** Close code when the credential expires or stops authenticating (revoked key, deleted account). */
-export const CLOSE_CREDENTIAL = 4001;
+const CLOSE_CREDENTIAL = 4001;
 
 /** Past this many frames being answered at once, the socket stops reading until one finishes. */
 const MAX_IN_FLIGHT = 16;

@@ -3,8 +3,8 @@ import { ServiceError } from '../../shared/errors.ts';
 import { credentialFromHeaders, type Credential } from '../auth/authenticate.ts';
 
 /** The sub-protocol names that carry a credential (docs/commands.md, "Credentials"). */
-export const BEARER_PROTOCOL = 'authorization.bearer.base64';
-export const API_KEY_PROTOCOL = 'x-api-key.base64';
+const BEARER_PROTOCOL = 'authorization.bearer.base64';
+const API_KEY_PROTOCOL = 'x-api-key.base64';
 
 const CARRIERS: Record<string, Credential['type']> = {
   [BEARER_PROTOCOL]: 'bearer',

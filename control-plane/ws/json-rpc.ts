@@ -12,12 +12,12 @@ export const RPC_ERROR = {
 } as const;
 
 /** A batch may hold this many calls; past it the whole batch is one Invalid Request error. */
-export const MAX_BATCH = 1000;
+const MAX_BATCH = 1000;
 
-export type RpcId = string | number | null;
+type RpcId = string | number | null;
 
 /** `error.data`: the REST failure envelope's fields without `status`, plus the HTTP status REST would answer. */
-export interface RpcErrorData {
+interface RpcErrorData {
   error: ErrorCode;
   message: string;
   http_status: number;

@@ -14,7 +14,7 @@ import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import type { ExecutionState } from './persist.ts';
 
 /** How the claimed execution got here: its first claim, or a resumption and why. */
-export type ClaimReason = 'started' | 'woke' | 'recovered' | 'handed_back';
+type ClaimReason = 'started' | 'woke' | 'recovered' | 'handed_back';
 
 /** An execution this runner now holds, with everything the interpreter needs. */
 export interface ClaimedExecution {

@@ -26,7 +26,7 @@ import { WorkLoop } from './work-loop.ts';
 import { FireLoop } from '../scheduler/fire-loop.ts';
 
 /** The subset of a pino logger the engine uses. */
-export interface EngineLog {
+interface EngineLog {
   debug(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
@@ -94,10 +94,10 @@ export interface EngineOptions extends EngineTuning {
  * Interprets one claimed execution until it leaves this runner (ended, parked, handed back, lost);
  * rejects for database failures and for an engine thread that died.
  */
-export type Interpret = (execution: ClaimedExecution, control: RunControl) => Promise<ExecutionTaskResult>;
+type Interpret = (execution: ClaimedExecution, control: RunControl) => Promise<ExecutionTaskResult>;
 
 /** What the engine gives an interpreter of the caller's (`EngineOptions.interpreter`). */
-export interface InterpreterParts {
+interface InterpreterParts {
   db: Db;
   boss: PgBoss;
   runnerId: string;
@@ -111,7 +111,7 @@ export interface InterpreterParts {
   tracing: Tracing | null;
 }
 
-export interface EngineStats {
+interface EngineStats {
   inFlight: number;
   leases: number;
 }

@@ -11,7 +11,7 @@ import { writeThenPassOn } from './session-write.ts';
  * everyone. The stored run limits keep values only, so `source` is not known here; no refusal
  * shows it (the limit object is `{id, value, held}`).
  */
-export function executionObjectLimits(execution: ExecutionScope): ObjectWriteLimits {
+function executionObjectLimits(execution: ExecutionScope): ObjectWriteLimits {
   return {
     objectsQuota: { id: 'workflow.session_objects_per_session', value: execution.limits['workflow.session_objects_per_session'], source: 'default' },
     objectBytes: { id: 'workflow.session_object_bytes', value: defaultOf('workflow.session_object_bytes'), source: 'default' },

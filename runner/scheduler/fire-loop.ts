@@ -16,7 +16,7 @@ import { sendFireJob, type FireJobData } from '../../shared/scheduler/fire-jobs.
 import { fireSchedules } from '../../shared/scheduler/fire.ts';
 import type { Tracing } from '../../shared/tracing/tracing.ts';
 
-export interface FireLoopLog {
+interface FireLoopLog {
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
 }

@@ -79,8 +79,3 @@ export function createDb(options: DbOptions): Db {
   };
 }
 
-/** Runs `fn` inside `q` when it is already a transaction, or in a new one on `db`. */
-export function inTransaction<T>(db: Db, q: Queryable | undefined, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  if (q && 'client' in q) return fn(q as Tx);
-  return db.transaction(fn);
-}

@@ -72,7 +72,7 @@ async function stopLeftoverServer(clusterDir: string, log: (line: string) => voi
   }
 }
 
-export interface LocalDatabaseOptions {
+interface LocalDatabaseOptions {
   dataDir: string;
   port: number;
   log: (line: string) => void;
@@ -84,7 +84,7 @@ export interface LocalDatabaseOptions {
  * Starts the embedded PostgreSQL under `<dataDir>/pg` (initialising it on first use) and makes
  * sure the `workspace` database exists. `url` points at that database.
  */
-export async function startLocalDatabase(options: LocalDatabaseOptions): Promise<EmbeddedDatabase> {
+async function startLocalDatabase(options: LocalDatabaseOptions): Promise<EmbeddedDatabase> {
   await stopLeftoverServer(join(options.dataDir, 'pg'), options.log);
   // The server's own log is noise once it runs, but it is the only account of why it did not start.
   const recent: string[] = [];

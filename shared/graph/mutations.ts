@@ -43,7 +43,7 @@ const upsertEdgeSchema = z.strictObject({
 const deleteSchema = z.strictObject({ op: z.literal('delete'), id: elementIdSchema });
 
 /** One mutation. Callers outside the command parse with this (or `graphMutationsSchema`) first. */
-export const graphMutationSchema = z.discriminatedUnion('op', [upsertNodeSchema, upsertEdgeSchema, deleteSchema]);
+const graphMutationSchema = z.discriminatedUnion('op', [upsertNodeSchema, upsertEdgeSchema, deleteSchema]);
 
 /**
  * A call's mutations: at least one. How many at most is `workflow.graph_mutations_per_call`,

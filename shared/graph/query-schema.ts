@@ -12,10 +12,10 @@ import { z } from 'zod';
  * (`user:42`, `a/b#c`), unique per graph across nodes and edges; the bound keeps cursors,
  * messages and indexes small, and leaving out controls and spaces keeps ids safe to show.
  */
-export const ELEMENT_ID_RE = /^[\x21-\x7e]{1,128}$/;
+const ELEMENT_ID_RE = /^[\x21-\x7e]{1,128}$/;
 
 /** A node or edge label: 1–64 printable ASCII characters without spaces. */
-export const LABEL_RE = /^[\x21-\x7e]{1,64}$/;
+const LABEL_RE = /^[\x21-\x7e]{1,64}$/;
 
 export const elementIdSchema = z.string().regex(ELEMENT_ID_RE, 'element ids are 1-128 printable ASCII characters without spaces');
 

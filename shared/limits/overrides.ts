@@ -61,7 +61,7 @@ function typeProblem(limit: CatalogEntry, value: unknown): string | null {
 }
 
 /** True when `value` is past `limit`'s most permissive value, in the limit's direction. */
-export function isPastMostPermissive(limit: CatalogEntry, value: unknown): boolean {
+function isPastMostPermissive(limit: CatalogEntry, value: unknown): boolean {
   if (limit.most_permissive === null || typeof value !== 'number') return false;
   return limit.more_permissive === 'lower' ? value < limit.most_permissive : value > limit.most_permissive;
 }

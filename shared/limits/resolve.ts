@@ -30,7 +30,7 @@ export interface OverrideSet {
 }
 
 /** Where a value in force came from. */
-export type LimitSource = 'default' | OverrideLevel;
+type LimitSource = 'default' | OverrideLevel;
 
 /** Any limit's value in force for one request and where it came from. */
 export interface LimitInForce {

@@ -4,7 +4,7 @@ import { limitById, type OverrideLevel } from './catalog.ts';
 import { validateOverride, type OverrideRefusalCode } from './overrides.ts';
 
 /** Why an override write was refused: a `validateOverride` code, or a target that does not exist. */
-export type OverrideWriteRefusal = OverrideRefusalCode | 'not_found';
+type OverrideWriteRefusal = OverrideRefusalCode | 'not_found';
 
 /** An override as stored: the target by its UUID, whatever reference named it. */
 export interface StoredOverride {
@@ -73,7 +73,7 @@ const FIND_SQL: Record<OverrideLevel, string> = {
 const LOCK_OF: Record<OverrideLevel, string> = { user: 'u', org: 'o', blob: 'b' };
 
 /** True when `value` is one of the three override levels. */
-export function isOverrideLevel(value: string): value is OverrideLevel {
+function isOverrideLevel(value: string): value is OverrideLevel {
   return Object.hasOwn(WHAT, value);
 }
 

@@ -13,7 +13,7 @@ import { s3Env, type S3Settings } from './s3-settings.ts';
 
 const CHILD = fileURLToPath(new URL('./model-host-child.ts', import.meta.url));
 
-export interface ModelRunError {
+interface ModelRunError {
   code: 'model_timeout' | 'model_run_failed' | 'model_unavailable' | string;
   message: string;
 }

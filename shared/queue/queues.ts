@@ -17,7 +17,6 @@ export const QUEUES = {
   scheduleFires: { name: 'schedule-fires', notify: false, retentionSeconds: 10 * 366 * 86_400, deleteAfterSeconds: 3_600, retryLimit: 5, retryDelay: 1 },
 } as const satisfies Record<string, Queue>;
 
-export type QueueName = (typeof QUEUES)[keyof typeof QUEUES]['name'];
 
 /**
  * Which process a pg-boss instance serves: runners also run pg-boss maintenance and cron; a

@@ -9,10 +9,10 @@ import { runRetentionSweep, type SweepCounts, type SweepOptions } from './sweep.
 export const RETENTION_LOCK = [72_190_311, 11] as const;
 
 /** What started a sweep. */
-export type SweepTrigger = 'daily' | 'ops';
+type SweepTrigger = 'daily' | 'ops';
 
 /** `running` has no outcome yet; `abandoned` is a row left running by a process that died. */
-export type SweepStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'abandoned';
+type SweepStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'abandoned';
 
 /** One row of the sweep history. */
 export interface SweepRecord {

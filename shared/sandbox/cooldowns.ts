@@ -11,7 +11,7 @@ import type { Queryable } from '../db/db.ts';
 import { isUuid } from '../ids.ts';
 
 export const COOLDOWN_BASE_SECONDS = 30;
-export const COOLDOWN_MAX_SECONDS = 3600;
+const COOLDOWN_MAX_SECONDS = 3600;
 /** Strikes of one organization this close together count once: several bombs of one burst are one offence. */
 const SAME_STRIKE_SECONDS = 5;
 /** A strike this long after the last one starts the count again. */

@@ -31,7 +31,7 @@ function invalid(field: 'cron' | 'timezone', message: string): ServiceError {
 }
 
 /** True for a time-zone name the platform's time-zone database knows (`Europe/Paris`, `UTC`). */
-export function isTimeZone(name: string): boolean {
+function isTimeZone(name: string): boolean {
   // Offsets (`+01:00`) are valid to Intl but are not zones: they have no DST rules to follow.
   if (name.length === 0 || name.length > MAX_ZONE || !/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name)) return false;
   try {

@@ -65,7 +65,7 @@ export interface WriteResult {
 }
 
 /** A file's content type when the uploader names none. */
-export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
 // A media type with optional parameters (RFC 9110 §8.3.1), printable ASCII only: it is served back
 // verbatim as a Content-Type header, so nothing that could split or smuggle a header gets in.

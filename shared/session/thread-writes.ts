@@ -16,7 +16,7 @@ import { unstorable, type WriteOrigin } from './object-writes.ts';
  */
 
 /** The thread an item goes to when none is named. */
-export const DEFAULT_THREAD = 'main';
+const DEFAULT_THREAD = 'main';
 
 /** A thread name: 1–64 characters of `a-z 0-9 . _ -`, first a letter or digit (`main`, `review-2`). */
 export const threadSchema = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'thread must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit');

@@ -53,7 +53,7 @@ export function parseTraceparent(traceparent: string | null | undefined): { trac
 }
 
 /** The trace id an execution's log lines carry (`trace_id`), from its stored traceparent. */
-export function traceIdOf(traceparent: string | null | undefined): string | undefined {
+function traceIdOf(traceparent: string | null | undefined): string | undefined {
   return parseTraceparent(traceparent)?.traceId;
 }
 
@@ -64,7 +64,7 @@ export function executionLogFields(execution: { id: string; traceparent?: string
 }
 
 /** Longest string attribute value kept (node ids are user-chosen names; processors are a fixed set). */
-export const MAX_ATTRIBUTE_CHARS = 128;
+const MAX_ATTRIBUTE_CHARS = 128;
 
 /** `value` cut to MAX_ATTRIBUTE_CHARS. */
 export function bounded(value: string): string {

@@ -29,7 +29,7 @@ export interface ExecutionError {
  * `{ leaseOwner }` only while that runner still holds its lease, so a runner that lost the
  * execution to another one (or to a cancel) cannot end it a second time.
  */
-export type EndGuard = 'unended' | { leaseOwner: string };
+type EndGuard = 'unended' | { leaseOwner: string };
 
 export interface EndExecution {
   executionId: string;

@@ -2,7 +2,7 @@ import type { RunLimits } from '../workflow/run-limits.ts';
 import type { ExecutionError } from './execution-end.ts';
 
 /** An execution's status: the first three are unfinished (`ended_at` null), the last three terminal. */
-export type ExecutionStatus = 'queued' | 'running' | 'sleeping' | 'succeeded' | 'failed' | 'cancelled';
+type ExecutionStatus = 'queued' | 'running' | 'sleeping' | 'succeeded' | 'failed' | 'cancelled';
 
 /**
  * The five limits `create_execution` resolves once (from the session's blob) and stores with the

@@ -22,7 +22,7 @@ export const MAX_NODES = 500;
 export const MAX_GRAPH_BYTES = 2 * 1024 * 1024;
 
 /** Where a node's run goes next: route name → node name, or `null` to end the execution. */
-export type Routes = Record<string, string | null>;
+type Routes = Record<string, string | null>;
 
 /** One node of a graph as stored. `config` is checked against its processor's schema separately. */
 export interface GraphNode {

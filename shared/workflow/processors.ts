@@ -16,15 +16,15 @@ import { ROUTE_NAME_RE } from './graph.ts';
 export const MAX_CODE_BYTES = 256 * 1024;
 
 /** Most cases one `logic.switch` may hold, and conditions one case may combine. */
-export const MAX_SWITCH_CASES = 100;
-export const MAX_CASE_CONDITIONS = 20;
+const MAX_SWITCH_CASES = 100;
+const MAX_CASE_CONDITIONS = 20;
 
 /** The routes a processor run can end on, besides the named ones `logic.code` / `logic.switch` take. */
 export const SUCCESS = 'success';
 export const FAILURE = 'failure';
 
 /** A problem the catalog finds in one node's config beyond its schema (a warning: see `warn`). */
-export interface ConfigNotice {
+interface ConfigNotice {
   /** Dotted path below `config`. */
   field: string;
   message: string;
@@ -90,15 +90,15 @@ const sleepConfig = z.strictObject({ seconds: z.int().min(0) });
  * Where a condition looks in the node's input: a dotted string (`"order.total"`, `"items.0.sku"`;
  * `""` is the whole input) or an array of keys and indexes for keys that contain a dot.
  */
-export const inputPathSchema = z.union([
+const inputPathSchema = z.union([
   z.string().max(1000),
   z.array(z.union([z.string().max(200), z.int().min(0)])).max(64),
 ]);
 
 /** The operators of a condition; each condition has exactly one. */
-export const SWITCH_OPERATORS = ['equals', 'not_equals', 'in', 'exists', 'gt', 'gte', 'lt', 'lte'] as const;
+const SWITCH_OPERATORS = ['equals', 'not_equals', 'in', 'exists', 'gt', 'gte', 'lt', 'lte'] as const;
 
-export const switchConditionSchema = z.strictObject({
+const switchConditionSchema = z.strictObject({
   path: inputPathSchema,
   equals: z.unknown().optional(),
   not_equals: z.unknown().optional(),
@@ -168,7 +168,7 @@ export type GraphMutateConfig = z.output<typeof graphMutateConfig>;
 
 // ---- onnx.run ---------------------------------------------------------------------------------
 
-export const TENSOR_TYPES = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'int64', 'bool', 'string'] as const;
+const TENSOR_TYPES = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'int64', 'bool', 'string'] as const;
 
 /** A tensor as JSON: its element type, its dimensions and its elements in row-major order. */
 export const tensorSchema = z.strictObject({
@@ -193,7 +193,7 @@ export type OnnxRunConfig = z.output<typeof onnxRunConfig>;
 const both = [SUCCESS, FAILURE] as const;
 
 /** Every processor, in the order docs/workflow.md lists them. */
-export const PROCESSORS = [
+const PROCESSORS = [
   processor({
     name: 'logic.code',
     summary: 'Runs an ES module in the sandbox; its default export (input, ctx) returns the output.',

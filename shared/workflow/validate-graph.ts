@@ -12,7 +12,8 @@ import { graphShapeSchema, MAX_GRAPH_BYTES, MAX_NODES, NODE_NAME_RE, nodeSchema,
 import { PROCESSOR_NAMES, processorByName } from './processors.ts';
 
 /** What an issue is about; stable, so clients can key off it as they key off `error`. */
-export const ISSUE_CODES = {
+// eslint-disable-next-line @typescript-eslint/no-unused-vars -- the type's source, each code described
+const ISSUE_CODES = {
   invalid_graph: 'The graph is not `{start, nodes}`, or is too large.',
   invalid_node: 'A node is not `{processor, config?, routes?}`, or its name breaks the node-name grammar.',
   start_not_found: '`start` names no node of the graph.',
@@ -25,7 +26,7 @@ export const ISSUE_CODES = {
   fails_at_run_time: '(warning) The config passes its schema but a fixed ceiling will refuse it when the node runs.',
 } as const;
 
-export type IssueCode = keyof typeof ISSUE_CODES;
+type IssueCode = keyof typeof ISSUE_CODES;
 
 /** One problem. `node` is null for the graph itself; `field` is a dotted path inside the node (or graph), null for the node as a whole. */
 export interface GraphIssue {

@@ -68,7 +68,7 @@ export interface Caller {
  * the default quotas (one organization per user, three blobs, two revisions). Tests of the limits
  * themselves sign in with `{ defaultLimits: true }`.
  */
-export const ROOMY_LIMITS: Record<string, unknown> = {
+const ROOMY_LIMITS: Record<string, unknown> = {
   'platform.orgs_per_user': 100,
   'platform.blobs_per_org': 100,
   'platform.revisions_per_blob': 100,

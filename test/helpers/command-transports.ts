@@ -19,7 +19,7 @@ export interface Answer {
 }
 
 /** JSON-RPC error code for each REST failure (docs/commands.md, "Errors"). */
-export function rpcCodeFor(error: string): number {
+function rpcCodeFor(error: string): number {
   if (error === 'invalid_request_body') return -32602;
   if (error === 'unknown_command') return -32601;
   return -32001;

@@ -18,7 +18,7 @@ export interface TestIdentityProvider {
   sign(claims?: JWTPayload, options?: SignOptions): Promise<string>;
 }
 
-export interface SignOptions {
+interface SignOptions {
   /** Sign with this key instead of the provider's (an unknown key). */
   key?: CryptoKey;
   kid?: string;

@@ -50,7 +50,7 @@ export function unsupportedModel(): Buffer {
   }));
 }
 
-export const MLP = {
+const MLP = {
   inputs: 4,
   hidden: 8,
   outputs: 2,

@@ -7,14 +7,14 @@ import { connect, wsUrl, type RpcClient } from './ws-client.ts';
 
 /** The two transports of a command, REST and JSON-RPC 2.0 (docs/commands.md). */
 export const VIAS = ['rest', 'rpc'] as const;
-export type Via = (typeof VIAS)[number];
+type Via = (typeof VIAS)[number];
 
 /**
  * A command's answer in one shape whatever the transport: REST's status and body, or a JSON-RPC
  * reply turned into the REST envelope it stands for (`http_status` from `error.data`), keeping the
  * JSON-RPC error code to assert on.
  */
-export interface Outcome {
+interface Outcome {
   status: number;
   body: any;
   rpcCode?: number;
@@ -41,7 +41,7 @@ function fromRpc(reply: any): Outcome {
  * Opens one socket for `caller` and returns callers for both transports. JSON-RPC calls on the
  * socket are serialised, so each reply read is the one to the call just sent.
  */
-export async function openTransports(t: Test, app: FastifyInstance, caller: Pick<Caller, 'headers'>): Promise<Transports> {
+async function openTransports(t: Test, app: FastifyInstance, caller: Pick<Caller, 'headers'>): Promise<Transports> {
   const client: RpcClient = await connect(t, await wsUrl(app), { headers: caller.headers });
   let chain: Promise<unknown> = Promise.resolve();
   let nextId = 1;

@@ -78,7 +78,7 @@ export function fakeHost(options: { quota?: number } = {}): FakeHost {
 export const ids = { executionId: '6f1c1f43-3b0e-4a53-9f3e-0d8b2a9c1e11', sessionId: 'a1a1a1a1-3b0e-4a53-9f3e-0d8b2a9c1e22', node: 'greet' };
 
 /** The tenant of test requests: runs of one test pool share its contexts, as one organization's would. */
-export const tenant = 'org-test';
+const tenant = 'org-test';
 
 /** A request with test defaults. */
 export function request(code: string, extra: Partial<CodeRequest> = {}): CodeRequest {
