@@ -22,7 +22,13 @@ export interface Workload {
   sessionIds: string[];
 }
 
-async function rest(system: Pick<System, 'apiUrl'>, method: string, path: string, body: unknown, token?: string): Promise<any> {
+async function rest(
+  system: Pick<System, 'apiUrl'>,
+  method: string,
+  path: string,
+  body: unknown,
+  token?: string,
+): Promise<any> {
   const res = await fetch(`${system.apiUrl}${path}`, {
     method,
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -40,7 +46,13 @@ export async function signIn(system: Pick<System, 'apiUrl'>): Promise<Account> {
 }
 
 /** A workflow command over REST (`POST /v1/revisions/:id/:command`). */
-export function command(system: Pick<System, 'apiUrl'>, account: Account, revisionId: string, name: string, params: Record<string, unknown>): Promise<any> {
+export function command(
+  system: Pick<System, 'apiUrl'>,
+  account: Account,
+  revisionId: string,
+  name: string,
+  params: Record<string, unknown>,
+): Promise<any> {
   return rest(system, 'POST', `/v1/revisions/${revisionId}/${name}`, params, account.token);
 }
 
@@ -48,7 +60,13 @@ export function command(system: Pick<System, 'apiUrl'>, account: Account, revisi
  * Overrides a limit the way the ops API stores it (a direct insert: the bench raises quotas past
  * what an operator would, and this is not what it measures).
  */
-export async function setOverride(system: Pick<System, 'sql'>, limitId: string, targetType: 'user' | 'org' | 'blob', targetId: string, value: unknown): Promise<void> {
+export async function setOverride(
+  system: Pick<System, 'sql'>,
+  limitId: string,
+  targetType: 'user' | 'org' | 'blob',
+  targetId: string,
+  value: unknown,
+): Promise<void> {
   await system.sql.query(
     `INSERT INTO limit_overrides (limit_id, target_type, target_id, value, set_by) VALUES ($1, $2, $3::uuid, $4::jsonb, 'bench')
      ON CONFLICT (target_type, target_id, limit_id) DO UPDATE SET value = EXCLUDED.value`,
@@ -64,16 +82,29 @@ const alias = (prefix: string) => `${prefix}-${process.pid}-${Date.now().toStrin
  * `sessions` sessions. Its organization's running executions and its sessions' executions are
  * raised to `quota` each, so only the engine's speed bounds a run.
  */
-export async function createWorkload(system: Pick<System, 'apiUrl' | 'sql'>, graph: unknown, options: { sessions: number; quota: number }): Promise<Workload> {
+export async function createWorkload(
+  system: Pick<System, 'apiUrl' | 'sql'>,
+  graph: unknown,
+  options: { sessions: number; quota: number },
+): Promise<Workload> {
   const account = await signIn(system);
   const org = (await rest(system, 'POST', '/v1/orgs', { alias: alias('bench-org') }, account.token)).org;
-  const { blob, revision } = await rest(system, 'POST', `/v1/blobs/${org.id}`, { type: 'svc.compute.workflow', alias: alias('bench-flow') }, account.token);
+  const { blob, revision } = await rest(
+    system,
+    'POST',
+    `/v1/blobs/${org.id}`,
+    { type: 'svc.compute.workflow', alias: alias('bench-flow') },
+    account.token,
+  );
   await setOverride(system, 'workflow.running_executions_per_org', 'org', org.id, options.quota);
   await setOverride(system, 'workflow.executions_per_session', 'blob', blob.id, options.quota);
   await setOverride(system, 'workflow.sessions_per_revision', 'blob', blob.id, Math.max(30, options.sessions));
-  const definition = (await command(system, account, revision.id, 'create_definition', { alias: 'bench', category: 'workflow', graph })).definition;
+  const definition = (
+    await command(system, account, revision.id, 'create_definition', { alias: 'bench', category: 'workflow', graph })
+  ).definition;
   const sessionIds: string[] = [];
-  for (let i = 0; i < options.sessions; i++) sessionIds.push((await command(system, account, revision.id, 'create_session', {})).session.id);
+  for (let i = 0; i < options.sessions; i++)
+    sessionIds.push((await command(system, account, revision.id, 'create_session', {})).session.id);
   return { account, orgId: org.id, blobId: blob.id, revisionId: revision.id, definitionId: definition.id, sessionIds };
 }
 
@@ -120,7 +151,12 @@ export async function connectRpc(system: Pick<System, 'wsUrl'>, account: Account
 }
 
 /** `create_execution` in the workload's `session`-th session (round robin); resolves with its id. */
-export async function createExecution(rpc: RpcConnection, workload: Workload, index: number, input: unknown = { n: index }): Promise<string> {
+export async function createExecution(
+  rpc: RpcConnection,
+  workload: Workload,
+  index: number,
+  input: unknown = { n: index },
+): Promise<string> {
   const result = await rpc.call('create_execution', {
     revision_id: workload.revisionId,
     session_id: workload.sessionIds[index % workload.sessionIds.length]!,

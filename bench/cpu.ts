@@ -14,7 +14,6 @@ export interface CpuSnapshot {
   seconds: Record<string, number>;
 }
 
-
 // Linux reports /proc times in USER_HZ ticks, 100 per second on every architecture Node runs on.
 const TICKS_PER_SECOND = 100;
 
@@ -40,14 +39,16 @@ export async function postmasterPid(sql: pg.Pool): Promise<number | undefined> {
   return f ? Number(f[PPID]) : undefined;
 }
 
-
 /**
  * A snapshot of CPU seconds: `groups` maps a name to the pids counted under it, each with its
  * children (a runner's sandbox processes: live ones directly, exited ones through its
  * reaped-children time); `postmaster` counts the server and every backend the same way; `self`
  * is this process.
  */
-export async function cpuSnapshot(groups: Record<string, number[]>, postmaster: number | undefined): Promise<CpuSnapshot> {
+export async function cpuSnapshot(
+  groups: Record<string, number[]>,
+  postmaster: number | undefined,
+): Promise<CpuSnapshot> {
   const seconds: Record<string, number> = {};
   const withChildren = async (pid: number) => {
     let total = await cpuOf(pid, true);
@@ -90,7 +91,9 @@ export async function threadTimes(pids: number[]): Promise<ThreadTimes[]> {
       const status = await readFile(`/proc/${pid}/task/${tid}/status`, 'utf8').catch(() => '');
       const name = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8').catch(() => '?')).trim();
       threads.push({
-        pid, tid, name,
+        pid,
+        tid,
+        name,
         seconds: (Number(f[UTIME]) + Number(f[STIME])) / TICKS_PER_SECOND,
         voluntarySwitches: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0),
         involuntarySwitches: Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0),

@@ -29,7 +29,11 @@ export interface CreateOptions {
  * Creates `count` executions over one JSON-RPC socket per workload, each socket keeping up to
  * `window` calls in flight. Returns their ids in creation order; any refused create throws.
  */
-export async function createMany(system: Pick<System, 'wsUrl'>, workloads: readonly Workload[], options: CreateOptions): Promise<string[]> {
+export async function createMany(
+  system: Pick<System, 'wsUrl'>,
+  workloads: readonly Workload[],
+  options: CreateOptions,
+): Promise<string[]> {
   const sockets: RpcConnection[] = await Promise.all(workloads.map((w) => connectRpc(system, w.account)));
   const ids: string[] = new Array(options.count);
   let next = 0;
@@ -44,7 +48,12 @@ export async function createMany(system: Pick<System, 'wsUrl'>, workloads: reado
           const wait = due - performance.now();
           if (wait > 0) await sleep(wait);
         }
-        ids[i] = await createExecution(socket, workload, Math.floor(i / workloads.length), options.input?.(i) ?? { n: i });
+        ids[i] = await createExecution(
+          socket,
+          workload,
+          Math.floor(i / workloads.length),
+          options.input?.(i) ?? { n: i },
+        );
       }
     };
     const sharedLane = async () => {
@@ -52,11 +61,19 @@ export async function createMany(system: Pick<System, 'wsUrl'>, workloads: reado
         const i = next++;
         if (i >= options.count) return;
         const w = i % workloads.length;
-        ids[i] = await createExecution(sockets[w]!, workloads[w]!, Math.floor(i / workloads.length), options.input?.(i) ?? { n: i });
+        ids[i] = await createExecution(
+          sockets[w]!,
+          workloads[w]!,
+          Math.floor(i / workloads.length),
+          options.input?.(i) ?? { n: i },
+        );
       }
     };
     if (options.inFlight !== undefined) await Promise.all(Array.from({ length: options.inFlight }, sharedLane));
-    else await Promise.all(workloads.flatMap((workload, w) => Array.from({ length: options.window }, () => lane(sockets[w]!, workload))));
+    else
+      await Promise.all(
+        workloads.flatMap((workload, w) => Array.from({ length: options.window }, () => lane(sockets[w]!, workload))),
+      );
   } finally {
     for (const socket of sockets) socket.close();
   }
@@ -79,7 +96,10 @@ export async function statusCounts(sql: pg.Pool, ids: readonly string[]): Promis
 export async function waitForEnd(sql: pg.Pool, ids: readonly string[], timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE id = ANY($1::uuid[]) AND ended_at IS NULL', [ids]);
+    const { rows } = await sql.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM executions WHERE id = ANY($1::uuid[]) AND ended_at IS NULL',
+      [ids],
+    );
     const open = rows[0]!.n;
     if (open === 0 || Date.now() > deadline) return open;
     await sleep(200);
@@ -90,7 +110,11 @@ export async function waitForEnd(sql: pg.Pool, ids: readonly string[], timeoutMs
  * The span of a batch: its first `created_at` (or `from`, a database timestamp) to its last
  * `ended_at`, and how many succeeded in it.
  */
-export async function batchSpan(sql: pg.Pool, ids: readonly string[], from?: string): Promise<{ seconds: number; succeeded: number; ended: number }> {
+export async function batchSpan(
+  sql: pg.Pool,
+  ids: readonly string[],
+  from?: string,
+): Promise<{ seconds: number; succeeded: number; ended: number }> {
   const { rows } = await sql.query<{ seconds: number; succeeded: number; ended: number }>(
     `SELECT extract(epoch FROM max(ended_at) - coalesce($2::timestamptz, min(created_at)))::float8 AS seconds,
             count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
@@ -102,7 +126,10 @@ export async function batchSpan(sql: pg.Pool, ids: readonly string[], from?: str
 }
 
 /** Per execution of `ids` (ended ones): create → first `node.started`, and create → end, in ms. */
-export async function executionLatencies(sql: pg.Pool, ids: readonly string[]): Promise<{ toStart: number[]; toEnd: number[] }> {
+export async function executionLatencies(
+  sql: pg.Pool,
+  ids: readonly string[],
+): Promise<{ toStart: number[]; toEnd: number[] }> {
   const { rows } = await sql.query<{ to_start: number | null; to_end: number }>(
     `SELECT extract(epoch FROM s.at - e.created_at)::float8 * 1000 AS to_start,
             extract(epoch FROM e.ended_at - e.created_at)::float8 * 1000 AS to_end
@@ -139,5 +166,8 @@ export async function nodeTimings(sql: pg.Pool, ids: readonly string[]): Promise
      SELECT 'step', extract(epoch FROM next_at - at)::float8 * 1000 FROM starts WHERE next_at IS NOT NULL`,
     [ids],
   );
-  return { run: rows.filter((r) => r.kind === 'run').map((r) => r.ms), step: rows.filter((r) => r.kind === 'step').map((r) => r.ms) };
+  return {
+    run: rows.filter((r) => r.kind === 'run').map((r) => r.ms),
+    step: rows.filter((r) => r.kind === 'step').map((r) => r.ms),
+  };
 }

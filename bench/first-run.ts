@@ -33,13 +33,25 @@ const host: HostApi = {
 };
 
 const request = (tenant: string): CodeRequest => ({
-  code: 'export default (input) => input', input: { name: 'bench' }, imports: [], timeoutMs: 5000,
-  ids: { executionId: 'e', sessionId: 's', node: 'n' }, tenant,
+  code: 'export default (input) => input',
+  input: { name: 'bench' },
+  imports: [],
+  timeoutMs: 5000,
+  ids: { executionId: 'e', sessionId: 's', node: 'n' },
+  tenant,
 });
 
-interface Series { latency: Summary; cpuPerRun: number }
+interface Series {
+  latency: Summary;
+  cpuPerRun: number;
+}
 
-async function series(pool: IsolatePool, count: number, tenant: (i: number) => string, pauseMs: number): Promise<Series> {
+async function series(
+  pool: IsolatePool,
+  count: number,
+  tenant: (i: number) => string,
+  pauseMs: number,
+): Promise<Series> {
   const samples: number[] = [];
   let cpu = 0;
   for (let i = 0; i < count; i++) {
@@ -60,7 +72,11 @@ async function series(pool: IsolatePool, count: number, tenant: (i: number) => s
  * child process with the sandbox process's V8 flags (its heap growing factor changes the figures).
  */
 export async function firstRunRows(count = 1000): Promise<string[][]> {
-  const child = spawn(process.execPath, ['--no-node-snapshot', ...SANDBOX_V8_FLAGS, fileURLToPath(import.meta.url), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    ['--no-node-snapshot', ...SANDBOX_V8_FLAGS, fileURLToPath(import.meta.url), String(count)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   const [code] = (await once(child, 'exit')) as [number | null];
@@ -77,9 +93,10 @@ async function measureRows(count: number): Promise<string[][]> {
     const idle = await series(pool, count, (i) => `idle-${i}`, 2);
     const busy = await series(pool, count, (i) => `busy-${i}`, 0);
     const more = idle.latency.p50 - warm.latency.p50;
-    const cell = (s: Series) => `p50 ${fmt(s.latency.p50, 3)} ms, mean ${fmt(s.latency.mean, 3)} ms, CPU ${fmt(s.cpuPerRun, 3)} ms/run`;
+    const cell = (s: Series) =>
+      `p50 ${fmt(s.latency.p50, 3)} ms, mean ${fmt(s.latency.mean, 3)} ms, CPU ${fmt(s.cpuPerRun, 3)} ms/run`;
     return [
-      ['first code run: warm (the organization\'s context kept)', cell(warm), '-', ''],
+      ["first code run: warm (the organization's context kept)", cell(warm), '-', ''],
       ['first code run of a new organization, idle runner', cell(idle), '-', ''],
       ['    more than a warm run (p50)', `+${fmt(more, 3)} ms`, '<= +0.300 ms', more <= 0.3 ? 'yes' : 'NO'],
       ['first code run of a new organization, saturated (context made inline)', cell(busy), '-', ''],

@@ -53,11 +53,21 @@ const HOSTILE_CREATES_PER_SECOND = 20;
 
 const log = (message: string) => process.stderr.write(`[bench isolation] ${message}\n`);
 
-const code = (source: string, routes?: Record<string, string | null>) => ({ processor: 'logic.code', config: { code: source }, ...(routes ? { routes } : {}) });
+const code = (source: string, routes?: Record<string, string | null>) => ({
+  processor: 'logic.code',
+  config: { code: source },
+  ...(routes ? { routes } : {}),
+});
 const HOSTILE_GRAPHS = {
-  'never settles': { start: 'wait', nodes: { wait: code('export default async () => { await new Promise(() => {}) }') } },
+  'never settles': {
+    start: 'wait',
+    nodes: { wait: code('export default async () => { await new Promise(() => {}) }') },
+  },
   'for (;;) {}': { start: 'spin', nodes: { spin: code('export default () => { for (;;) {} }') } },
-  'self-routing graph': { start: 'again', nodes: { again: code('export default (input) => ({ n: (input?.n ?? 0) + 1 })', { success: 'again' }) } },
+  'self-routing graph': {
+    start: 'again',
+    nodes: { again: code('export default (input) => ({ n: (input?.n ?? 0) + 1 })', { success: 'again' }) },
+  },
   'memory bomb': { start: 'bomb', nodes: { bomb: code('export default () => new Array(1e9).fill(0)') } },
 } as const;
 type Hostile = keyof typeof HOSTILE_GRAPHS;
@@ -71,7 +81,10 @@ interface NeighbourRow {
 }
 
 async function unended(system: System, orgId: string): Promise<string[]> {
-  const { rows } = await system.sql.query<{ id: string }>('SELECT id FROM executions WHERE org_id = $1::uuid AND ended_at IS NULL', [orgId]);
+  const { rows } = await system.sql.query<{ id: string }>(
+    'SELECT id FROM executions WHERE org_id = $1::uuid AND ended_at IS NULL',
+    [orgId],
+  );
   return rows.map((r) => r.id);
 }
 
@@ -87,7 +100,11 @@ async function keepHostile(system: System, a: Workload, definitionId: string, st
     for (let i = open; i < HOSTILE && !stopped; i++) {
       if (created >= ((performance.now() - started) / 1000 + 1) * HOSTILE_CREATES_PER_SECOND) break;
       try {
-        await command(system, a.account, a.revisionId, 'create_execution', { session_id: a.sessionIds[session++ % a.sessionIds.length], definition_id: definitionId, input_data: null });
+        await command(system, a.account, a.revisionId, 'create_execution', {
+          session_id: a.sessionIds[session++ % a.sessionIds.length],
+          definition_id: definitionId,
+          input_data: null,
+        });
         created++;
       } catch {
         break; // refused (its running limit): the next round looks again
@@ -105,7 +122,13 @@ async function cancelAll(system: System, a: Workload): Promise<void> {
 }
 
 /** B's executions at RATE/s for SECONDS, with A doing `hostile` meanwhile (or nothing). */
-async function neighbourPhase(system: System, a: Workload, b: Workload, hostile: Hostile | null, definitions: Record<Hostile, string>): Promise<NeighbourRow> {
+async function neighbourPhase(
+  system: System,
+  a: Workload,
+  b: Workload,
+  hostile: Hostile | null,
+  definitions: Record<Hostile, string>,
+): Promise<NeighbourRow> {
   const runner = system.runners[0]!;
   const pid = runner.pid;
   let release!: () => void;
@@ -121,7 +144,13 @@ async function neighbourPhase(system: System, a: Workload, b: Workload, hostile:
   if (open > 0) log(`${open} of B's executions did not end within 120 s`);
   const { toEnd } = await executionLatencies(system.sql, ids);
   const restarts = system.runners.filter((r) => r !== runner).length + (runner.running() && runner.pid === pid ? 0 : 1);
-  return { phase: hostile ?? 'B alone', b: summarize(toEnd), bStatuses: await statusCounts(system.sql, ids), aCreated, runnerRestarts: restarts };
+  return {
+    phase: hostile ?? 'B alone',
+    b: summarize(toEnd),
+    bStatuses: await statusCounts(system.sql, ids),
+    aCreated,
+    runnerRestarts: restarts,
+  };
 }
 
 async function rssOf(pid: number): Promise<number> {
@@ -136,13 +165,21 @@ async function rssMiB(pid: number): Promise<{ runner: number; children: number }
   return { runner: await rssOf(pid), children };
 }
 
-interface SandboxFigures { isolatesLive: number; contexts: number; contextsMade: number; contextsReused: number; isolatesRecycled: number }
+interface SandboxFigures {
+  isolatesLive: number;
+  contexts: number;
+  contextsMade: number;
+  contextsReused: number;
+  isolatesRecycled: number;
+}
 
 async function opsSandbox(system: System): Promise<SandboxFigures | null> {
   const res = await fetch(system.opsUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${system.opsToken}` },
-    body: JSON.stringify({ query: '{ runners { alive sandbox { isolatesLive contexts contextsMade contextsReused isolatesRecycled } } }' }),
+    body: JSON.stringify({
+      query: '{ runners { alive sandbox { isolatesLive contexts contextsMade contextsReused isolatesRecycled } } }',
+    }),
   });
   const body = (await res.json()) as { data?: { runners: Array<{ alive: boolean; sandbox: SandboxFigures | null }> } };
   return body.data?.runners.find((r) => r.alive)?.sandbox ?? null;
@@ -163,18 +200,38 @@ async function tenantsBatch(system: System, workloads: Workload[], label: string
   await waitForEnd(system.sql, ids, 180_000);
   const span = await batchSpan(system.sql, ids);
   const { toStart } = await executionLatencies(system.sql, ids);
-  return { label, perSecond: span.succeeded / span.seconds, toStart: summarize(toStart), statuses: await statusCounts(system.sql, ids) };
+  return {
+    label,
+    perSecond: span.succeeded / span.seconds,
+    toStart: summarize(toStart),
+    statuses: await statusCounts(system.sql, ids),
+  };
 }
 
 /** cancel_execution of a spinning execution → the node.finished of the run that waited for its isolate. */
-async function cancelSamples(system: System, a: Workload, spinDefinition: string, oneDefinition: string): Promise<number[]> {
+async function cancelSamples(
+  system: System,
+  a: Workload,
+  spinDefinition: string,
+  oneDefinition: string,
+): Promise<number[]> {
   // One organization may hold `isolates per thread` isolates of each engine thread (the runner's defaults).
   const threads = Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2)));
   const spinners = threads * 4;
-  const create = async (definition: string) => (await command(system, a.account, a.revisionId, 'create_execution', { session_id: a.sessionIds[0], definition_id: definition, input_data: null })).execution.id as string;
+  const create = async (definition: string) =>
+    (
+      await command(system, a.account, a.revisionId, 'create_execution', {
+        session_id: a.sessionIds[0],
+        definition_id: definition,
+        input_data: null,
+      })
+    ).execution.id as string;
   const running = async (id: string) => {
     for (;;) {
-      const { rows } = await system.sql.query("SELECT 1 FROM execution_events WHERE execution_id = $1::uuid AND kind = 'node.started'", [id]);
+      const { rows } = await system.sql.query(
+        "SELECT 1 FROM execution_events WHERE execution_id = $1::uuid AND kind = 'node.started'",
+        [id],
+      );
       if (rows.length > 0) return;
       await sleep(20);
     }
@@ -229,66 +286,127 @@ export async function isolationBench(): Promise<IsolationReport> {
     await setOverride(system, 'workflow.running_executions_per_org', 'org', a.orgId, HOSTILE);
     const definitions = {} as Record<Hostile, string>;
     for (const [name, graph] of Object.entries(HOSTILE_GRAPHS)) {
-      definitions[name as Hostile] = (await command(system, a.account, a.revisionId, 'create_definition', { category: 'workflow', graph })).definition.id;
+      definitions[name as Hostile] = (
+        await command(system, a.account, a.revisionId, 'create_definition', { category: 'workflow', graph })
+      ).definition.id;
     }
-    const oneDefinition = (await command(system, a.account, a.revisionId, 'create_definition', { category: 'workflow', graph: { start: 'one', nodes: { one: code('export default () => 1') } } })).definition.id;
+    const oneDefinition = (
+      await command(system, a.account, a.revisionId, 'create_definition', {
+        category: 'workflow',
+        graph: { start: 'one', nodes: { one: code('export default () => 1') } },
+      })
+    ).definition.id;
     const b = await createWorkload(system, BENCH_GRAPH, { sessions: 8, quota: 1_000_000 });
 
     log('warm-up');
     await createMany(system, [b], { count: 500, window: 8 }).then((ids) => waitForEnd(system.sql, ids, 60_000));
 
     if (PARTS.has('cancel')) {
-    log('cancel');
-    const cancel = summarize(await cancelSamples(system, a, definitions['for (;;) {}'], oneDefinition));
-    rows.push([`cancel_execution -> isolate running the next run (${cancel.count})`, `p50 ${fmt(cancel.p50)} ms, p99 ${fmt(cancel.p99)} ms`, 'p99 <= 1000 ms', yes(cancel.p99 <= 1000)]);
+      log('cancel');
+      const cancel = summarize(await cancelSamples(system, a, definitions['for (;;) {}'], oneDefinition));
+      rows.push([
+        `cancel_execution -> isolate running the next run (${cancel.count})`,
+        `p50 ${fmt(cancel.p50)} ms, p99 ${fmt(cancel.p99)} ms`,
+        'p99 <= 1000 ms',
+        yes(cancel.p99 <= 1000),
+      ]);
     }
 
     if (PARTS.has('tenants')) {
-    log(`many tenants: ${EXECUTIONS} executions over 1 organization`);
-    const one = await tenantsBatch(system, [b], '1 organization');
-    log(`many tenants: creating ${TENANTS} organizations`);
-    const many: Workload[] = [];
-    for (let i = 0; i < TENANTS; i++) many.push(await createWorkload(system, BENCH_GRAPH, { sessions: 1, quota: 1_000_000 }));
-    await sleep(6000); // one heartbeat carries the runner's sandbox counters to the ops API
-    const before = await opsSandbox(system);
-    log(`many tenants: ${EXECUTIONS} executions round robin over ${TENANTS} organizations`);
-    const spread = await tenantsBatch(system, many, `${TENANTS} organizations`);
-    const ratio = spread.perSecond / one.perSecond;
-    for (const r of [one, spread]) {
-      rows.push([`many tenants: ${r.label}, executions/s`, `${fmt(r.perSecond, 0)}/s (${Object.entries(r.statuses).map(([s, n]) => `${s} ${n}`).join(', ')})`, '-', '']);
-      rows.push([`many tenants: ${r.label}, create -> first node.started`, `p50 ${fmt(r.toStart.p50)} ms, p99 ${fmt(r.toStart.p99)} ms`, '-', '']);
-    }
-    rows.push([`many tenants: ${TENANTS} organizations vs 1`, `x${fmt(ratio, 2)}`, '>= x0.70', yes(ratio >= 0.7)]);
-    await sleep(6000); // one heartbeat carries the runner's sandbox to the ops API
-    const rss = await rssMiB(system.runners[0]!.pid);
-    rows.push(['many tenants: runner process RSS at the end', `${fmt(rss.runner, 0)} MiB`, '<= 512 MiB', yes(rss.runner <= 512)]);
-    rows.push(['    its sandbox child processes (4 isolates of <= 64 MiB heap)', `${fmt(rss.children, 0)} MiB`, '-', '']);
-    const sandbox = await opsSandbox(system);
-    rows.push(['many tenants: isolates / contexts alive at the end', sandbox ? `${sandbox.isolatesLive} / ${sandbox.contexts}` : '-', '-', '']);
-    if (sandbox && before) {
-      const made = sandbox.contextsMade - before.contextsMade;
-      const reused = sandbox.contextsReused - before.contextsReused;
-      rows.push([`    ${TENANTS} organizations: contexts made / reused, isolates recycled`, `${made} / ${reused}, ${sandbox.isolatesRecycled - before.isolatesRecycled}`, '-', '']);
-    }
+      log(`many tenants: ${EXECUTIONS} executions over 1 organization`);
+      const one = await tenantsBatch(system, [b], '1 organization');
+      log(`many tenants: creating ${TENANTS} organizations`);
+      const many: Workload[] = [];
+      for (let i = 0; i < TENANTS; i++)
+        many.push(await createWorkload(system, BENCH_GRAPH, { sessions: 1, quota: 1_000_000 }));
+      await sleep(6000); // one heartbeat carries the runner's sandbox counters to the ops API
+      const before = await opsSandbox(system);
+      log(`many tenants: ${EXECUTIONS} executions round robin over ${TENANTS} organizations`);
+      const spread = await tenantsBatch(system, many, `${TENANTS} organizations`);
+      const ratio = spread.perSecond / one.perSecond;
+      for (const r of [one, spread]) {
+        rows.push([
+          `many tenants: ${r.label}, executions/s`,
+          `${fmt(r.perSecond, 0)}/s (${Object.entries(r.statuses)
+            .map(([s, n]) => `${s} ${n}`)
+            .join(', ')})`,
+          '-',
+          '',
+        ]);
+        rows.push([
+          `many tenants: ${r.label}, create -> first node.started`,
+          `p50 ${fmt(r.toStart.p50)} ms, p99 ${fmt(r.toStart.p99)} ms`,
+          '-',
+          '',
+        ]);
+      }
+      rows.push([`many tenants: ${TENANTS} organizations vs 1`, `x${fmt(ratio, 2)}`, '>= x0.70', yes(ratio >= 0.7)]);
+      await sleep(6000); // one heartbeat carries the runner's sandbox to the ops API
+      const rss = await rssMiB(system.runners[0]!.pid);
+      rows.push([
+        'many tenants: runner process RSS at the end',
+        `${fmt(rss.runner, 0)} MiB`,
+        '<= 512 MiB',
+        yes(rss.runner <= 512),
+      ]);
+      rows.push([
+        '    its sandbox child processes (4 isolates of <= 64 MiB heap)',
+        `${fmt(rss.children, 0)} MiB`,
+        '-',
+        '',
+      ]);
+      const sandbox = await opsSandbox(system);
+      rows.push([
+        'many tenants: isolates / contexts alive at the end',
+        sandbox ? `${sandbox.isolatesLive} / ${sandbox.contexts}` : '-',
+        '-',
+        '',
+      ]);
+      if (sandbox && before) {
+        const made = sandbox.contextsMade - before.contextsMade;
+        const reused = sandbox.contextsReused - before.contextsReused;
+        rows.push([
+          `    ${TENANTS} organizations: contexts made / reused, isolates recycled`,
+          `${made} / ${reused}, ${sandbox.isolatesRecycled - before.isolatesRecycled}`,
+          '-',
+          '',
+        ]);
+      }
     }
     if (PARTS.has('neighbour')) {
-    log(`noisy neighbour: B alone, ${RATE}/s for ${SECONDS} s`);
-    const alone = await neighbourPhase(system, a, b, null, definitions);
-    const phases: NeighbourRow[] = [];
-    for (const hostile of Object.keys(HOSTILE_GRAPHS) as Hostile[]) {
-      log(`noisy neighbour: A ${hostile}`);
-      phases.push(await neighbourPhase(system, a, b, hostile, definitions));
+      log(`noisy neighbour: B alone, ${RATE}/s for ${SECONDS} s`);
+      const alone = await neighbourPhase(system, a, b, null, definitions);
+      const phases: NeighbourRow[] = [];
+      for (const hostile of Object.keys(HOSTILE_GRAPHS) as Hostile[]) {
+        log(`noisy neighbour: A ${hostile}`);
+        phases.push(await neighbourPhase(system, a, b, hostile, definitions));
+      }
+      const target = 2 * alone.b.p99 + 50;
+      rows.push([
+        `noisy neighbour: B alone, create -> succeeded`,
+        `p50 ${fmt(alone.b.p50)} ms, p99 ${fmt(alone.b.p99)} ms`,
+        '-',
+        '',
+      ]);
+      for (const p of phases) {
+        const ok = p.b.p99 <= target && p.runnerRestarts === 0 && (p.bStatuses.succeeded ?? 0) === RATE * SECONDS;
+        rows.push([
+          `noisy neighbour: A ${p.phase} (${p.aCreated} created), B`,
+          `p50 ${fmt(p.b.p50)} ms, p99 ${fmt(p.b.p99)} ms, restarts ${p.runnerRestarts}, B ${Object.entries(p.bStatuses)
+            .map(([s, n]) => `${s} ${n}`)
+            .join(', ')}`,
+          `p99 <= ${fmt(target, 0)} ms, 0 restarts, all succeeded`,
+          yes(ok),
+        ]);
+      }
+      const cooled = await system.sql.query<{ strikes: number }>(
+        'SELECT strikes FROM sandbox_cooldowns WHERE org_id = $1::uuid',
+        [a.orgId],
+      );
+      notes.push(
+        `organization A after the phases: ${cooled.rows[0] ? `cooled down, ${cooled.rows[0].strikes} strike(s)` : 'not cooled down'}`,
+      );
     }
-    const target = 2 * alone.b.p99 + 50;
-    rows.push([`noisy neighbour: B alone, create -> succeeded`, `p50 ${fmt(alone.b.p50)} ms, p99 ${fmt(alone.b.p99)} ms`, '-', '']);
-    for (const p of phases) {
-      const ok = p.b.p99 <= target && p.runnerRestarts === 0 && (p.bStatuses.succeeded ?? 0) === RATE * SECONDS;
-      rows.push([`noisy neighbour: A ${p.phase} (${p.aCreated} created), B`, `p50 ${fmt(p.b.p50)} ms, p99 ${fmt(p.b.p99)} ms, restarts ${p.runnerRestarts}, B ${Object.entries(p.bStatuses).map(([s, n]) => `${s} ${n}`).join(', ')}`, `p99 <= ${fmt(target, 0)} ms, 0 restarts, all succeeded`, yes(ok)]);
-    }
-    const cooled = await system.sql.query<{ strikes: number }>('SELECT strikes FROM sandbox_cooldowns WHERE org_id = $1::uuid', [a.orgId]);
-    notes.push(`organization A after the phases: ${cooled.rows[0] ? `cooled down, ${cooled.rows[0].strikes} strike(s)` : 'not cooled down'}`);
-    }
-
   } finally {
     await system.stop();
   }
@@ -299,7 +417,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   let code = 0;
   try {
     const report = await isolationBench();
-    process.stdout.write(`\n${table([['figure', 'measured', 'target', 'met'], ...report.rows])}\n${report.notes.join('\n')}\n`);
+    process.stdout.write(
+      `\n${table([['figure', 'measured', 'target', 'met'], ...report.rows])}\n${report.notes.join('\n')}\n`,
+    );
   } catch (error) {
     code = 1;
     log(`failed: ${error instanceof Error ? error.stack : String(error)}`);

@@ -34,10 +34,26 @@ function bigModel(bytes: number): Buffer {
   const graph = onnx.GraphProto.create({
     name: 'big',
     node: [onnx.NodeProto.create({ opType: 'Identity', input: ['W'], output: ['Y'] })],
-    initializer: [onnx.TensorProto.create({ name: 'W', dims: [floats], dataType: onnx.TensorProto.DataType.FLOAT, rawData: Buffer.alloc(floats * 4, 1) })],
-    output: [onnx.ValueInfoProto.create({ name: 'Y', type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimValue: floats }] } } } })],
+    initializer: [
+      onnx.TensorProto.create({
+        name: 'W',
+        dims: [floats],
+        dataType: onnx.TensorProto.DataType.FLOAT,
+        rawData: Buffer.alloc(floats * 4, 1),
+      }),
+    ],
+    output: [
+      onnx.ValueInfoProto.create({
+        name: 'Y',
+        type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimValue: floats }] } } },
+      }),
+    ],
   });
-  return Buffer.from(onnx.ModelProto.encode(onnx.ModelProto.create({ irVersion: 8, opsetImport: [{ domain: '', version: 13 }], graph })).finish());
+  return Buffer.from(
+    onnx.ModelProto.encode(
+      onnx.ModelProto.create({ irVersion: 8, opsetImport: [{ domain: '', version: 13 }], graph }),
+    ).finish(),
+  );
 }
 
 async function rssMiB(pid: number): Promise<number> {
@@ -49,11 +65,24 @@ async function rssMiB(pid: number): Promise<number> {
 function upload(system: System, account: Account, rev: string, bytes: Buffer): Promise<number> {
   const url = new URL(system.apiUrl);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, method: 'PUT', path: `/v1/revisions/${rev}/model`, headers: { authorization: `Bearer ${account.token}`, 'x-request-body': JSON.stringify({ size: bytes.length }) } }, (res) => {
-      let text = '';
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => (res.statusCode === 200 ? resolve(res.statusCode) : reject(new Error(`upload: ${res.statusCode} ${text.slice(0, 300)}`))));
-    });
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: 'PUT',
+        path: `/v1/revisions/${rev}/model`,
+        headers: { authorization: `Bearer ${account.token}`, 'x-request-body': JSON.stringify({ size: bytes.length }) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(res.statusCode)
+            : reject(new Error(`upload: ${res.statusCode} ${text.slice(0, 300)}`)),
+        );
+      },
+    );
     req.on('error', reject);
     // Written in 1 MiB pieces, as a client streaming a file would.
     let at = 0;
@@ -73,16 +102,27 @@ async function newModelRevision(system: System, account: Account, orgId: string)
   const res = await fetch(`${system.apiUrl}/v1/blobs/${orgId}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${account.token}` },
-    body: JSON.stringify({ type: 'svc.model.onnx', alias: `bench-model-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}` }),
+    body: JSON.stringify({
+      type: 'svc.model.onnx',
+      alias: `bench-model-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+    }),
   });
-  const body = await res.json() as any;
+  const body = (await res.json()) as any;
   if (body.status !== 'success') throw new Error(`creating a model blob: ${JSON.stringify(body)}`);
   return body.revision.id;
 }
 
 async function main(system: System): Promise<string> {
-  const code = (source: string, next: string | null) => ({ processor: 'logic.code', config: { code: source }, routes: { success: next } });
-  const work = await createWorkload(system, { start: 'a', nodes: { a: code('export default () => 1', null) } }, { sessions: 8, quota: 1_000_000_000 });
+  const code = (source: string, next: string | null) => ({
+    processor: 'logic.code',
+    config: { code: source },
+    routes: { success: next },
+  });
+  const work = await createWorkload(
+    system,
+    { start: 'a', nodes: { a: code('export default () => 1', null) } },
+    { sessions: 8, quota: 1_000_000_000 },
+  );
   const { account, orgId } = work;
   await setOverride(system, 'platform.blobs_per_org', 'org', orgId, 100);
 
@@ -92,14 +132,22 @@ async function main(system: System): Promise<string> {
   const pid = system.controlPlane.pid;
   const rssBefore = await rssMiB(pid);
   let rssPeak = rssBefore;
-  const sampler = setInterval(() => void rssMiB(pid).then((mib) => { if (mib > rssPeak) rssPeak = mib; }), 50);
+  const sampler = setInterval(
+    () =>
+      void rssMiB(pid).then((mib) => {
+        if (mib > rssPeak) rssPeak = mib;
+      }),
+    50,
+  );
   log(`uploading ${(big.length / 1e6).toFixed(0)} MB`);
   const upStarted = performance.now();
   await upload(system, account, bigRev, big);
   const upSeconds = (performance.now() - upStarted) / 1000;
   clearInterval(sampler);
   const downStarted = performance.now();
-  const res = await fetch(`${system.apiUrl}/v1/revisions/${bigRev}/model`, { headers: { authorization: `Bearer ${account.token}` } });
+  const res = await fetch(`${system.apiUrl}/v1/revisions/${bigRev}/model`, {
+    headers: { authorization: `Bearer ${account.token}` },
+  });
   let downloaded = 0;
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) downloaded += chunk.length;
   const downSeconds = (performance.now() - downStarted) / 1000;
@@ -126,12 +174,14 @@ async function main(system: System): Promise<string> {
   for (let i = 0; i < 300; i++) warm.push(await timedRun(warmRev));
   const concurrentStarted = performance.now();
   let done = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (done < 1000) {
-      done++;
-      await command(system, account, warmRev, 'run_model', input);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (done < 1000) {
+        done++;
+        await command(system, account, warmRev, 'run_model', input);
+      }
+    }),
+  );
   const runsPerSecond = 1000 / ((performance.now() - concurrentStarted) / 1000);
 
   // onnx.run in a three-node workflow, against logic.code in its place.
@@ -140,7 +190,10 @@ async function main(system: System): Promise<string> {
     'onnx.run': {
       start: 'a',
       nodes: {
-        a: code('export default (input) => ({ X: { type: "float32", dims: [1, 4], data: [input.n % 7, 1, 2, 3] } })', 'model'),
+        a: code(
+          'export default (input) => ({ X: { type: "float32", dims: [1, 4], data: [input.n % 7, 1, 2, 3] } })',
+          'model',
+        ),
         model: { processor: 'onnx.run', config: { revision_id: warmRev }, routes: { success: 'c' } },
         c: code('export default (input) => ({ y: input.outputs.Y.data })', null),
       },
@@ -148,31 +201,55 @@ async function main(system: System): Promise<string> {
     'logic.code': {
       start: 'a',
       nodes: {
-        a: code('export default (input) => ({ X: { type: "float32", dims: [1, 4], data: [input.n % 7, 1, 2, 3] } })', 'model'),
-        model: code('export default (input) => ({ outputs: { Y: { type: "float32", dims: [1, 2], data: [input.X.data[0] * 2, 1] } } })', 'c'),
+        a: code(
+          'export default (input) => ({ X: { type: "float32", dims: [1, 4], data: [input.n % 7, 1, 2, 3] } })',
+          'model',
+        ),
+        model: code(
+          'export default (input) => ({ outputs: { Y: { type: "float32", dims: [1, 2], data: [input.X.data[0] * 2, 1] } } })',
+          'c',
+        ),
         c: code('export default (input) => ({ y: input.outputs.Y.data })', null),
       },
     },
   };
   const rows: string[][] = [];
   for (const [name, graph] of Object.entries(graphs)) {
-    const definitionId = (await command(system, account, work.revisionId, 'create_definition', { category: 'workflow', graph })).definition.id;
+    const definitionId = (
+      await command(system, account, work.revisionId, 'create_definition', { category: 'workflow', graph })
+    ).definition.id;
     const flow = { ...work, definitionId };
     const ids = await createMany(system, [flow], { count: 500, window: 8, ratePerSecond: 100 });
     await waitForEnd(system.sql, ids, 120_000);
     const span = await batchSpan(system.sql, ids);
     const latency = summarize((await executionLatencies(system.sql, ids)).toEnd);
-    rows.push([`three-node workflow with ${name} in the middle (500 at 100/s): create → succeeded p50 / p99`, `${fmt(latency.p50)} / ${fmt(latency.p99)} ms; ${span.succeeded}/500 succeeded`, '-']);
+    rows.push([
+      `three-node workflow with ${name} in the middle (500 at 100/s): create → succeeded p50 / p99`,
+      `${fmt(latency.p50)} / ${fmt(latency.p99)} ms; ${span.succeeded}/500 succeeded`,
+      '-',
+    ]);
   }
 
   const coldSummary = summarize(cold);
   const warmSummary = summarize(warm);
   return table([
     ['figure', 'value', 'target'],
-    [`Upload Model, ${MEGABYTES} MB`, `${fmt(big.length / 1e6 / upSeconds)} MB/s (${fmt(upSeconds)} s, opening by ONNX Runtime included)`, '-'],
+    [
+      `Upload Model, ${MEGABYTES} MB`,
+      `${fmt(big.length / 1e6 / upSeconds)} MB/s (${fmt(upSeconds)} s, opening by ONNX Runtime included)`,
+      '-',
+    ],
     [`Download Model, ${MEGABYTES} MB`, `${fmt(big.length / 1e6 / downSeconds)} MB/s`, '-'],
-    ['control plane RSS: before / peak during the upload', `${fmt(rssBefore, 0)} / ${fmt(rssPeak, 0)} MiB (+${fmt(rssPeak - rssBefore, 0)})`, 'growth ≤ ~2 × the stream buffer'],
-    ['run_model cold (first run of each of 20 fresh models) p50 / p99', `${fmt(coldSummary.p50)} / ${fmt(coldSummary.p99)} ms`, '-'],
+    [
+      'control plane RSS: before / peak during the upload',
+      `${fmt(rssBefore, 0)} / ${fmt(rssPeak, 0)} MiB (+${fmt(rssPeak - rssBefore, 0)})`,
+      'growth ≤ ~2 × the stream buffer',
+    ],
+    [
+      'run_model cold (first run of each of 20 fresh models) p50 / p99',
+      `${fmt(coldSummary.p50)} / ${fmt(coldSummary.p99)} ms`,
+      '-',
+    ],
     ['run_model warm (300 in a row) p50 / p99', `${fmt(warmSummary.p50)} / ${fmt(warmSummary.p99)} ms`, '-'],
     ['run_model warm, 8 in flight', `${fmt(runsPerSecond, 0)} runs/s`, '-'],
     ...rows,

@@ -29,8 +29,19 @@ export interface BaselineResult {
 }
 
 /** Measures pg-boss's send→handler latency and batch throughput on `databaseUrl`; cleans up its queue. */
-export async function pgbossBaseline(databaseUrl: string, sql: pg.Pool, options: BaselineOptions): Promise<BaselineResult> {
-  const boss = new PgBoss({ connectionString: databaseUrl, application_name: 'workspace-bench-baseline', max: 5, useListenNotify: true, supervise: false, schedule: false });
+export async function pgbossBaseline(
+  databaseUrl: string,
+  sql: pg.Pool,
+  options: BaselineOptions,
+): Promise<BaselineResult> {
+  const boss = new PgBoss({
+    connectionString: databaseUrl,
+    application_name: 'workspace-bench-baseline',
+    max: 5,
+    useListenNotify: true,
+    supervise: false,
+    schedule: false,
+  });
   boss.on('error', () => {});
   await boss.start();
   try {
@@ -63,13 +74,16 @@ async function latency(boss: PgBoss, options: BaselineOptions): Promise<Summary>
   }
   await Promise.race([all, sleep(30_000)]);
   await boss.offWork(QUEUE);
-  if (samples.length < options.latencySamples) throw new Error(`pg-boss baseline: ${samples.length} of ${options.latencySamples} jobs arrived`);
+  if (samples.length < options.latencySamples)
+    throw new Error(`pg-boss baseline: ${samples.length} of ${options.latencySamples} jobs arrived`);
   return summarize(samples);
 }
 
 async function throughput(boss: PgBoss, sql: pg.Pool, options: BaselineOptions): Promise<number> {
   for (let sent = 0; sent < options.backlog; sent += 1000) {
-    const jobs = Array.from({ length: Math.min(1000, options.backlog - sent) }, (_, i) => ({ data: { seq: sent + i } }));
+    const jobs = Array.from({ length: Math.min(1000, options.backlog - sent) }, (_, i) => ({
+      data: { seq: sent + i },
+    }));
     await boss.insert(QUEUE, jobs);
   }
   // pg-boss's fetch plan depends on fresh statistics (measured: 13,200 jobs/s analyzed vs 521/s stale).
@@ -87,6 +101,7 @@ async function throughput(boss: PgBoss, sql: pg.Pool, options: BaselineOptions):
     }
   });
   await Promise.race([all, sleep(60_000)]);
-  if (received < options.backlog) throw new Error(`pg-boss baseline: drained ${received} of ${options.backlog} jobs in 60 s`);
+  if (received < options.backlog)
+    throw new Error(`pg-boss baseline: drained ${received} of ${options.backlog} jobs in 60 s`);
   return options.backlog / ((finished - started) / 1000);
 }

@@ -44,9 +44,13 @@ async function batch(system: System, workloads: Workload[], count: number): Prom
   await waitForEnd(system.sql, ids, 120_000);
   const cpu = cpuSpent(before, await cpuSnapshot(groups, postmaster));
   const span = await batchSpan(system.sql, ids);
-  const perExecution = Object.entries(cpu).map(([group, seconds]) => `${group} ${((seconds * 1000) / count).toFixed(2)}`);
-  const total = Object.values(cpu).reduce((a, b) => a + b, 0) * 1000 / count;
-  const threads = args.threads ? `\n${threadTable(threadsSpent(threadsBefore, await runnerThreads(system.runners.map((r) => r.pid))), count)}` : '';
+  const perExecution = Object.entries(cpu).map(
+    ([group, seconds]) => `${group} ${((seconds * 1000) / count).toFixed(2)}`,
+  );
+  const total = (Object.values(cpu).reduce((a, b) => a + b, 0) * 1000) / count;
+  const threads = args.threads
+    ? `\n${threadTable(threadsSpent(threadsBefore, await runnerThreads(system.runners.map((r) => r.pid))), count)}`
+    : '';
   return `${(span.succeeded / span.seconds).toFixed(0)}/s (${span.succeeded} in ${span.seconds.toFixed(2)} s), creates ${(count / createSeconds).toFixed(0)}/s; CPU ms/execution: ${perExecution.join(', ')}, total ${total.toFixed(2)}${threads}`;
 }
 
@@ -62,7 +66,14 @@ function threadsSpent(before: ThreadTimes[], after: ThreadTimes[]): ThreadTimes[
   const earlier = new Map(before.map((t) => [`${t.pid}/${t.tid}`, t]));
   return after.map((t) => {
     const b = earlier.get(`${t.pid}/${t.tid}`);
-    return b ? { ...t, seconds: t.seconds - b.seconds, voluntarySwitches: t.voluntarySwitches - b.voluntarySwitches, involuntarySwitches: t.involuntarySwitches - b.involuntarySwitches } : t;
+    return b
+      ? {
+          ...t,
+          seconds: t.seconds - b.seconds,
+          voluntarySwitches: t.voluntarySwitches - b.voluntarySwitches,
+          involuntarySwitches: t.involuntarySwitches - b.involuntarySwitches,
+        }
+      : t;
   });
 }
 
@@ -101,9 +112,13 @@ function threadTable(threads: ThreadTimes[], count: number): string {
     row.n += 1;
     rows.set(key, row);
   }
-  return [...rows].sort((a, b) => b[1].seconds - a[1].seconds).map(([key, r]) =>
-    `  ${key.padEnd(28)} ${((r.seconds * 1000) / count).toFixed(3)} ms/execution, switches/execution ${(r.voluntary / count).toFixed(2)} voluntary ${(r.involuntary / count).toFixed(2)} involuntary${r.n > 1 ? ` (${r.n} threads)` : ''}`,
-  ).join('\n');
+  return [...rows]
+    .sort((a, b) => b[1].seconds - a[1].seconds)
+    .map(
+      ([key, r]) =>
+        `  ${key.padEnd(28)} ${((r.seconds * 1000) / count).toFixed(3)} ms/execution, switches/execution ${(r.voluntary / count).toFixed(2)} voluntary ${(r.involuntary / count).toFixed(2)} involuntary${r.n > 1 ? ` (${r.n} threads)` : ''}`,
+    )
+    .join('\n');
 }
 
 let system: System | undefined;
@@ -116,7 +131,8 @@ try {
   }
   system = await startSystem({ runners: args.drain ? 0 : Number(args.runners), runnerNodeArgs });
   const workloads: Workload[] = [];
-  for (let i = 0; i < Number(args.orgs); i++) workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: 8, quota: 1_000_000 }));
+  for (let i = 0; i < Number(args.orgs); i++)
+    workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: 8, quota: 1_000_000 }));
   if (args.drain) {
     process.stdout.write(`${await drain(system, workloads, Number(args.executions))}\n`);
     process.exit(0);

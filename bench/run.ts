@@ -70,7 +70,6 @@ const WARM_UP = 2000;
 /** A batch that has not ended within this is reported as incomplete (the bench must stay short). */
 const BATCH_TIMEOUT_MS = 120_000;
 
-
 const NODES = Object.keys(BENCH_GRAPH.nodes).length;
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
@@ -104,7 +103,18 @@ function runningPids(system: System): number[] {
 }
 
 /** What a batch of `count` executions measured, from its span and the CPU spent on it. */
-async function measured(system: System, batch: { label: string; runners: number; ids: string[]; createSeconds: number; open: number; cpu: Record<string, number>; from?: string }): Promise<Throughput> {
+async function measured(
+  system: System,
+  batch: {
+    label: string;
+    runners: number;
+    ids: string[];
+    createSeconds: number;
+    open: number;
+    cpu: Record<string, number>;
+    from?: string;
+  },
+): Promise<Throughput> {
   const count = batch.ids.length;
   const span = await batchSpan(system.sql, batch.ids, batch.from);
   return {
@@ -169,7 +179,11 @@ async function drain(system: System, workloads: Workload[], count: number, label
 
 /** Creates executions at a moderate, paced rate and reads their latencies from SQL. */
 async function latency(system: System, workloads: Workload[]): Promise<Latency> {
-  const ids = await createMany(system, workloads, { count: LATENCY_EXECUTIONS, window: 2, ratePerSecond: LATENCY_RATE });
+  const ids = await createMany(system, workloads, {
+    count: LATENCY_EXECUTIONS,
+    window: 2,
+    ratePerSecond: LATENCY_RATE,
+  });
   const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
   if (open > 0) log(`${open} of the latency batch did not end within ${BATCH_TIMEOUT_MS / 1000} s`);
   const { toStart, toEnd } = await executionLatencies(system.sql, ids);
@@ -187,17 +201,25 @@ async function latency(system: System, workloads: Workload[]): Promise<Latency> 
 /** The warm per-run cost of a trivial `logic.code` run in the sandbox alone (bench/sandbox.ts). */
 async function sandboxOverhead(): Promise<{ latency: string; backToBack: string }> {
   const script = fileURLToPath(new URL('./sandbox.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--no-node-snapshot', script, '1000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--no-node-snapshot', script, '1000'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const [code] = await once(child, 'exit');
   if (code !== 0) throw new Error(`bench/sandbox.ts exited with ${code}`);
-  const line = (label: string) => out.split('\n').find((l) => l.startsWith(label))?.replace(/^[^:]*:\s*/, '') ?? '-';
+  const line = (label: string) =>
+    out
+      .split('\n')
+      .find((l) => l.startsWith(label))
+      ?.replace(/^[^:]*:\s*/, '') ?? '-';
   return { latency: line('trivial run, latency'), backToBack: line('trivial run, back-to-back') };
 }
 
 function statusText(statuses: Record<string, number>): string {
-  return Object.entries(statuses).map(([status, n]) => `${status} ${n}`).join(', ');
+  return Object.entries(statuses)
+    .map(([status, n]) => `${status} ${n}`)
+    .join(', ');
 }
 
 const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
@@ -212,25 +234,60 @@ function ratioRows(rows: string[][], batches: Throughput[], what: string): void 
     const one = (batches[i - 1]!.perSecond + batches[i + 1]!.perSecond) / 2;
     const ratio = batches[i]!.perSecond / one;
     ratios.push(ratio);
-    rows.push([`    2 runners vs 1, ${what}, round ${ratios.length}`, `x${fmt(ratio, 3)} (${fmt(batches[i]!.perSecond, 0)} vs ${fmt(one, 0)}/s, mean of before and after)`, '-', '']);
+    rows.push([
+      `    2 runners vs 1, ${what}, round ${ratios.length}`,
+      `x${fmt(ratio, 3)} (${fmt(batches[i]!.perSecond, 0)} vs ${fmt(one, 0)}/s, mean of before and after)`,
+      '-',
+      '',
+    ]);
   }
   if (ratios.length === 0) return;
   const mean = ratios.reduce((a, b) => a + b, 0) / ratios.length;
-  rows.push([`(a) 2 runners vs 1, ${what} (mean of ${ratios.length} round${ratios.length > 1 ? 's' : ''})`, `x${fmt(mean, 3)}`, '>= x1.000', yes(mean >= 1)]);
+  rows.push([
+    `(a) 2 runners vs 1, ${what} (mean of ${ratios.length} round${ratios.length > 1 ? 's' : ''})`,
+    `x${fmt(mean, 3)}`,
+    '>= x1.000',
+    yes(mean >= 1),
+  ]);
 }
 
 /** A batch's executions per second against the 500/s target. */
 function rateRow(figure: string, t: Throughput): string[] {
-  return [`${figure}, ${t.label}`, `${fmt(t.perSecond, 0)}/s (${t.succeeded} in ${fmt(t.seconds, 2)} s${t.complete ? '' : ', INCOMPLETE'})`, '>= 500/s', yes(t.perSecond >= 500)];
+  return [
+    `${figure}, ${t.label}`,
+    `${fmt(t.perSecond, 0)}/s (${t.succeeded} in ${fmt(t.seconds, 2)} s${t.complete ? '' : ', INCOMPLETE'})`,
+    '>= 500/s',
+    yes(t.perSecond >= 500),
+  ];
 }
 
 function cpuTable(title: string, batches: Throughput[]): string[] {
   const groups = Object.keys(batches[0]?.cpuMs ?? {});
   if (groups.length === 0) return [];
-  return [title, table([['batch', ...groups, 'total'], ...batches.map((t) => [t.label, ...groups.map((g) => fmt(t.cpuMs[g]!, 2)), fmt(Object.values(t.cpuMs).reduce((a, b) => a + b, 0), 2)])]), ''];
+  return [
+    title,
+    table([
+      ['batch', ...groups, 'total'],
+      ...batches.map((t) => [
+        t.label,
+        ...groups.map((g) => fmt(t.cpuMs[g]!, 2)),
+        fmt(
+          Object.values(t.cpuMs).reduce((a, b) => a + b, 0),
+          2,
+        ),
+      ]),
+    ]),
+    '',
+  ];
 }
 
-function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>; lat: Latency[]; thr: Throughput[]; drn: Throughput[]; baseline: BaselineResult | undefined }): string {
+function report(results: {
+  sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
+  lat: Latency[];
+  thr: Throughput[];
+  drn: Throughput[];
+  baseline: BaselineResult | undefined;
+}): string {
   const { sandbox, lat, thr, drn, baseline } = results;
   const rows: string[][] = [['figure', 'measured', 'target', 'met']];
   for (const t of thr) {
@@ -242,25 +299,61 @@ function report(results: { sandbox: Awaited<ReturnType<typeof sandboxOverhead>>;
   ratioRows(rows, drn, 'queue drained');
   for (const l of lat) {
     const r = `${l.runners} runner${l.runners > 1 ? 's' : ''}`;
-    rows.push([`(b) create -> first node.started, ${r}`, `p50 ${fmt(l.toStart.p50)} ms, p99 ${fmt(l.toStart.p99)} ms`, 'p50 <= 10, p99 <= 50', yes(l.toStart.p50 <= 10 && l.toStart.p99 <= 50)]);
+    rows.push([
+      `(b) create -> first node.started, ${r}`,
+      `p50 ${fmt(l.toStart.p50)} ms, p99 ${fmt(l.toStart.p99)} ms`,
+      'p50 <= 10, p99 <= 50',
+      yes(l.toStart.p50 <= 10 && l.toStart.p99 <= 50),
+    ]);
     rows.push([`(b) create -> succeeded, ${r}`, `p50 ${fmt(l.toEnd.p50)} ms, p99 ${fmt(l.toEnd.p99)} ms`, '-', '']);
-    rows.push([`    node.started -> node.finished, ${r}`, `p50 ${fmt(l.nodeRun.p50, 2)} ms, p99 ${fmt(l.nodeRun.p99, 2)} ms`, '-', '']);
-    rows.push([`    node.started -> next node.started, ${r}`, `p50 ${fmt(l.nodeStep.p50, 2)} ms, p99 ${fmt(l.nodeStep.p99, 2)} ms`, '-', '']);
+    rows.push([
+      `    node.started -> node.finished, ${r}`,
+      `p50 ${fmt(l.nodeRun.p50, 2)} ms, p99 ${fmt(l.nodeRun.p99, 2)} ms`,
+      '-',
+      '',
+    ]);
+    rows.push([
+      `    node.started -> next node.started, ${r}`,
+      `p50 ${fmt(l.nodeStep.p50, 2)} ms, p99 ${fmt(l.nodeStep.p99, 2)} ms`,
+      '-',
+      '',
+    ]);
   }
   if (baseline) {
-    rows.push(['(c) pg-boss send -> handler (notify)', `p50 ${fmt(baseline.latency.p50, 2)} ms, p99 ${fmt(baseline.latency.p99, 2)} ms`, 'baseline', '']);
+    rows.push([
+      '(c) pg-boss send -> handler (notify)',
+      `p50 ${fmt(baseline.latency.p50, 2)} ms, p99 ${fmt(baseline.latency.p99, 2)} ms`,
+      'baseline',
+      '',
+    ]);
     rows.push(['(c) pg-boss fetch+complete, batch 100', `${fmt(baseline.jobsPerSecond, 0)} jobs/s`, 'baseline', '']);
-    if (lat[0]) rows.push(['(c) start latency / pg-boss latency (p50)', `x${fmt(lat[0].toStart.p50 / baseline.latency.p50, 1)}`, '-', '']);
+    if (lat[0])
+      rows.push([
+        '(c) start latency / pg-boss latency (p50)',
+        `x${fmt(lat[0].toStart.p50 / baseline.latency.p50, 1)}`,
+        '-',
+        '',
+      ]);
   }
   const p50 = Number(/p50 ([\d.]+)/.exec(sandbox.latency)?.[1]);
   rows.push(['(d) warm logic.code run, sandbox only', sandbox.latency, 'p50 <= 0.5 ms', yes(p50 <= 0.5)]);
   rows.push(['    same, back-to-back', sandbox.backToBack, '-', '']);
   for (const t of thr) {
     const perNode = t.cpuMs.runners! / NODES;
-    rows.push([`(d) runner CPU per node run (all work), ${t.label}`, `${fmt(perNode, 2)} ms`, '<= 0.5 ms', yes(perNode <= 0.5)]);
+    rows.push([
+      `(d) runner CPU per node run (all work), ${t.label}`,
+      `${fmt(perNode, 2)} ms`,
+      '<= 0.5 ms',
+      yes(perNode <= 0.5),
+    ]);
   }
   const lines = [table(rows), ''];
-  lines.push(...cpuTable(`CPU per execution during the throughput batches, created concurrently (ms; the machine has ${availableParallelism()} cores):`, thr));
+  lines.push(
+    ...cpuTable(
+      `CPU per execution during the throughput batches, created concurrently (ms; the machine has ${availableParallelism()} cores):`,
+      thr,
+    ),
+  );
   lines.push(...cpuTable('CPU per execution while draining the queue (ms):', drn));
   for (const l of lat) lines.push(`latency batch, ${l.runners} runner(s): ${statusText(l.statuses)}`);
   for (const t of thr) lines.push(`throughput batch, ${t.runners} runner(s): ${statusText(t.statuses)}`);
@@ -346,7 +439,8 @@ async function main(): Promise<void> {
   await system.sql.query('ALTER SYSTEM SET autovacuum = off');
   await system.sql.query('SELECT pg_reload_conf()');
   const workloads: Workload[] = [];
-  for (let i = 0; i < ORGS; i++) workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: SESSIONS, quota: 1_000_000 }));
+  for (let i = 0; i < ORGS; i++)
+    workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: SESSIONS, quota: 1_000_000 }));
 
   log('warm-up');
   await throughput(system, workloads, WARM_UP);
@@ -390,7 +484,12 @@ async function main(): Promise<void> {
   }
 
   log('pg-boss baseline');
-  const baseline = await pgbossBaseline(system.databaseUrl, system.sql, { latencySamples: 300, gapMs: 10, backlog: 20_000, batchSize: 100 });
+  const baseline = await pgbossBaseline(system.databaseUrl, system.sql, {
+    latencySamples: 300,
+    gapMs: 10,
+    backlog: 20_000,
+    batchSize: 100,
+  });
 
   process.stdout.write(`\n${report({ sandbox, lat, thr, drn, baseline })}\n`);
   log('stopping the system before the scheduler and tenant-isolation sections');

@@ -27,7 +27,12 @@ const host: HostApi = {
   log: () => {},
 };
 const request = (code: string, imports: string[] = [], tenant: string | null = 'bench'): CodeRequest => ({
-  code, input: { name: 'bench' }, imports, timeoutMs: 5000, ids: { executionId: 'e', sessionId: 's', node: 'n' }, ...(tenant === null ? {} : { tenant }),
+  code,
+  input: { name: 'bench' },
+  imports,
+  timeoutMs: 5000,
+  ids: { executionId: 'e', sessionId: 's', node: 'n' },
+  ...(tenant === null ? {} : { tenant }),
 });
 
 function summary(samples: number[], cpuMs: number): string {
@@ -37,7 +42,12 @@ function summary(samples: number[], cpuMs: number): string {
   return `mean ${mean.toFixed(3)} ms  p50 ${at(0.5)}  p90 ${at(0.9)}  p99 ${at(0.99)}  cpu/run ${cpuMs.toFixed(3)} ms`;
 }
 
-async function measure(pool: IsolatePool, next: (i: number) => CodeRequest, pause: boolean, count = runs): Promise<string> {
+async function measure(
+  pool: IsolatePool,
+  next: (i: number) => CodeRequest,
+  pause: boolean,
+  count = runs,
+): Promise<string> {
   const samples: number[] = [];
   let cpu = 0;
   for (let i = 0; i < count; i++) {
@@ -89,9 +99,15 @@ console.log(`one ctx call, latency:      ${await measure(pool, () => withCtx, tr
 console.log(`one ctx call, back-to-back: ${await measure(pool, () => withCtx, false)}`);
 console.log(`vetted import, latency:     ${await measure(pool, () => withImport, true)}`);
 const fewer = Math.max(50, Math.floor(runs / 10));
-console.log(`new tenant, latency:        ${await measure(pool, (i) => request('export default (input) => input', [], `idle-tenant-${i}`), true, fewer)}`);
-console.log(`new tenant, back-to-back:   ${await measure(pool, (i) => request('export default (input) => input', [], `tenant-${i}`), false, fewer)}`);
-console.log(`no tenant, back-to-back:    ${await measure(pool, () => request('export default (input) => input', [], null), false, fewer)}`);
+console.log(
+  `new tenant, latency:        ${await measure(pool, (i) => request('export default (input) => input', [], `idle-tenant-${i}`), true, fewer)}`,
+);
+console.log(
+  `new tenant, back-to-back:   ${await measure(pool, (i) => request('export default (input) => input', [], `tenant-${i}`), false, fewer)}`,
+);
+console.log(
+  `no tenant, back-to-back:    ${await measure(pool, () => request('export default (input) => input', [], null), false, fewer)}`,
+);
 console.log(`context from snapshot:      ${contextCost(fewer, true)}`);
 console.log(`context without snapshot:   ${contextCost(fewer, false)}`);
 console.log('pool', JSON.stringify(pool.stats()));
@@ -99,21 +115,36 @@ await pool.dispose();
 
 // The same trivial run through the runner's piscina pool: one worker thread, its sandbox as
 // above. No ctx call is made, so the worker never connects to the (absent) database.
-const codePool = new EngineThreadPool({ databaseUrl: 'postgres://bench@127.0.0.1:1/none', runnerId: '00000000-0000-4000-8000-000000000000', leaseSeconds: 10, maxRecoveries: 3, concurrency: 4, threads: 1, isolatesPerThread: 2, onNotice: () => {} });
+const codePool = new EngineThreadPool({
+  databaseUrl: 'postgres://bench@127.0.0.1:1/none',
+  runnerId: '00000000-0000-4000-8000-000000000000',
+  leaseSeconds: 10,
+  maxRecoveries: 3,
+  concurrency: 4,
+  threads: 1,
+  isolatesPerThread: 2,
+  onNotice: () => {},
+});
 codePool.start();
-const task: CodeTask = { type: 'code', request: trivial, scope: { executionId: 'e', sessionId: 's', blobId: 'b', node: 'n', sessionObjectsQuota: 10 } };
+const task: CodeTask = {
+  type: 'code',
+  request: trivial,
+  scope: { executionId: 'e', sessionId: 's', blobId: 'b', node: 'n', sessionObjectsQuota: 10 },
+};
 async function throughPool(inFlight: number): Promise<string> {
   for (let i = 0; i < 500; i++) await codePool.run(task);
   const samples: number[] = [];
   const before = process.cpuUsage();
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    for (let i = 0; i < runs / inFlight; i++) {
-      const start = performance.now();
-      const answer = await codePool.run(task);
-      samples.push(performance.now() - start);
-      if (answer.result.kind === 'error') throw new Error(`bench run failed: ${answer.result.error.code}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      for (let i = 0; i < runs / inFlight; i++) {
+        const start = performance.now();
+        const answer = await codePool.run(task);
+        samples.push(performance.now() - start);
+        if (answer.result.kind === 'error') throw new Error(`bench run failed: ${answer.result.error.code}`);
+      }
+    }),
+  );
   const used = process.cpuUsage(before);
   return summary(samples, (used.user + used.system) / 1000 / samples.length);
 }

@@ -171,7 +171,10 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     const launch = (name: string, nodeArgs: string[], file: string): ServiceProcess => {
       // isolated-vm needs Node's startup snapshot off (runner: logic.code; control plane: checks).
       // The IPC channel is how a child notices that this process died (shared/shutdown.ts).
-      const proc = spawn(process.execPath, ['--no-node-snapshot', ...nodeArgs, entry(file)], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+      const proc = spawn(process.execPath, ['--no-node-snapshot', ...nodeArgs, entry(file)], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      });
       const output: string[] = [];
       const keep = (chunk: Buffer) => {
         for (const line of chunk.toString().trimEnd().split('\n')) {
@@ -183,8 +186,18 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       proc.stdout!.on('data', keep);
       proc.stderr!.on('data', keep);
       proc.on('error', (error) => output.push(`spawn failed: ${error.message}`));
-      const exited = once(proc, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
-      const child: ServiceProcess = { name, pid: proc.pid!, proc, exited, output, running: () => proc.exitCode === null && proc.signalCode === null };
+      const exited = once(proc, 'exit').then(([code, signal]) => ({
+        code: code as number | null,
+        signal: signal as NodeJS.Signals | null,
+      }));
+      const child: ServiceProcess = {
+        name,
+        pid: proc.pid!,
+        proc,
+        exited,
+        output,
+        running: () => proc.exitCode === null && proc.signalCode === null,
+      };
       children.push(child);
       return child;
     };
@@ -206,7 +219,9 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       const runner = launch(`runner-${runners.length + 1}`, options.runnerNodeArgs ?? [], 'runner/main.ts');
       runners.push(runner);
       await waitUntil(runner, `${runner.name} to register`, async () => {
-        const { rowCount } = await pool.query('SELECT 1 FROM runners WHERE pid = $1::int AND stopped_at IS NULL', [runner.pid]);
+        const { rowCount } = await pool.query('SELECT 1 FROM runners WHERE pid = $1::int AND stopped_at IS NULL', [
+          runner.pid,
+        ]);
         return rowCount === 1;
       });
       return runner;
@@ -216,7 +231,11 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     const controlPlane = launch('control-plane', options.controlPlaneNodeArgs ?? [], 'control-plane/main.ts');
     // Any HTTP answer (401 here) means the API listens; the ops listener starts right after it.
     await waitUntil(controlPlane, 'the API to listen', async () => (await fetch(`${apiUrl}/v1/users/me`)).status > 0);
-    await waitUntil(controlPlane, 'the ops API to listen', async () => (await fetch(`http://127.0.0.1:${opsPort}/graphql`)).status > 0);
+    await waitUntil(
+      controlPlane,
+      'the ops API to listen',
+      async () => (await fetch(`http://127.0.0.1:${opsPort}/graphql`)).status > 0,
+    );
     // Runners one after another: each migrates and installs pg-boss under advisory locks anyway.
     for (let i = 0; i < options.runners; i++) await startRunner();
 

@@ -18,7 +18,8 @@ export function registerAuth(program: Command, context: () => CliContext): void 
     .action(async (options: { url: string; anonymous?: boolean; refreshToken?: string; apiKey?: string }) => {
       const ctx = context();
       const chosen = [options.anonymous, options.refreshToken, options.apiKey].filter((v) => v !== undefined).length;
-      if (chosen !== 1) throw new CliError('invalid_arguments', 'Give exactly one of --anonymous, --refresh-token, --api-key.', 2);
+      if (chosen !== 1)
+        throw new CliError('invalid_arguments', 'Give exactly one of --anonymous, --refresh-token, --api-key.', 2);
       const url = originOf(options.url);
       const rest = createRestClient({ baseUrl: url });
       if (options.apiKey !== undefined) {

@@ -84,7 +84,8 @@ export class CliContext {
   /** The selected profile; `not_signed_in` when there is none. */
   async profile(): Promise<Profile> {
     const profile = (await this.#load()).profiles[this.profileName];
-    if (!profile) throw new CliError('not_signed_in', `No profile "${this.profileName}" in ${this.path}: run wsctl login.`);
+    if (!profile)
+      throw new CliError('not_signed_in', `No profile "${this.profileName}" in ${this.path}: run wsctl login.`);
     return profile;
   }
 
@@ -113,7 +114,8 @@ export class CliContext {
   async credential(): Promise<Credential> {
     const profile = await this.profile();
     if (profile.api_key) return { apiKey: profile.api_key };
-    if (!profile.access_token) throw new CliError('not_signed_in', `Profile "${this.profileName}" holds no credential: run wsctl login.`);
+    if (!profile.access_token)
+      throw new CliError('not_signed_in', `Profile "${this.profileName}" holds no credential: run wsctl login.`);
     return { token: () => this.#token() };
   }
 
@@ -148,13 +150,19 @@ export class CliContext {
   /** The operations API's address and token, from the profile (`wsctl ops login`). */
   async ops(): Promise<{ url: string; token: string }> {
     const profile = await this.profile();
-    if (!profile.ops_url || !profile.ops_token) throw new CliError('not_signed_in', `Profile "${this.profileName}" has no operations API: run wsctl ops login.`);
+    if (!profile.ops_url || !profile.ops_token)
+      throw new CliError('not_signed_in', `Profile "${this.profileName}" has no operations API: run wsctl ops login.`);
     return { url: profile.ops_url, token: profile.ops_token };
   }
 }
 
 /** The profile fields of a sign-in or refresh answer. */
-export function tokensOf(answer: { access_token: string; refresh_token: string; expires_in: number; user?: { id: string } }): Partial<Profile> {
+export function tokensOf(answer: {
+  access_token: string;
+  refresh_token: string;
+  expires_in: number;
+  user?: { id: string };
+}): Partial<Profile> {
   const fields: Partial<Profile> = {
     access_token: answer.access_token,
     refresh_token: answer.refresh_token,

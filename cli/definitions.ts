@@ -9,8 +9,12 @@ import { CliError, type CliContext } from './context.ts';
 import { printRecord, readDocument } from './input.ts';
 
 // The file's graph is sent as it was read: the service validates it (that is the point of check).
-type CheckBody = NonNullable<paths['/v1/revisions/{revision_id}/check_definition']['post']['requestBody']>['content']['application/json'];
-type CreateBody = NonNullable<paths['/v1/revisions/{revision_id}/create_definition']['post']['requestBody']>['content']['application/json'];
+type CheckBody = NonNullable<
+  paths['/v1/revisions/{revision_id}/check_definition']['post']['requestBody']
+>['content']['application/json'];
+type CreateBody = NonNullable<
+  paths['/v1/revisions/{revision_id}/create_definition']['post']['requestBody']
+>['content']['application/json'];
 
 /** The path of an issue: `greet.config.seconds`, `greet`, `(graph).start`. */
 function issuePath(issue: DefinitionIssue): string {
@@ -28,12 +32,20 @@ function definitionOf(document: unknown): { graph: unknown; alias?: string; cate
 
 async function check(ctx: CliContext, revision: string, graph: unknown): Promise<void> {
   const rest = await ctx.rest();
-  const verdict = await ok(rest.POST('/v1/revisions/{revision_id}/check_definition', { params: { path: { revision_id: revision } }, body: { graph } as CheckBody }));
+  const verdict = await ok(
+    rest.POST('/v1/revisions/{revision_id}/check_definition', {
+      params: { path: { revision_id: revision } },
+      body: { graph } as CheckBody,
+    }),
+  );
   const { errors = [], warnings = [] } = verdict as { errors?: DefinitionIssue[]; warnings?: DefinitionIssue[] };
   for (const issue of warnings) ctx.output.err(`warning: ${issuePath(issue)}: ${issue.code}: ${issue.message}`);
   for (const issue of errors) ctx.output.out(`${issuePath(issue)}: ${issue.code}: ${issue.message}`);
   if ((verdict as { status: string }).status !== 'success') {
-    throw new CliError('invalid_definition', `check_definition found ${errors.length} error${errors.length === 1 ? '' : 's'}; nothing was created.`);
+    throw new CliError(
+      'invalid_definition',
+      `check_definition found ${errors.length} error${errors.length === 1 ? '' : 's'}; nothing was created.`,
+    );
   }
 }
 
@@ -50,12 +62,21 @@ export function registerDefinitions(program: Command, context: () => CliContext)
       const found = definitionOf(await readDocument(file));
       await check(ctx, options.revision, found.graph);
       const category = options.category ?? found.category ?? 'workflow';
-      if (category !== 'workflow' && category !== 'playground') throw new CliError('invalid_arguments', '--category must be workflow or playground.', 2);
-      const body: { graph: unknown; category: 'workflow' | 'playground'; alias?: string } = { graph: found.graph, category };
+      if (category !== 'workflow' && category !== 'playground')
+        throw new CliError('invalid_arguments', '--category must be workflow or playground.', 2);
+      const body: { graph: unknown; category: 'workflow' | 'playground'; alias?: string } = {
+        graph: found.graph,
+        category,
+      };
       const alias = options.alias ?? found.alias;
       if (alias !== undefined) body.alias = alias;
       const rest = await ctx.rest();
-      const answer = await ok(rest.POST('/v1/revisions/{revision_id}/create_definition', { params: { path: { revision_id: options.revision } }, body: body as CreateBody }));
+      const answer = await ok(
+        rest.POST('/v1/revisions/{revision_id}/create_definition', {
+          params: { path: { revision_id: options.revision } },
+          body: body as CreateBody,
+        }),
+      );
       printRecord(ctx, answer.definition);
     });
   definition

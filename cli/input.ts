@@ -26,19 +26,27 @@ export function originOf(url: string, option = '--url'): string {
   } catch {
     throw new CliError('invalid_arguments', `${option} must be an http:// or https:// URL: ${url}`, 2);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CliError('invalid_arguments', `${option} must be an http:// or https:// URL: ${url}`, 2);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new CliError('invalid_arguments', `${option} must be an http:// or https:// URL: ${url}`, 2);
   return parsed.origin;
 }
 
 /** A JSON or YAML document (by extension; `-` is stdin, parsed as YAML, which includes JSON). */
 export async function readDocument(file: string): Promise<unknown> {
-  const text = file === '-' ? await readStdin() : await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw new CliError('invalid_arguments', `Cannot read ${file}: ${error.code ?? error.message}.`, 2);
-  });
+  const text =
+    file === '-'
+      ? await readStdin()
+      : await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+          throw new CliError('invalid_arguments', `Cannot read ${file}: ${error.code ?? error.message}.`, 2);
+        });
   try {
     return extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    throw new CliError('invalid_arguments', `${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`, 2);
+    throw new CliError(
+      'invalid_arguments',
+      `${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`,
+      2,
+    );
   }
 }
 

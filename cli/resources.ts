@@ -12,7 +12,8 @@ type Target = 'organization' | 'blob' | 'user';
 type Role = 'read' | 'write' | 'admin';
 
 function oneOf<T extends string>(value: string, allowed: readonly T[], what: string): T {
-  if (!(allowed as readonly string[]).includes(value)) throw new CliError('invalid_arguments', `${what} must be one of ${allowed.join(', ')}.`, 2);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new CliError('invalid_arguments', `${what} must be one of ${allowed.join(', ')}.`, 2);
   return value as T;
 }
 
@@ -36,7 +37,8 @@ export function registerResources(program: Command, context: () => CliContext): 
       const rest = await ctx.rest();
       const body: { alias: string; name?: string; visibility?: Visibility } = { alias };
       if (options.name !== undefined) body.name = options.name;
-      if (options.visibility !== undefined) body.visibility = oneOf(options.visibility, ['private', 'public'] as const, '--visibility');
+      if (options.visibility !== undefined)
+        body.visibility = oneOf(options.visibility, ['private', 'public'] as const, '--visibility');
       printRecord(ctx, (await ok(rest.POST('/v1/orgs', { body }))).org);
     });
   orgs.command('get <org>').action(async (id: string) => {
@@ -73,12 +75,19 @@ export function registerResources(program: Command, context: () => CliContext): 
   blobs.command('get <org> <blob>').action(async (org: string, blob: string) => {
     const ctx = context();
     const rest = await ctx.rest();
-    printRecord(ctx, (await ok(rest.GET('/v1/blobs/{org_id}/{blob_id}', { params: { path: { org_id: org, blob_id: blob } } }))).blob);
+    printRecord(
+      ctx,
+      (await ok(rest.GET('/v1/blobs/{org_id}/{blob_id}', { params: { path: { org_id: org, blob_id: blob } } }))).blob,
+    );
   });
   blobs.command('delete <org> <blob>').action(async (org: string, blob: string) => {
     const ctx = context();
     const rest = await ctx.rest();
-    printRecord(ctx, (await ok(rest.DELETE('/v1/blobs/{org_id}/{blob_id}', { params: { path: { org_id: org, blob_id: blob } } }))).blob);
+    printRecord(
+      ctx,
+      (await ok(rest.DELETE('/v1/blobs/{org_id}/{blob_id}', { params: { path: { org_id: org, blob_id: blob } } })))
+        .blob,
+    );
   });
 
   const revisions = program.command('revisions').description("a blob's revisions");
@@ -89,20 +98,32 @@ export function registerResources(program: Command, context: () => CliContext): 
     do {
       const query: { limit: number; cursor?: string } = { limit: 200 };
       if (cursor !== undefined) query.cursor = cursor;
-      const page = await ok(rest.GET('/v1/blobs/{org_id}/{blob_id}/revisions', { params: { path: { org_id: org, blob_id: blob }, query } }));
+      const page = await ok(
+        rest.GET('/v1/blobs/{org_id}/{blob_id}/revisions', { params: { path: { org_id: org, blob_id: blob }, query } }),
+      );
       printRows(ctx, page.revisions, ['id', 'number', 'status', 'created_at']);
       cursor = page.cursor ?? undefined;
     } while (cursor !== undefined);
   });
   revisions
     .command('create <org> <blob>')
-    .option('--copy-from <revision>', "a revision of the same blob whose contents to copy")
+    .option('--copy-from <revision>', 'a revision of the same blob whose contents to copy')
     .action(async (org: string, blob: string, options: { copyFrom?: string }) => {
       const ctx = context();
       const rest = await ctx.rest();
       const body: { copy_from?: string } = {};
       if (options.copyFrom !== undefined) body.copy_from = options.copyFrom;
-      printRecord(ctx, (await ok(rest.POST('/v1/blobs/{org_id}/{blob_id}/revisions', { params: { path: { org_id: org, blob_id: blob } }, body }))).revision);
+      printRecord(
+        ctx,
+        (
+          await ok(
+            rest.POST('/v1/blobs/{org_id}/{blob_id}/revisions', {
+              params: { path: { org_id: org, blob_id: blob } },
+              body,
+            }),
+          )
+        ).revision,
+      );
     });
   revisions.command('get <revision>').action(async (id: string) => {
     const ctx = context();
@@ -117,13 +138,16 @@ export function registerResources(program: Command, context: () => CliContext): 
 
   const keys = program.command('keys').description('API keys');
   const targets = ['organization', 'blob', 'user'] as const;
-  keys.command('list <target> <target_id>').description('target: organization, blob or user').action(async (target: string, targetId: string) => {
-    const ctx = context();
-    const rest = await ctx.rest();
-    const path = { target: oneOf<Target>(target, targets, 'target'), target_id: targetId };
-    const { api_keys } = await ok(rest.GET('/v1/api-keys/target/{target}/{target_id}', { params: { path } }));
-    printRows(ctx, api_keys, ['id', 'name', 'role', 'prefix', 'created_at']);
-  });
+  keys
+    .command('list <target> <target_id>')
+    .description('target: organization, blob or user')
+    .action(async (target: string, targetId: string) => {
+      const ctx = context();
+      const rest = await ctx.rest();
+      const path = { target: oneOf<Target>(target, targets, 'target'), target_id: targetId };
+      const { api_keys } = await ok(rest.GET('/v1/api-keys/target/{target}/{target_id}', { params: { path } }));
+      printRows(ctx, api_keys, ['id', 'name', 'role', 'prefix', 'created_at']);
+    });
   keys
     .command('create <target> <target_id>')
     .description('mints a key; its secret is printed once')
@@ -156,6 +180,16 @@ export function registerResources(program: Command, context: () => CliContext): 
       const rest = await ctx.rest();
       const body: { alias?: string } = {};
       if (options.alias !== undefined) body.alias = options.alias;
-      printRecord(ctx, (await ok(rest.POST('/v1/revisions/{revision_id}/create_session', { params: { path: { revision_id: options.revision } }, body }))).session);
+      printRecord(
+        ctx,
+        (
+          await ok(
+            rest.POST('/v1/revisions/{revision_id}/create_session', {
+              params: { path: { revision_id: options.revision } },
+              body,
+            }),
+          )
+        ).session,
+      );
     });
 }

@@ -27,14 +27,21 @@ function describeError(error: unknown): string {
  * read after it. Replays the events written before the subscription, so nothing is missed
  * however quickly the execution runs.
  */
-async function follow(ctx: CliContext, rpc: RpcClient, revisionId: string, execution: ExecutionRecord): Promise<ExecutionRecord> {
+async function follow(
+  ctx: CliContext,
+  rpc: RpcClient,
+  revisionId: string,
+  execution: ExecutionRecord,
+): Promise<ExecutionRecord> {
   const out = ctx.output;
   const started = new Map<string, { at: number; processor: string }>();
   let nodes = 0;
   let current = '';
   const since = Date.parse(execution.created_at);
   const progress = (status: string) => {
-    out.progress(`[${nodes} node${nodes === 1 ? '' : 's'} · ${duration(Date.now() - since)}] ${status}${current ? ` ${current}` : ''}`);
+    out.progress(
+      `[${nodes} node${nodes === 1 ? '' : 's'} · ${duration(Date.now() - since)}] ${status}${current ? ` ${current}` : ''}`,
+    );
   };
   // Redrawn in place on a terminal; elsewhere (a log, a pipe) a line per event is enough.
   const timer = out.interactive ? setInterval(() => progress('running'), 250) : undefined;
@@ -56,10 +63,21 @@ async function follow(ctx: CliContext, rpc: RpcClient, revisionId: string, execu
         case 'node.failed': {
           nodes++;
           const begun = started.get(node);
-          const ms = typeof attributes.duration_ms === 'number' ? attributes.duration_ms : begun ? Date.parse(event.at) - begun.at : 0;
-          const outcome = event.kind === 'node.finished' ? `→ ${attributes.route ?? 'end'}` : `failed ${describeError(attributes.error)}`;
-          out.out(`${event.kind === 'node.finished' ? '✓' : '✗'} ${node} (${begun?.processor ?? '?'}) ${outcome}  ${duration(ms)}`);
-          for (const log of (attributes.logs as Array<{ level: string; message: string }> | undefined) ?? []) out.out(`    ${log.level}: ${log.message}`);
+          const ms =
+            typeof attributes.duration_ms === 'number'
+              ? attributes.duration_ms
+              : begun
+                ? Date.parse(event.at) - begun.at
+                : 0;
+          const outcome =
+            event.kind === 'node.finished'
+              ? `→ ${attributes.route ?? 'end'}`
+              : `failed ${describeError(attributes.error)}`;
+          out.out(
+            `${event.kind === 'node.finished' ? '✓' : '✗'} ${node} (${begun?.processor ?? '?'}) ${outcome}  ${duration(ms)}`,
+          );
+          for (const log of (attributes.logs as Array<{ level: string; message: string }> | undefined) ?? [])
+            out.out(`    ${log.level}: ${log.message}`);
           current = '';
           progress('running');
           break;
@@ -89,7 +107,9 @@ async function follow(ctx: CliContext, rpc: RpcClient, revisionId: string, execu
 /** The last lines of a followed run, and its exit code. */
 function report(ctx: CliContext, execution: ExecutionRecord): number {
   const took = execution.ended_at ? duration(Date.parse(execution.ended_at) - Date.parse(execution.created_at)) : '?';
-  ctx.output.out(`${execution.status} in ${took} (${execution.node_runs} node run${execution.node_runs === 1 ? '' : 's'})`);
+  ctx.output.out(
+    `${execution.status} in ${took} (${execution.node_runs} node run${execution.node_runs === 1 ? '' : 's'})`,
+  );
   if (execution.status === 'succeeded') {
     ctx.output.out(JSON.stringify(execution.output, null, 2));
     return 0;
@@ -108,33 +128,35 @@ export function registerRun(program: Command, context: () => CliContext, setExit
     .option('--session <session>', 'the session (id or alias); a new one is created when omitted')
     .option('--input <json>', 'input_data as JSON, or @file.json|yaml')
     .option('-f, --follow', 'follow the execution live; exit non-zero unless it succeeds')
-    .action(async (options: { revision: string; definition: string; session?: string; input?: string; follow?: boolean }) => {
-      const ctx = context();
-      const input = options.input === undefined ? undefined : await readJsonValue(options.input, '--input');
-      const rpc = await ctx.rpc();
-      try {
-        let session = options.session;
-        if (session === undefined) {
-          session = (await rpc.call('create_session', { revision_id: options.revision })).session.id;
-          ctx.output.err(`session ${session} created`);
+    .action(
+      async (options: { revision: string; definition: string; session?: string; input?: string; follow?: boolean }) => {
+        const ctx = context();
+        const input = options.input === undefined ? undefined : await readJsonValue(options.input, '--input');
+        const rpc = await ctx.rpc();
+        try {
+          let session = options.session;
+          if (session === undefined) {
+            session = (await rpc.call('create_session', { revision_id: options.revision })).session.id;
+            ctx.output.err(`session ${session} created`);
+          }
+          const params: { revision_id: string; session_id: string; definition_id: string; input_data?: unknown } = {
+            revision_id: options.revision,
+            session_id: session,
+            definition_id: options.definition,
+          };
+          if (input !== undefined) params.input_data = input;
+          const { execution } = await rpc.call('create_execution', params);
+          if (!options.follow) {
+            printRecord(ctx, execution);
+            return;
+          }
+          ctx.output.out(`execution ${execution.id} ${execution.status}`);
+          setExitCode(report(ctx, await follow(ctx, rpc, options.revision, execution)));
+        } finally {
+          await rpc.close();
         }
-        const params: { revision_id: string; session_id: string; definition_id: string; input_data?: unknown } = {
-          revision_id: options.revision,
-          session_id: session,
-          definition_id: options.definition,
-        };
-        if (input !== undefined) params.input_data = input;
-        const { execution } = await rpc.call('create_execution', params);
-        if (!options.follow) {
-          printRecord(ctx, execution);
-          return;
-        }
-        ctx.output.out(`execution ${execution.id} ${execution.status}`);
-        setExitCode(report(ctx, await follow(ctx, rpc, options.revision, execution)));
-      } finally {
-        await rpc.close();
-      }
-    });
+      },
+    );
 
   const events = program.command('events').description('event logs');
   events
@@ -145,41 +167,56 @@ export function registerRun(program: Command, context: () => CliContext, setExit
     .option('--execution <execution>')
     .option('--from-start', 'print the events written before, first')
     .option('--count <n>', 'stop after n events', (v) => Number.parseInt(v, 10))
-    .action(async (options: { revision: string; session?: string; execution?: string; fromStart?: boolean; count?: number }) => {
-      const ctx = context();
-      if ((options.session === undefined) === (options.execution === undefined)) {
-        throw new CliError('invalid_arguments', 'Give exactly one of --session and --execution.', 2);
-      }
-      const rpc = await ctx.rpc();
-      try {
-        const params = options.session !== undefined
-          ? { revision_id: options.revision, session_id: options.session }
-          : { revision_id: options.revision, execution_id: options.execution! };
-        const subscription = await rpc.subscribe(params, { replay: options.fromStart === true });
-        if (options.execution !== undefined && !options.fromStart) {
-          // Subscribed first, then read: an execution that ends after this read is still seen.
-          const { execution } = await rpc.call('get_execution', { revision_id: options.revision, execution_id: options.execution });
-          if (execution.ended_at !== null) {
-            ctx.output.err(`execution ${execution.id} already ended (${execution.status}); --from-start prints its events`);
-            return;
-          }
+    .action(
+      async (options: {
+        revision: string;
+        session?: string;
+        execution?: string;
+        fromStart?: boolean;
+        count?: number;
+      }) => {
+        const ctx = context();
+        if ((options.session === undefined) === (options.execution === undefined)) {
+          throw new CliError('invalid_arguments', 'Give exactly one of --session and --execution.', 2);
         }
-        let seen = 0;
-        const stop = () => void subscription.unsubscribe();
-        process.once('SIGINT', stop);
+        const rpc = await ctx.rpc();
         try {
-          for await (const event of subscription) {
-            ctx.output.out(eventLine(event));
-            seen++;
-            if (seen === options.count || (options.execution !== undefined && event.kind === 'execution.finished')) break;
+          const params =
+            options.session !== undefined
+              ? { revision_id: options.revision, session_id: options.session }
+              : { revision_id: options.revision, execution_id: options.execution! };
+          const subscription = await rpc.subscribe(params, { replay: options.fromStart === true });
+          if (options.execution !== undefined && !options.fromStart) {
+            // Subscribed first, then read: an execution that ends after this read is still seen.
+            const { execution } = await rpc.call('get_execution', {
+              revision_id: options.revision,
+              execution_id: options.execution,
+            });
+            if (execution.ended_at !== null) {
+              ctx.output.err(
+                `execution ${execution.id} already ended (${execution.status}); --from-start prints its events`,
+              );
+              return;
+            }
+          }
+          let seen = 0;
+          const stop = () => void subscription.unsubscribe();
+          process.once('SIGINT', stop);
+          try {
+            for await (const event of subscription) {
+              ctx.output.out(eventLine(event));
+              seen++;
+              if (seen === options.count || (options.execution !== undefined && event.kind === 'execution.finished'))
+                break;
+            }
+          } finally {
+            process.off('SIGINT', stop);
           }
         } finally {
-          process.off('SIGINT', stop);
+          await rpc.close();
         }
-      } finally {
-        await rpc.close();
-      }
-    });
+      },
+    );
 }
 
 /** One event on one line: id, time, kind, node, attributes. */

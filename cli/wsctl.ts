@@ -35,7 +35,8 @@ export async function main(argv: string[]): Promise<number> {
     .exitOverride()
     // Usage errors keep the one-line form too: `error: invalid_arguments: unknown command 'x'`.
     .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'error: invalid_arguments: ')) });
-  const context = () => new CliContext({ profileName: program.opts<{ profile: string }>().profile, path: profilePath(), output });
+  const context = () =>
+    new CliContext({ profileName: program.opts<{ profile: string }>().profile, path: profilePath(), output });
   registerAuth(program, context);
   registerResources(program, context);
   registerDefinitions(program, context);

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions, type RouteOptions } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyServerOptions,
+  type RouteOptions,
+} from 'fastify';
 import type { Config } from '../shared/config.ts';
 import type { Db } from '../shared/db/db.ts';
 import { createTokenService } from './auth/tokens.ts';
@@ -98,11 +103,18 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: true,
     // Failures fastify answers before routing (a malformed or too long path) keep the envelope too.
     frameworkErrors: (error, request, reply) => {
-      const known = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-        ? new ServiceError('uri_too_long', 'A path segment is longer than the service accepts (100 characters).')
-        : new ServiceError('invalid_request_body', 'The URL is not valid: a path segment is not well-formed percent-encoding.');
+      const known =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new ServiceError('uri_too_long', 'A path segment is longer than the service accepts (100 characters).')
+          : new ServiceError(
+              'invalid_request_body',
+              'The URL is not valid: a path segment is not well-formed percent-encoding.',
+            );
       // The app's onSend hooks do not run for these: the request id is set here.
-      void (reply as unknown as FastifyReply).code(known.status).header('x-request-id', request.id).send(known.toEnvelope());
+      void (reply as unknown as FastifyReply)
+        .code(known.status)
+        .header('x-request-id', request.id)
+        .send(known.toEnvelope());
     },
   });
   // First: @fastify/otel instruments the routes added after it.
@@ -116,10 +128,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     tokens: createTokenService(options.config.secrets.TOKEN_SIGNING_KEY, options.config.accessTokenSeconds),
     codeCheck: codeChecker,
     events: createEventListener({ db: options.db, log: app.log }),
-    sessionRemoval: createSessionRemoval(options.db, { onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry') }),
+    sessionRemoval: createSessionRemoval(options.db, {
+      onError: (err) => app.log.error({ err }, 'session removal failed; the reaper will retry'),
+    }),
     queue,
     creates: createExecutionCreator(options.db, queue),
-    models: new ModelHost({ databaseUrl: String(options.db.pool.options.connectionString), s3: options.config.modelStore }),
+    models: new ModelHost({
+      databaseUrl: String(options.db.pool.options.connectionString),
+      s3: options.config.modelStore,
+    }),
     modelObjects: options.config.modelStore === null ? null : new S3Objects(options.config.modelStore),
     tracing: options.tracing?.tracing ?? null,
   };
@@ -128,7 +145,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onClose', async () => codeChecker.dispose());
   app.addHook('onClose', async () => ctx.models.close());
   // Objects of models deleted or replaced, which PostgreSQL could only queue (migration 020).
-  const objectCleanup = ctx.modelObjects === null ? null : startObjectCleanup(options.db, ctx.modelObjects, (err) => app.log.warn({ err }, 'deleting model objects failed; retrying'));
+  const objectCleanup =
+    ctx.modelObjects === null
+      ? null
+      : startObjectCleanup(options.db, ctx.modelObjects, (err) =>
+          app.log.warn({ err }, 'deleting model objects failed; retrying'),
+        );
   app.addHook('onClose', async () => {
     await objectCleanup?.stop();
     ctx.modelObjects?.close();
@@ -148,7 +170,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(cors, {
     origin: options.config.corsOrigins.length === 0 ? false : options.config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-request-id', 'idempotency-key', 'traceparent', 'tracestate'],
+    allowedHeaders: [
+      'authorization',
+      'content-type',
+      'x-api-key',
+      'x-request-id',
+      'idempotency-key',
+      'traceparent',
+      'tracestate',
+    ],
     exposedHeaders: ['x-request-id', 'retry-after', 'allow', 'x-response-body', 'idempotent-replayed'],
     maxAge: 600,
   });
@@ -175,22 +205,25 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerAudit(app);
 
   await app.register(websocketPlugin, { commands, admission: wsAdmission });
-  await app.register(async (v1) => {
-    await v1.register(authRoutes);
-    await v1.register(userRoutes);
-    await v1.register(orgRoutes);
-    await v1.register(blobRoutes);
-    await v1.register(revisionRoutes);
-    await v1.register(metadataRoutes);
-    await v1.register(limitsRoutes);
-    await v1.register(memberRoutes);
-    await v1.register(apiKeyRoutes);
-    await v1.register(credentialRoutes);
-    await v1.register(serviceAccountRoutes);
-    await v1.register(impersonateRoutes);
-    await v1.register(commandRoutes, { commands });
-    await v1.register(sessionFileRoutes);
-    await v1.register(modelRoutes);
-  }, { prefix: '/v1' });
+  await app.register(
+    async (v1) => {
+      await v1.register(authRoutes);
+      await v1.register(userRoutes);
+      await v1.register(orgRoutes);
+      await v1.register(blobRoutes);
+      await v1.register(revisionRoutes);
+      await v1.register(metadataRoutes);
+      await v1.register(limitsRoutes);
+      await v1.register(memberRoutes);
+      await v1.register(apiKeyRoutes);
+      await v1.register(credentialRoutes);
+      await v1.register(serviceAccountRoutes);
+      await v1.register(impersonateRoutes);
+      await v1.register(commandRoutes, { commands });
+      await v1.register(sessionFileRoutes);
+      await v1.register(modelRoutes);
+    },
+    { prefix: '/v1' },
+  );
   return app;
 }

@@ -51,7 +51,11 @@ function stop(): Promise<void> {
 async function start(): Promise<void> {
   // First: only spans of what starts after it are made (shared/tracing/start-tracing.ts).
   tracing = await loadTracing(config.tracing, 'workspace-control-plane');
-  if (tracing && !(tracing.instrumented.http && tracing.instrumented.pg)) log.warn({ instrumented: tracing.instrumented }, 'tracing could not instrument every module; their spans will be missing');
+  if (tracing && !(tracing.instrumented.http && tracing.instrumented.pg))
+    log.warn(
+      { instrumented: tracing.instrumented },
+      'tracing could not instrument every module; their spans will be missing',
+    );
   const opened = await openDatabase(config, log);
   embedded = opened.embedded;
   const databaseUrl = opened.url;

@@ -12,7 +12,10 @@ const httpDuration = new Histogram({
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
 });
 
-export const websocketConnections = new Gauge({ name: 'workspace_websocket_connections', help: 'WebSocket connections open now.' });
+export const websocketConnections = new Gauge({
+  name: 'workspace_websocket_connections',
+  help: 'WebSocket connections open now.',
+});
 
 export const websocketCalls = new Counter({
   name: 'workspace_websocket_calls_total',
@@ -24,6 +27,9 @@ export const websocketCalls = new Counter({
 export function registerHttpMetrics(app: FastifyInstance): void {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    httpDuration.observe(
+      { method: request.method, route, status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
   });
 }

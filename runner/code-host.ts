@@ -31,7 +31,10 @@ const LIST_VALUE_BYTES = 4 * 1024 * 1024;
 
 const listOptionsSchema = z.strictObject({
   /** The `cursor` of the previous page: a position in the session, opaque to the code. */
-  cursor: z.string().regex(/^[0-9]{1,15}$/, 'cursor must be one a previous ctx.objects.list returned').optional(),
+  cursor: z
+    .string()
+    .regex(/^[0-9]{1,15}$/, 'cursor must be one a previous ctx.objects.list returned')
+    .optional(),
   limit: z.int().min(1).max(LIST_MAX).optional(),
 });
 
@@ -59,7 +62,10 @@ export function createLogSink(): LogSink {
         sink.dropped += 1;
         return;
       }
-      sink.entries.push({ level, message: message.length > MAX_NODE_LOG_CHARS ? `${message.slice(0, MAX_NODE_LOG_CHARS)}…` : message });
+      sink.entries.push({
+        level,
+        message: message.length > MAX_NODE_LOG_CHARS ? `${message.slice(0, MAX_NODE_LOG_CHARS)}…` : message,
+      });
     },
   };
   return sink;
@@ -81,22 +87,39 @@ export function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError
         );
         const row = rows[0];
         if (row === undefined) return null;
-        if (row.kind === 'file') throw new ServiceError('not_found', `"${name}" is a session file; ctx.objects.get reads objects only.`);
+        if (row.kind === 'file')
+          throw new ServiceError('not_found', `"${name}" is a session file; ctx.objects.get reads objects only.`);
         return row.value;
       },
       async put(alias, value) {
         const inForce = await limitsInForce(db, { blobId: scope.blobId });
-        const { row } = await db.transaction((tx) => writeSessionObject(tx, { sessionId: scope.sessionId, alias, value, ...origin }, {
-          // The value the execution started with, not the one in force (docs/workflow.md, "Which limit values apply").
-          objectsQuota: { id: 'workflow.session_objects_per_session', value: scope.sessionObjectsQuota, source: 'default' },
-          objectBytes: inForce['workflow.session_object_bytes'],
-        }));
+        const { row } = await db.transaction((tx) =>
+          writeSessionObject(
+            tx,
+            { sessionId: scope.sessionId, alias, value, ...origin },
+            {
+              // The value the execution started with, not the one in force (docs/workflow.md, "Which limit values apply").
+              objectsQuota: {
+                id: 'workflow.session_objects_per_session',
+                value: scope.sessionObjectsQuota,
+                source: 'default',
+              },
+              objectBytes: inForce['workflow.session_object_bytes'],
+            },
+          ),
+        );
         return sessionObjectRecord(row);
       },
       async list(options) {
         const parsed = parseInput(listOptionsSchema, options ?? {}, 'options');
         const limit = parsed.limit ?? LIST_DEFAULT;
-        const rows = await listContents(db, scope.sessionId, parsed.cursor === undefined ? 0 : Number(parsed.cursor), limit + 1, LIST_VALUE_BYTES);
+        const rows = await listContents(
+          db,
+          scope.sessionId,
+          parsed.cursor === undefined ? 0 : Number(parsed.cursor),
+          limit + 1,
+          LIST_VALUE_BYTES,
+        );
         const page = rows.filter((row) => row.within).slice(0, limit);
         const last = page.at(-1);
         return {
@@ -109,7 +132,9 @@ export function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError
       async post(item) {
         const post = parseInput(threadPostSchema, item, 'item');
         const limits = await threadItemLimits(db, scope.blobId);
-        const row = await db.transaction((tx) => postThreadItem(tx, { sessionId: scope.sessionId, ...post, authorId: null, ...origin }, limits));
+        const row = await db.transaction((tx) =>
+          postThreadItem(tx, { sessionId: scope.sessionId, ...post, authorId: null, ...origin }, limits),
+        );
         return threadItemRecord(row);
       },
     },

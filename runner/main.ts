@@ -80,7 +80,11 @@ function stop(): Promise<void> {
 async function start(): Promise<void> {
   // First: only spans of what starts after it are made (shared/tracing/start-tracing.ts).
   tracing = await loadTracing(config.tracing, SERVICE_NAME);
-  if (tracing && !(tracing.instrumented.http && tracing.instrumented.pg)) log.warn({ instrumented: tracing.instrumented }, 'tracing could not instrument every module; their spans will be missing');
+  if (tracing && !(tracing.instrumented.http && tracing.instrumented.pg))
+    log.warn(
+      { instrumented: tracing.instrumented },
+      'tracing could not instrument every module; their spans will be missing',
+    );
   // Every process migrates: runners may start before the control plane (migrate is advisory-locked).
   await migrate(databaseUrl);
   // Claims, lease renewals, recovery and hand-backs; the engine worker threads, which interpret
@@ -93,8 +97,12 @@ async function start(): Promise<void> {
   boss.on('warning', (warning) => log.warn({ warning }, 'queue warning'));
   await boss.start();
   await createQueues(boss);
-  registration = await registerRunner(db, { host: hostname(), pid: process.pid, version: VERSION },
-    (err) => log.warn({ err }, 'heartbeat failed'), () => engine?.sandbox() ?? null);
+  registration = await registerRunner(
+    db,
+    { host: hostname(), pid: process.pid, version: VERSION },
+    (err) => log.warn({ err }, 'heartbeat failed'),
+    () => engine?.sandbox() ?? null,
+  );
   if (config.runner.cpuSplit) {
     cpuSplit = startCpuSplit({
       db,
@@ -123,8 +131,16 @@ async function start(): Promise<void> {
   retention = startRetentionTimer(db, { log });
   if (config.runner.metricsPort > 0) {
     const served = engine;
-    metricsServer = await serveMetrics(config.runner.metricsPort, config.runner.metricsHost, () => served.metrics(), readinessProbe(db, () => stopping !== undefined));
-    log.info({ metrics: `http://${config.runner.metricsHost}:${config.runner.metricsPort}/metrics` }, 'runner metrics and probes listening');
+    metricsServer = await serveMetrics(
+      config.runner.metricsPort,
+      config.runner.metricsHost,
+      () => served.metrics(),
+      readinessProbe(db, () => stopping !== undefined),
+    );
+    log.info(
+      { metrics: `http://${config.runner.metricsHost}:${config.runner.metricsPort}/metrics` },
+      'runner metrics and probes listening',
+    );
   }
   log.info({ runner_id: registration.id, version: VERSION, nice: priority?.nice ?? null }, 'runner started');
 }

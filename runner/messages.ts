@@ -148,7 +148,13 @@ export const workerNoticeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('sandbox_event'), message: z.string(), fields: z.string() }),
   z.strictObject({ type: z.literal('host_error'), message: z.string() }),
   // The execution's id and traceparent, for the runner's log line (`execution_id`, `trace_id`).
-  z.strictObject({ type: z.literal('processor_error'), node: z.string(), message: z.string(), execution_id: z.string(), traceparent: z.string().nullable() }),
+  z.strictObject({
+    type: z.literal('processor_error'),
+    node: z.string(),
+    message: z.string(),
+    execution_id: z.string(),
+    traceparent: z.string().nullable(),
+  }),
 ]);
 
 export type WorkerNotice = z.output<typeof workerNoticeSchema>;

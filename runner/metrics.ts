@@ -28,10 +28,15 @@ function makeEngineMetrics() {
     labelNames: ['processor', 'outcome'],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   });
-  const ended = new Counter({ name: 'workspace_executions_ended_total', help: 'Executions this runner ended, by status.', labelNames: ['status'] });
+  const ended = new Counter({
+    name: 'workspace_executions_ended_total',
+    help: 'Executions this runner ended, by status.',
+    labelNames: ['status'],
+  });
   return {
     observe: {
-      nodeRun: (processor: string, outcome: 'finished' | 'failed', seconds: number) => nodeRuns.observe({ processor, outcome }, seconds),
+      nodeRun: (processor: string, outcome: 'finished' | 'failed', seconds: number) =>
+        nodeRuns.observe({ processor, outcome }, seconds),
       executionEnded: (status: string) => ended.inc({ status }),
     },
     /** The thread's metrics as JSON, for its runner to sum. */
@@ -56,8 +61,20 @@ new Gauge({
     this.set({ state: 'idle' }, sumSandboxes('isolatesIdle'));
   },
 });
-new Gauge({ name: 'workspace_sandbox_runs_waiting', help: 'Code runs waiting for an isolate (the fair queue).', collect() { this.set(sumSandboxes('runsWaiting')); } });
-new Gauge({ name: 'workspace_sandbox_contexts', help: 'Organization contexts kept in the isolates.', collect() { this.set(sumSandboxes('contexts')); } });
+new Gauge({
+  name: 'workspace_sandbox_runs_waiting',
+  help: 'Code runs waiting for an isolate (the fair queue).',
+  collect() {
+    this.set(sumSandboxes('runsWaiting'));
+  },
+});
+new Gauge({
+  name: 'workspace_sandbox_contexts',
+  help: 'Organization contexts kept in the isolates.',
+  collect() {
+    this.set(sumSandboxes('contexts'));
+  },
+});
 
 /** On the runner's main thread: the latest report of each engine thread, summed on scrape. */
 export function runnerMetrics(sandbox: () => SandboxSnapshot | null) {
@@ -69,7 +86,8 @@ export function runnerMetrics(sandbox: () => SandboxSnapshot | null) {
     },
     async text(): Promise<{ contentType: string; body: string }> {
       const threads = [...reports.values()];
-      const merged = threads.length === 0 ? register : Registry.merge([register, AggregatorRegistry.aggregate(threads)]);
+      const merged =
+        threads.length === 0 ? register : Registry.merge([register, AggregatorRegistry.aggregate(threads)]);
       return { contentType: register.contentType, body: await merged.metrics() };
     },
     close(): void {
@@ -79,7 +97,12 @@ export function runnerMetrics(sandbox: () => SandboxSnapshot | null) {
 }
 
 /** `/metrics`, `/healthz` and `/readyz` on `port` (no credentials: bind it to a private interface). */
-export async function serveMetrics(port: number, host: string, metrics: () => Promise<{ contentType: string; body: string }>, readiness: () => Promise<Readiness>): Promise<Server> {
+export async function serveMetrics(
+  port: number,
+  host: string,
+  metrics: () => Promise<{ contentType: string; body: string }>,
+  readiness: () => Promise<Readiness>,
+): Promise<Server> {
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
     const answer = (status: number, type: string, body: string): void => {
@@ -90,9 +113,18 @@ export async function serveMetrics(port: number, host: string, metrics: () => Pr
     } else if (path === '/healthz') {
       answer(200, 'application/json', '{"status":"ok"}');
     } else if (path === '/readyz') {
-      void readiness().then(({ ready, checks }) => answer(ready ? 200 : 503, 'application/json', JSON.stringify({ status: ready ? 'ready' : 'not_ready', checks })));
+      void readiness().then(({ ready, checks }) =>
+        answer(
+          ready ? 200 : 503,
+          'application/json',
+          JSON.stringify({ status: ready ? 'ready' : 'not_ready', checks }),
+        ),
+      );
     } else if (path === '/metrics') {
-      void metrics().then(({ contentType, body }) => answer(200, contentType, body), () => answer(500, 'text/plain', 'metrics failed\n'));
+      void metrics().then(
+        ({ contentType, body }) => answer(200, contentType, body),
+        () => answer(500, 'text/plain', 'metrics failed\n'),
+      );
     } else {
       answer(404, 'application/json', '{"status":"failure","error":"not_found"}');
     }

@@ -39,7 +39,10 @@ export interface RetentionTimer {
  * sweeping. Both conditions are decided under the sweep lock, so however many runners check at
  * the same moment, one sweeps and the others find it in progress or done.
  */
-export function sweepIfDue(db: Db, options: { dueAfterSeconds?: number; signal?: AbortSignal } = {}): Promise<RecordedSweepResult> {
+export function sweepIfDue(
+  db: Db,
+  options: { dueAfterSeconds?: number; signal?: AbortSignal } = {},
+): Promise<RecordedSweepResult> {
   return runRecordedSweep(db, {
     trigger: 'daily',
     unlessCompletedWithinSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS,
@@ -59,17 +62,27 @@ export function startRetentionTimer(db: Db, options: RetentionTimerOptions): Ret
 
   const check = async () => {
     try {
-      const result = await sweepIfDue(db, { dueAfterSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS, signal: abort.signal });
+      const result = await sweepIfDue(db, {
+        dueAfterSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS,
+        signal: abort.signal,
+      });
       if (result.ran) {
         const { id, executions_removed, runs_removed, idempotency_keys_removed } = result.sweep;
-        options.log.info({ sweep_id: id, executions_removed, runs_removed, idempotency_keys_removed }, 'retention sweep completed');
+        options.log.info(
+          { sweep_id: id, executions_removed, runs_removed, idempotency_keys_removed },
+          'retention sweep completed',
+        );
       }
     } catch (err) {
       // A stop in the middle of a sweep is not a failure: the history says `interrupted`.
       if (!abort.signal.aborted) options.log.error({ err }, 'retention sweep failed');
     }
   };
-  const loop = startPeriodic(check, { everyMs: checkMs, firstMs: 0, onError: (err) => options.log.error({ err }, 'retention check failed') });
+  const loop = startPeriodic(check, {
+    everyMs: checkMs,
+    firstMs: 0,
+    onError: (err) => options.log.error({ err }, 'retention check failed'),
+  });
 
   return {
     async stop() {

@@ -75,7 +75,9 @@ export class CodeChecker {
     try {
       handles.push(...linkModule(isolate, context, module, imports, this.#vetted));
       // Linking a module that re-exports the default fails when there is none; nothing runs.
-      const probe = isolate.compileModuleSync(`export { default } from ${JSON.stringify(PROBED)};`, { filename: 'sandbox:check' });
+      const probe = isolate.compileModuleSync(`export { default } from ${JSON.stringify(PROBED)};`, {
+        filename: 'sandbox:check',
+      });
       handles.push(probe);
       try {
         probe.instantiateSync(context, () => module);

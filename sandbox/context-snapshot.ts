@@ -56,9 +56,14 @@ export function contextSnapshot(): ivm.ExternalCopy<ArrayBuffer> | null {
   if (made === undefined) {
     try {
       const late = probeLateObjects();
-      made = { snapshot: ivm.Isolate.createSnapshot([{ code: bootScript(late), filename: 'sandbox:bootstrap' }]), late };
+      made = {
+        snapshot: ivm.Isolate.createSnapshot([{ code: bootScript(late), filename: 'sandbox:bootstrap' }]),
+        late,
+      };
     } catch (error) {
-      process.emitWarning(`No sandbox context snapshot (contexts run the bootstrap themselves): ${(error as Error).message}`);
+      process.emitWarning(
+        `No sandbox context snapshot (contexts run the bootstrap themselves): ${(error as Error).message}`,
+      );
       made = { snapshot: null, late: [] };
     }
   }

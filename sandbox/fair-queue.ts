@@ -117,7 +117,9 @@ export class FairQueue<W> {
   /** Waiting runs by tenant, for the operations API. */
   waitingByTenant(): Array<{ tenant: string; waiting: number; busy: number }> {
     const rows: Array<{ tenant: string; waiting: number; busy: number }> = [];
-    for (const [tenant, flow] of this.#flows) if (flow.waiters.length > 0 || flow.busy > 0) rows.push({ tenant, waiting: flow.waiters.length, busy: flow.busy });
+    for (const [tenant, flow] of this.#flows)
+      if (flow.waiters.length > 0 || flow.busy > 0)
+        rows.push({ tenant, waiting: flow.waiters.length, busy: flow.busy });
     return rows;
   }
 
@@ -143,7 +145,8 @@ export class FairQueue<W> {
 
   /** Forgets idle flows kept for their debt, so a stream of one-off tenants cannot grow the map. */
   #prune(): void {
-    for (const [tenant, flow] of this.#flows) if (flow.busy === 0 && flow.waiters.length === 0) this.#flows.delete(tenant);
+    for (const [tenant, flow] of this.#flows)
+      if (flow.busy === 0 && flow.waiters.length === 0) this.#flows.delete(tenant);
   }
 
   /**

@@ -46,20 +46,32 @@ type Operation = {
   call(host: HostApi, args: unknown[]): Promise<unknown>;
 };
 
-
 const operations: Record<string, Operation> = {
   'objects.get': {
     check: (a) => (a.length === 1 && typeof a[0] === 'string' ? null : 'ctx.objects.get takes an alias string.'),
     call: (h, a) => h.objects.get(a[0] as string),
   },
   'objects.put': {
-    check: (a) => (a.length === 2 && typeof a[0] === 'string' ? null : 'ctx.objects.put takes an alias string and a value.'),
+    check: (a) =>
+      a.length === 2 && typeof a[0] === 'string' ? null : 'ctx.objects.put takes an alias string and a value.',
     call: (h, a) => h.objects.put(a[0] as string, a[1]),
   },
-  'objects.list': { check: (a) => (a.length === 1 ? null : 'ctx.objects.list takes one options object.'), call: (h, a) => h.objects.list(a[0]) },
-  'thread.post': { check: (a) => (a.length === 1 ? null : 'ctx.thread.post takes one item.'), call: (h, a) => h.thread.post(a[0]) },
-  'graph.mutate': { check: (a) => (a.length === 1 ? null : 'ctx.graph.mutate takes one list of mutations.'), call: (h, a) => h.graph.mutate(a[0]) },
-  'graph.query': { check: (a) => (a.length === 1 ? null : 'ctx.graph.query takes one query.'), call: (h, a) => h.graph.query(a[0]) },
+  'objects.list': {
+    check: (a) => (a.length === 1 ? null : 'ctx.objects.list takes one options object.'),
+    call: (h, a) => h.objects.list(a[0]),
+  },
+  'thread.post': {
+    check: (a) => (a.length === 1 ? null : 'ctx.thread.post takes one item.'),
+    call: (h, a) => h.thread.post(a[0]),
+  },
+  'graph.mutate': {
+    check: (a) => (a.length === 1 ? null : 'ctx.graph.mutate takes one list of mutations.'),
+    call: (h, a) => h.graph.mutate(a[0]),
+  },
+  'graph.query': {
+    check: (a) => (a.length === 1 ? null : 'ctx.graph.query takes one query.'),
+    call: (h, a) => h.graph.query(a[0]),
+  },
 };
 
 /**
@@ -110,7 +122,8 @@ export interface PreparedContext {
  * The module through which a run's driver calls the bootstrap's `start`. It is linked only into
  * drivers: a `sandbox:` specifier in the code is refused like any URL (modules.ts).
  */
-const RUNTIME_SOURCE = 'let start = null;\nexport function install(fn) { if (start === null) start = fn; }\nexport function run(namespace) { start(namespace); }\n';
+const RUNTIME_SOURCE =
+  'let start = null;\nexport function install(fn) { if (start === null) start = fn; }\nexport function run(namespace) { start(namespace); }\n';
 const RUNTIME_SPECIFIER = 'sandbox:runtime';
 /**
  * The module a run evaluates: importing the code's module evaluates it first, then the driver
@@ -152,15 +165,19 @@ export function prepareContext(isolate: ivm.Isolate, recipe: ContextRecipe): Pre
     temporary.push(api);
     const wire = api.getSync(5, { reference: true }) as ivm.Reference;
     temporary.push(wire);
-    wire.applySync(undefined, [
-      // Synchronous: the isolate waits until the host has registered the call or log, so nothing
-      // it sent can arrive after its result (a lost log, a call the host never saw).
-      new ivm.Callback((call: unknown, op: unknown, json: unknown) => port.onSend(call, op, json)),
-      new ivm.Callback((level: unknown, text: unknown) => port.onLog(level, text)),
-      new ivm.Callback((size: unknown) => port.onEntropy(size)),
-      JSON.stringify(recipe.bounds),
-      BOOT_GLOBAL,
-    ], { timeout: 1000 });
+    wire.applySync(
+      undefined,
+      [
+        // Synchronous: the isolate waits until the host has registered the call or log, so nothing
+        // it sent can arrive after its result (a lost log, a call the host never saw).
+        new ivm.Callback((call: unknown, op: unknown, json: unknown) => port.onSend(call, op, json)),
+        new ivm.Callback((level: unknown, text: unknown) => port.onLog(level, text)),
+        new ivm.Callback((size: unknown) => port.onEntropy(size)),
+        JSON.stringify(recipe.bounds),
+        BOOT_GLOBAL,
+      ],
+      { timeout: 1000 },
+    );
     const [begin, start, result, wait, deliver] = [0, 1, 2, 3, 4].map((index) => {
       const handle = api.getSync(index, { reference: true }) as ivm.Reference;
       handles.push(handle);
@@ -176,7 +193,13 @@ export function prepareContext(isolate: ivm.Isolate, recipe: ContextRecipe): Pre
     temporary.push(install);
     install.applySync(undefined, [start.derefInto()], { timeout: 1000 });
     return {
-      context, begin, result, wait, deliver, runtime, port,
+      context,
+      begin,
+      result,
+      wait,
+      deliver,
+      runtime,
+      port,
       tenant: null,
       release() {
         port.bridge = null;
@@ -283,7 +306,14 @@ export class HostBridge {
   receive(call: unknown, op: unknown, json: unknown): void {
     if (!this.#open) return;
     // The bootstrap only ever sends this shape; anything else is not worth an answer.
-    if (typeof call !== 'number' || !Number.isSafeInteger(call) || call <= 0 || typeof op !== 'string' || typeof json !== 'string') return;
+    if (
+      typeof call !== 'number' ||
+      !Number.isSafeInteger(call) ||
+      call <= 0 ||
+      typeof op !== 'string' ||
+      typeof json !== 'string'
+    )
+      return;
     const { bounds } = this.#o;
     if (++this.#calls > bounds.maxCalls) {
       this.#fail(call, { code: 'call_refused', message: `A run may make at most ${bounds.maxCalls} ctx calls.` });
@@ -291,11 +321,17 @@ export class HostBridge {
     }
     // The isolate queues calls past maxCallsInFlight itself; this guards the host regardless.
     if (this.#inFlight >= bounds.maxCallsInFlight) {
-      this.#fail(call, { code: 'call_refused', message: `At most ${bounds.maxCallsInFlight} ctx calls may wait for the host at once.` });
+      this.#fail(call, {
+        code: 'call_refused',
+        message: `At most ${bounds.maxCallsInFlight} ctx calls may wait for the host at once.`,
+      });
       return;
     }
     if (Buffer.byteLength(json) > bounds.maxCallBytes) {
-      this.#fail(call, { code: 'payload_too_large', message: `ctx.${op} arguments are larger than ${bounds.maxCallBytes} bytes.` });
+      this.#fail(call, {
+        code: 'payload_too_large',
+        message: `ctx.${op} arguments are larger than ${bounds.maxCallBytes} bytes.`,
+      });
       return;
     }
     const operation = Object.hasOwn(operations, op) ? operations[op] : undefined;
@@ -308,8 +344,13 @@ export class HostBridge {
     // The same bounds as any JSON the API accepts (shared/json-guard.ts): text PostgreSQL can
     // store, at most 64 levels deep; the message names the argument's path.
     const unstorable = Array.isArray(args) ? jsonProblem(args) : null;
-    const problem = !operation ? `ctx.${op} does not exist.` : !Array.isArray(args) ? 'The call arguments are not a list.'
-      : unstorable !== null ? `ctx.${op} arguments ${unstorable}.` : operation.check(args);
+    const problem = !operation
+      ? `ctx.${op} does not exist.`
+      : !Array.isArray(args)
+        ? 'The call arguments are not a list.'
+        : unstorable !== null
+          ? `ctx.${op} arguments ${unstorable}.`
+          : operation.check(args);
     if (problem !== null || !operation || !Array.isArray(args)) {
       this.#fail(call, { code: 'invalid_request_body', message: problem ?? 'The call is malformed.' });
       return;
@@ -407,16 +448,19 @@ export class HostBridge {
     const remaining = Math.ceil(this.#o.deadline - performance.now());
     // Past the deadline the watchdog is already stopping the run.
     if (remaining <= 0) return;
-    const delivery = this.#o.deliver.apply(undefined, [call, ok, json], { timeout: remaining }).then(
-      () => {},
-      (error: unknown) => {
-        this.#faulted = true;
-        if (this.#open) this.#o.onFault(error);
-      },
-    ).finally(() => {
-      this.#deliveries.delete(delivery);
-      this.#quieted();
-    });
+    const delivery = this.#o.deliver
+      .apply(undefined, [call, ok, json], { timeout: remaining })
+      .then(
+        () => {},
+        (error: unknown) => {
+          this.#faulted = true;
+          if (this.#open) this.#o.onFault(error);
+        },
+      )
+      .finally(() => {
+        this.#deliveries.delete(delivery);
+        this.#quieted();
+      });
     this.#deliveries.add(delivery);
   }
 

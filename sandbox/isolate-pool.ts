@@ -148,7 +148,14 @@ export class IsolateLease {
   /** Set by the run holding the lease, to hear of a catastrophic error at once. */
   onCatastrophe: ((message: string) => void) | null = null;
 
-  constructor(isolate: ivm.Isolate, fromSnapshot: boolean, bounds: SandboxBounds, maxContexts: number, contextBudget: number, counters: ContextCounters) {
+  constructor(
+    isolate: ivm.Isolate,
+    fromSnapshot: boolean,
+    bounds: SandboxBounds,
+    maxContexts: number,
+    contextBudget: number,
+    counters: ContextCounters,
+  ) {
     this.isolate = isolate;
     this.#maxContexts = maxContexts;
     this.#contextBudget = contextBudget;
@@ -268,7 +275,12 @@ export class IsolatePool {
   readonly #reasons: string[] = [];
   #closed = false;
   #stats = { created: 0, retired: 0, runs: 0, recycled: 0, abandoned: 0, catastrophic: 0 };
-  readonly #contextCounters: ContextCounters = { contextsCreated: 0, contextsReused: 0, contextsEvicted: 0, contextBytes: INITIAL_CONTEXT_BYTES };
+  readonly #contextCounters: ContextCounters = {
+    contextsCreated: 0,
+    contextsReused: 0,
+    contextsEvicted: 0,
+    contextBytes: INITIAL_CONTEXT_BYTES,
+  };
 
   constructor(options: IsolatePoolOptions = {}) {
     this.#size = Math.max(1, options.size ?? 2);
@@ -360,7 +372,13 @@ export class IsolatePool {
    * an isolate to free.
    */
   #scheduleExtraCheck(): void {
-    if (this.#extraCheck !== undefined || this.#closed || this.#queue.waiting === 0 || this.#live.size >= this.#maxIsolates) return;
+    if (
+      this.#extraCheck !== undefined ||
+      this.#closed ||
+      this.#queue.waiting === 0 ||
+      this.#live.size >= this.#maxIsolates
+    )
+      return;
     this.#extraCheck = setTimeout(() => {
       this.#extraCheck = undefined;
       this.#dispatch();
@@ -407,7 +425,12 @@ export class IsolatePool {
   #dispatch(): void {
     while (!this.#closed && this.#queue.waiting > 0) {
       const freed = this.#idle.at(-1);
-      const next = this.#queue.dequeue((tenant, busy) => this.#grantable(busy, tenant), performance.now(), freed ? (tenant) => freed.hasContext(tenant) : undefined, LOCALITY_SLACK_MS);
+      const next = this.#queue.dequeue(
+        (tenant, busy) => this.#grantable(busy, tenant),
+        performance.now(),
+        freed ? (tenant) => freed.hasContext(tenant) : undefined,
+        LOCALITY_SLACK_MS,
+      );
       if (!next) {
         this.#scheduleExtraCheck();
         return;
@@ -429,7 +452,11 @@ export class IsolatePool {
    * Takes a lease back. A healthy isolate within its run and heap bounds goes to a waiting run or
    * back to the idle list; anything else is retired.
    */
-  release(lease: IsolateLease, healthy: boolean, verdict: 'trust' | 'distrust' | 'neutral' = healthy ? 'trust' : 'distrust'): void {
+  release(
+    lease: IsolateLease,
+    healthy: boolean,
+    verdict: 'trust' | 'distrust' | 'neutral' = healthy ? 'trust' : 'distrust',
+  ): void {
     lease.runs++;
     lease.onCatastrophe = null;
     this.#stats.runs++;
@@ -493,7 +520,10 @@ export class IsolatePool {
       this.#zombies.delete(timer);
       if (settled) return;
       this.#stats.abandoned++;
-      this.#degrade('An isolate thread did not stop after its run was stopped; its memory and thread are lost until the process exits.', tenant);
+      this.#degrade(
+        'An isolate thread did not stop after its run was stopped; its memory and thread are lost until the process exits.',
+        tenant,
+      );
     }, this.#abandonGraceMs);
     this.#zombies.add(timer);
     const done = () => {
@@ -558,7 +588,14 @@ export class IsolatePool {
     });
     this.#created.add(isolate);
     try {
-      lease = new IsolateLease(isolate, snapshot !== null, this.bounds, this.#maxContexts, this.#contextBudget, this.#contextCounters);
+      lease = new IsolateLease(
+        isolate,
+        snapshot !== null,
+        this.bounds,
+        this.#maxContexts,
+        this.#contextBudget,
+        this.#contextCounters,
+      );
     } catch (error) {
       isolate.dispose();
       throw error;

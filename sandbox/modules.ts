@@ -47,7 +47,11 @@ export function checkImport(specifier: string, granted: readonly string[], vette
 }
 
 /** The first refused specifier's message, or null when all are allowed. */
-export function refusedImport(specifiers: readonly string[], granted: readonly string[], vetted: VettedSet): string | null {
+export function refusedImport(
+  specifiers: readonly string[],
+  granted: readonly string[],
+  vetted: VettedSet,
+): string | null {
   for (const specifier of specifiers) {
     const verdict = checkImport(specifier, granted, vetted);
     if (!verdict.ok) return verdict.message;

@@ -10,7 +10,9 @@ import type { IsolatePoolOptions, PoolStats } from './isolate-pool.ts';
 import type { CodeRequest, CodeResult, LogLevel } from './messages.ts';
 
 /** Pool options the child is started with (JSON-able). */
-export type ChildPoolOptions = Omit<IsolatePoolOptions, 'vetted' | 'onDegraded' | 'bounds'> & { bounds?: IsolatePoolOptions['bounds'] };
+export type ChildPoolOptions = Omit<IsolatePoolOptions, 'vetted' | 'onDegraded' | 'bounds'> & {
+  bounds?: IsolatePoolOptions['bounds'];
+};
 
 /** A host call's refusal as the code must see it (a ServiceError's code, message and limit); null: an opaque failure. */
 export interface CallRefusal {
@@ -61,7 +63,8 @@ export function fromChild(batch: unknown): FromChild[] {
         if (isId(m.id) && typeof m.level === 'string' && typeof m.message === 'string') out.push(m as FromChild);
         break;
       case 'degraded':
-        if (typeof m.reason === 'string' && (m.tenant === null || typeof m.tenant === 'string')) out.push(m as FromChild);
+        if (typeof m.reason === 'string' && (m.tenant === null || typeof m.tenant === 'string'))
+          out.push(m as FromChild);
         break;
       case 'stats':
         if (isObject(m.stats)) out.push(m as FromChild);
@@ -77,7 +80,13 @@ export function toChild(batch: unknown): ToChild[] {
   const out: ToChild[] = [];
   for (const m of batch) {
     if (!isObject(m) || !isId(m.id)) continue;
-    if ((m.t === 'run' && isObject(m.request)) || m.t === 'abort' || m.t === 'retire' || (m.t === 'answer' && isId(m.call) && typeof m.ok === 'boolean')) out.push(m as ToChild);
+    if (
+      (m.t === 'run' && isObject(m.request)) ||
+      m.t === 'abort' ||
+      m.t === 'retire' ||
+      (m.t === 'answer' && isId(m.call) && typeof m.ok === 'boolean')
+    )
+      out.push(m as ToChild);
   }
   return out;
 }

@@ -22,7 +22,14 @@ import { isServiceError } from '../shared/errors.ts';
 import type { HostApi } from './host-bridge.ts';
 import type { PoolStats } from './isolate-pool.ts';
 import { logLevels, type CodeRequest, type CodeResult, type LogLevel, type RunStats } from './messages.ts';
-import { fromChild, Outbox, type CallRefusal, type ChildPoolOptions, type FromChild, type ToChild } from './sandbox-process-messages.ts';
+import {
+  fromChild,
+  Outbox,
+  type CallRefusal,
+  type ChildPoolOptions,
+  type FromChild,
+  type ToChild,
+} from './sandbox-process-messages.ts';
 
 const CHILD_ENTRY = fileURLToPath(new URL('./sandbox-child.ts', import.meta.url));
 /** How long a retired child may finish its runs before it is killed with whatever it still runs. */
@@ -193,7 +200,10 @@ export class ProcessSandbox {
   /** Runs `request` like `runCode`: never throws; aborting `signal` stops the run. */
   run(request: CodeRequest, host: HostApi, signal?: AbortSignal): Promise<CodeResult> {
     if (this.#closed) return Promise.resolve(failure('internal_error', 'The sandbox is shut down.'));
-    if (signal?.aborted) return Promise.resolve(failure('code_aborted', 'The run was stopped: its execution was cancelled or left this runner.'));
+    if (signal?.aborted)
+      return Promise.resolve(
+        failure('code_aborted', 'The run was stopped: its execution was cancelled or left this runner.'),
+      );
     const refused = this.#o.refuse?.(request);
     if (refused) return Promise.resolve(refused);
     const child = this.#bridge ?? this.#servingChild();
@@ -232,11 +242,14 @@ export class ProcessSandbox {
     this.#closed = true;
     clearTimeout(this.#spareTimer);
     clearTimeout(this.#spareExpiry);
-    const exits = [...this.#children].map((child) => new Promise<void>((resolve) => {
-      if (child.exited) resolve();
-      else child.proc.once('exit', () => resolve());
-      child.kill();
-    }));
+    const exits = [...this.#children].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exited) resolve();
+          else child.proc.once('exit', () => resolve());
+          child.kill();
+        }),
+    );
     await Promise.all(exits);
   }
 
@@ -398,7 +411,11 @@ export class ProcessSandbox {
 
   #retire(child: Child, why: string): void {
     if (child.retired || child.exited) return;
-    this.#o.log?.('sandbox child retired', { child_pid: child.proc.pid, reason: why, runs_in_progress: child.runs.size });
+    this.#o.log?.('sandbox child retired', {
+      child_pid: child.proc.pid,
+      reason: why,
+      runs_in_progress: child.runs.size,
+    });
     child.outbox.post({ t: 'retire', id: 1 });
     child.retire();
   }
@@ -430,9 +447,14 @@ export class ProcessSandbox {
         next.outbox.post({ t: 'run', id, request: run.request });
         continue;
       }
-      run.resolve(blamed
-        ? failure('code_memory', 'The code used more than the sandbox memory bound and its sandbox process was replaced.')
-        : failure('internal_error', 'The sandbox process stopped during the run.'));
+      run.resolve(
+        blamed
+          ? failure(
+              'code_memory',
+              'The code used more than the sandbox memory bound and its sandbox process was replaced.',
+            )
+          : failure('internal_error', 'The sandbox process stopped during the run.'),
+      );
     }
     if (!unexpected) return;
     const young = Date.now() - child.startedAt < STABLE_AFTER_MS;

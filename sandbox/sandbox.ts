@@ -25,7 +25,13 @@ import { linkModule, refusedImport } from './modules.ts';
 /** How often the watchdog looks for an isolate that isolated-vm disposed at its memory bound. */
 const POLL_MS = 25;
 /** Codes the isolate may end a run with by itself; anything else it claims is `code_error`. */
-const ISOLATE_CODES = new Set(['code_error', 'output_invalid', 'invalid_request_body', 'payload_too_large', 'call_refused']);
+const ISOLATE_CODES = new Set([
+  'code_error',
+  'output_invalid',
+  'invalid_request_body',
+  'payload_too_large',
+  'call_refused',
+]);
 /**
  * Sources up to this size compile on the calling thread, saving a thread hop per run (compiling
  * runs no user code); larger ones compile on the isolate's thread.
@@ -44,7 +50,13 @@ type CodeRunOutcome = { result: CodeResult } | Stop;
  * execution was cancelled or its lease lost): a run still waiting for an isolate leaves the queue,
  * a running one has its isolate disposed, and it resolves with `code_aborted`.
  */
-export async function runCode(pool: IsolatePool, request: CodeRequest, host: HostApi, signal?: AbortSignal, onStart?: () => void): Promise<CodeResult> {
+export async function runCode(
+  pool: IsolatePool,
+  request: CodeRequest,
+  host: HostApi,
+  signal?: AbortSignal,
+  onStart?: () => void,
+): Promise<CodeResult> {
   const stats: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
   if (signal?.aborted) return abortedResult(stats);
   let lease: IsolateLease;
@@ -60,7 +72,11 @@ export async function runCode(pool: IsolatePool, request: CodeRequest, host: Hos
 }
 
 function abortedResult(stats: RunStats): CodeResult {
-  return { kind: 'error', error: { code: 'code_aborted', message: 'The run was stopped: its execution was cancelled or left this runner.' }, stats };
+  return {
+    kind: 'error',
+    error: { code: 'code_aborted', message: 'The run was stopped: its execution was cancelled or left this runner.' },
+    stats,
+  };
 }
 
 class CodeRun {
@@ -81,7 +97,14 @@ class CodeRun {
   #bridge: HostBridge | null = null;
   #prepared: PreparedContext | null = null;
 
-  constructor(pool: IsolatePool, lease: IsolateLease, request: CodeRequest, host: HostApi, stats: RunStats, signal?: AbortSignal) {
+  constructor(
+    pool: IsolatePool,
+    lease: IsolateLease,
+    request: CodeRequest,
+    host: HostApi,
+    stats: RunStats,
+    signal?: AbortSignal,
+  ) {
     this.#pool = pool;
     this.#signal = signal;
     this.#lease = lease;
@@ -149,7 +172,12 @@ class CodeRun {
     }
     // Probation (isolate-pool.ts) counts what the code did: a run stopped at its deadline or memory
     // bound distrusts its tenant; one aborted by its runner or the pool, or stuck, says nothing.
-    const verdict = healthy && settled ? 'trust' : 'reason' in outcome && (outcome.reason === 'timeout' || outcome.reason === 'memory') ? 'distrust' : 'neutral';
+    const verdict =
+      healthy && settled
+        ? 'trust'
+        : 'reason' in outcome && (outcome.reason === 'timeout' || outcome.reason === 'memory')
+          ? 'distrust'
+          : 'neutral';
     this.#pool.release(this.#lease, healthy && settled, verdict);
     if ('result' in outcome) return { ...outcome.result, stats: this.#stats };
     return this.#stopped(outcome.reason);
@@ -172,12 +200,19 @@ class CodeRun {
       });
       const ids = request.ids;
       // Before the code's top level runs: it may log or draw random bytes already.
-      prepared.begin.applySync(undefined, [JSON.stringify(request.input ?? null), ids.executionId, ids.sessionId, ids.node], { timeout: this.#remaining() });
+      prepared.begin.applySync(
+        undefined,
+        [JSON.stringify(request.input ?? null), ids.executionId, ids.sessionId, ids.node],
+        { timeout: this.#remaining() },
+      );
 
       let module: ivm.Module;
       try {
         const options = { filename: 'logic.code' };
-        module = request.code.length <= SYNC_COMPILE_CHARS ? isolate.compileModuleSync(request.code, options) : await isolate.compileModule(request.code, options);
+        module =
+          request.code.length <= SYNC_COMPILE_CHARS
+            ? isolate.compileModuleSync(request.code, options)
+            : await isolate.compileModule(request.code, options);
       } catch (error) {
         return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
       }
@@ -203,7 +238,10 @@ class CodeRun {
         return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
       }
 
-      let tuple: unknown = prepared.result.applySync(undefined, [], { timeout: this.#remaining(), result: { copy: true } });
+      let tuple: unknown = prepared.result.applySync(undefined, [], {
+        timeout: this.#remaining(),
+        result: { copy: true },
+      });
       if (tuple === 'unstarted') {
         return this.#error('code_error', 'The module did not finish loading: a top-level await never settled.');
       }
@@ -214,7 +252,10 @@ class CodeRun {
         if (this.#bridge?.quiet) return { reason: 'stuck' };
         this.#waitStarted = true;
         try {
-          tuple = await prepared.wait.apply(undefined, [], { timeout: this.#remaining(), result: { promise: true, copy: true } });
+          tuple = await prepared.wait.apply(undefined, [], {
+            timeout: this.#remaining(),
+            result: { promise: true, copy: true },
+          });
         } catch (error) {
           return this.#stopOfError(error) ?? this.#error('internal_error', 'The sandbox failed to run the code.');
         }
@@ -250,8 +291,13 @@ class CodeRun {
   /** Reads the driver's `[kind, route|code|call, output|message, logsDropped]`, trusting nothing. */
   #resultOf(tuple: unknown): CodeResult {
     const stats = this.#stats;
-    const malformed: CodeResult = { kind: 'error', error: { code: 'internal_error', message: 'The sandbox returned a malformed result.' }, stats };
-    if (!Array.isArray(tuple) || tuple.length !== 4 || tuple.slice(0, 3).some((part) => typeof part !== 'string')) return malformed;
+    const malformed: CodeResult = {
+      kind: 'error',
+      error: { code: 'internal_error', message: 'The sandbox returned a malformed result.' },
+      stats,
+    };
+    if (!Array.isArray(tuple) || tuple.length !== 4 || tuple.slice(0, 3).some((part) => typeof part !== 'string'))
+      return malformed;
     const [kind, second, third, dropped] = tuple as [string, string, string, unknown];
     if (typeof dropped === 'number') this.#bridge?.addDroppedLogs(dropped);
     const { bounds } = this.#pool;
@@ -259,10 +305,18 @@ class CodeRun {
       case 'output':
       case 'route': {
         if (kind === 'route' && (second.length === 0 || second.length > MAX_ROUTE_CHARS)) {
-          return { kind: 'error', error: { code: 'output_invalid', message: `A route name has 1 to ${MAX_ROUTE_CHARS} characters.` }, stats };
+          return {
+            kind: 'error',
+            error: { code: 'output_invalid', message: `A route name has 1 to ${MAX_ROUTE_CHARS} characters.` },
+            stats,
+          };
         }
         if (Buffer.byteLength(third) > bounds.maxOutputBytes) {
-          return { kind: 'error', error: { code: 'output_invalid', message: `The output is larger than ${bounds.maxOutputBytes} bytes.` }, stats };
+          return {
+            kind: 'error',
+            error: { code: 'output_invalid', message: `The output is larger than ${bounds.maxOutputBytes} bytes.` },
+            stats,
+          };
         }
         let output: JsonValue;
         try {
@@ -273,12 +327,21 @@ class CodeRun {
         // What would fail to store (U+0000, an unpaired surrogate) or nest past the API's depth
         // fails the run here, with its path, not the runner's write of it later.
         const problem = jsonProblem(output);
-        if (problem !== null) return { kind: 'error', error: { code: 'output_invalid', message: `The output cannot be stored: ${problem}.` }, stats };
+        if (problem !== null)
+          return {
+            kind: 'error',
+            error: { code: 'output_invalid', message: `The output cannot be stored: ${problem}.` },
+            stats,
+          };
         return kind === 'route' ? { kind, route: second, output, stats } : { kind, output, stats };
       }
       case 'error': {
         const code = ISOLATE_CODES.has(second) ? second : 'code_error';
-        return { kind: 'error', error: { code, message: storableCopy(truncateChars(third, bounds.maxMessageChars)) }, stats };
+        return {
+          kind: 'error',
+          error: { code, message: storableCopy(truncateChars(third, bounds.maxMessageChars)) },
+          stats,
+        };
       }
       case 'host_error': {
         const error = this.#bridge?.failureOf(Number(second));
@@ -301,7 +364,8 @@ class CodeRun {
     if (this.#lease.disposedBy === 'pool') return { reason: 'shutdown' };
     if (isolate.isDisposed) return this.#stopOfDisposed();
     // Compare with the clock too: code could throw an Error with this message itself.
-    if (message === 'Script execution timed out.' && performance.now() >= this.#deadline - 50) return { reason: 'timeout' };
+    if (message === 'Script execution timed out.' && performance.now() >= this.#deadline - 50)
+      return { reason: 'timeout' };
     return null;
   }
 
@@ -325,20 +389,32 @@ class CodeRun {
       };
     }
     if (reason === 'memory') {
-      return { kind: 'error', error: { code: 'code_memory', message: `The code used more than the sandbox memory bound (${this.#pool.memoryMb} MiB) and was stopped.` }, stats };
+      return {
+        kind: 'error',
+        error: {
+          code: 'code_memory',
+          message: `The code used more than the sandbox memory bound (${this.#pool.memoryMb} MiB) and was stopped.`,
+        },
+        stats,
+      };
     }
     if (reason === 'stuck') {
       return {
         kind: 'error',
         error: {
           code: 'code_error',
-          message: 'The code can never finish: it awaits a promise that nothing will settle (no ctx call is in flight, and the sandbox has no timers).',
+          message:
+            'The code can never finish: it awaits a promise that nothing will settle (no ctx call is in flight, and the sandbox has no timers).',
         },
         stats,
       };
     }
     if (reason === 'aborted') return abortedResult(stats);
-    return { kind: 'error', error: { code: 'internal_error', message: 'The sandbox was shut down during the run.' }, stats };
+    return {
+      kind: 'error',
+      error: { code: 'internal_error', message: 'The sandbox was shut down during the run.' },
+      stats,
+    };
   }
 }
 

@@ -28,10 +28,13 @@ export const IDEMPOTENT_OPERATIONS_FILE = join(import.meta.dirname, '..', 'clien
 /** `METHOD /path` of every operation of `document` with an `Idempotency-Key` header parameter, sorted. */
 export function idempotentOperations(document: unknown): string[] {
   const operations: string[] = [];
-  const paths = (document as { paths?: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }> }>> }).paths ?? {};
+  const paths =
+    (document as { paths?: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }> }>> })
+      .paths ?? {};
   for (const [path, item] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(item)) {
-      if (operation.parameters?.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')) operations.push(`${method.toUpperCase()} ${path}`);
+      if (operation.parameters?.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key'))
+        operations.push(`${method.toUpperCase()} ${path}`);
     }
   }
   return operations.sort();
@@ -73,7 +76,8 @@ export async function inProcessDocument(): Promise<unknown> {
   const app = await buildApp({ config, db, logger: false });
   try {
     const res = await app.inject({ method: 'GET', url: '/v1/openapi.json' });
-    if (res.statusCode !== 200) throw new Error(`GET /v1/openapi.json answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
+    if (res.statusCode !== 200)
+      throw new Error(`GET /v1/openapi.json answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
     return res.json();
   } finally {
     await app.close();

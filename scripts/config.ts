@@ -7,7 +7,15 @@ import { loadConfigOrExit } from '../shared/config.ts';
 import { SECRET_NAMES } from '../shared/secrets.ts';
 
 const config = loadConfigOrExit();
-const masked = Object.fromEntries(SECRET_NAMES.map((name) => [name, process.env[name] ? '(set in the environment)' : '(from DATA_DIR/secrets.json)']));
-const databaseUrl = config.databaseUrl === undefined ? '(unset: the embedded PostgreSQL)' : config.databaseUrl.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
-const modelStore = config.modelStore === null ? 'postgres' : { ...config.modelStore, secretAccessKey: config.modelStore.secretAccessKey ? '***' : undefined };
+const masked = Object.fromEntries(
+  SECRET_NAMES.map((name) => [name, process.env[name] ? '(set in the environment)' : '(from DATA_DIR/secrets.json)']),
+);
+const databaseUrl =
+  config.databaseUrl === undefined
+    ? '(unset: the embedded PostgreSQL)'
+    : config.databaseUrl.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+const modelStore =
+  config.modelStore === null
+    ? 'postgres'
+    : { ...config.modelStore, secretAccessKey: config.modelStore.secretAccessKey ? '***' : undefined };
 process.stdout.write(`${JSON.stringify({ ...config, databaseUrl, secrets: masked, modelStore }, null, 2)}\n`);

@@ -16,8 +16,13 @@ const command = process.argv[2] ?? 'up';
 try {
   if (command === 'status') {
     const status = await migrationStatus(url);
-    for (const row of status) process.stdout.write(`${row.state.padEnd(8)} ${row.name}${row.appliedAt ? `  (applied ${row.appliedAt})` : ''}\n`);
-    const counts = Object.entries(Object.groupBy(status, (r) => r.state)).map(([state, rows]) => `${rows!.length} ${state}`).join(', ');
+    for (const row of status)
+      process.stdout.write(
+        `${row.state.padEnd(8)} ${row.name}${row.appliedAt ? `  (applied ${row.appliedAt})` : ''}\n`,
+      );
+    const counts = Object.entries(Object.groupBy(status, (r) => r.state))
+      .map(([state, rows]) => `${rows!.length} ${state}`)
+      .join(', ');
     process.stdout.write(`${counts || 'no migrations'}\n`);
     process.exitCode = status.some((r) => r.state === 'changed') ? 1 : 0;
   } else if (command === 'up') {

@@ -43,10 +43,18 @@ async function start(): Promise<void> {
   children.push(
     // isolated-vm needs Node's startup snapshot off: the runner runs logic.code, and the control
     // plane compiles it when definitions are checked (sandbox/check.ts).
-    superviseChild({ name: 'control-plane', args: ['--no-node-snapshot', entry('control-plane/main.ts')], env, log: childLog }),
+    superviseChild({
+      name: 'control-plane',
+      args: ['--no-node-snapshot', entry('control-plane/main.ts')],
+      env,
+      log: childLog,
+    }),
     superviseChild({ name: 'runner', args: ['--no-node-snapshot', entry('runner/main.ts')], env, log: childLog }),
   );
-  log.info({ api: `http://${config.host}:${config.port}/v1`, ops: `http://${config.opsHost}:${config.opsPort}/graphql` }, 'started');
+  log.info(
+    { api: `http://${config.host}:${config.port}/v1`, ops: `http://${config.opsHost}:${config.opsPort}/graphql` },
+    'started',
+  );
 }
 
 runEntry({ name: 'supervisor', start, stop, log, graceMs: GRACE_MS });

@@ -45,7 +45,9 @@ async function main(): Promise<number> {
       stdio: 'inherit',
       env: { ...process.env, TEST_DATABASE_URL: adminUrl, TEST_TEMPLATE_DB: TEMPLATE },
     });
-    return await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+    return await new Promise<number>((resolve) =>
+      child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))),
+    );
   } finally {
     await embedded?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });

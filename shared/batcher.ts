@@ -31,7 +31,11 @@ export class Batcher<I, O> {
   #scheduled = false;
 
   constructor(options: BatcherOptions<I, O>) {
-    this.#options = { ...options, maxBatch: Math.max(1, options.maxBatch), maxInFlight: Math.max(1, options.maxInFlight) };
+    this.#options = {
+      ...options,
+      maxBatch: Math.max(1, options.maxBatch),
+      maxInFlight: Math.max(1, options.maxInFlight),
+    };
   }
 
   submit(item: I): Promise<O> {
@@ -64,7 +68,8 @@ export class Batcher<I, O> {
   async #write(batch: Array<Pending<I, O>>): Promise<void> {
     try {
       const results = await this.#options.flush(batch.map((pending) => pending.item));
-      if (results.length !== batch.length) throw new Error(`A batched write returned ${results.length} results for ${batch.length} items.`);
+      if (results.length !== batch.length)
+        throw new Error(`A batched write returned ${results.length} results for ${batch.length} items.`);
       batch.forEach((pending, at) => pending.resolve(results[at] as O));
     } catch (error) {
       for (const pending of batch) pending.reject(error);

@@ -66,7 +66,9 @@ export class ConfigError extends Error {
   readonly problems: string[];
 
   constructor(problems: string[]) {
-    super(`The configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(
+      `The configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
     this.name = 'ConfigError';
     this.problems = problems;
   }
@@ -77,97 +79,128 @@ const LOG_LEVELS = ['info', 'fatal', 'error', 'warn', 'debug', 'trace', 'silent'
 
 /** An integer variable: unset or empty is `fallback`; otherwise within `min`..`max`. */
 function intVar(name: string, fallback: number, range: { min?: number; max?: number } = {}) {
-  return z.string().optional().transform((raw, ctx) => {
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value)) {
-      ctx.addIssue({ code: 'custom', message: `${name} must be a non-negative integer, got ${raw}` });
-      return z.NEVER;
-    }
-    if ((range.min !== undefined && value < range.min) || (range.max !== undefined && value > range.max)) {
-      const bounds = range.max === undefined ? `at least ${range.min}` : `from ${range.min ?? 0} to ${range.max}`;
-      ctx.addIssue({ code: 'custom', message: `${name} must be ${bounds}, got ${raw}` });
-      return z.NEVER;
-    }
-    return value;
-  });
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined || raw === '') return fallback;
+      const value = Number(raw);
+      if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value)) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be a non-negative integer, got ${raw}` });
+        return z.NEVER;
+      }
+      if ((range.min !== undefined && value < range.min) || (range.max !== undefined && value > range.max)) {
+        const bounds = range.max === undefined ? `at least ${range.min}` : `from ${range.min ?? 0} to ${range.max}`;
+        ctx.addIssue({ code: 'custom', message: `${name} must be ${bounds}, got ${raw}` });
+        return z.NEVER;
+      }
+      return value;
+    });
 }
 
 /** One of `values`; unset or empty is the first. */
 function oneOfVar<T extends string>(name: string, values: readonly [T, ...T[]]) {
-  return z.string().optional().transform((raw, ctx) => {
-    if (raw === undefined || raw === '') return values[0];
-    if (!(values as readonly string[]).includes(raw)) {
-      ctx.addIssue({ code: 'custom', message: `${name} must be one of ${values.join(', ')}, got ${raw}` });
-      return z.NEVER;
-    }
-    return raw as T;
-  });
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined || raw === '') return values[0];
+      if (!(values as readonly string[]).includes(raw)) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be one of ${values.join(', ')}, got ${raw}` });
+        return z.NEVER;
+      }
+      return raw as T;
+    });
 }
 
 const port = (name: string, fallback: number) => intVar(name, fallback, { max: 65_535 });
 
 /** Every variable the processes read (the README's table; docs/configuration.md), in one schema. */
-const envSchema = z.object({
-  HOST: z.string().optional(),
-  PORT: port('PORT', 8080),
-  OPS_HOST: z.string().optional(),
-  OPS_PORT: port('OPS_PORT', 8081),
-  DATABASE_URL: z.string().optional(),
-  DATA_DIR: z.string().optional(),
-  EMBEDDED_PG_PORT: port('EMBEDDED_PG_PORT', 54329),
-  OIDC_ISSUER: z.string().optional(),
-  OIDC_JWKS_URL: z.string().optional(),
-  OIDC_AUDIENCE: z.string().optional(),
-  ACCESS_TOKEN_SECONDS: intVar('ACCESS_TOKEN_SECONDS', 900),
-  REFRESH_TOKEN_SECONDS: intVar('REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
-  LOG_LEVEL: oneOfVar('LOG_LEVEL', LOG_LEVELS),
-  SIGNUPS_PER_MINUTE: intVar('SIGNUPS_PER_MINUTE', 20),
-  AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
-  WS_CONNECTIONS_PER_ADDRESS: intVar('WS_CONNECTIONS_PER_ADDRESS', 200),
-  RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
-  RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
-  RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
-  RUNNER_SWEEP_SECONDS: intVar('RUNNER_SWEEP_SECONDS', RUNNER_TIMING_DEFAULTS.sweepSeconds),
-  RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', RUNNER_TIMING_DEFAULTS.orphanSeconds),
-  RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
-  RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
-  METRICS_PORT: port('METRICS_PORT', 0),
-  METRICS_HOST: z.string().optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional().transform((raw, ctx) => {
-    if (raw === undefined || raw.trim() === '') return null;
-    let url: URL | undefined;
-    try {
-      url = new URL(raw.trim());
-    } catch {
-      url = undefined;
+const envSchema = z
+  .object({
+    HOST: z.string().optional(),
+    PORT: port('PORT', 8080),
+    OPS_HOST: z.string().optional(),
+    OPS_PORT: port('OPS_PORT', 8081),
+    DATABASE_URL: z.string().optional(),
+    DATA_DIR: z.string().optional(),
+    EMBEDDED_PG_PORT: port('EMBEDDED_PG_PORT', 54329),
+    OIDC_ISSUER: z.string().optional(),
+    OIDC_JWKS_URL: z.string().optional(),
+    OIDC_AUDIENCE: z.string().optional(),
+    ACCESS_TOKEN_SECONDS: intVar('ACCESS_TOKEN_SECONDS', 900),
+    REFRESH_TOKEN_SECONDS: intVar('REFRESH_TOKEN_SECONDS', 30 * 24 * 3600),
+    LOG_LEVEL: oneOfVar('LOG_LEVEL', LOG_LEVELS),
+    SIGNUPS_PER_MINUTE: intVar('SIGNUPS_PER_MINUTE', 20),
+    AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
+    WS_CONNECTIONS_PER_ADDRESS: intVar('WS_CONNECTIONS_PER_ADDRESS', 200),
+    RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
+    RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
+    RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
+    RUNNER_SWEEP_SECONDS: intVar('RUNNER_SWEEP_SECONDS', RUNNER_TIMING_DEFAULTS.sweepSeconds),
+    RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', RUNNER_TIMING_DEFAULTS.orphanSeconds),
+    RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
+    RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
+    METRICS_PORT: port('METRICS_PORT', 0),
+    METRICS_HOST: z.string().optional(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: z
+      .string()
+      .optional()
+      .transform((raw, ctx) => {
+        if (raw === undefined || raw.trim() === '') return null;
+        let url: URL | undefined;
+        try {
+          url = new URL(raw.trim());
+        } catch {
+          url = undefined;
+        }
+        if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (an OTLP/HTTP collector), got ${raw}`,
+          });
+          return z.NEVER;
+        }
+        return raw.trim();
+      }),
+    OTEL_SERVICE_NAME: z.string().optional(),
+    CORS_ORIGINS: z
+      .string()
+      .optional()
+      .transform((raw, ctx) => {
+        const origins = (raw ?? '')
+          .split(',')
+          .map((o) => o.trim())
+          .filter((o) => o !== '');
+        for (const origin of origins) {
+          let ok: boolean;
+          try {
+            ok = new URL(origin).origin === origin;
+          } catch {
+            ok = false;
+          }
+          if (!ok)
+            ctx.addIssue({
+              code: 'custom',
+              message: `CORS_ORIGINS must list origins like https://app.example.com (scheme, host, port; no path), got ${origin}`,
+            });
+        }
+        return origins;
+      }),
+  })
+  .superRefine((env, ctx) => {
+    if (env.RUNNER_RENEW_SECONDS < 1 || env.RUNNER_RENEW_SECONDS >= env.RUNNER_LEASE_SECONDS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${env.RUNNER_LEASE_SECONDS}), got ${env.RUNNER_RENEW_SECONDS}`,
+      });
     }
-    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      ctx.addIssue({ code: 'custom', message: `OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (an OTLP/HTTP collector), got ${raw}` });
-      return z.NEVER;
-    }
-    return raw.trim();
-  }),
-  OTEL_SERVICE_NAME: z.string().optional(),
-  CORS_ORIGINS: z.string().optional().transform((raw, ctx) => {
-    const origins = (raw ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
-    for (const origin of origins) {
-      let ok: boolean;
-      try {
-        ok = new URL(origin).origin === origin;
-      } catch {
-        ok = false;
-      }
-      if (!ok) ctx.addIssue({ code: 'custom', message: `CORS_ORIGINS must list origins like https://app.example.com (scheme, host, port; no path), got ${origin}` });
-    }
-    return origins;
-  }),
-}).superRefine((env, ctx) => {
-  if (env.RUNNER_RENEW_SECONDS < 1 || env.RUNNER_RENEW_SECONDS >= env.RUNNER_LEASE_SECONDS) {
-    ctx.addIssue({ code: 'custom', message: `RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${env.RUNNER_LEASE_SECONDS}), got ${env.RUNNER_RENEW_SECONDS}` });
-  }
-  if (env.RUNNER_SWEEP_SECONDS < 1) ctx.addIssue({ code: 'custom', message: `RUNNER_SWEEP_SECONDS must be at least 1, got ${env.RUNNER_SWEEP_SECONDS}` });
-});
+    if (env.RUNNER_SWEEP_SECONDS < 1)
+      ctx.addIssue({
+        code: 'custom',
+        message: `RUNNER_SWEEP_SECONDS must be at least 1, got ${env.RUNNER_SWEEP_SECONDS}`,
+      });
+  });
 
 /** Reads the configuration table of the README from `env`; throws a ConfigError naming every problem. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -186,7 +219,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const modelStore = attempt(() => s3SettingsFrom(env));
   // Secrets last: generating secrets.json for a configuration that is wrong anyway helps nobody.
   const secrets = problems.length === 0 ? attempt(() => loadSecrets(env, dataDir)) : undefined;
-  if (problems.length > 0 || !parsed.success || secrets === undefined || modelStore === undefined) throw new ConfigError(problems);
+  if (problems.length > 0 || !parsed.success || secrets === undefined || modelStore === undefined)
+    throw new ConfigError(problems);
   const v = parsed.data;
   return {
     host: v.HOST ?? '127.0.0.1',
@@ -223,7 +257,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       metricsPort: v.METRICS_PORT,
       metricsHost: v.METRICS_HOST ?? '127.0.0.1',
     },
-    tracing: v.OTEL_EXPORTER_OTLP_ENDPOINT === null ? null : { endpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME?.trim() || null },
+    tracing:
+      v.OTEL_EXPORTER_OTLP_ENDPOINT === null
+        ? null
+        : { endpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME?.trim() || null },
   };
 }
 

@@ -20,7 +20,10 @@ export const errorCatalog = {
   graph_element_too_large: { status: 400, message: 'A graph element is larger than allowed.' },
   graph_mutation_too_large: { status: 400, message: 'The graph mutation has too many operations.' },
   graph_traversal_limit_exceeded: { status: 400, message: 'The graph query exceeded a traversal cap.' },
-  cannot_mint_while_acting: { status: 400, message: 'Organization and blob keys cannot be minted with an acting token.' },
+  cannot_mint_while_acting: {
+    status: 400,
+    message: 'Organization and blob keys cannot be minted with an acting token.',
+  },
   unauthorized: { status: 401, message: 'Missing, invalid, expired or revoked credentials.' },
   forbidden: { status: 403, message: 'The caller may not perform this operation.' },
   not_found: { status: 404, message: 'No such resource.' },
@@ -81,7 +84,12 @@ export function fail(code: ErrorCode, message?: string, extras?: ErrorExtras): n
 
 /** True when `value` carries a catalogued code (works across realms and worker threads). */
 export function isServiceError(value: unknown): value is ServiceError {
-  return typeof value === 'object' && value !== null && 'code' in value &&
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'code' in value &&
     typeof (value as { code: unknown }).code === 'string' &&
-    Object.hasOwn(errorCatalog, (value as { code: string }).code) && value instanceof Error;
+    Object.hasOwn(errorCatalog, (value as { code: string }).code) &&
+    value instanceof Error
+  );
 }

@@ -17,7 +17,8 @@ export function isUuid(value: string): boolean {
  * The alias grammar, applied only where an alias is set (create, rename), never on reads.
  * A UUID-shaped alias would make `/orgs/<that string>` ambiguous, so it is refused (rule 2).
  */
-export const aliasSchema = z.string()
+export const aliasSchema = z
+  .string()
   .regex(ALIAS_RE, 'alias must be 3-64 characters of a-z 0-9 . _ - starting with a letter or digit')
   .refine((v) => !isUuid(v), 'alias must not have the shape of a UUID')
   .refine((v) => !RESERVED_ALIASES.has(v), 'alias is reserved');

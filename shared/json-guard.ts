@@ -39,7 +39,11 @@ function pathOf(place: Place | null, limit = Infinity): string {
   const keys: Array<string | number> = [];
   for (let at = place; at !== null; at = at.parent) keys.unshift(at.key);
   if (keys.length === 0) return '(the body)';
-  const shown = keys.slice(0, limit).map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '');
+  const shown = keys
+    .slice(0, limit)
+    .map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`))
+    .join('')
+    .replace(/^\./, '');
   return keys.length > limit ? `${shown}…` : shown;
 }
 
@@ -49,14 +53,16 @@ export function jsonProblem(value: unknown): string | null {
   while (stack.length > 0) {
     const { value: current, place } = stack.pop()!;
     if (typeof current === 'string') {
-      if (!storableText(current)) return `${pathOf(place)}: text holds U+0000 or an unpaired surrogate, which cannot be stored`;
+      if (!storableText(current))
+        return `${pathOf(place)}: text holds U+0000 or an unpaired surrogate, which cannot be stored`;
       continue;
     }
     if (typeof current !== 'object' || current === null) continue;
     const depth = place === null ? 0 : place.depth;
     if (depth >= MAX_JSON_DEPTH) return `${pathOf(place, 8)}: nested deeper than ${MAX_JSON_DEPTH} levels`;
     if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], place: { key: i, parent: place, depth: depth + 1 } });
+      for (let i = current.length - 1; i >= 0; i--)
+        stack.push({ value: current[i], place: { key: i, parent: place, depth: depth + 1 } });
       continue;
     }
     for (const key of Object.keys(current)) {

@@ -33,7 +33,7 @@ const pools = new Set<pg.Pool>();
 
 new Gauge({
   name: 'workspace_db_pool_connections',
-  help: 'Connections of this process\'s PostgreSQL pools, by state (in_use, idle), and requests waiting for one (waiting).',
+  help: "Connections of this process's PostgreSQL pools, by state (in_use, idle), and requests waiting for one (waiting).",
   labelNames: ['state'],
   collect() {
     let total = 0;
@@ -69,18 +69,21 @@ function queueRows(): Promise<QueueRow[]> {
   if (queueSource === null) return Promise.resolve([]);
   if (queueRead !== null && Date.now() - queueRead.at <= QUEUE_READ_EVERY_MS) return Promise.resolve(queueRead.rows);
   const source = queueSource;
-  queueReading ??= source.query<QueueRow>(
-    `SELECT name,
+  queueReading ??= source
+    .query<QueueRow>(
+      `SELECT name,
             count(*) FILTER (WHERE state = 'created' AND start_after <= now())::int AS ready,
             count(*) FILTER (WHERE state = 'active')::int AS active,
             extract(epoch FROM now() - min(created_on) FILTER (WHERE state = 'created' AND start_after <= now()))::float8 AS oldest
        FROM pgboss.job GROUP BY name`,
-  ).then(({ rows }) => {
-    queueRead = { at: Date.now(), rows };
-    return rows;
-  }).finally(() => {
-    queueReading = null;
-  });
+    )
+    .then(({ rows }) => {
+      queueRead = { at: Date.now(), rows };
+      return rows;
+    })
+    .finally(() => {
+      queueReading = null;
+    });
   return queueReading;
 }
 

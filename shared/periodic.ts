@@ -24,9 +24,11 @@ export function startPeriodic(task: () => Promise<unknown>, options: PeriodicOpt
   let current: Promise<unknown> = Promise.resolve();
   const schedule = (ms: number) => {
     timer = setTimeout(() => {
-      current = task().catch(options.onError).finally(() => {
-        if (running) schedule(delay());
-      });
+      current = task()
+        .catch(options.onError)
+        .finally(() => {
+          if (running) schedule(delay());
+        });
     }, ms);
   };
   schedule(options.firstMs ?? delay());

@@ -28,7 +28,8 @@ export interface PriorityResult {
  * privileged processes may lower a nice value, and this never asks to.
  */
 export function yieldCpu(nice: number): PriorityResult {
-  if (!Number.isInteger(nice) || nice < 0 || nice > MAX_NICE) throw new RangeError(`A nice value is an integer from 0 to ${MAX_NICE}, got ${nice}.`);
+  if (!Number.isInteger(nice) || nice < 0 || nice > MAX_NICE)
+    throw new RangeError(`A nice value is an integer from 0 to ${MAX_NICE}, got ${nice}.`);
   let raised = 0;
   for (const thread of threadIds()) {
     try {
@@ -49,7 +50,9 @@ export function yieldCpu(nice: number): PriorityResult {
 function threadIds(): number[] {
   if (process.platform !== 'linux') return [0];
   try {
-    return readdirSync('/proc/self/task').map(Number).filter((id) => Number.isInteger(id) && id > 0);
+    return readdirSync('/proc/self/task')
+      .map(Number)
+      .filter((id) => Number.isInteger(id) && id > 0);
   } catch {
     return [0];
   }

@@ -44,19 +44,22 @@ export async function registerRunner(
   report: () => unknown = () => null,
 ): Promise<Registration> {
   const id = randomUUID();
-  await db.query(
-    `DELETE FROM runners WHERE heartbeat_at < now() - make_interval(days => $1::int)`,
-    [FORGET_AFTER_DAYS],
-  );
-  const insert = () => db.query(
-    `INSERT INTO runners (id, host, pid, version) VALUES ($1::uuid, $2::text, $3::int, $4::text)
+  await db.query(`DELETE FROM runners WHERE heartbeat_at < now() - make_interval(days => $1::int)`, [
+    FORGET_AFTER_DAYS,
+  ]);
+  const insert = () =>
+    db.query(
+      `INSERT INTO runners (id, host, pid, version) VALUES ($1::uuid, $2::text, $3::int, $4::text)
      ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`,
-    [id, identity.host, identity.pid, identity.version],
-  );
+      [id, identity.host, identity.pid, identity.version],
+    );
   await insert();
 
   const beat = async () => {
-    const { rowCount } = await db.query('UPDATE runners SET heartbeat_at = now(), sandbox = $2::jsonb WHERE id = $1::uuid', [id, JSON.stringify(report() ?? null)]);
+    const { rowCount } = await db.query(
+      'UPDATE runners SET heartbeat_at = now(), sandbox = $2::jsonb WHERE id = $1::uuid',
+      [id, JSON.stringify(report() ?? null)],
+    );
     // The row was removed (an operator cleaning up): put it back rather than run unlisted.
     if (!rowCount) await insert();
   };

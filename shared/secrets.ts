@@ -23,7 +23,9 @@ export function loadSecrets(env: Record<string, string | undefined>, dataDir: st
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read ${file}`, { cause: error });
     mkdirSync(dataDir, { recursive: true });
-    const generated = Object.fromEntries(SECRET_NAMES.map((n) => [n, randomBytes(32).toString('base64url')])) as Secrets;
+    const generated = Object.fromEntries(
+      SECRET_NAMES.map((n) => [n, randomBytes(32).toString('base64url')]),
+    ) as Secrets;
     try {
       writeFileSync(file, JSON.stringify(generated, null, 2) + '\n', { flag: 'wx', mode: 0o600 });
       stored = generated;

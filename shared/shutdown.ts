@@ -59,14 +59,23 @@ export interface EntryLog {
  * if `start` fails, undo what it started and exit 1 for the supervisor to retry. `stop` must be
  * idempotent and safe to call whatever `start` got through.
  */
-export function runEntry(entry: { name: string; start: () => Promise<void>; stop: () => Promise<void>; log: EntryLog; graceMs: number }): void {
+export function runEntry(entry: {
+  name: string;
+  start: () => Promise<void>;
+  stop: () => Promise<void>;
+  log: EntryLog;
+  graceMs: number;
+}): void {
   const { name, log } = entry;
   const started = entry.start();
-  onStopSignal(async () => {
-    await started.catch(() => {});
-    await entry.stop();
-    log.info(`${name} stopped`);
-  }, { graceMs: entry.graceMs, log: (message, err) => log.warn({ err }, message) });
+  onStopSignal(
+    async () => {
+      await started.catch(() => {});
+      await entry.stop();
+      log.info(`${name} stopped`);
+    },
+    { graceMs: entry.graceMs, log: (message, err) => log.warn({ err }, message) },
+  );
   started.catch(async (err: unknown) => {
     log.fatal({ err }, `${name} failed to start`);
     await entry.stop().catch((stopError: unknown) => log.error({ err: stopError }, 'cleanup failed'));

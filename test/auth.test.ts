@@ -56,27 +56,47 @@ t.test('access tokens', async (t) => {
   const now = Math.floor(Date.now() / 1000);
   const sub = alice.user.id;
   const cases: Array<[string, () => Promise<string>]> = [
-    ['signed with another key', () => forge({ sub }, { typ: ACCESS.typ, key: new TextEncoder().encode('another-key-0123456789abcdef0123456789') })],
-    ['payload byte changed after signing', async () => {
-      const [h, p, s] = alice.token.split('.') as [string, string, string];
-      const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
-      payload.exp += 1;
-      return `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`;
-    }],
-    ['signature byte changed', async () => {
-      const [h, p, s] = alice.token.split('.') as [string, string, string];
-      const sig = Buffer.from(s, 'base64url');
-      sig[0] = sig[0]! ^ 1;
-      return `${h}.${p}.${sig.toString('base64url')}`;
-    }],
+    [
+      'signed with another key',
+      () =>
+        forge({ sub }, { typ: ACCESS.typ, key: new TextEncoder().encode('another-key-0123456789abcdef0123456789') }),
+    ],
+    [
+      'payload byte changed after signing',
+      async () => {
+        const [h, p, s] = alice.token.split('.') as [string, string, string];
+        const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
+        payload.exp += 1;
+        return `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`;
+      },
+    ],
+    [
+      'signature byte changed',
+      async () => {
+        const [h, p, s] = alice.token.split('.') as [string, string, string];
+        const sig = Buffer.from(s, 'base64url');
+        sig[0] = sig[0]! ^ 1;
+        return `${h}.${p}.${sig.toString('base64url')}`;
+      },
+    ],
     ['expired', () => forge({ sub, iat: now - 3600, exp: now - 60 }, { typ: ACCESS.typ })],
     ['not yet valid', () => forge({ sub, nbf: now + 3600 }, { typ: ACCESS.typ })],
-    ['alg none', async () => unsignedToken({ iss: 'workspace-service', aud: ACCESS.aud, sub, iat: now, exp: now + 600 }, { typ: ACCESS.typ })],
+    [
+      'alg none',
+      async () =>
+        unsignedToken(
+          { iss: 'workspace-service', aud: ACCESS.aud, sub, iat: now, exp: now + 600 },
+          { typ: ACCESS.typ },
+        ),
+    ],
     ['HS512 with our own key', () => forge({ sub }, { typ: ACCESS.typ, alg: 'HS512' })],
-    ['RS256 (algorithm confusion)', async () => {
-      const { privateKey } = await generateKeyPair('RS256');
-      return forge({ sub }, { typ: ACCESS.typ, alg: 'RS256', key: privateKey });
-    }],
+    [
+      'RS256 (algorithm confusion)',
+      async () => {
+        const { privateKey } = await generateKeyPair('RS256');
+        return forge({ sub }, { typ: ACCESS.typ, alg: 'RS256', key: privateKey });
+      },
+    ],
     ['wrong issuer', () => forge({ sub, iss: 'someone-else' }, { typ: ACCESS.typ })],
     ['missing issuer', () => forge({ sub, iss: undefined }, { typ: ACCESS.typ })],
     ['missing sub', () => forge({}, { typ: ACCESS.typ })],
@@ -106,20 +126,53 @@ t.test('acting tokens and access tokens do not stand in for each other', async (
   t.match(good.body.user, { id: bot, kind: 'service', owner_id: owner.user.id });
 
   assertUnauthorized(t, await me(await tokens.signAccess(bot)), 'an access token cannot name a service account');
-  assertUnauthorized(t, await me(await tokens.signActing(owner.user.id, owner.user.id)), 'an acting token cannot name a human');
-  assertUnauthorized(t, await me(await tokens.signActing(bot, stranger.user.id)), 'an acting token naming a human who does not own the service account');
+  assertUnauthorized(
+    t,
+    await me(await tokens.signActing(owner.user.id, owner.user.id)),
+    'an acting token cannot name a human',
+  );
+  assertUnauthorized(
+    t,
+    await me(await tokens.signActing(bot, stranger.user.id)),
+    'an acting token naming a human who does not own the service account',
+  );
 
   const now = Math.floor(Date.now() / 1000);
   // Re-labelled tokens: a valid signature over the wrong kind's header or audience.
-  assertUnauthorized(t, await me(await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id } }, { typ: ACCESS.typ })));
-  assertUnauthorized(t, await me(await forge({ sub: owner.user.id, aud: ACCESS.aud, act: { sub: owner.user.id } }, { typ: ACTING.typ })));
+  assertUnauthorized(
+    t,
+    await me(await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id } }, { typ: ACCESS.typ })),
+  );
+  assertUnauthorized(
+    t,
+    await me(await forge({ sub: owner.user.id, aud: ACCESS.aud, act: { sub: owner.user.id } }, { typ: ACTING.typ })),
+  );
   assertUnauthorized(t, await me(await forge({ sub: owner.user.id, aud: ACCESS.aud }, { typ: ACTING.typ })));
-  assertUnauthorized(t, await me(await forge({ sub: bot, aud: ACTING.aud }, { typ: ACTING.typ })), 'acting token without act.sub');
-  assertUnauthorized(t, await me(await forge({ sub: bot, aud: ACTING.aud, act: { sub: 'nobody' } }, { typ: ACTING.typ })));
-  assertUnauthorized(t, await me(await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id }, exp: now - 1 }, { typ: ACTING.typ })));
-  assertUnauthorized(t, await me(await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id } }, { typ: ACTING.typ, alg: 'HS384' })));
+  assertUnauthorized(
+    t,
+    await me(await forge({ sub: bot, aud: ACTING.aud }, { typ: ACTING.typ })),
+    'acting token without act.sub',
+  );
+  assertUnauthorized(
+    t,
+    await me(await forge({ sub: bot, aud: ACTING.aud, act: { sub: 'nobody' } }, { typ: ACTING.typ })),
+  );
+  assertUnauthorized(
+    t,
+    await me(
+      await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id }, exp: now - 1 }, { typ: ACTING.typ }),
+    ),
+  );
+  assertUnauthorized(
+    t,
+    await me(
+      await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id } }, { typ: ACTING.typ, alg: 'HS384' }),
+    ),
+  );
 
-  const control = await me(await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id } }, { typ: ACTING.typ }));
+  const control = await me(
+    await forge({ sub: bot, aud: ACTING.aud, act: { sub: owner.user.id } }, { typ: ACTING.typ }),
+  );
   t.equal(control.status, 200, 'control: a well-formed acting token from the forge helper works');
 });
 
@@ -169,7 +222,14 @@ t.test('refresh rotates the token', async (t) => {
   const alice = await signInAnonymous(app);
   const first = await refresh(alice.refreshToken);
   t.equal(first.status, 200);
-  t.match(first.body, { status: 'success', user: { id: alice.user.id, anonymous: true }, access_token: String, refresh_token: String, token_type: 'Bearer', expires_in: 900 });
+  t.match(first.body, {
+    status: 'success',
+    user: { id: alice.user.id, anonymous: true },
+    access_token: String,
+    refresh_token: String,
+    token_type: 'Bearer',
+    expires_in: 900,
+  });
   t.not(first.body.refresh_token, alice.refreshToken);
   t.equal((await me(first.body.access_token)).body.user.id, alice.user.id, 'the new access token works');
 
@@ -186,7 +246,10 @@ t.test('replaying a rotated refresh token revokes its whole family, and only it'
 
   assertUnauthorized(t, await refresh(r2), 'the replayed token is refused');
   assertUnauthorized(t, await refresh(r3.body.refresh_token), 'the newest token of the family was revoked with it');
-  const live = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM refresh_tokens WHERE user_id = $1::uuid AND revoked_at IS NULL', [alice.user.id]);
+  const live = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM refresh_tokens WHERE user_id = $1::uuid AND revoked_at IS NULL',
+    [alice.user.id],
+  );
   t.equal(live.rows[0]!.n, 0, 'every token of the family is revoked');
 
   t.equal((await refresh(bob.refreshToken)).status, 200, 'other families are unaffected');
@@ -217,7 +280,9 @@ t.test('unknown and malformed refresh tokens are refused', async (t) => {
   const empty = await refresh('');
   t.equal(empty.status, 400);
   t.equal(empty.body.error, 'invalid_request_body');
-  const extra = await call(app, 'POST', '/v1/auth/refresh', { body: { refresh_token: alice.refreshToken, scope: 'all' } });
+  const extra = await call(app, 'POST', '/v1/auth/refresh', {
+    body: { refresh_token: alice.refreshToken, scope: 'all' },
+  });
   t.equal(extra.status, 400);
   t.equal(extra.body.error, 'invalid_request_body');
   t.equal((await refresh(alice.refreshToken)).status, 200, 'the refused requests did not consume the token');
@@ -227,7 +292,9 @@ t.test('an expired refresh token is refused', async (t) => {
   const { app: shortLived } = await buildTestApp(t, { REFRESH_TOKEN_SECONDS: '0' });
   const signIn = await call(shortLived, 'POST', '/v1/auth/anonymous', { body: {} });
   t.equal(signIn.status, 200);
-  const res = await call(shortLived, 'POST', '/v1/auth/refresh', { body: { refresh_token: signIn.body.refresh_token } });
+  const res = await call(shortLived, 'POST', '/v1/auth/refresh', {
+    body: { refresh_token: signIn.body.refresh_token },
+  });
   assertUnauthorized(t, res);
 });
 
@@ -235,9 +302,15 @@ t.test('expired links of a family are pruned on rotation', async (t) => {
   const frank = await signInAnonymous(app);
   const r2 = (await refresh(frank.refreshToken)).body.refresh_token as string;
   // Age the rotated first link past its expiry (30 days would be a long test).
-  await db.query(`UPDATE refresh_tokens SET expires_at = now() - interval '1 day' WHERE user_id = $1::uuid AND rotated_at IS NOT NULL`, [frank.user.id]);
+  await db.query(
+    `UPDATE refresh_tokens SET expires_at = now() - interval '1 day' WHERE user_id = $1::uuid AND rotated_at IS NOT NULL`,
+    [frank.user.id],
+  );
   t.equal((await refresh(r2)).status, 200);
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM refresh_tokens WHERE user_id = $1::uuid', [frank.user.id]);
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM refresh_tokens WHERE user_id = $1::uuid',
+    [frank.user.id],
+  );
   t.equal(rows[0]!.n, 2, 'the expired link is gone; the rotated r2 and the new token remain');
   assertUnauthorized(t, await refresh(frank.refreshToken), 'the pruned token is refused');
   assertUnauthorized(t, await refresh(r2), 'replaying r2 is still detected');
@@ -254,7 +327,12 @@ t.test('concurrent refreshes of one token never both succeed', async (t) => {
     t.same(statuses, [200, 401, 401], `round ${round}: one wins, the others are refused`);
     const winner = results.find((r) => r.status === 200);
     // A loser is indistinguishable from a thief racing the client: the family is revoked.
-    if (winner) assertUnauthorized(t, await refresh(winner.body.refresh_token), `round ${round}: the winner's new token was revoked with the family`);
+    if (winner)
+      assertUnauthorized(
+        t,
+        await refresh(winner.body.refresh_token),
+        `round ${round}: the winner's new token was revoked with the family`,
+      );
   }
 });
 
@@ -269,6 +347,8 @@ t.test('an access token lifetime comes from ACCESS_TOKEN_SECONDS', async (t) => 
   const { app: zero } = await buildTestApp(t, { ACCESS_TOKEN_SECONDS: '0' });
   const signIn = await call(zero, 'POST', '/v1/auth/anonymous', { body: {} });
   t.equal(signIn.body.expires_in, 0);
-  const res = await call(zero, 'GET', '/v1/users/me', { headers: { authorization: `Bearer ${signIn.body.access_token}` } });
+  const res = await call(zero, 'GET', '/v1/users/me', {
+    headers: { authorization: `Bearer ${signIn.body.access_token}` },
+  });
   assertUnauthorized(t, res, 'a token whose exp is now is already expired');
 });

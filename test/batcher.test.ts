@@ -3,7 +3,9 @@ import { Batcher } from '../shared/batcher.ts';
 
 function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => { resolve = r; });
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
   return { promise, resolve };
 }
 
@@ -35,7 +37,14 @@ t.test('items submitted while a flush is in progress share the next flush', asyn
 
 t.test('items submitted in the same turn of the event loop leave together', async (t) => {
   const batches: number[][] = [];
-  const batcher = new Batcher<number, number>({ maxBatch: 10, maxInFlight: 2, flush: async (items) => { batches.push(items); return items; } });
+  const batcher = new Batcher<number, number>({
+    maxBatch: 10,
+    maxInFlight: 2,
+    flush: async (items) => {
+      batches.push(items);
+      return items;
+    },
+  });
   await Promise.all([1, 2, 3].map((item) => batcher.submit(item)));
   t.same(batches, [[1, 2, 3]]);
 });
@@ -60,7 +69,10 @@ t.test('maxBatch splits, maxInFlight bounds concurrent flushes, a failure reject
   const results = await Promise.allSettled([1, 2, 3, 4, 5, 6, 7].map((item) => batcher.submit(item)));
   t.same(sizes, [3, 3, 1]);
   t.equal(most, 2);
-  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
+  t.same(
+    results.map((r) => r.status),
+    ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled'],
+  );
   t.equal((results[6] as PromiseFulfilledResult<number>).value, 70);
 });
 

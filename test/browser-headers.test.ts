@@ -8,14 +8,23 @@ import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 const preflight = (origin: string) => ({
   method: 'OPTIONS' as const,
   url: '/v1/orgs',
-  headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+  headers: {
+    origin,
+    'access-control-request-method': 'POST',
+    'access-control-request-headers': 'authorization, content-type',
+  },
 });
 
 t.test('no origin is allowed by default', async (t) => {
   const { app } = await buildTestApp(t);
   const res = await app.inject(preflight('https://app.example.com'));
   t.notOk(res.headers['access-control-allow-origin'], 'no CORS grant');
-  const plain = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {}, headers: { origin: 'https://app.example.com' } });
+  const plain = await app.inject({
+    method: 'POST',
+    url: '/v1/auth/anonymous',
+    payload: {},
+    headers: { origin: 'https://app.example.com' },
+  });
   t.notOk(plain.headers['access-control-allow-origin']);
 });
 
@@ -27,18 +36,29 @@ t.test('configured origins get CORS (preflight and answers), others do not', asy
   t.match(String(res.headers['access-control-allow-headers']), /authorization/);
   t.match(String(res.headers['access-control-allow-methods']), /POST/);
   const caller = await signInAnonymous(app);
-  const read = await app.inject({ method: 'GET', url: `/v1/users/${caller.user.id}`, headers: { ...caller.headers, origin: 'http://localhost:5173' } });
+  const read = await app.inject({
+    method: 'GET',
+    url: `/v1/users/${caller.user.id}`,
+    headers: { ...caller.headers, origin: 'http://localhost:5173' },
+  });
   t.equal(read.statusCode, 200);
   t.equal(read.headers['access-control-allow-origin'], 'http://localhost:5173');
   t.match(String(read.headers['access-control-expose-headers']), /x-request-id/);
   const other = await app.inject(preflight('https://evil.example.net'));
   t.notOk(other.headers['access-control-allow-origin'], 'an origin not listed gets no grant');
-  await t.rejects(buildTestApp(t, { CORS_ORIGINS: 'https://app.example.com/path' }), /CORS_ORIGINS must list origins/, 'an origin with a path is a configuration error');
+  await t.rejects(
+    buildTestApp(t, { CORS_ORIGINS: 'https://app.example.com/path' }),
+    /CORS_ORIGINS must list origins/,
+    'an origin with a path is a configuration error',
+  );
 });
 
 t.test('security headers on every answer, refusals included', async (t) => {
   const { app } = await buildTestApp(t);
-  for (const res of [await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {} }), await app.inject({ method: 'GET', url: '/v1/nope' })]) {
+  for (const res of [
+    await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {} }),
+    await app.inject({ method: 'GET', url: '/v1/nope' }),
+  ]) {
     t.equal(res.headers['x-content-type-options'], 'nosniff');
     t.ok(res.headers['strict-transport-security'], 'HSTS');
     t.equal(res.headers['x-frame-options'], 'SAMEORIGIN');
@@ -47,7 +67,11 @@ t.test('security headers on every answer, refusals included', async (t) => {
 
 t.test('a well-formed x-request-id is kept and echoed; anything else is replaced', async (t) => {
   const { app } = await buildTestApp(t);
-  const kept = await app.inject({ method: 'GET', url: '/v1/nope', headers: { 'x-request-id': 'client-trace:42.abc_DEF-1' } });
+  const kept = await app.inject({
+    method: 'GET',
+    url: '/v1/nope',
+    headers: { 'x-request-id': 'client-trace:42.abc_DEF-1' },
+  });
   t.equal(kept.headers['x-request-id'], 'client-trace:42.abc_DEF-1');
   for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', '']) {
     const res = await app.inject({ method: 'GET', url: '/v1/nope', headers: { 'x-request-id': bad } });

@@ -83,13 +83,21 @@ window.ready = true;
 </script>
 `;
 
-const TYPES: Record<string, string> = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.map': 'application/json', '.html': 'text/html' };
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript',
+  '.mjs': 'text/javascript',
+  '.map': 'application/json',
+  '.html': 'text/html',
+};
 
 /** The page's origin: the test page, the built client and openapi-fetch's ES module. */
 /** Serves one request of the page's origin. */
 async function servePage(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = new URL(req.url ?? '/', 'http://x').pathname;
-  const mounts: Array<[string, string]> = [['/client/', dist], ['/openapi-fetch/', join(ROOT, 'node_modules', 'openapi-fetch', 'dist')]];
+  const mounts: Array<[string, string]> = [
+    ['/client/', dist],
+    ['/openapi-fetch/', join(ROOT, 'node_modules', 'openapi-fetch', 'dist')],
+  ];
   try {
     if (path === '/') {
       res.writeHead(200, { 'content-type': 'text/html' }).end(PAGE);
@@ -99,7 +107,9 @@ async function servePage(req: IncomingMessage, res: ServerResponse): Promise<voi
     if (!mount) throw new Error('no such file');
     const file = normalize(join(mount[1], path.slice(mount[0].length)));
     if (!file.startsWith(mount[1])) throw new Error('outside the mount');
-    res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
+    res
+      .writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' })
+      .end(await readFile(file));
   } catch {
     res.writeHead(404).end();
   }
@@ -142,16 +152,38 @@ t.test('the typed client in a page of another origin: CORS REST, sub-protocol We
   await page.goto(pageOrigin);
   // The callbacks run in the page, where globalThis is its window.
   await page.waitForFunction(() => (globalThis as { ready?: boolean }).ready === true);
-  const result = await page.evaluate((base) => (globalThis as unknown as { scenario(api: string): Promise<any> }).scenario(base), api);
+  const result = await page.evaluate(
+    (base) => (globalThis as unknown as { scenario(api: string): Promise<any> }).scenario(base),
+    api,
+  );
   t.not(result.origin, api, 'the page is on another origin');
   t.equal(result.owner, result.user, 'the organization was created over CORS by the signed-in user');
-  t.same(result.refusal, { name: 'ApiError', error: 'limit_exceeded', status: 400, limit: { id: 'platform.orgs_per_user', value: 1, held: 1 } });
+  t.same(result.refusal, {
+    name: 'ApiError',
+    error: 'limit_exceeded',
+    status: 400,
+    limit: { id: 'platform.orgs_per_user', value: 1, held: 1 },
+  });
   t.equal(result.protocol, 'authorization.bearer.base64', 'the credential went in the sub-protocol');
-  t.same(result.pushed, ['execution.created', 'execution.finished'], "the session's events, pushed to the page's socket");
-  t.same(result.kinds, [
-    'execution.started', 'node.started:pause', 'node.finished:pause', 'execution.sleeping:pause',
-    'execution.resumed', 'node.started:done', 'node.finished:done', 'execution.finished',
-  ], "the execution's events, each once, in order");
+  t.same(
+    result.pushed,
+    ['execution.created', 'execution.finished'],
+    "the session's events, pushed to the page's socket",
+  );
+  t.same(
+    result.kinds,
+    [
+      'execution.started',
+      'node.started:pause',
+      'node.finished:pause',
+      'execution.sleeping:pause',
+      'execution.resumed',
+      'node.started:done',
+      'node.finished:done',
+      'execution.finished',
+    ],
+    "the execution's events, each once, in order",
+  );
   t.equal(result.status, 'succeeded');
   t.same(result.output, { seen: pageOrigin });
   t.same(errors, [], 'no script error on the page');

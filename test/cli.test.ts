@@ -82,8 +82,15 @@ const FAILING = JSON.stringify({
   graph: {
     start: 'first',
     nodes: {
-      first: { processor: 'logic.code', config: { code: 'export default async (input) => input' }, routes: { success: 'boom' } },
-      boom: { processor: 'logic.code', config: { code: "export default async () => { throw new Error('no such customer') }" } },
+      first: {
+        processor: 'logic.code',
+        config: { code: 'export default async (input) => input' },
+        routes: { success: 'boom' },
+      },
+      boom: {
+        processor: 'logic.code',
+        config: { code: "export default async () => { throw new Error('no such customer') }" },
+      },
     },
   },
   alias: 'failing',
@@ -99,7 +106,12 @@ t.test('login --anonymous writes the profile with mode 0600', async (t) => {
   t.equal((await stat(profileFile)).mode & 0o777, 0o600);
   t.equal((await stat(join(home, 'wsctl'))).mode & 0o777, 0o700);
   const saved = JSON.parse(await readFile(profileFile, 'utf8'));
-  t.match(saved.profiles.default, { url: base, access_token: String, refresh_token: String, access_expires_at: String });
+  t.match(saved.profiles.default, {
+    url: base,
+    access_token: String,
+    refresh_token: String,
+    access_expires_at: String,
+  });
   userId = saved.profiles.default.user_id;
   const whoami = JSON.parse(await ok(t, ['whoami']));
   t.equal(whoami.id, userId);
@@ -121,14 +133,20 @@ t.test('organizations, blobs, revisions and keys', async (t) => {
   const blobAlias = uniqueAlias('blob');
   const created = JSON.parse(await ok(t, ['blobs', 'create', orgAlias, blobAlias, '--type', 'svc.compute.workflow']));
   revision = created.revision.id;
-  t.match(await ok(t, ['blobs', 'list', orgAlias]), new RegExp(`^${created.blob.id}  ${blobAlias}  svc\\.compute\\.workflow`));
+  t.match(
+    await ok(t, ['blobs', 'list', orgAlias]),
+    new RegExp(`^${created.blob.id}  ${blobAlias}  svc\\.compute\\.workflow`),
+  );
   t.match(await ok(t, ['revisions', 'list', orgAlias, blobAlias]), new RegExp(`^${revision}  1  ready  `));
   const key = JSON.parse(await ok(t, ['keys', 'create', 'organization', orgAlias, '--role', 'write', '--name', 'ci']));
   t.match(key.key, /^wsk_/);
   t.match(await ok(t, ['keys', 'list', 'organization', orgAlias]), new RegExp(`^${key.id}  ci  write  `));
 
   // The key signs in another profile (read from stdin, so it is in no argv).
-  t.match(await ok(t, ['--profile', 'ci', 'login', '--url', base, '--api-key', '-'], `${key.key}\n`), /with an API key \(profile ci\)/);
+  t.match(
+    await ok(t, ['--profile', 'ci', 'login', '--url', base, '--api-key', '-'], `${key.key}\n`),
+    /with an API key \(profile ci\)/,
+  );
   t.match(JSON.parse(await ok(t, ['--profile', 'ci', 'orgs', 'get', orgAlias])), { alias: orgAlias });
   JSON.parse(await ok(t, ['keys', 'revoke', key.id]));
   const revoked = await wsctl(['--profile', 'ci', 'orgs', 'get', orgAlias]);
@@ -168,18 +186,37 @@ t.test('definition push shows check_definition errors with their paths, then cre
   const bad = await wsctl(['definition', 'push', join(dir, 'bad.json'), '--revision', revision]);
   t.equal(bad.code, 1);
   const lines = bad.stdout.trim().split('\n');
-  t.ok(lines.some((line) => /^pause\.config\.seconds: invalid_config: /.test(line)), 'the config error with its path');
-  t.ok(lines.some((line) => /^pause\.routes\.success: route_target_not_found: /.test(line)), 'the route error with its path');
+  t.ok(
+    lines.some((line) => /^pause\.config\.seconds: invalid_config: /.test(line)),
+    'the config error with its path',
+  );
+  t.ok(
+    lines.some((line) => /^pause\.routes\.success: route_target_not_found: /.test(line)),
+    'the route error with its path',
+  );
   t.match(bad.stderr, /error: invalid_definition: check_definition found \d+ errors; nothing was created\.\n$/);
 
-  const good = JSON.parse(await ok(t, ['definition', 'push', join(dir, 'good.yaml'), '--revision', revision, '--alias', 'greeter']));
+  const good = JSON.parse(
+    await ok(t, ['definition', 'push', join(dir, 'good.yaml'), '--revision', revision, '--alias', 'greeter']),
+  );
   t.match(good, { alias: 'greeter', category: 'workflow' });
-  t.match(JSON.parse(await ok(t, ['definition', 'push', join(dir, 'failing.json'), '--revision', revision])), { alias: 'failing' });
+  t.match(JSON.parse(await ok(t, ['definition', 'push', join(dir, 'failing.json'), '--revision', revision])), {
+    alias: 'failing',
+  });
   t.match(await ok(t, ['definition', 'list', '--revision', revision]), / {2}greeter {2}workflow\n/);
 });
 
 t.test('run --follow shows the run node by node and exits 0 when it succeeds', async (t) => {
-  const run = await wsctl(['run', '--revision', revision, '--definition', 'greeter', '--input', '{"name":"ada"}', '--follow']);
+  const run = await wsctl([
+    'run',
+    '--revision',
+    revision,
+    '--definition',
+    'greeter',
+    '--input',
+    '{"name":"ada"}',
+    '--follow',
+  ]);
   t.equal(run.code, 0, run.stderr);
   const lines = run.stdout.trim().split('\n');
   t.match(lines[0], /^execution [0-9a-f-]{36} queued$/);
@@ -193,15 +230,30 @@ t.test('run --follow shows the run node by node and exits 0 when it succeeds', a
 t.test('run --follow exits 1 when the execution fails, naming the error', async (t) => {
   const run = await wsctl(['run', '--revision', revision, '--definition', 'failing', '--input', '{}', '--follow']);
   t.equal(run.code, 1);
-  t.match(run.stdout, /\n✓ first \(logic\.code\) → success {2}[^\n]+\n✗ boom \(logic\.code\) failed [^\n]*no such customer[^\n]*\nfailed in [^\n]+\(2 node runs\)\n$/);
+  t.match(
+    run.stdout,
+    /\n✓ first \(logic\.code\) → success {2}[^\n]+\n✗ boom \(logic\.code\) failed [^\n]*no such customer[^\n]*\nfailed in [^\n]+\(2 node runs\)\n$/,
+  );
   t.match(run.stderr, /\nerror: [a-z_]+: [^\n]*no such customer[^\n]*\n$/);
 });
 
 t.test('events tail prints an execution from its start to its end', async (t) => {
-  const created = JSON.parse(await ok(t, ['run', '--revision', revision, '--definition', 'greeter', '--input', '{"name":"bo"}']));
+  const created = JSON.parse(
+    await ok(t, ['run', '--revision', revision, '--definition', 'greeter', '--input', '{"name":"bo"}']),
+  );
   const out = await ok(t, ['events', 'tail', '--revision', revision, '--execution', created.id, '--from-start']);
-  const kinds = out.trim().split('\n').map((line) => line.split('  ')[2]);
-  t.same(kinds, ['execution.started', 'node.started', 'node.finished', 'node.started', 'node.finished', 'execution.finished']);
+  const kinds = out
+    .trim()
+    .split('\n')
+    .map((line) => line.split('  ')[2]);
+  t.same(kinds, [
+    'execution.started',
+    'node.started',
+    'node.finished',
+    'node.started',
+    'node.finished',
+    'execution.finished',
+  ]);
   const ended = await wsctl(['events', 'tail', '--revision', revision, '--execution', created.id]);
   t.equal(ended.code, 0, 'an ended execution without --from-start: nothing more will come');
   t.equal(ended.stdout, '');
@@ -211,7 +263,10 @@ t.test('events tail prints an execution from its start to its end', async (t) =>
 t.test('a refresh token signs in another profile', async (t) => {
   const saved = JSON.parse(await readFile(profileFile, 'utf8'));
   const refreshToken = saved.profiles.default.refresh_token;
-  t.match(await ok(t, ['--profile', 'second', 'login', '--url', base, '--refresh-token', '-'], refreshToken), new RegExp(`as ${userId} \\(profile second\\)`));
+  t.match(
+    await ok(t, ['--profile', 'second', 'login', '--url', base, '--refresh-token', '-'], refreshToken),
+    new RegExp(`as ${userId} \\(profile second\\)`),
+  );
   t.equal(JSON.parse(await ok(t, ['--profile', 'second', 'whoami'])).id, userId);
 });
 
@@ -245,10 +300,16 @@ t.test('ops: login, runners, queues, limit overrides, retention sweep', async (t
   const refused = await wsctl(['ops', 'limits', 'set', 'platform.orgs_per_user', 'user', userId, '"many"']);
   t.equal(refused.code, 1);
   t.match(refused.stderr, /^error: invalid_value_type: [^\n]+\n$/);
-  t.match(JSON.parse(await ok(t, ['ops', 'limits', 'clear', 'platform.orgs_per_user', 'user', userId])), { override: null, previous: { value: 2 } });
+  t.match(JSON.parse(await ok(t, ['ops', 'limits', 'clear', 'platform.orgs_per_user', 'user', userId])), {
+    override: null,
+    previous: { value: 2 },
+  });
   t.match(JSON.parse(await ok(t, ['ops', 'retention', 'sweep'])), { status: 'completed', executionsRemoved: 0 });
   // An operator without an account of the service: a profile holding the ops API alone.
-  t.match(await ok(t, ['--profile', 'operator', 'ops', 'login', '--url', opsBase, '--token', '-'], 'test-ops-token'), /: ok \(version /);
+  t.match(
+    await ok(t, ['--profile', 'operator', 'ops', 'login', '--url', opsBase, '--token', '-'], 'test-ops-token'),
+    /: ok \(version /,
+  );
   t.match(await ok(t, ['--profile', 'operator', 'ops', 'queues']), /^executions {2}/m);
   const noAccount = await wsctl(['--profile', 'operator', 'orgs', 'list']);
   t.equal(noAccount.code, 1);

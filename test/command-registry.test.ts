@@ -15,7 +15,13 @@ const testCommands = [
     role: 'read',
     params: z.strictObject({ n: z.number().int(), text: z.string().optional() }),
     async handler(_ctx, principal, params, call) {
-      return { params, revision_id: call.revision.revision.id, blob_type: call.revision.blob.type, caller: principal.userId, over_socket: call.connection !== null };
+      return {
+        params,
+        revision_id: call.revision.revision.id,
+        blob_type: call.revision.blob.type,
+        caller: principal.userId,
+        over_socket: call.connection !== null,
+      };
     },
   }),
   defineCommand({
@@ -42,7 +48,9 @@ const testCommands = [
     role: 'read',
     params: z.strictObject({}),
     async handler() {
-      fail('limit_exceeded', 'The revision holds 30 sessions.', { limit: { id: 'workflow.sessions_per_revision', value: 30, held: 30 } });
+      fail('limit_exceeded', 'The revision holds 30 sessions.', {
+        limit: { id: 'workflow.sessions_per_revision', value: 30, held: 30 },
+      });
     },
   }),
   defineCommand({
@@ -80,10 +88,18 @@ const url = await wsUrl(app);
 const alice = await signInAnonymous(app);
 const bob = await signInAnonymous(app);
 
-async function revisionOf(caller: Caller, alias: string, type: string, visibility: 'private' | 'public'): Promise<string> {
+async function revisionOf(
+  caller: Caller,
+  alias: string,
+  type: string,
+  visibility: 'private' | 'public',
+): Promise<string> {
   const org = await call(app, 'POST', '/v1/orgs', { as: caller, body: { alias: `${alias}-org` } });
   if (org.status !== 201) throw new Error(`org: ${org.status} ${JSON.stringify(org.body)}`);
-  const blob = await call(app, 'POST', `/v1/blobs/${org.body.org.id}`, { as: caller, body: { type, alias, visibility } });
+  const blob = await call(app, 'POST', `/v1/blobs/${org.body.org.id}`, {
+    as: caller,
+    body: { type, alias, visibility },
+  });
   if (blob.status !== 201) throw new Error(`blob: ${blob.status} ${JSON.stringify(blob.body)}`);
   return blob.body.revision.id;
 }
@@ -98,10 +114,20 @@ interface Outcome {
 }
 
 /** The same command, params and caller over both transports. */
-async function both(t: any, caller: Caller, revision: string, command: string, params: unknown, client?: RpcClient): Promise<Outcome> {
+async function both(
+  t: any,
+  caller: Caller,
+  revision: string,
+  command: string,
+  params: unknown,
+  client?: RpcClient,
+): Promise<Outcome> {
   const rest = await call(app, 'POST', `/v1/revisions/${revision}/${command}`, { as: caller, body: params });
-  const socket = client ?? await connect(t, url, { headers: caller.headers });
-  const rpcParams = typeof params === 'object' && params !== null && !Array.isArray(params) ? { revision_id: revision, ...params } : params;
+  const socket = client ?? (await connect(t, url, { headers: caller.headers }));
+  const rpcParams =
+    typeof params === 'object' && params !== null && !Array.isArray(params)
+      ? { revision_id: revision, ...params }
+      : params;
   const rpc = await socket.call({ jsonrpc: '2.0', id: 'x', method: command, params: rpcParams });
   return { rest: { status: rest.status, body: rest.body }, rpc };
 }
@@ -111,25 +137,44 @@ function sameRefusal(t: any, outcome: Outcome, status: number, error: string, rp
   t.equal(outcome.rest.status, status);
   t.equal(outcome.rest.body.error, error);
   const { status: _s, ...envelope } = outcome.rest.body;
-  t.same(outcome.rpc, { jsonrpc: '2.0', id: 'x', error: { code: rpcCode, message: envelope.message, data: { ...envelope, http_status: status } } });
+  t.same(outcome.rpc, {
+    jsonrpc: '2.0',
+    id: 'x',
+    error: { code: rpcCode, message: envelope.message, data: { ...envelope, http_status: status } },
+  });
 }
 
 t.test('a registry refuses a name defined twice', async (t) => {
   t.throws(() => createCommandRegistry([testCommands[0]!, testCommands[0]!]), /defined twice/);
   const pairs = COMMANDS.flatMap((c) => (c.blobTypes ?? ['-']).map((type) => `${c.name} ${type}`));
   t.equal(new Set(pairs).size, pairs.length, 'every shipped command has a distinct name per blob type');
-  t.equal(createCommandRegistry(COMMANDS).get('list_executions', 'svc.compute.scheduler')?.blobTypes?.[0], 'svc.compute.scheduler', 'one name, a definition per blob type');
-  t.equal(createCommandRegistry(COMMANDS).get('list_executions', 'svc.compute.workflow')?.blobTypes?.[0], 'svc.compute.workflow');
+  t.equal(
+    createCommandRegistry(COMMANDS).get('list_executions', 'svc.compute.scheduler')?.blobTypes?.[0],
+    'svc.compute.scheduler',
+    'one name, a definition per blob type',
+  );
+  t.equal(
+    createCommandRegistry(COMMANDS).get('list_executions', 'svc.compute.workflow')?.blobTypes?.[0],
+    'svc.compute.workflow',
+  );
   t.ok(createCommandRegistry(COMMANDS).names.includes('get_user'));
 });
 
-t.test('success: REST wraps the result in the envelope, JSON-RPC returns it bare; revision_id never reaches the handler', async (t) => {
-  const outcome = await both(t, bob, flow, 'echo_params', { n: 3, text: 'hi' });
-  const result = { params: { n: 3, text: 'hi' }, revision_id: flow, blob_type: 'svc.compute.workflow', caller: bob.user.id };
-  t.equal(outcome.rest.status, 200);
-  t.same(outcome.rest.body, { status: 'success', ...result, over_socket: false });
-  t.same(outcome.rpc, { jsonrpc: '2.0', id: 'x', result: { ...result, over_socket: true } });
-});
+t.test(
+  'success: REST wraps the result in the envelope, JSON-RPC returns it bare; revision_id never reaches the handler',
+  async (t) => {
+    const outcome = await both(t, bob, flow, 'echo_params', { n: 3, text: 'hi' });
+    const result = {
+      params: { n: 3, text: 'hi' },
+      revision_id: flow,
+      blob_type: 'svc.compute.workflow',
+      caller: bob.user.id,
+    };
+    t.equal(outcome.rest.status, 200);
+    t.same(outcome.rest.body, { status: 'success', ...result, over_socket: false });
+    t.same(outcome.rpc, { jsonrpc: '2.0', id: 'x', result: { ...result, over_socket: true } });
+  },
+);
 
 t.test('a command with no params needs no body over REST', async (t) => {
   const res = await app.inject({ method: 'POST', url: `/v1/revisions/${graph}/graph_only`, headers: alice.headers });
@@ -175,9 +220,17 @@ t.test('revision_id: required over JSON-RPC, refused in a REST body (the path ca
   const client = await connect(t, url, { headers: alice.headers });
   const missing = await client.call({ jsonrpc: '2.0', id: 1, method: 'echo_params', params: { n: 1 } });
   t.match(missing.error, { code: -32602, data: { error: 'invalid_request_body', http_status: 400 } });
-  const notString = await client.call({ jsonrpc: '2.0', id: 2, method: 'echo_params', params: { revision_id: 5, n: 1 } });
+  const notString = await client.call({
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'echo_params',
+    params: { revision_id: 5, n: 1 },
+  });
   t.match(notString.error, { code: -32602, data: { error: 'invalid_request_body' } });
-  const rest = await call(app, 'POST', `/v1/revisions/${flow}/echo_params`, { as: alice, body: { revision_id: flow, n: 1 } });
+  const rest = await call(app, 'POST', `/v1/revisions/${flow}/echo_params`, {
+    as: alice,
+    body: { revision_id: flow, n: 1 },
+  });
   t.equal(rest.status, 400);
   t.equal(rest.body.error, 'invalid_request_body');
 });
@@ -201,15 +254,28 @@ t.test('a handler that throws: 500 internal_error / -32001, no detail leaks, the
   const outcome = await both(t, alice, flow, 'explode', {}, client);
   sameRefusal(t, outcome, 500, 'internal_error', -32001);
   t.notMatch(JSON.stringify(outcome), /boom|SELECT|stack|at /);
-  t.equal((await client.call({ jsonrpc: '2.0', id: 'after', method: 'get_user', params: { user_id: 'me' } })).result.user.id, alice.user.id);
+  t.equal(
+    (await client.call({ jsonrpc: '2.0', id: 'after', method: 'get_user', params: { user_id: 'me' } })).result.user.id,
+    alice.user.id,
+  );
 });
 
 t.test('command bodies may exceed the 1 MiB JSON limit, up to 8 MiB', async (t) => {
   const text = 'a'.repeat(2 * 1024 * 1024);
-  const ok = await app.inject({ method: 'POST', url: `/v1/revisions/${flow}/echo_params`, headers: alice.headers, payload: { n: 1, text } });
+  const ok = await app.inject({
+    method: 'POST',
+    url: `/v1/revisions/${flow}/echo_params`,
+    headers: alice.headers,
+    payload: { n: 1, text },
+  });
   t.equal(ok.statusCode, 200);
   t.equal(ok.json().params.text.length, text.length);
-  const tooBig = await app.inject({ method: 'POST', url: `/v1/revisions/${flow}/echo_params`, headers: alice.headers, payload: { n: 1, text: 'a'.repeat(8 * 1024 * 1024) } });
+  const tooBig = await app.inject({
+    method: 'POST',
+    url: `/v1/revisions/${flow}/echo_params`,
+    headers: alice.headers,
+    payload: { n: 1, text: 'a'.repeat(8 * 1024 * 1024) },
+  });
   t.equal(tooBig.statusCode, 413);
   t.equal(tooBig.json().error, 'payload_too_large');
 });

@@ -19,7 +19,16 @@ const SECRETS = {
 const root = join(import.meta.dirname, '..');
 
 t.test('every problem at once, each naming its variable', async (t) => {
-  const error = t.throws(() => loadConfig({ ...SECRETS, PORT: '70000', LOG_LEVEL: 'verbose', OPS_PORT: 'eighty', MODEL_STORE: 's4', RUNNER_NICE: '-1' })) as unknown as ConfigError;
+  const error = t.throws(() =>
+    loadConfig({
+      ...SECRETS,
+      PORT: '70000',
+      LOG_LEVEL: 'verbose',
+      OPS_PORT: 'eighty',
+      MODEL_STORE: 's4',
+      RUNNER_NICE: '-1',
+    }),
+  ) as unknown as ConfigError;
   t.ok(error instanceof ConfigError);
   t.same(error.problems.sort(), [
     'LOG_LEVEL must be one of info, fatal, error, warn, debug, trace, silent, got verbose',
@@ -34,12 +43,27 @@ t.test('every problem at once, each naming its variable', async (t) => {
 
 t.test('tracing: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and then an http(s) URL', async (t) => {
   t.equal(loadConfig({ ...SECRETS }).tracing, null, 'unset: off');
-  t.equal(loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_SERVICE_NAME: 'x' }).tracing, null, 'empty: off, whatever else is set');
-  t.same(loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, { endpoint: 'http://collector:4318', serviceName: null });
-  t.same(loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example.com/', OTEL_SERVICE_NAME: 'ws-eu' }).tracing, { endpoint: 'https://otlp.example.com/', serviceName: 'ws-eu' });
+  t.equal(
+    loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_SERVICE_NAME: 'x' }).tracing,
+    null,
+    'empty: off, whatever else is set',
+  );
+  t.same(loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, {
+    endpoint: 'http://collector:4318',
+    serviceName: null,
+  });
+  t.same(
+    loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example.com/', OTEL_SERVICE_NAME: 'ws-eu' })
+      .tracing,
+    { endpoint: 'https://otlp.example.com/', serviceName: 'ws-eu' },
+  );
   for (const bad of ['collector:4318', 'grpc://collector:4317', 'not a url']) {
-    const error = t.throws(() => loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: bad })) as unknown as ConfigError;
-    t.same(error.problems, [`OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (an OTLP/HTTP collector), got ${bad}`]);
+    const error = t.throws(() =>
+      loadConfig({ ...SECRETS, OTEL_EXPORTER_OTLP_ENDPOINT: bad }),
+    ) as unknown as ConfigError;
+    t.same(error.problems, [
+      `OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (an OTLP/HTTP collector), got ${bad}`,
+    ]);
   }
 });
 
@@ -47,9 +71,23 @@ t.test('an entry with a bad configuration prints one block and exits 2, without 
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-config-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   for (const entry of ['control-plane/main.ts', 'runner/main.ts']) {
-    const run = spawnSync(process.execPath, ['--no-node-snapshot', join(root, entry)], { env: { ...process.env, ...SECRETS, DATA_DIR: dataDir, LOG_LEVEL: 'verbose', METRICS_PORT: '99999', DATABASE_URL: 'postgres://x@127.0.0.1:1/none' }, encoding: 'utf8', timeout: 30_000 });
+    const run = spawnSync(process.execPath, ['--no-node-snapshot', join(root, entry)], {
+      env: {
+        ...process.env,
+        ...SECRETS,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'verbose',
+        METRICS_PORT: '99999',
+        DATABASE_URL: 'postgres://x@127.0.0.1:1/none',
+      },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     t.equal(run.status, 2, `${entry} exit code`);
-    t.match(run.stderr, /The configuration is invalid \(2 problems\):\n {2}- LOG_LEVEL must be one of .*verbose\n {2}- METRICS_PORT must be from 0 to 65535, got 99999\n/);
+    t.match(
+      run.stderr,
+      /The configuration is invalid \(2 problems\):\n {2}- LOG_LEVEL must be one of .*verbose\n {2}- METRICS_PORT must be from 0 to 65535, got 99999\n/,
+    );
     t.notMatch(run.stderr, /\n\s+at /, 'no stack trace');
   }
 });
@@ -57,11 +95,26 @@ t.test('an entry with a bad configuration prints one block and exits 2, without 
 t.test('npm run config prints the resolved configuration with secrets masked', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-config-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const run = spawnSync(process.execPath, [join(root, 'scripts/config.ts')], { env: { ...process.env, ...SECRETS, DATA_DIR: dataDir, DATABASE_URL: 'postgres://app:hunter2@db:5432/workspace', PORT: '9090' }, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [join(root, 'scripts/config.ts')], {
+    env: {
+      ...process.env,
+      ...SECRETS,
+      DATA_DIR: dataDir,
+      DATABASE_URL: 'postgres://app:hunter2@db:5432/workspace',
+      PORT: '9090',
+    },
+    encoding: 'utf8',
+  });
   t.equal(run.status, 0, run.stderr);
   const printed = JSON.parse(run.stdout);
   t.equal(printed.port, 9090);
   t.equal(printed.databaseUrl, 'postgres://app:***@db:5432/workspace');
-  t.same(printed.secrets, { TOKEN_SIGNING_KEY: '(set in the environment)', CURSOR_KEY: '(set in the environment)', CREDENTIAL_KEY: '(set in the environment)', OPS_TOKEN: '(set in the environment)' });
-  for (const secret of [...Object.values(SECRETS), 'hunter2']) t.notOk(run.stdout.includes(secret), 'no secret value is printed');
+  t.same(printed.secrets, {
+    TOKEN_SIGNING_KEY: '(set in the environment)',
+    CURSOR_KEY: '(set in the environment)',
+    CREDENTIAL_KEY: '(set in the environment)',
+    OPS_TOKEN: '(set in the environment)',
+  });
+  for (const secret of [...Object.values(SECRETS), 'hunter2'])
+    t.notOk(run.stdout.includes(secret), 'no secret value is printed');
 });

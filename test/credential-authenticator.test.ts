@@ -33,7 +33,8 @@ const bearer = { type: 'bearer', token: 'the-token' } as const;
 t.test('the token is verified once; the account is read on every frame', async (t) => {
   const { ctx, calls } = stand(async () => ({ kind: 'access', sub: USER, exp: now() + 3600 }));
   const authenticate = credentialAuthenticator(ctx, bearer);
-  for (let i = 0; i < 3; i++) t.same(await authenticate(), { userId: USER, kind: 'human', credential: 'bearer', humanId: USER });
+  for (let i = 0; i < 3; i++)
+    t.same(await authenticate(), { userId: USER, kind: 'human', credential: 'bearer', humanId: USER });
   t.same(calls, { verify: 1, accountReads: 3 });
 });
 
@@ -68,7 +69,10 @@ t.test('a refused verification is not remembered', async (t) => {
 
 t.test('a deleted account is refused on the next frame without verifying again', async (t) => {
   let present = true;
-  const { ctx, calls } = stand(async () => ({ kind: 'access', sub: USER, exp: now() + 60 }), () => present);
+  const { ctx, calls } = stand(
+    async () => ({ kind: 'access', sub: USER, exp: now() + 60 }),
+    () => present,
+  );
   const authenticate = credentialAuthenticator(ctx, bearer);
   await authenticate();
   present = false;

@@ -1,5 +1,12 @@
 import t from 'tap';
-import { decodeCursor, encodeCursor, keysetPage, MAX_CURSOR_LENGTH, parseLimit, parseQueryLimit } from '../shared/cursor.ts';
+import {
+  decodeCursor,
+  encodeCursor,
+  keysetPage,
+  MAX_CURSOR_LENGTH,
+  parseLimit,
+  parseQueryLimit,
+} from '../shared/cursor.ts';
 import { isServiceError } from '../shared/errors.ts';
 
 const KEY = 'unit-cursor-key-0123456789abcdef';
@@ -17,7 +24,13 @@ function codeOf(fn: () => unknown): string | undefined {
 }
 
 t.test('round trip: the position comes back as it went in', async (t) => {
-  for (const position of [0, 17, ['2025-01-02T03:04:05.678Z', '0b6b1d6e-1f9e-4b7a-8c59-1c2d3e4f5a6b'], { n: 3, s: 'é✓' }, null]) {
+  for (const position of [
+    0,
+    17,
+    ['2025-01-02T03:04:05.678Z', '0b6b1d6e-1f9e-4b7a-8c59-1c2d3e4f5a6b'],
+    { n: 3, s: 'é✓' },
+    null,
+  ]) {
     const cursor = encodeCursor(KEY, 'revisions', filters, position);
     t.match(cursor, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'URL-safe without escaping');
     t.same(decodeCursor(KEY, 'revisions', filters, cursor), position);
@@ -54,7 +67,11 @@ t.test('flipping each bit of each byte is refused', async (t) => {
   for (let i = 0; i < cursor.length; i++) {
     for (let bit = 0; bit < 8; bit++) {
       const changed = cursor.slice(0, i) + String.fromCharCode(cursor.charCodeAt(i) ^ (1 << bit)) + cursor.slice(i + 1);
-      t.equal(codeOf(() => decodeCursor(KEY, 'revisions', filters, changed)), 'invalid_cursor', `byte ${i} bit ${bit}`);
+      t.equal(
+        codeOf(() => decodeCursor(KEY, 'revisions', filters, changed)),
+        'invalid_cursor',
+        `byte ${i} bit ${bit}`,
+      );
     }
   }
 });
@@ -62,37 +79,82 @@ t.test('flipping each bit of each byte is refused', async (t) => {
 t.test('truncated, extended and malformed cursors are refused', async (t) => {
   const cursor = encodeCursor(KEY, 'revisions', filters, 7);
   const bad = [
-    '', '.', cursor.slice(0, -1), cursor + 'A', cursor + '.', 'x' + cursor, cursor.replace('.', ''),
-    `${cursor}.${cursor}`, cursor.split('.')[0]!, `.${cursor.split('.')[1]}`, ' ' + cursor, cursor + '=',
+    '',
+    '.',
+    cursor.slice(0, -1),
+    cursor + 'A',
+    cursor + '.',
+    'x' + cursor,
+    cursor.replace('.', ''),
+    `${cursor}.${cursor}`,
+    cursor.split('.')[0]!,
+    `.${cursor.split('.')[1]}`,
+    ' ' + cursor,
+    cursor + '=',
     'A'.repeat(MAX_CURSOR_LENGTH + 1),
   ];
-  for (const value of bad) t.equal(codeOf(() => decodeCursor(KEY, 'revisions', filters, value)), 'invalid_cursor', JSON.stringify(value.slice(0, 40)));
+  for (const value of bad)
+    t.equal(
+      codeOf(() => decodeCursor(KEY, 'revisions', filters, value)),
+      'invalid_cursor',
+      JSON.stringify(value.slice(0, 40)),
+    );
 });
 
 t.test('a forged cursor (own payload, guessed or foreign-key signature) is refused', async (t) => {
   const genuine = encodeCursor(KEY, 'revisions', filters, 7);
   const payload = Buffer.from(JSON.stringify(1_000_000)).toString('base64url');
-  t.equal(codeOf(() => decodeCursor(KEY, 'revisions', filters, `${payload}.${genuine.split('.')[1]}`)), 'invalid_cursor', 'signature of another payload');
+  t.equal(
+    codeOf(() => decodeCursor(KEY, 'revisions', filters, `${payload}.${genuine.split('.')[1]}`)),
+    'invalid_cursor',
+    'signature of another payload',
+  );
   const otherKey = encodeCursor('another-key-entirely-0123456789ab', 'revisions', filters, 7);
-  t.equal(codeOf(() => decodeCursor(KEY, 'revisions', filters, otherKey)), 'invalid_cursor', 'signed with another key');
+  t.equal(
+    codeOf(() => decodeCursor(KEY, 'revisions', filters, otherKey)),
+    'invalid_cursor',
+    'signed with another key',
+  );
 });
 
 t.test('a cursor transplanted to another listing or filter set is refused', async (t) => {
   const cursor = encodeCursor(KEY, 'revisions', filters, 7);
-  t.equal(codeOf(() => decodeCursor(KEY, 'list_session_events', filters, cursor)), 'invalid_cursor', 'other listing');
-  t.equal(codeOf(() => decodeCursor(KEY, 'revisions', { ...filters, blob_id: '00000000-0000-4000-8000-000000000000' }, cursor)), 'invalid_cursor', 'other filter value');
-  t.equal(codeOf(() => decodeCursor(KEY, 'revisions', { blob_id: filters.blob_id }, cursor)), 'invalid_cursor', 'filter dropped');
-  t.equal(codeOf(() => decodeCursor(KEY, 'revisions', { ...filters, extra: 1 }, cursor)), 'invalid_cursor', 'filter added');
+  t.equal(
+    codeOf(() => decodeCursor(KEY, 'list_session_events', filters, cursor)),
+    'invalid_cursor',
+    'other listing',
+  );
+  t.equal(
+    codeOf(() =>
+      decodeCursor(KEY, 'revisions', { ...filters, blob_id: '00000000-0000-4000-8000-000000000000' }, cursor),
+    ),
+    'invalid_cursor',
+    'other filter value',
+  );
+  t.equal(
+    codeOf(() => decodeCursor(KEY, 'revisions', { blob_id: filters.blob_id }, cursor)),
+    'invalid_cursor',
+    'filter dropped',
+  );
+  t.equal(
+    codeOf(() => decodeCursor(KEY, 'revisions', { ...filters, extra: 1 }, cursor)),
+    'invalid_cursor',
+    'filter added',
+  );
   t.equal(decodeCursor(KEY, 'revisions', filters, cursor), 7, 'still valid where it was issued');
 });
 
-t.test('parseQueryLimit: a query string\'s decimal digits; default, range, refusal without clamping', async (t) => {
+t.test("parseQueryLimit: a query string's decimal digits; default, range, refusal without clamping", async (t) => {
   const range = { fallback: 50, max: 200 };
   t.equal(parseQueryLimit(undefined, range), 50);
   t.equal(parseQueryLimit('1', range), 1);
   t.equal(parseQueryLimit('200', range), 200);
   for (const raw of ['0', '201', '-1', '1.5', '1e2', '', ' 5', 'abc', '0x10', ['5'], '99999999999']) {
-    t.equal(codeOf(() => parseQueryLimit(raw, range)), 'invalid_limit', JSON.stringify(raw));
+    t.equal(
+      codeOf(() => parseQueryLimit(raw, range)),
+      'invalid_limit',
+      JSON.stringify(raw),
+    );
   }
 });
 
@@ -102,7 +164,11 @@ t.test('parseLimit: a JSON number only — "10" is refused, not coerced', async 
   t.equal(parseLimit(30, range), 30);
   t.equal(parseLimit(200, range), 200);
   for (const raw of ['10', '1', 0, 201, 2.5, NaN, null, ['5'], true]) {
-    t.equal(codeOf(() => parseLimit(raw, range)), 'invalid_limit', JSON.stringify(raw));
+    t.equal(
+      codeOf(() => parseLimit(raw, range)),
+      'invalid_limit',
+      JSON.stringify(raw),
+    );
   }
 });
 

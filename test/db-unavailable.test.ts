@@ -9,7 +9,8 @@ import { createDb } from '../shared/db/db.ts';
 import { isDatabaseUnavailable, noteDatabaseEndpoint } from '../shared/db/unavailable.ts';
 import { toRpcError } from '../control-plane/ws/json-rpc.ts';
 
-const withCode = (message: string, code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(message), { code, ...extra });
+const withCode = (message: string, code: string, extra: Record<string, unknown> = {}) =>
+  Object.assign(new Error(message), { code, ...extra });
 /** What node-postgres throws for a SQLSTATE (a DatabaseError carries severity). */
 const sqlState = (message: string, code: string) => withCode(message, code, { severity: 'FATAL' });
 noteDatabaseEndpoint('postgres://u:p@127.0.0.1:5432/db');
@@ -27,8 +28,15 @@ t.test('lost or refused connections are unavailable', async (t) => {
     sqlState('connection failure', '08006'),
     sqlState('sorry, too many clients already', '53300'),
     new Error('a command failed', { cause: withCode('connect ECONNREFUSED', 'ECONNREFUSED', { port: 6543 }) }),
-    new AggregateError([withCode('connect ECONNREFUSED ::1:5432', 'ECONNREFUSED', { port: 5432 }), withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', { port: 5432 })], ''),
-  ]) t.ok(isDatabaseUnavailable(error), error.message || 'AggregateError');
+    new AggregateError(
+      [
+        withCode('connect ECONNREFUSED ::1:5432', 'ECONNREFUSED', { port: 5432 }),
+        withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', { port: 5432 }),
+      ],
+      '',
+    ),
+  ])
+    t.ok(isDatabaseUnavailable(error), error.message || 'AggregateError');
 });
 
 t.test('everything else is not', async (t) => {
@@ -39,12 +47,15 @@ t.test('everything else is not', async (t) => {
     sqlState('could not serialize access', '40001'),
     withCode('an error of ours that happens to carry 08001', '08001'),
     // The same socket errors aimed at something else: an identity provider, an S3 store.
-    new TypeError('fetch failed', { cause: withCode('connect ECONNREFUSED 127.0.0.1:443', 'ECONNREFUSED', { address: '127.0.0.1', port: 443 }) }),
+    new TypeError('fetch failed', {
+      cause: withCode('connect ECONNREFUSED 127.0.0.1:443', 'ECONNREFUSED', { address: '127.0.0.1', port: 443 }),
+    }),
     withCode('getaddrinfo ENOTFOUND s3.example.com', 'ENOTFOUND', { hostname: 's3.example.com' }),
     new Error('something else'),
     'a string',
     null,
-  ]) t.notOk(isDatabaseUnavailable(error), String(error instanceof Error ? error.message : error));
+  ])
+    t.notOk(isDatabaseUnavailable(error), String(error instanceof Error ? error.message : error));
 });
 
 t.test('a pool pointed at a port nothing listens on fails as unavailable', async (t) => {
@@ -60,7 +71,9 @@ t.test('a pool pointed at a port nothing listens on fails as unavailable', async
 
 t.test('a JSON-RPC call that lost the database is refused as unavailable, not as an internal error', async (t) => {
   const reported: unknown[] = [];
-  const rpc = toRpcError(withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', { port: 5432 }), (error) => reported.push(error));
+  const rpc = toRpcError(withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', { port: 5432 }), (error) =>
+    reported.push(error),
+  );
   t.match(rpc.data, { error: 'unavailable', http_status: 503, retry_after: 2 });
   t.same(reported, [], 'not reported as an internal error');
 });

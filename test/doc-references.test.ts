@@ -45,16 +45,28 @@ async function files(dir: string): Promise<string[]> {
 
 /** A heading's text as a reference names it: no `#`s, backticks or trailing ` — [page](link)`. */
 function headingText(line: string): string {
-  return line.replace(/^#+\s*/, '').replace(/\s+—\s+\[.*$/, '').replaceAll('`', '').trim();
+  return line
+    .replace(/^#+\s*/, '')
+    .replace(/\s+—\s+\[.*$/, '')
+    .replaceAll('`', '')
+    .trim();
 }
 
 const sources = await files(root);
-const texts = new Map(await Promise.all(sources.map(async (path) => [path, await readFile(join(root, path), 'utf8')] as const)));
+const texts = new Map(
+  await Promise.all(sources.map(async (path) => [path, await readFile(join(root, path), 'utf8')] as const)),
+);
 
 const headings = new Map<string, string[]>();
 for (const name of (await readdir(join(root, 'docs'))).filter((name) => name.endsWith('.md'))) {
   const text = await readFile(join(root, 'docs', name), 'utf8');
-  headings.set(name, text.split('\n').filter((line) => line.startsWith('#')).map(headingText));
+  headings.set(
+    name,
+    text
+      .split('\n')
+      .filter((line) => line.startsWith('#'))
+      .map(headingText),
+  );
 }
 
 t.test('no source or docs file points at the specification, the contract or an issue number', async (t) => {
@@ -82,7 +94,9 @@ t.test('every docs reference names a file and a heading that exist', async (t) =
         const wanted = section!.replaceAll('`', '');
         // A heading may be named by its text before a colon or a parenthesis: "Containment" for
         // "Containment: sandbox child processes", "Record cursor" for "Record cursor (list_sessions, …)".
-        const exists = names?.some((name) => name === wanted || name.startsWith(`${wanted}: `) || name.startsWith(`${wanted} (`));
+        const exists = names?.some(
+          (name) => name === wanted || name.startsWith(`${wanted}: `) || name.startsWith(`${wanted} (`),
+        );
         if (!exists) broken.push(`${path}:${i + 1}: docs/${file}, "${section}"${names ? '' : ' (no such file)'}`);
       }
     });

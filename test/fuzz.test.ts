@@ -36,13 +36,61 @@ const VALUES: Record<string, string> = {
 const TEN_MB = `{"name":"${'x'.repeat(10 * 1024 * 1024)}"}`;
 
 /** Field names the API's bodies and params use. */
-const FIELDS = ['alias', 'name', 'visibility', 'type', 'user_id', 'refresh_token', 'id_token', 'role', 'scopes', 'expires_at', 'copy_from',
-  'revision_id', 'session_id', 'definition_id', 'execution_id', 'schedule_id', 'input_data', 'graph', 'category', 'code', 'cursor', 'limit',
-  'entries', 'value', 'text', 'records', 'mutations', 'query', 'cron', 'timezone', 'target', 'target_id', 'enabled', 'file', 'inputs', '__proto__'];
+const FIELDS = [
+  'alias',
+  'name',
+  'visibility',
+  'type',
+  'user_id',
+  'refresh_token',
+  'id_token',
+  'role',
+  'scopes',
+  'expires_at',
+  'copy_from',
+  'revision_id',
+  'session_id',
+  'definition_id',
+  'execution_id',
+  'schedule_id',
+  'input_data',
+  'graph',
+  'category',
+  'code',
+  'cursor',
+  'limit',
+  'entries',
+  'value',
+  'text',
+  'records',
+  'mutations',
+  'query',
+  'cron',
+  'timezone',
+  'target',
+  'target_id',
+  'enabled',
+  'file',
+  'inputs',
+  '__proto__',
+];
 
-const PATH_VALUES = ['%00', '%ED%A0%80', 'x'.repeat(100), '..', '__proto__', 'constructor', '00000000-0000-4000-8000-000000000000', '-1', '%FF'];
+const PATH_VALUES = [
+  '%00',
+  '%ED%A0%80',
+  'x'.repeat(100),
+  '..',
+  '__proto__',
+  'constructor',
+  '00000000-0000-4000-8000-000000000000',
+  '-1',
+  '%FF',
+];
 
-interface Answer { status: number; body: string }
+interface Answer {
+  status: number;
+  body: string;
+}
 const answers: Array<{ what: string } & Answer> = [];
 
 function isEnvelope(body: string): boolean {
@@ -55,20 +103,43 @@ function isEnvelope(body: string): boolean {
 }
 
 async function send(method: string, url: string, payload?: string): Promise<void> {
-  const res = await app.inject({ method: method as 'GET', url, headers: { ...caller.headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) }, ...(payload === undefined ? {} : { payload }) });
-  answers.push({ what: `${method} ${url.slice(0, 120)} ${payload === undefined ? '' : payload.slice(0, 60)}`, status: res.statusCode, body: res.body });
+  const res = await app.inject({
+    method: method as 'GET',
+    url,
+    headers: { ...caller.headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(payload === undefined ? {} : { payload }),
+  });
+  answers.push({
+    what: `${method} ${url.slice(0, 120)} ${payload === undefined ? '' : payload.slice(0, 60)}`,
+    status: res.statusCode,
+    body: res.body,
+  });
 }
 
 function realPath(method: string, pattern: string): string {
   // DELETE routes get ids that name nothing, so the fixtures survive the run.
-  const real: Record<string, string> = method === 'DELETE' ? {} : {
-    ':org_id': flow.orgId, ':id': pattern.startsWith('/v1/orgs') ? flow.orgId : flow.rev, ':blob_id': flow.blobId, ':revision_id': flow.rev,
-    ':user_id': caller.user.id, ':target': 'organization', ':target_id': flow.orgId, ':alias': 'meta', ':command': 'list_sessions',
-  };
+  const real: Record<string, string> =
+    method === 'DELETE'
+      ? {}
+      : {
+          ':org_id': flow.orgId,
+          ':id': pattern.startsWith('/v1/orgs') ? flow.orgId : flow.rev,
+          ':blob_id': flow.blobId,
+          ':revision_id': flow.rev,
+          ':user_id': caller.user.id,
+          ':target': 'organization',
+          ':target_id': flow.orgId,
+          ':alias': 'meta',
+          ':command': 'list_sessions',
+        };
   return pattern.replace(/:[a-z_]+/g, (param) => real[param] ?? '00000000-0000-4000-8000-000000000000');
 }
 
-const routes = [...(await readFile(new URL('../docs/api.md', import.meta.url), 'utf8')).matchAll(/^\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)`/gm)].map((m) => ({ method: m[1]!, url: m[2]! }));
+const routes = [
+  ...(await readFile(new URL('../docs/api.md', import.meta.url), 'utf8')).matchAll(
+    /^\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)`/gm,
+  ),
+].map((m) => ({ method: m[1]!, url: m[2]! }));
 
 t.test('every documented route answers hostile input with a 2xx or a 4xx envelope, never a 5xx', async (t) => {
   t.ok(routes.length >= 40, `${routes.length} routes from docs/api.md`);
@@ -76,10 +147,12 @@ t.test('every documented route answers hostile input with a 2xx or a 4xx envelop
     t.ok(app.hasRoute({ method: route.method as 'GET', url: route.url }), `${route.method} ${route.url} exists`);
     const path = realPath(route.method, route.url);
     for (const bad of PATH_VALUES) {
-      for (const param of route.url.match(/:[a-z_]+/g) ?? []) await send(route.method, realPath(route.method, route.url.replace(param, bad)));
+      for (const param of route.url.match(/:[a-z_]+/g) ?? [])
+        await send(route.method, realPath(route.method, route.url.replace(param, bad)));
     }
     if (route.method === 'GET') {
-      for (const bad of ['%00', '%ED%A0%80', '-1', '1e9', 'x'.repeat(5000), '__proto__']) await send('GET', `${path}?limit=${bad}&cursor=${bad}`);
+      for (const bad of ['%00', '%ED%A0%80', '-1', '1e9', 'x'.repeat(5000), '__proto__'])
+        await send('GET', `${path}?limit=${bad}&cursor=${bad}`);
       continue;
     }
     if (route.method === 'DELETE') {
@@ -93,39 +166,58 @@ t.test('every documented route answers hostile input with a 2xx or a 4xx envelop
     }
   }
   const failures = answers.filter((a) => a.status >= 500 || (a.status >= 400 && !isEnvelope(a.body)));
-  t.same(failures.slice(0, 10).map((a) => `${a.status} ${a.what} → ${a.body.slice(0, 200)}`), [], `no 5xx and every refusal in the envelope (${answers.length} requests)`);
-  t.ok(answers.some((a) => a.status === 400), 'refusals were made (the corpus reached validation)');
+  t.same(
+    failures.slice(0, 10).map((a) => `${a.status} ${a.what} → ${a.body.slice(0, 200)}`),
+    [],
+    `no 5xx and every refusal in the envelope (${answers.length} requests)`,
+  );
+  t.ok(
+    answers.some((a) => a.status === 400),
+    'refusals were made (the corpus reached validation)',
+  );
 });
 
-t.test('every WebSocket method answers hostile params with a result or a refusal, and the connection serves on', async (t) => {
-  const client = await connect(t, await wsUrl(app), { headers: caller.headers });
-  const names = [...new Set(COMMANDS.map((c) => c.name))];
-  t.ok(names.length > 30, `${names.length} methods`);
-  let id = 0;
-  const problems: string[] = [];
-  const rpc = async (method: string, params: string) => {
-    const reply = await client.call(`{"jsonrpc":"2.0","id":${++id},"method":"${method}","params":${params}}`);
-    const http = reply?.error?.data?.http_status;
-    if (reply?.id !== id || (reply.error === undefined && reply.result === undefined) || (reply.error !== undefined && (typeof http !== 'number' || http >= 500))) {
-      problems.push(`${method} ${params.slice(0, 80)} → ${JSON.stringify(reply).slice(0, 200)}`);
+t.test(
+  'every WebSocket method answers hostile params with a result or a refusal, and the connection serves on',
+  async (t) => {
+    const client = await connect(t, await wsUrl(app), { headers: caller.headers });
+    const names = [...new Set(COMMANDS.map((c) => c.name))];
+    t.ok(names.length > 30, `${names.length} methods`);
+    let id = 0;
+    const problems: string[] = [];
+    const rpc = async (method: string, params: string) => {
+      const reply = await client.call(`{"jsonrpc":"2.0","id":${++id},"method":"${method}","params":${params}}`);
+      const http = reply?.error?.data?.http_status;
+      if (
+        reply?.id !== id ||
+        (reply.error === undefined && reply.result === undefined) ||
+        (reply.error !== undefined && (typeof http !== 'number' || http >= 500))
+      ) {
+        problems.push(`${method} ${params.slice(0, 80)} → ${JSON.stringify(reply).slice(0, 200)}`);
+      }
+    };
+    for (const name of names) {
+      for (const value of Object.values(VALUES)) {
+        if (value !== DEEP) await rpc(name, value);
+        for (const field of FIELDS) await rpc(name, `{"revision_id":"${flow.rev}","${field}":${value}}`);
+      }
     }
-  };
-  for (const name of names) {
-    for (const value of Object.values(VALUES)) {
-      if (value !== DEEP) await rpc(name, value);
-      for (const field of FIELDS) await rpc(name, `{"revision_id":"${flow.rev}","${field}":${value}}`);
-    }
-  }
-  t.same(problems.slice(0, 10), [], `every call answered a result or a 4xx refusal (${id} calls)`);
-  const again = await client.call({ jsonrpc: '2.0', id: 'after', method: 'get_user', params: { user_id: 'me' } });
-  t.match(again, { id: 'after', result: { user: { id: caller.user.id } } }, 'the same connection still serves');
-});
+    t.same(problems.slice(0, 10), [], `every call answered a result or a 4xx refusal (${id} calls)`);
+    const again = await client.call({ jsonrpc: '2.0', id: 'after', method: 'get_user', params: { user_id: 'me' } });
+    t.match(again, { id: 'after', result: { user: { id: caller.user.id } } }, 'the same connection still serves');
+  },
+);
 
 t.test('the service answers normally afterwards', async (t) => {
   const fresh = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {} });
   t.equal(fresh.statusCode, 200);
   const user = await app.inject({ method: 'GET', url: `/v1/users/${caller.user.id}`, headers: caller.headers });
   t.equal(user.statusCode, 200);
-  const listed = await app.inject({ method: 'POST', url: `/v1/revisions/${flow.rev}/list_sessions`, headers: caller.headers, payload: {} });
+  const listed = await app.inject({
+    method: 'POST',
+    url: `/v1/revisions/${flow.rev}/list_sessions`,
+    headers: caller.headers,
+    payload: {},
+  });
   t.equal(listed.statusCode, 200);
 });

@@ -36,7 +36,10 @@ async function freshFlow(): Promise<Flow> {
   const org = await createOrg(app, alice);
   const { revision } = await createBlob(app, alice, org.id);
   const session = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { as: alice, body: {} });
-  const definition = await call(app, 'POST', `/v1/revisions/${revision.id}/create_definition`, { as: alice, body: { category: 'workflow', graph: GRAPH } });
+  const definition = await call(app, 'POST', `/v1/revisions/${revision.id}/create_definition`, {
+    as: alice,
+    body: { category: 'workflow', graph: GRAPH },
+  });
   if (session.status !== 200 || definition.status !== 200) throw new Error('flow setup failed');
   return { rev: revision.id, sessionId: session.body.session.id, definitionId: definition.body.definition.id };
 }
@@ -53,7 +56,9 @@ t.test('REST: the same key and body answers the first response byte for byte and
   t.equal(first.res.headers['idempotent-replayed'], undefined, 'the first answer is not a replay');
   // The same body with its fields in another order and other spacing is the same request.
   const retry = await app.inject({
-    method: 'POST', url: '/v1/orgs', headers: { ...keyed(alice, key), 'content-type': 'application/json' },
+    method: 'POST',
+    url: '/v1/orgs',
+    headers: { ...keyed(alice, key), 'content-type': 'application/json' },
     payload: `{ "name" : "Acme", "alias": ${JSON.stringify(alias)} }`,
   });
   t.equal(retry.statusCode, 201);
@@ -61,10 +66,16 @@ t.test('REST: the same key and body answers the first response byte for byte and
   t.equal(retry.headers['idempotent-replayed'], 'true');
   t.equal(await count('orgs WHERE alias = $1', [alias]), 1, 'one organization');
   // A browser may read the header.
-  const fromBrowser = await call(app, 'POST', '/v1/orgs', { headers: { ...keyed(alice, key), origin: ORIGIN }, body: { alias, name: 'Acme' } });
+  const fromBrowser = await call(app, 'POST', '/v1/orgs', {
+    headers: { ...keyed(alice, key), origin: ORIGIN },
+    body: { alias, name: 'Acme' },
+  });
   t.match(String(fromBrowser.res.headers['access-control-expose-headers']), /idempotent-replayed/);
   // A field left out is not the same as the field at its default: another request.
-  const withDefault = await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, key), body: { alias, name: 'Acme', visibility: 'private' } });
+  const withDefault = await call(app, 'POST', '/v1/orgs', {
+    headers: keyed(alice, key),
+    body: { alias, name: 'Acme', visibility: 'private' },
+  });
   t.equal(withDefault.status, 409);
   t.equal(withDefault.body.error, 'conflict');
   // Without the key the retry is a new request: its alias is taken.
@@ -75,13 +86,22 @@ t.test('REST: the same key and body answers the first response byte for byte and
 
 t.test('REST: the same key with another body, or on another route, is 409 conflict', async (t) => {
   const key = freshKey();
-  const first = await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, key), body: { alias: uniqueAlias('org') } });
+  const first = await call(app, 'POST', '/v1/orgs', {
+    headers: keyed(alice, key),
+    body: { alias: uniqueAlias('org') },
+  });
   t.equal(first.status, 201);
-  const other = await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, key), body: { alias: uniqueAlias('org') } });
+  const other = await call(app, 'POST', '/v1/orgs', {
+    headers: keyed(alice, key),
+    body: { alias: uniqueAlias('org') },
+  });
   t.equal(other.status, 409);
   t.same(Object.keys(other.body).sort(), ['error', 'message', 'status']);
   t.match(other.body, { status: 'failure', error: 'conflict', message: /already used/ });
-  const elsewhere = await call(app, 'POST', `/v1/blobs/${first.body.org.id}`, { headers: keyed(alice, key), body: { type: 'svc.compute.workflow', alias: uniqueAlias('blob') } });
+  const elsewhere = await call(app, 'POST', `/v1/blobs/${first.body.org.id}`, {
+    headers: keyed(alice, key),
+    body: { type: 'svc.compute.workflow', alias: uniqueAlias('blob') },
+  });
   t.equal(elsewhere.status, 409);
   t.equal(elsewhere.body.error, 'conflict');
   t.equal(await count('blobs WHERE org_id = $1::uuid', [first.body.org.id]), 0, 'nothing created');
@@ -93,7 +113,11 @@ t.test('every creating REST route takes a key', async (t) => {
     { url: `/v1/blobs/${org.id}`, body: { type: 'svc.compute.workflow', alias: uniqueAlias('blob') }, table: 'blobs' },
     { url: '/v1/users', body: { name: 'bot' }, table: 'users' },
     { url: '/v1/api-keys', body: { target: 'organization', target_id: org.id, role: 'read' }, table: 'api_keys' },
-    { url: '/v1/credentials', body: { target: 'organization', target_id: org.id, name: 'token', secret: 's3cret-value' }, table: 'credentials' },
+    {
+      url: '/v1/credentials',
+      body: { target: 'organization', target_id: org.id, name: 'token', secret: 's3cret-value' },
+      table: 'credentials',
+    },
   ];
   for (const route of routes) {
     const key = freshKey();
@@ -107,8 +131,14 @@ t.test('every creating REST route takes a key', async (t) => {
   }
   const blob = (await call(app, 'GET', `/v1/orgs/${org.id}/blobs`, { as: alice })).body.blobs[0];
   const key = freshKey();
-  const revision = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { headers: keyed(alice, key), body: {} });
-  const again = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { headers: keyed(alice, key), body: {} });
+  const revision = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, {
+    headers: keyed(alice, key),
+    body: {},
+  });
+  const again = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, {
+    headers: keyed(alice, key),
+    body: {},
+  });
   t.equal(revision.status, 201);
   t.equal(again.res.payload, revision.res.payload);
   t.equal(await count('revisions WHERE blob_id = $1::uuid', [blob.id]), 2, 'revision 1 and one more');
@@ -131,22 +161,36 @@ t.test('commands: the header over REST and the param over JSON-RPC are one key',
   const key = freshKey();
   const params = { session_id: flow.sessionId, definition_id: flow.definitionId, input_data: { n: 1 } };
   const before = await executionsOf(flow.sessionId);
-  const rest = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, { headers: keyed(alice, key), body: params });
+  const rest = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, {
+    headers: keyed(alice, key),
+    body: params,
+  });
   t.equal(rest.status, 200);
   const socket = await openSocket(t, app, alice);
   const rpc = await socket.call('create_execution', { revision_id: flow.rev, idempotency_key: key, ...params });
   t.same(rpc.result, { execution: rest.body.execution }, 'the first answer, over the other transport');
   const rpcAgain = await socket.call('create_execution', { revision_id: flow.rev, idempotency_key: key, ...params });
   t.same(rpcAgain.result, rpc.result);
-  const restAgain = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, { headers: keyed(alice, key), body: params });
+  const restAgain = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, {
+    headers: keyed(alice, key),
+    body: params,
+  });
   t.equal(restAgain.res.payload, rest.res.payload, 'byte for byte');
   t.equal(restAgain.res.headers['idempotent-replayed'], 'true');
   t.equal(await executionsOf(flow.sessionId), before + 1, 'one execution');
 
-  const other = await socket.call('create_execution', { revision_id: flow.rev, idempotency_key: key, ...params, input_data: { n: 2 } });
+  const other = await socket.call('create_execution', {
+    revision_id: flow.rev,
+    idempotency_key: key,
+    ...params,
+    input_data: { n: 2 },
+  });
   t.equal(other.error.code, -32001);
   t.match(other.error.data, { error: 'conflict', http_status: 409 });
-  const otherRest = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, { headers: keyed(alice, key), body: { ...params, input_data: { n: 2 } } });
+  const otherRest = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, {
+    headers: keyed(alice, key),
+    body: { ...params, input_data: { n: 2 } },
+  });
   t.equal(otherRest.status, 409);
   t.equal(otherRest.body.error, 'conflict');
   t.equal(await executionsOf(flow.sessionId), before + 1, 'still one');
@@ -156,11 +200,13 @@ t.test('a JSON Lines upload_records with a key appends once', async (t) => {
   const org = await createOrg(app, alice);
   const { revision } = await createBlob(app, alice, org.id, { type: 'svc.dataset.nlp' });
   const key = freshKey();
-  const upload = () => app.inject({
-    method: 'POST', url: `/v1/revisions/${revision.id}/upload_records`,
-    headers: { ...keyed(alice, key), 'content-type': 'application/x-ndjson' },
-    payload: '{"text":"the cat sat"}\n{"text":"it rained"}\n',
-  });
+  const upload = () =>
+    app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revision.id}/upload_records`,
+      headers: { ...keyed(alice, key), 'content-type': 'application/x-ndjson' },
+      payload: '{"text":"the cat sat"}\n{"text":"it rained"}\n',
+    });
   const first = await upload();
   t.equal(first.statusCode, 200);
   t.same(first.json(), { status: 'success', uploaded: 2, total: 2 });
@@ -178,15 +224,25 @@ t.test('WebSocket: idempotency_key is a param of creating commands only', async 
   t.same(retry.result, first.result);
   t.equal(await count('sessions WHERE id = $1::uuid', [first.result.session.id]), 1);
 
-  const read = await socket.call('get_session', { revision_id: flow.rev, session_id: flow.sessionId, idempotency_key: freshKey() });
+  const read = await socket.call('get_session', {
+    revision_id: flow.rev,
+    session_id: flow.sessionId,
+    idempotency_key: freshKey(),
+  });
   t.equal(read.error.code, -32602, 'an unknown param of a command that creates nothing');
   t.equal(read.error.data.error, 'invalid_request_body');
   // Over REST the key is the header; in the body it is an unknown field.
-  const inBody = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, { as: alice, body: { idempotency_key: freshKey() } });
+  const inBody = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, {
+    as: alice,
+    body: { idempotency_key: freshKey() },
+  });
   t.equal(inBody.status, 400);
   t.equal(inBody.body.error, 'invalid_request_body');
   // The header on a command that creates nothing is ignored.
-  const get = await call(app, 'POST', `/v1/revisions/${flow.rev}/get_session`, { headers: keyed(alice, ''), body: { session_id: flow.sessionId } });
+  const get = await call(app, 'POST', `/v1/revisions/${flow.rev}/get_session`, {
+    headers: keyed(alice, ''),
+    body: { session_id: flow.sessionId },
+  });
   t.equal(get.status, 200);
 });
 
@@ -194,14 +250,29 @@ t.test('malformed keys are 400 invalid_request_body on both transports', async (
   const bad = ['', 'x'.repeat(256), 'tab\there', 'caf\u00e9', 'two words'];
   const before = await count('orgs', []);
   for (const key of bad) {
-    const res = await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, key), body: { alias: uniqueAlias('org') } });
+    const res = await call(app, 'POST', '/v1/orgs', {
+      headers: keyed(alice, key),
+      body: { alias: uniqueAlias('org') },
+    });
     t.equal(res.status, 400, JSON.stringify(key));
     t.match(res.body, { status: 'failure', error: 'invalid_request_body', message: /Idempotency-Key/ });
-    const command = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, { headers: keyed(alice, key), body: {} });
+    const command = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, {
+      headers: keyed(alice, key),
+      body: {},
+    });
     t.equal(command.status, 400, `command, ${JSON.stringify(key)}`);
   }
   t.equal(await count('orgs', []), before, 'nothing created');
-  t.equal((await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, 'x'.repeat(255)), body: { alias: uniqueAlias('org') } })).status, 201, '255 characters is a key');
+  t.equal(
+    (
+      await call(app, 'POST', '/v1/orgs', {
+        headers: keyed(alice, 'x'.repeat(255)),
+        body: { alias: uniqueAlias('org') },
+      })
+    ).status,
+    201,
+    '255 characters is a key',
+  );
   const socket = await openSocket(t, app, alice);
   for (const key of ['', 'x'.repeat(256), 'a\u0001b', 'caf\u00e9', 42, null]) {
     const frame = await socket.call('create_session', { revision_id: flow.rev, idempotency_key: key });
@@ -210,7 +281,7 @@ t.test('malformed keys are 400 invalid_request_body on both transports', async (
   }
 });
 
-t.test('keys are the caller\'s: another user, or another credential of the same user, is independent', async (t) => {
+t.test("keys are the caller's: another user, or another credential of the same user, is independent", async (t) => {
   const key = freshKey();
   const theirs = await createOrg(app, bob);
   const a = await call(app, 'POST', '/v1/users', { headers: keyed(alice, key), body: { name: 'same' } });
@@ -220,21 +291,33 @@ t.test('keys are the caller\'s: another user, or another credential of the same 
   t.not(a.body.user.id, b.body.user.id, 'two accounts');
   t.equal(b.res.headers['idempotent-replayed'], undefined);
   // Another body under Bob's key is Bob's conflict, whatever Alice sent.
-  const c = await call(app, 'POST', `/v1/blobs/${theirs.id}`, { headers: keyed(bob, key), body: { type: 'svc.compute.workflow', alias: uniqueAlias('blob') } });
+  const c = await call(app, 'POST', `/v1/blobs/${theirs.id}`, {
+    headers: keyed(bob, key),
+    body: { type: 'svc.compute.workflow', alias: uniqueAlias('blob') },
+  });
   t.equal(c.body.error, 'conflict');
 
   const admin = await mintKey(app, alice.headers, 'user', alice.user.id, 'admin');
-  const viaKey = await call(app, 'POST', '/v1/users', { headers: { ...apiKey(admin.key), 'idempotency-key': key }, body: { name: 'same' } });
+  const viaKey = await call(app, 'POST', '/v1/users', {
+    headers: { ...apiKey(admin.key), 'idempotency-key': key },
+    body: { name: 'same' },
+  });
   t.equal(viaKey.status, 201);
   t.not(viaKey.body.user.id, a.body.user.id, 'an API key has keys of its own');
   // A refreshed token is the same caller: the retry finds the answer.
   const refreshed = await call(app, 'POST', '/v1/auth/refresh', { body: { refresh_token: alice.refreshToken } });
-  const again = await call(app, 'POST', '/v1/users', { headers: { authorization: `Bearer ${refreshed.body.access_token}`, 'idempotency-key': key }, body: { name: 'same' } });
+  const again = await call(app, 'POST', '/v1/users', {
+    headers: { authorization: `Bearer ${refreshed.body.access_token}`, 'idempotency-key': key },
+    body: { name: 'same' },
+  });
   t.equal(again.res.payload, a.res.payload);
   // Acting as her service account, Alice is another caller.
   const acting = await actAs(app, alice.headers, a.body.user.id);
   const alias = uniqueAlias('org');
-  const asService = await call(app, 'POST', '/v1/orgs', { headers: { ...acting, 'idempotency-key': key }, body: { alias } });
+  const asService = await call(app, 'POST', '/v1/orgs', {
+    headers: { ...acting, 'idempotency-key': key },
+    body: { alias },
+  });
   t.equal(asService.status, 201, 'not a conflict with her own POST /v1/users');
   t.equal(asService.body.org.owner_id, a.body.user.id);
 });
@@ -244,22 +327,34 @@ t.test('a refused create stores nothing: the retry runs again', async (t) => {
   const { blob, revision } = await createBlob(app, alice, org.id);
   await setOverride(app, 'workflow.sessions_per_revision', 'blob', blob.id, 0);
   const key = freshKey();
-  const refused = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { headers: keyed(alice, key), body: {} });
+  const refused = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, {
+    headers: keyed(alice, key),
+    body: {},
+  });
   t.equal(refused.status, 400);
   t.equal(refused.body.error, 'limit_exceeded');
   t.equal(await count('idempotency_keys WHERE key = $1', [key]), 0, 'no key stored');
   await setOverride(app, 'workflow.sessions_per_revision', 'blob', blob.id, 5);
-  const retried = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { headers: keyed(alice, key), body: {} });
+  const retried = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, {
+    headers: keyed(alice, key),
+    body: {},
+  });
   t.equal(retried.status, 200);
   t.equal(retried.res.headers['idempotent-replayed'], undefined, 'run afresh');
   t.equal(await sessionsOf(revision.id), 1);
 
   // A unique violation inside the key's transaction is the command's own refusal, not a 500.
   await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { as: alice, body: { alias: 'taken' } });
-  const taken = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { headers: keyed(alice, freshKey()), body: { alias: 'taken' } });
+  const taken = await call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, {
+    headers: keyed(alice, freshKey()),
+    body: { alias: 'taken' },
+  });
   t.equal(taken.status, 409);
   t.equal(taken.body.error, 'alias_taken');
-  const orgTaken = await call(app, 'POST', '/v1/orgs', { headers: keyed(alice, freshKey()), body: { alias: org.alias } });
+  const orgTaken = await call(app, 'POST', '/v1/orgs', {
+    headers: keyed(alice, freshKey()),
+    body: { alias: org.alias },
+  });
   t.equal(orgTaken.status, 409);
   t.equal(orgTaken.body.error, 'alias_taken');
 });
@@ -269,14 +364,24 @@ t.test('concurrent duplicates of a refused create are each refused, and store no
   const { blob, revision } = await createBlob(app, alice, org.id);
   await setOverride(app, 'workflow.sessions_per_revision', 'blob', blob.id, 0);
   const key = freshKey();
-  const send = () => call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, { headers: keyed(alice, key), body: { alias: 'only' } });
+  const send = () =>
+    call(app, 'POST', `/v1/revisions/${revision.id}/create_session`, {
+      headers: keyed(alice, key),
+      body: { alias: 'only' },
+    });
   // Each waits for the one before it, which rolls back: then it runs itself, and is refused too.
   const refused = await Promise.all(Array.from({ length: 10 }, send));
-  t.same(refused.map((a) => [a.status, a.body.error]), Array(10).fill([400, 'limit_exceeded']));
+  t.same(
+    refused.map((a) => [a.status, a.body.error]),
+    Array(10).fill([400, 'limit_exceeded']),
+  );
   t.equal(await count('idempotency_keys WHERE key = $1', [key]), 0);
   await setOverride(app, 'workflow.sessions_per_revision', 'blob', blob.id, 5);
   const created = await Promise.all(Array.from({ length: 10 }, send));
-  t.same(created.map((a) => a.status), Array(10).fill(200));
+  t.same(
+    created.map((a) => a.status),
+    Array(10).fill(200),
+  );
   t.equal(new Set(created.map((a) => a.res.payload)).size, 1, 'one answer');
   t.equal(await sessionsOf(revision.id), 1);
 });
@@ -285,12 +390,24 @@ t.test('20 concurrent creates of an execution with one key make one execution', 
   const { rev, sessionId, definitionId } = await freshFlow();
   const key = freshKey();
   const body = { session_id: sessionId, definition_id: definitionId, input_data: { attempt: 'same' } };
-  const answers = await Promise.all(Array.from({ length: 20 }, () => call(app, 'POST', `/v1/revisions/${rev}/create_execution`, { headers: keyed(alice, key), body })));
-  t.same(answers.map((a) => a.status), Array(20).fill(200), 'no 5xx, no refusal');
+  const answers = await Promise.all(
+    Array.from({ length: 20 }, () =>
+      call(app, 'POST', `/v1/revisions/${rev}/create_execution`, { headers: keyed(alice, key), body }),
+    ),
+  );
+  t.same(
+    answers.map((a) => a.status),
+    Array(20).fill(200),
+    'no 5xx, no refusal',
+  );
   t.equal(new Set(answers.map((a) => a.res.payload)).size, 1, 'one answer, byte for byte');
   t.equal(answers.filter((a) => a.res.headers['idempotent-replayed'] === undefined).length, 1, 'one of them created');
   t.equal(await executionsOf(sessionId), 1, 'one execution');
-  t.equal(await count("pgboss.job WHERE data->>'execution_id' = $1", [answers[0]!.body.execution.id]), 1, 'one wake-up job, committed with it');
+  t.equal(
+    await count("pgboss.job WHERE data->>'execution_id' = $1", [answers[0]!.body.execution.id]),
+    1,
+    'one wake-up job, committed with it',
+  );
 });
 
 t.test('20 concurrent create_execution calls with one idempotency_key on one socket make one execution', async (t) => {
@@ -299,11 +416,20 @@ t.test('20 concurrent create_execution calls with one idempotency_key on one soc
   const client = await connect(t, await wsUrl(app), { headers: alice.headers });
   // Frames of one socket run concurrently (docs/commands.md).
   for (let id = 1; id <= 20; id += 1) {
-    client.send({ jsonrpc: '2.0', id, method: 'create_execution', params: { revision_id: rev, idempotency_key: key, session_id: sessionId, definition_id: definitionId } });
+    client.send({
+      jsonrpc: '2.0',
+      id,
+      method: 'create_execution',
+      params: { revision_id: rev, idempotency_key: key, session_id: sessionId, definition_id: definitionId },
+    });
   }
   const frames = [];
   for (let i = 0; i < 20; i += 1) frames.push(await client.next());
-  t.same(frames.filter((f) => f.error !== undefined), [], 'no errors');
+  t.same(
+    frames.filter((f) => f.error !== undefined),
+    [],
+    'no errors',
+  );
   t.equal(new Set(frames.map((f) => JSON.stringify(f.result))).size, 1, 'one answer');
   t.equal(await executionsOf(sessionId), 1, 'one execution');
 });
@@ -311,15 +437,26 @@ t.test('20 concurrent create_execution calls with one idempotency_key on one soc
 t.test('keys live 24 hours: an older one is claimed afresh, and the retention sweep removes it', async (t) => {
   const key = freshKey();
   const young = freshKey();
-  const first = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, { headers: keyed(alice, key), body: {} });
+  const first = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, {
+    headers: keyed(alice, key),
+    body: {},
+  });
   await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, { headers: keyed(alice, young), body: {} });
   await db.query("UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE key = $1", [key]);
-  await db.query("UPDATE idempotency_keys SET created_at = now() - interval '23 hours 59 minutes' WHERE key = $1", [young]);
-  const youngAgain = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, { headers: keyed(alice, young), body: {} });
+  await db.query("UPDATE idempotency_keys SET created_at = now() - interval '23 hours 59 minutes' WHERE key = $1", [
+    young,
+  ]);
+  const youngAgain = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, {
+    headers: keyed(alice, young),
+    body: {},
+  });
   t.equal(youngAgain.res.headers['idempotent-replayed'], 'true', 'under 24 hours: replayed');
 
   // Past 24 hours the same key is a new request, even before a sweep removed it.
-  const late = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, { headers: keyed(alice, key), body: {} });
+  const late = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_session`, {
+    headers: keyed(alice, key),
+    body: {},
+  });
   t.equal(late.status, 200);
   t.not(late.body.session.id, first.body.session.id, 'a new session');
 

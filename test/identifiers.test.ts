@@ -51,14 +51,14 @@ t.test('user aliases follow the grammar when set', async (t) => {
   t.equal(still.body.user.alias, accepted.at(-1), 'refused aliases changed nothing');
 });
 
-t.test('a UUID-shaped alias cannot be taken even if it is nobody\'s id', async (t) => {
+t.test("a UUID-shaped alias cannot be taken even if it is nobody's id", async (t) => {
   const alice = await signInAnonymous(app);
   const bob = await signInAnonymous(app);
   const res = await call(app, 'PATCH', '/v1/users/me', { as: alice, body: { alias: bob.user.id } });
-  t.equal(res.status, 400, 'another user\'s id as an alias');
+  t.equal(res.status, 400, "another user's id as an alias");
   t.equal(res.body.error, 'invalid_request_body');
   const own = await call(app, 'PATCH', '/v1/users/me', { as: alice, body: { alias: alice.user.id } });
-  t.equal(own.status, 400, 'one\'s own id as an alias');
+  t.equal(own.status, 400, "one's own id as an alias");
 });
 
 t.test('only a canonical lower-case UUID is matched against ids', async (t) => {
@@ -71,7 +71,10 @@ t.test('only a canonical lower-case UUID is matched against ids', async (t) => {
 
   // A stored alias that is the upper-case form of a UUID (it predates the grammar, so it is
   // seeded directly) is found through the alias column: the read path never validates.
-  const { rows } = await db.query<{ id: string }>(`INSERT INTO users (kind, name, alias) VALUES ('human', 'legacy', $1) RETURNING id`, [upper]);
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO users (kind, name, alias) VALUES ('human', 'legacy', $1) RETURNING id`,
+    [upper],
+  );
   const legacy = await call(app, 'GET', `/v1/users/${upper}`, { as: alice });
   t.equal(legacy.status, 200);
   t.equal(legacy.body.user.id, rows[0]!.id, 'the alias, not the id it resembles, decides');
@@ -84,9 +87,11 @@ t.test('reads never apply the alias grammar', async (t) => {
     t.equal(res.status, 404, `${ref}: 404, not 400`);
     t.equal(res.body.error, 'not_found');
   }
-  const { rows } = await db.query<{ id: string }>(`INSERT INTO users (kind, name, alias) VALUES ('human', 'old', 'Old_Name') RETURNING id`);
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO users (kind, name, alias) VALUES ('human', 'old', 'Old_Name') RETURNING id`,
+  );
   const old = await call(app, 'GET', '/v1/users/Old_Name', { as: alice });
-  t.equal(old.status, 200, 'an alias outside today\'s grammar still resolves');
+  t.equal(old.status, 200, "an alias outside today's grammar still resolves");
   t.equal(old.body.user.id, rows[0]!.id);
 });
 

@@ -9,10 +9,18 @@ const { app, db, config } = await buildTestApp(t);
 t.test('the owner mints a 60-minute acting token that authenticates as the service account', async (t) => {
   const alice = await signInAnonymous(app);
   const bot = await createServiceAccount(app, alice.headers, 'bot', 'acting-bot');
-  const { status, body } = await call(app, 'POST', '/v1/auth/core/impersonate', { as: alice, body: { user_id: 'acting-bot' } });
+  const { status, body } = await call(app, 'POST', '/v1/auth/core/impersonate', {
+    as: alice,
+    body: { user_id: 'acting-bot' },
+  });
   t.equal(status, 200);
   t.same(Object.keys(body).sort(), ['acting_token', 'expires_in', 'status', 'token_type', 'user'], 'no refresh token');
-  t.match(body, { status: 'success', token_type: 'Bearer', expires_in: 3600, user: { id: bot.id, kind: 'service', owner_id: alice.user.id } });
+  t.match(body, {
+    status: 'success',
+    token_type: 'Bearer',
+    expires_in: 3600,
+    user: { id: bot.id, kind: 'service', owner_id: alice.user.id },
+  });
 
   const claims = decodeJwt(body.acting_token);
   t.equal(decodeProtectedHeader(body.acting_token).typ, 'act+jwt');
@@ -38,14 +46,14 @@ t.test('who may impersonate whom', async (t) => {
 
   const cases: Array<[string, Record<string, string>, unknown, number, string | null]> = [
     ['another human', mallory.headers, { user_id: bot.id }, 403, 'forbidden'],
-    ['the service account\'s own admin key', apiKey(botKey.key), { user_id: bot.id }, 403, 'forbidden'],
+    ["the service account's own admin key", apiKey(botKey.key), { user_id: bot.id }, 403, 'forbidden'],
     ['a human target', alice.headers, { user_id: mallory.user.id }, 400, 'invalid_request_body'],
     ['oneself', alice.headers, { user_id: 'me' }, 400, 'invalid_request_body'],
     ['no such user', alice.headers, { user_id: 'no-such-account' }, 404, 'not_found'],
     ['a bad body', alice.headers, { user_id: bot.id, extra: true }, 400, 'invalid_request_body'],
-    ['the owner\'s read key (capped)', apiKey(readKey.key), { user_id: bot.id }, 403, 'forbidden'],
-    ['the owner\'s organization key (confined)', apiKey(orgKey.key), { user_id: bot.id }, 403, 'forbidden'],
-    ['the owner\'s admin user key', apiKey(adminKey.key), { user_id: bot.id }, 200, null],
+    ["the owner's read key (capped)", apiKey(readKey.key), { user_id: bot.id }, 403, 'forbidden'],
+    ["the owner's organization key (confined)", apiKey(orgKey.key), { user_id: bot.id }, 403, 'forbidden'],
+    ["the owner's admin user key", apiKey(adminKey.key), { user_id: bot.id }, 200, null],
   ];
   for (const [name, headers, body, status, error] of cases) {
     const res = await call(app, 'POST', '/v1/auth/core/impersonate', { headers, body });
@@ -55,7 +63,7 @@ t.test('who may impersonate whom', async (t) => {
   }
 });
 
-t.test('while acting, a service account\'s own service account can be impersonated, but not itself', async (t) => {
+t.test("while acting, a service account's own service account can be impersonated, but not itself", async (t) => {
   const alice = await signInAnonymous(app);
   const bot = await createServiceAccount(app, alice.headers);
   const acting = await actAs(app, alice.headers, bot.id);
@@ -65,7 +73,10 @@ t.test('while acting, a service account\'s own service account can be impersonat
   t.equal(self.status, 403, 'an acting token cannot renew itself');
   t.equal(self.body.error, 'forbidden');
 
-  const { status, body } = await call(app, 'POST', '/v1/auth/core/impersonate', { headers: acting, body: { user_id: sub.id } });
+  const { status, body } = await call(app, 'POST', '/v1/auth/core/impersonate', {
+    headers: acting,
+    body: { user_id: sub.id },
+  });
   t.equal(status, 200);
   t.same(decodeJwt(body.acting_token).act, { sub: alice.user.id }, 'the human behind is carried on');
   const me = await call(app, 'GET', '/v1/users/me', { headers: bearer(body.acting_token) });

@@ -30,7 +30,11 @@ for (const { what, of } of homes) {
     t.same(got.body, put.body);
     const replaced = await call(app, 'PUT', `${base}/labels`, { as: owner, body: { entries: [] } });
     t.equal(replaced.status, 200);
-    t.same((await call(app, 'GET', `${base}/labels`, { as: owner })).body.entries, [], 'an empty list is stored, not deleted');
+    t.same(
+      (await call(app, 'GET', `${base}/labels`, { as: owner })).body.entries,
+      [],
+      'an empty list is stored, not deleted',
+    );
     const none = await call(app, 'GET', `${base}/other`, { as: owner });
     t.equal(none.status, 404, 'an alias with no listing');
     t.equal(none.body.error, 'not_found');
@@ -61,7 +65,10 @@ for (const { what, of } of homes) {
   t.test(`${what} metadata: a stranger gets 404 on private, read-only on public`, async (t) => {
     t.equal((await call(app, 'PUT', `${of(pub)}/shared`, { as: owner, body: { entries: ['hi'] } })).status, 200);
     t.equal((await call(app, 'PUT', `${of(priv)}/shared`, { as: owner, body: { entries: ['hi'] } })).status, 200);
-    for (const [method, body] of [['GET', undefined], ['PUT', { entries: [] }]] as const) {
+    for (const [method, body] of [
+      ['GET', undefined],
+      ['PUT', { entries: [] }],
+    ] as const) {
       const res = await call(app, method, `${of(priv)}/shared`, { as: stranger, ...(body ? { body } : {}) });
       t.equal(res.status, 404, `${method} private`);
       t.equal(res.body.error, 'not_found');
@@ -77,16 +84,39 @@ for (const { what, of } of homes) {
 
 t.test('blob and revision listings are separate', async (t) => {
   const b = await createBlob(app, owner, org.id);
-  t.equal((await call(app, 'PUT', `/v1/blobs/${org.id}/${b.blob.id}/metadata/tags`, { as: owner, body: { entries: ['blob'] } })).status, 200);
+  t.equal(
+    (
+      await call(app, 'PUT', `/v1/blobs/${org.id}/${b.blob.id}/metadata/tags`, {
+        as: owner,
+        body: { entries: ['blob'] },
+      })
+    ).status,
+    200,
+  );
   const rev = await call(app, 'GET', `/v1/revisions/${b.revision.id}/metadata/tags`, { as: owner });
   t.equal(rev.status, 404);
-  t.equal((await call(app, 'PUT', `/v1/revisions/${b.revision.id}/metadata/tags`, { as: owner, body: { entries: ['revision'] } })).status, 200);
-  t.same((await call(app, 'GET', `/v1/blobs/${org.id}/${b.blob.id}/metadata/tags`, { as: owner })).body.entries, ['blob']);
-  t.same((await call(app, 'GET', `/v1/revisions/${b.revision.id}/metadata/tags`, { as: owner })).body.entries, ['revision']);
+  t.equal(
+    (
+      await call(app, 'PUT', `/v1/revisions/${b.revision.id}/metadata/tags`, {
+        as: owner,
+        body: { entries: ['revision'] },
+      })
+    ).status,
+    200,
+  );
+  t.same((await call(app, 'GET', `/v1/blobs/${org.id}/${b.blob.id}/metadata/tags`, { as: owner })).body.entries, [
+    'blob',
+  ]);
+  t.same((await call(app, 'GET', `/v1/revisions/${b.revision.id}/metadata/tags`, { as: owner })).body.entries, [
+    'revision',
+  ]);
 });
 
 t.test('metadata of a missing blob or revision is 404', async (t) => {
-  const put = await call(app, 'PUT', `/v1/blobs/${org.id}/no-such-blob/metadata/tags`, { as: owner, body: { entries: [] } });
+  const put = await call(app, 'PUT', `/v1/blobs/${org.id}/no-such-blob/metadata/tags`, {
+    as: owner,
+    body: { entries: [] },
+  });
   t.equal(put.status, 404);
   const get = await call(app, 'GET', '/v1/revisions/00000000-0000-4000-8000-000000000000/metadata/tags', { as: owner });
   t.equal(get.status, 404);

@@ -23,7 +23,9 @@ t.test('/healthz and /readyz answer without credentials; readiness names what is
   const ready = await app.inject({ method: 'GET', url: '/readyz' });
   t.equal(ready.statusCode, 200);
   t.same(ready.json(), { status: 'ready', checks: { database: true, migrated: true, stopping: false } });
-  const { rows } = await db.query<{ name: string }>('DELETE FROM schema_migrations WHERE name = (SELECT max(name) FROM schema_migrations) RETURNING name');
+  const { rows } = await db.query<{ name: string }>(
+    'DELETE FROM schema_migrations WHERE name = (SELECT max(name) FROM schema_migrations) RETURNING name',
+  );
   const unmigrated = await app.inject({ method: 'GET', url: '/readyz' });
   await db.query('INSERT INTO schema_migrations (name) VALUES ($1)', [rows[0]!.name]);
   t.equal(unmigrated.statusCode, 503, 'a migration this build ships is not applied');
@@ -32,47 +34,103 @@ t.test('/healthz and /readyz answer without credentials; readiness names what is
   t.same(stopping, { ready: false, checks: { database: true, migrated: true, stopping: true } });
 });
 
-t.test('the ops port serves the control plane\'s metrics behind the ops token', async (t) => {
+t.test("the ops port serves the control plane's metrics behind the ops token", async (t) => {
   const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const alice = await signInAnonymous(app);
   const flow = await createWorkflow(app, alice);
-  await startExecution(app, alice, flow, await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } }));
+  await startExecution(
+    app,
+    alice,
+    flow,
+    await define(app, alice, flow, {
+      start: 'one',
+      nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } },
+    }),
+  );
   await app.inject({ method: 'GET', url: `/v1/orgs/${flow.orgId}`, headers: alice.headers });
   t.equal((await ops.inject({ method: 'GET', url: '/metrics' })).statusCode, 401, 'no token, no metrics');
-  const res = await ops.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` } });
+  const res = await ops.inject({
+    method: 'GET',
+    url: '/metrics',
+    headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
+  });
   t.equal(res.statusCode, 200);
   t.match(res.headers['content-type'], /^text\/plain/);
   const text = res.body;
-  t.match(text, /workspace_http_request_duration_seconds_count\{method="GET",route="\/v1\/orgs\/:id",status_code="200"\} [1-9]/, 'requests by route pattern, not by id');
+  t.match(
+    text,
+    /workspace_http_request_duration_seconds_count\{method="GET",route="\/v1\/orgs\/:id",status_code="200"\} [1-9]/,
+    'requests by route pattern, not by id',
+  );
   t.notMatch(text, new RegExp(flow.orgId), 'no id appears in any label');
   t.match(text, /workspace_executions_created_total\{source="api"\} [1-9]/);
   t.match(text, /workspace_db_pool_connections\{state="idle"\} \d+/);
-  t.match(text, /workspace_queue_jobs\{queue="executions",state="ready"\} [1-9]/, 'the wake-up job waits (no runner yet)');
+  t.match(
+    text,
+    /workspace_queue_jobs\{queue="executions",state="ready"\} [1-9]/,
+    'the wake-up job waits (no runner yet)',
+  );
   t.match(text, /workspace_queue_oldest_ready_job_age_seconds\{queue="executions"\} [\d.]+/);
   t.match(text, /workspace_websocket_connections 0/);
   t.match(text, /process_cpu_seconds_total \d/, 'process metrics');
   // The exposition format, line by line: comments, or a sample with a valid name, labels and value.
-  const bad = text.split('\n').filter((line) => line !== '' && !/^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$/.test(line)
-    && !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.test(line));
+  const bad = text
+    .split('\n')
+    .filter(
+      (line) =>
+        line !== '' &&
+        !/^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$/.test(line) &&
+        !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.test(
+          line,
+        ),
+    );
   t.same(bad, [], 'every line parses as Prometheus text');
   // Counters move with an execution.
-  const count = (body: string) => Number(/workspace_executions_created_total\{source="api"\} (\d+)/.exec(body)?.[1] ?? 0);
-  await startExecution(app, alice, flow, await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 2' } } } }));
-  const after = await ops.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` } });
+  const count = (body: string) =>
+    Number(/workspace_executions_created_total\{source="api"\} (\d+)/.exec(body)?.[1] ?? 0);
+  await startExecution(
+    app,
+    alice,
+    flow,
+    await define(app, alice, flow, {
+      start: 'one',
+      nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 2' } } },
+    }),
+  );
+  const after = await ops.inject({
+    method: 'GET',
+    url: '/metrics',
+    headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
+  });
   t.equal(count(after.body), count(text) + 1, 'workspace_executions_created_total moved by one');
 });
 
-t.test('a runner sums its engine threads\' node runs and ends, and serves them with its probes', async (t) => {
+t.test("a runner sums its engine threads' node runs and ends, and serves them with its probes", async (t) => {
   const { runner } = await startRunner(t, databaseUrl);
   const alice = await signInAnonymous(app);
   const flow = await createWorkflow(app, alice);
-  const def = await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' }, routes: { success: 'two' } }, two: { processor: 'logic.code', config: { code: 'export default (x) => x' } } } });
+  const def = await define(app, alice, flow, {
+    start: 'one',
+    nodes: {
+      one: { processor: 'logic.code', config: { code: 'export default () => 1' }, routes: { success: 'two' } },
+      two: { processor: 'logic.code', config: { code: 'export default (x) => x' } },
+    },
+  });
   const ended = await waitForEnd(app, alice, flow, (await startExecution(app, alice, flow, def)).id);
   t.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
-  const text = await waitFor(async () => (await runner.metrics()).body, (body: string) => /workspace_executions_ended_total\{status="succeeded"\} [1-9]/.test(body), 'an engine thread to report (every 2 s)');
+  const text = await waitFor(
+    async () => (await runner.metrics()).body,
+    (body: string) => /workspace_executions_ended_total\{status="succeeded"\} [1-9]/.test(body),
+    'an engine thread to report (every 2 s)',
+  );
   t.match(text, /workspace_node_run_duration_seconds_count\{processor="logic.code",outcome="finished"\} [1-9]/);
   t.match(text, /workspace_sandbox_isolates\{state="idle"\} \d+/);
-  const server = await serveMetrics(0, '127.0.0.1', () => runner.metrics(), readinessProbe(db, () => false));
+  const server = await serveMetrics(
+    0,
+    '127.0.0.1',
+    () => runner.metrics(),
+    readinessProbe(db, () => false),
+  );
   t.teardown(() => server.close());
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   t.same(await (await fetch(`${base}/healthz`)).json(), { status: 'ok' });
@@ -88,6 +146,14 @@ t.test('GraphiQL is served on the ops port; its queries still need the token', a
   t.match(page.body, /graphiql\/main\.js/);
   const config_ = await ops.inject({ method: 'GET', url: '/graphiql/config.js' });
   t.match(config_.body, /GRAPHQL_ENDPOINT = '\/graphql'/);
-  t.equal((await ops.inject({ method: 'POST', url: '/graphql', payload: { query: '{ health { status } }' } })).statusCode, 401, 'a query without the token is refused');
-  t.equal((await ops.inject({ method: 'GET', url: '/graphiql/../graphql?query={health{status}}' })).statusCode, 401, 'no path trick reaches the API');
+  t.equal(
+    (await ops.inject({ method: 'POST', url: '/graphql', payload: { query: '{ health { status } }' } })).statusCode,
+    401,
+    'a query without the token is refused',
+  );
+  t.equal(
+    (await ops.inject({ method: 'GET', url: '/graphiql/../graphql?query={health{status}}' })).statusCode,
+    401,
+    'no path trick reaches the API',
+  );
 });

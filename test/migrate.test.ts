@@ -15,7 +15,9 @@ async function appliedNames(url: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return (await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name);
+    return (await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map(
+      (r) => r.name,
+    );
   } finally {
     await client.end();
   }
@@ -67,20 +69,42 @@ t.test('an applied migration changed afterwards stops start-up with a clear mess
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   t.teardown(() => client.end());
-  const { rows } = await client.query<{ checksum: string }>('SELECT checksum FROM schema_migrations WHERE name = $1', [files[0]]);
+  const { rows } = await client.query<{ checksum: string }>('SELECT checksum FROM schema_migrations WHERE name = $1', [
+    files[0],
+  ]);
   t.match(rows[0]!.checksum, /^[0-9a-f]{64}$/, 'the checksum of each applied file is stored');
-  t.ok((await migrationStatus(url)).every((row) => row.state === 'applied'), 'status: all applied');
+  t.ok(
+    (await migrationStatus(url)).every((row) => row.state === 'applied'),
+    'status: all applied',
+  );
   // As if the file had been edited after it was applied.
   await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [files[1], 'f'.repeat(64)]);
   await client.query(`INSERT INTO schema_migrations (name, checksum) VALUES ('999_from_elsewhere.sql', NULL)`);
   const error = await migrate(url).catch((e: unknown) => e);
   t.ok(error instanceof ChangedMigrationError);
-  t.match((error as Error).message, new RegExp(`changed after it was applied: ${files[1]}\\. Migrations are append-only`));
+  t.match(
+    (error as Error).message,
+    new RegExp(`changed after it was applied: ${files[1]}\\. Migrations are append-only`),
+  );
   const status = await migrationStatus(url);
-  t.match(status.find((r) => r.name === files[1]), { state: 'changed' });
-  t.match(status.find((r) => r.name === '999_from_elsewhere.sql'), { state: 'unknown' });
+  t.match(
+    status.find((r) => r.name === files[1]),
+    { state: 'changed' },
+  );
+  t.match(
+    status.find((r) => r.name === '999_from_elsewhere.sql'),
+    { state: 'unknown' },
+  );
   // A row applied before checksums existed takes the file's on the next start.
   await client.query('UPDATE schema_migrations SET checksum = NULL');
   t.same(await migrate(url), [], 'nothing to apply, no complaint');
-  t.equal((await client.query('SELECT count(*)::int AS n FROM schema_migrations WHERE checksum IS NULL AND name <> $1', ['999_from_elsewhere.sql'])).rows[0].n, 0, 'checksums filled in');
+  t.equal(
+    (
+      await client.query('SELECT count(*)::int AS n FROM schema_migrations WHERE checksum IS NULL AND name <> $1', [
+        '999_from_elsewhere.sql',
+      ])
+    ).rows[0].n,
+    0,
+    'checksums filled in',
+  );
 });

@@ -19,7 +19,9 @@ function assertRefused(t: Test, res: { status: number; body: any }) {
 }
 
 t.test('a valid ID token creates the human user once, keyed by issuer and subject', async (t) => {
-  const first = await google(await idp.sign({ sub: 'alice-sub', email: 'alice@example.com', email_verified: true, name: 'Alice' }));
+  const first = await google(
+    await idp.sign({ sub: 'alice-sub', email: 'alice@example.com', email_verified: true, name: 'Alice' }),
+  );
   t.equal(first.status, 200);
   t.match(first.body, {
     status: 'success',
@@ -29,12 +31,17 @@ t.test('a valid ID token creates the human user once, keyed by issuer and subjec
     token_type: 'Bearer',
     expires_in: 900,
   });
-  const me = await call(app, 'GET', '/v1/users/me', { headers: { authorization: `Bearer ${first.body.access_token}` } });
+  const me = await call(app, 'GET', '/v1/users/me', {
+    headers: { authorization: `Bearer ${first.body.access_token}` },
+  });
   t.equal(me.status, 200);
   t.equal(me.body.user.id, first.body.user.id, 'the access token authenticates as the new user');
 
   // The profile is the user's own from now on: a second sign-in does not overwrite the name.
-  const renamed = await call(app, 'PATCH', '/v1/users/me', { headers: { authorization: `Bearer ${first.body.access_token}` }, body: { name: 'Alice L.' } });
+  const renamed = await call(app, 'PATCH', '/v1/users/me', {
+    headers: { authorization: `Bearer ${first.body.access_token}` },
+    body: { name: 'Alice L.' },
+  });
   t.equal(renamed.status, 200);
 
   const second = await google(await idp.sign({ sub: 'alice-sub', email: 'alice@example.com', name: 'Alice' }));
@@ -47,16 +54,23 @@ t.test('a valid ID token creates the human user once, keyed by issuer and subjec
   t.equal(other.status, 200);
   t.not(other.body.user.id, first.body.user.id, 'another subject is another user');
 
-  const { rows } = await db.query(`SELECT count(*)::int AS n FROM users WHERE oidc_subject = 'alice-sub' AND oidc_issuer = $1`, [idp.issuer]);
+  const { rows } = await db.query(
+    `SELECT count(*)::int AS n FROM users WHERE oidc_subject = 'alice-sub' AND oidc_issuer = $1`,
+    [idp.issuer],
+  );
   t.equal(rows[0].n, 1);
 });
 
 t.test('email is kept only when the provider does not say it is unverified', async (t) => {
-  const unverified = await google(await idp.sign({ sub: 'carol-sub', email: 'carol@example.com', email_verified: false }));
+  const unverified = await google(
+    await idp.sign({ sub: 'carol-sub', email: 'carol@example.com', email_verified: false }),
+  );
   t.equal(unverified.status, 200);
   t.equal(unverified.body.user.email, null);
 
-  const unverifiedString = await google(await idp.sign({ sub: 'dave-sub', email: 'dave@example.com', email_verified: 'false' }));
+  const unverifiedString = await google(
+    await idp.sign({ sub: 'dave-sub', email: 'dave@example.com', email_verified: 'false' }),
+  );
   t.equal(unverifiedString.body.user.email, null, 'the string "false" counts as unverified too');
 
   const silent = await google(await idp.sign({ sub: 'erin-sub', email: 'erin@example.com' }));
@@ -80,7 +94,7 @@ t.test('each sign-in is its own refresh family: revoking one leaves the other', 
   const replay = await call(app, 'POST', '/v1/auth/refresh', { body: { refresh_token: laptop.body.refresh_token } });
   assertRefused(t, replay);
   const fromPhone = await call(app, 'POST', '/v1/auth/refresh', { body: { refresh_token: phone.body.refresh_token } });
-  t.equal(fromPhone.status, 200, 'the other sign-in\'s family still works');
+  t.equal(fromPhone.status, 200, "the other sign-in's family still works");
 });
 
 t.test('ID tokens that fail verification are refused with 401', async (t) => {
@@ -93,18 +107,35 @@ t.test('ID tokens that fail verification are refused with 401', async (t) => {
     ['not yet valid', () => idp.sign({ nbf: now + 3600 })],
     ['no subject', () => idp.sign({ sub: undefined })],
     ['no expiry', () => idp.sign({ exp: undefined })],
-    ['signed by an unknown key with an unknown kid', async () => idp.sign({}, { key: await generateRsaKey(), kid: 'unknown-kid' })],
+    [
+      'signed by an unknown key with an unknown kid',
+      async () => idp.sign({}, { key: await generateRsaKey(), kid: 'unknown-kid' }),
+    ],
     ['signed by another key under the published kid', async () => idp.sign({}, { key: await generateRsaKey() })],
-    ['alg none', async () => unsignedToken({ iss: idp.issuer, aud: idp.audience, sub: 'x', iat: now, exp: now + 600 }, { typ: 'JWT' })],
-    ['HS256 with the public key as the secret', () => new SignJWT({ iss: idp.issuer, aud: idp.audience, sub: 'x' })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: 'test-key-1' })
-      .setIssuedAt().setExpirationTime('10m')
-      .sign(new TextEncoder().encode(idp.publicPem))],
-    ['payload altered after signing', async () => {
-      const [h, , s] = (await idp.sign({ sub: 'victim' })).split('.');
-      const forged = Buffer.from(JSON.stringify({ iss: idp.issuer, aud: idp.audience, sub: 'attacker', iat: now, exp: now + 600 })).toString('base64url');
-      return `${h}.${forged}.${s}`;
-    }],
+    [
+      'alg none',
+      async () =>
+        unsignedToken({ iss: idp.issuer, aud: idp.audience, sub: 'x', iat: now, exp: now + 600 }, { typ: 'JWT' }),
+    ],
+    [
+      'HS256 with the public key as the secret',
+      () =>
+        new SignJWT({ iss: idp.issuer, aud: idp.audience, sub: 'x' })
+          .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: 'test-key-1' })
+          .setIssuedAt()
+          .setExpirationTime('10m')
+          .sign(new TextEncoder().encode(idp.publicPem)),
+    ],
+    [
+      'payload altered after signing',
+      async () => {
+        const [h, , s] = (await idp.sign({ sub: 'victim' })).split('.');
+        const forged = Buffer.from(
+          JSON.stringify({ iss: idp.issuer, aud: idp.audience, sub: 'attacker', iat: now, exp: now + 600 }),
+        ).toString('base64url');
+        return `${h}.${forged}.${s}`;
+      },
+    ],
     ['not a JWT', async () => 'definitely-not-a-jwt'],
   ];
   for (const [name, make] of cases) {
@@ -143,14 +174,20 @@ t.test('an unreachable key set is a server error, not a bad token', async (t) =>
   t.match(res.body, { status: 'failure', error: 'internal_error' });
 });
 
-t.test('Google\'s issuer is accepted in both of its documented forms', async (t) => {
+t.test("Google's issuer is accepted in both of its documented forms", async (t) => {
   const google = await startIdentityProvider(t, { issuer: 'https://accounts.google.com' });
   const { app: googleApp } = await buildTestApp(t, google.env);
-  const withScheme = await call(googleApp, 'POST', '/v1/auth/google', { body: { id_token: await google.sign({ sub: 'g-1' }) } });
+  const withScheme = await call(googleApp, 'POST', '/v1/auth/google', {
+    body: { id_token: await google.sign({ sub: 'g-1' }) },
+  });
   t.equal(withScheme.status, 200);
-  const bare = await call(googleApp, 'POST', '/v1/auth/google', { body: { id_token: await google.sign({ sub: 'g-1', iss: 'accounts.google.com' }) } });
+  const bare = await call(googleApp, 'POST', '/v1/auth/google', {
+    body: { id_token: await google.sign({ sub: 'g-1', iss: 'accounts.google.com' }) },
+  });
   t.equal(bare.status, 200);
   t.equal(bare.body.user.id, withScheme.body.user.id, 'both forms name the same account');
-  const lookalike = await call(googleApp, 'POST', '/v1/auth/google', { body: { id_token: await google.sign({ sub: 'g-1', iss: 'http://accounts.google.com' }) } });
+  const lookalike = await call(googleApp, 'POST', '/v1/auth/google', {
+    body: { id_token: await google.sign({ sub: 'g-1', iss: 'http://accounts.google.com' }) },
+  });
   t.equal(lookalike.status, 401);
 });

@@ -8,7 +8,17 @@
 import pg from 'pg';
 import t from 'tap';
 import { buildTestApp, call, setOverride, signInAnonymous } from './helpers/app.ts';
-import { command, createWorkflow, define, runningHeld, startExecution, startRunner, waitFor, waitForEnd, type Workflow } from './helpers/runner.ts';
+import {
+  command,
+  createWorkflow,
+  define,
+  runningHeld,
+  startExecution,
+  startRunner,
+  waitFor,
+  waitForEnd,
+  type Workflow,
+} from './helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -22,7 +32,8 @@ async function drift(): Promise<Array<{ id: string; kept: number; counted: numbe
     `SELECT o.id, org_running_executions(o.id) AS kept,
             (SELECT count(*)::int FROM executions e WHERE e.org_id = o.id AND e.ended_at IS NULL) AS counted
        FROM orgs o
-      WHERE org_running_executions(o.id) <> (SELECT count(*) FROM executions e WHERE e.org_id = o.id AND e.ended_at IS NULL)`);
+      WHERE org_running_executions(o.id) <> (SELECT count(*) FROM executions e WHERE e.org_id = o.id AND e.ended_at IS NULL)`,
+  );
   return rows;
 }
 
@@ -56,7 +67,11 @@ t.test('the kept count follows creates, cancels, runs to the end and cascades', 
   // Unfinished executions deleted by a cascade: a session, then a whole organization.
   await command(app, alice, b.flow.rev, 'delete_session', { session_id: b.flow.sessionId });
   // The rows go in the background, right after the answer.
-  await waitFor(async () => (await db.query('SELECT 1 FROM sessions WHERE id = $1', [b.flow.sessionId])).rowCount, (n) => n === 0, 'the session\'s removal');
+  await waitFor(
+    async () => (await db.query('SELECT 1 FROM sessions WHERE id = $1', [b.flow.sessionId])).rowCount,
+    (n) => n === 0,
+    "the session's removal",
+  );
   t.same(await drift(), [], 'after a session was deleted with its unfinished executions');
   t.equal(await runningHeld(app, alice, b.flow.orgId), 0);
   const deleted = await call(app, 'DELETE', `/v1/orgs/${a.flow.orgId}`, { as: alice });
@@ -73,12 +88,18 @@ t.test('a freed slot is taken again; the quota refuses exactly at the limit', as
   const { flow, long } = await flowWith(2);
   const first = await startExecution(app, alice, flow, long);
   await startExecution(app, alice, flow, long);
-  const refused = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, { as: alice, body: { session_id: flow.sessionId, definition_id: long } });
+  const refused = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, {
+    as: alice,
+    body: { session_id: flow.sessionId, definition_id: long },
+  });
   t.equal(refused.status, 400);
   t.match(refused.body, { error: 'limit_exceeded', limit: { id: 'workflow.running_executions_per_org', value: 2 } });
   await command(app, alice, flow.rev, 'cancel_execution', { execution_id: first.id });
   await startExecution(app, alice, flow, long);
-  const again = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, { as: alice, body: { session_id: flow.sessionId, definition_id: long } });
+  const again = await call(app, 'POST', `/v1/revisions/${flow.rev}/create_execution`, {
+    as: alice,
+    body: { session_id: flow.sessionId, definition_id: long },
+  });
   t.equal(again.status, 400, 'full again after the freed slot was taken');
   t.same(await drift(), []);
 });
@@ -102,10 +123,19 @@ t.test('compaction folds the ends of closed connections and changes no count', a
   for (const id of ids.slice(0, 3)) {
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
-    await client.query(`UPDATE executions SET status = 'cancelled', ended_at = now(), lease_owner = NULL, lease_until = NULL WHERE id = $1`, [id]);
+    await client.query(
+      `UPDATE executions SET status = 'cancelled', ended_at = now(), lease_owner = NULL, lease_until = NULL WHERE id = $1`,
+      [id],
+    );
     await client.end();
   }
-  const rowsOf = async () => (await db.query<{ backend: number; ended: string }>('SELECT backend, ended FROM execution_ends WHERE org_id = $1 ORDER BY backend', [flow.orgId])).rows;
+  const rowsOf = async () =>
+    (
+      await db.query<{ backend: number; ended: string }>(
+        'SELECT backend, ended FROM execution_ends WHERE org_id = $1 ORDER BY backend',
+        [flow.orgId],
+      )
+    ).rows;
   t.equal((await rowsOf()).length, 3, 'one row per connection');
   t.equal(await runningHeld(app, alice, flow.orgId), 3);
 
@@ -116,7 +146,7 @@ t.test('compaction folds the ends of closed connections and changes no count', a
     if (removed < 3) await new Promise((resolve) => setTimeout(resolve, 50));
   }
   t.equal(removed, 3);
-  t.same(await rowsOf(), [{ backend: 0, ended: '3' }], 'folded into the organization\'s row 0');
+  t.same(await rowsOf(), [{ backend: 0, ended: '3' }], "folded into the organization's row 0");
   t.equal(await runningHeld(app, alice, flow.orgId), 3, 'the count is unchanged');
   t.same(await drift(), []);
 });
@@ -130,18 +160,25 @@ t.test('compaction never waits: a row being written is skipped until the next ca
   await holder.connect();
   t.teardown(() => holder.end());
   await holder.query('BEGIN');
-  await holder.query('UPDATE execution_ends SET ended = ended + 1 WHERE org_id = $1 AND backend = 4194303', [flow.orgId]);
+  await holder.query('UPDATE execution_ends SET ended = ended + 1 WHERE org_id = $1 AND backend = 4194303', [
+    flow.orgId,
+  ]);
   const compactor = new pg.Client({ connectionString: databaseUrl });
   await compactor.connect();
   t.teardown(() => compactor.end());
   await compactor.query(`SET lock_timeout = '2s'`);
-  const compactRow = async () => (await compactor.query('SELECT 1 FROM execution_ends WHERE org_id = $1 AND backend = 4194303', [flow.orgId])).rowCount;
+  const compactRow = async () =>
+    (await compactor.query('SELECT 1 FROM execution_ends WHERE org_id = $1 AND backend = 4194303', [flow.orgId]))
+      .rowCount;
   await compactor.query('SELECT compact_execution_ends()');
   t.equal(await compactRow(), 1, 'skipped while locked, without waiting');
   await holder.query('COMMIT');
   await compactor.query('SELECT compact_execution_ends()');
   t.equal(await compactRow(), 0, 'folded once free');
-  const { rows } = await db.query<{ ended: string }>('SELECT ended FROM execution_ends WHERE org_id = $1 AND backend = 0', [flow.orgId]);
+  const { rows } = await db.query<{ ended: string }>(
+    'SELECT ended FROM execution_ends WHERE org_id = $1 AND backend = 0',
+    [flow.orgId],
+  );
   t.same(rows, [{ ended: '3' }], 'with the committed write');
   // The row counted no execution of this organization's: take it out again.
   await db.query('DELETE FROM execution_ends WHERE org_id = $1', [flow.orgId]);
@@ -151,8 +188,10 @@ t.test('ends on different connections never wait on each other, in any order of 
   const a = await flowWith(10);
   const b = await flowWith(10);
   const [a1, a2, b1, b2] = [
-    await startExecution(app, alice, a.flow, a.long), await startExecution(app, alice, a.flow, a.long),
-    await startExecution(app, alice, b.flow, b.long), await startExecution(app, alice, b.flow, b.long),
+    await startExecution(app, alice, a.flow, a.long),
+    await startExecution(app, alice, a.flow, a.long),
+    await startExecution(app, alice, b.flow, b.long),
+    await startExecution(app, alice, b.flow, b.long),
   ];
   const end = `UPDATE executions SET status = 'cancelled', ended_at = now(), lease_owner = NULL, lease_until = NULL WHERE id = $1`;
   const one = new pg.Client({ connectionString: databaseUrl });

@@ -7,7 +7,16 @@
  */
 import t, { type Test } from 'tap';
 import { buildTestApp, call, signInAnonymous } from './helpers/app.ts';
-import { actAs, apiKey, createBlob, createOrg, createServiceAccount, grant, mintKey, type Headers } from './helpers/accounts.ts';
+import {
+  actAs,
+  apiKey,
+  createBlob,
+  createOrg,
+  createServiceAccount,
+  grant,
+  mintKey,
+  type Headers,
+} from './helpers/accounts.ts';
 
 const { app, db } = await buildTestApp(t);
 
@@ -41,10 +50,25 @@ const botActing = await actAs(app, alice.headers, bot.id);
 const botKey = (await mintKey(app, botActing, 'user', bot.id, 'admin')).key;
 const aliceKey = (await mintKey(app, alice.headers, 'user', alice.user.id, 'admin')).key;
 
-const serviceKey: Credential = { name: 'service account key', headers: apiKey(botKey), accountId: bot.id, fixtures: botActing };
+const serviceKey: Credential = {
+  name: 'service account key',
+  headers: apiKey(botKey),
+  accountId: bot.id,
+  fixtures: botActing,
+};
 const acting: Credential = { name: 'acting token', headers: botActing, accountId: bot.id, fixtures: botActing };
-const humanBearer: Credential = { name: 'human bearer', headers: alice.headers, accountId: alice.user.id, fixtures: alice.headers };
-const humanKey: Credential = { name: 'human key', headers: apiKey(aliceKey), accountId: alice.user.id, fixtures: alice.headers };
+const humanBearer: Credential = {
+  name: 'human bearer',
+  headers: alice.headers,
+  accountId: alice.user.id,
+  fixtures: alice.headers,
+};
+const humanKey: Credential = {
+  name: 'human key',
+  headers: apiKey(aliceKey),
+  accountId: alice.user.id,
+  fixtures: alice.headers,
+};
 
 interface Request {
   method: 'POST' | 'DELETE' | 'PATCH';
@@ -67,19 +91,31 @@ interface Row {
 const PERIMETER: Row[] = [
   {
     operation: 'mint an organization key',
-    prepare: async () => ({ method: 'POST', url: '/v1/api-keys', body: { target: 'organization', target_id: (await workspace()).orgId, role: 'read' } }),
+    prepare: async () => ({
+      method: 'POST',
+      url: '/v1/api-keys',
+      body: { target: 'organization', target_id: (await workspace()).orgId, role: 'read' },
+    }),
     admitted: 201,
     whileActing: { status: 400, error: 'cannot_mint_while_acting' },
   },
   {
     operation: 'mint a blob key',
-    prepare: async () => ({ method: 'POST', url: '/v1/api-keys', body: { target: 'blob', target_id: (await workspace()).blobId, role: 'write' } }),
+    prepare: async () => ({
+      method: 'POST',
+      url: '/v1/api-keys',
+      body: { target: 'blob', target_id: (await workspace()).blobId, role: 'write' },
+    }),
     admitted: 201,
     whileActing: { status: 400, error: 'cannot_mint_while_acting' },
   },
   {
     operation: 'mint a user key',
-    prepare: async (as) => ({ method: 'POST', url: '/v1/api-keys', body: { target: 'user', target_id: as.accountId, role: 'read' } }),
+    prepare: async (as) => ({
+      method: 'POST',
+      url: '/v1/api-keys',
+      body: { target: 'user', target_id: as.accountId, role: 'read' },
+    }),
     admitted: 201,
   },
   {
@@ -92,14 +128,21 @@ const PERIMETER: Row[] = [
   },
   {
     operation: 'store a credential',
-    prepare: async () => ({ method: 'POST', url: '/v1/credentials', body: { target: 'organization', target_id: (await workspace()).orgId, name: 'token', secret: 's3cret' } }),
+    prepare: async () => ({
+      method: 'POST',
+      url: '/v1/credentials',
+      body: { target: 'organization', target_id: (await workspace()).orgId, name: 'token', secret: 's3cret' },
+    }),
     admitted: 201,
   },
   {
     operation: 'delete a credential',
     prepare: async () => {
       const { orgId } = await workspace();
-      const stored = await call(app, 'POST', '/v1/credentials', { as: alice, body: { target: 'organization', target_id: orgId, name: 'token', secret: 's3cret' } });
+      const stored = await call(app, 'POST', '/v1/credentials', {
+        as: alice,
+        body: { target: 'organization', target_id: orgId, name: 'token', secret: 's3cret' },
+      });
       if (stored.status !== 201) throw new Error(`store credential: ${stored.status}`);
       return { method: 'DELETE', url: '/v1/credentials', body: { id: stored.body.credential.id } };
     },
@@ -107,7 +150,11 @@ const PERIMETER: Row[] = [
   },
   {
     operation: 'grant a membership',
-    prepare: async () => ({ method: 'POST', url: '/v1/members', body: { target: 'organization', target_id: (await workspace()).orgId, user_id: carol.user.id, role: 'read' } }),
+    prepare: async () => ({
+      method: 'POST',
+      url: '/v1/members',
+      body: { target: 'organization', target_id: (await workspace()).orgId, user_id: carol.user.id, role: 'read' },
+    }),
     admitted: 200,
   },
   {
@@ -115,7 +162,11 @@ const PERIMETER: Row[] = [
     prepare: async () => {
       const { blobId } = await workspace();
       await grant(app, alice.headers, 'blob', blobId, carol.user.id, 'write');
-      return { method: 'DELETE', url: '/v1/members', body: { target: 'blob', target_id: blobId, user_id: carol.user.id } };
+      return {
+        method: 'DELETE',
+        url: '/v1/members',
+        body: { target: 'blob', target_id: blobId, user_id: carol.user.id },
+      };
     },
     admitted: 200,
   },
@@ -126,12 +177,20 @@ const PERIMETER: Row[] = [
   },
   {
     operation: 'retire an account',
-    prepare: async (as) => ({ method: 'DELETE', url: `/v1/users/${(await createServiceAccount(app, as.fixtures, 'doomed')).id}`, body: undefined }),
+    prepare: async (as) => ({
+      method: 'DELETE',
+      url: `/v1/users/${(await createServiceAccount(app, as.fixtures, 'doomed')).id}`,
+      body: undefined,
+    }),
     admitted: 200,
   },
   {
     operation: 'mint an acting token',
-    prepare: async (as) => ({ method: 'POST', url: '/v1/auth/core/impersonate', body: { user_id: (await createServiceAccount(app, as.fixtures, 'worker')).id } }),
+    prepare: async (as) => ({
+      method: 'POST',
+      url: '/v1/auth/core/impersonate',
+      body: { user_id: (await createServiceAccount(app, as.fixtures, 'worker')).id },
+    }),
     admitted: 200,
     tookEffect: async (t, body, request) => {
       const me = await call(app, 'GET', '/v1/users/me', { headers: { authorization: `Bearer ${body.acting_token}` } });
@@ -139,12 +198,16 @@ const PERIMETER: Row[] = [
     },
   },
   {
-    operation: 'change an organization\'s visibility',
-    prepare: async () => ({ method: 'PATCH', url: `/v1/orgs/${(await workspace()).orgId}`, body: { visibility: 'public' } }),
+    operation: "change an organization's visibility",
+    prepare: async () => ({
+      method: 'PATCH',
+      url: `/v1/orgs/${(await workspace()).orgId}`,
+      body: { visibility: 'public' },
+    }),
     admitted: 200,
   },
   {
-    operation: 'change a blob\'s visibility',
+    operation: "change a blob's visibility",
     prepare: async () => {
       const { orgId, blobId } = await workspace();
       return { method: 'PATCH', url: `/v1/blobs/${orgId}/${blobId}`, body: { visibility: 'public' } };
@@ -171,7 +234,10 @@ async function accessState(): Promise<unknown> {
 async function run(t: Test, as: Credential, row: Row, expected: { status: number; error?: string }): Promise<void> {
   const request = await row.prepare(as);
   const before = await accessState();
-  const res = await call(app, request.method, request.url, { headers: as.headers, ...(request.body === undefined ? {} : { body: request.body }) });
+  const res = await call(app, request.method, request.url, {
+    headers: as.headers,
+    ...(request.body === undefined ? {} : { body: request.body }),
+  });
   const label = `${row.operation} with ${as.name}`;
   t.equal(res.status, expected.status, label);
   if (expected.error) {
@@ -195,7 +261,7 @@ t.test('the perimeter table', async (t) => {
   }
 });
 
-t.test('PATCH without a visibility change passes with the service account\'s key', async (t) => {
+t.test("PATCH without a visibility change passes with the service account's key", async (t) => {
   const { orgId, blobId } = await workspace();
   const cases: Array<[string, string, unknown]> = [
     ['organization, same visibility', `/v1/orgs/${orgId}`, { visibility: 'private' }],
@@ -208,7 +274,10 @@ t.test('PATCH without a visibility change passes with the service account\'s key
     const res = await call(app, 'PATCH', url, { headers: serviceKey.headers, body });
     t.equal(res.status, 200, name);
   }
-  const { rows } = await db.query('SELECT o.name, o.visibility, b.name AS blob_name FROM orgs o JOIN blobs b ON b.org_id = o.id WHERE o.id = $1::uuid', [orgId]);
+  const { rows } = await db.query(
+    'SELECT o.name, o.visibility, b.name AS blob_name FROM orgs o JOIN blobs b ON b.org_id = o.id WHERE o.id = $1::uuid',
+    [orgId],
+  );
   t.same(rows, [{ name: 'again', visibility: 'private', blob_name: 'renamed by bot' }]);
 });
 

@@ -7,16 +7,21 @@ t.test('runs repeatedly, never two runs at once, and keeps going after a failure
   let runs = 0;
   const errors: unknown[] = [];
   let release!: () => void;
-  const tenRuns = new Promise<void>((resolve) => { release = resolve; });
-  const loop = startPeriodic(async () => {
-    active++;
-    maxActive = Math.max(maxActive, active);
-    runs++;
-    await new Promise((r) => setTimeout(r, 3));
-    active--;
-    if (runs === 2) throw new Error('boom');
-    if (runs === 10) release();
-  }, { everyMs: 0, onError: (e) => errors.push(e) });
+  const tenRuns = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const loop = startPeriodic(
+    async () => {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      runs++;
+      await new Promise((r) => setTimeout(r, 3));
+      active--;
+      if (runs === 2) throw new Error('boom');
+      if (runs === 10) release();
+    },
+    { everyMs: 0, onError: (e) => errors.push(e) },
+  );
   await tenRuns;
   await loop.stop();
   t.equal(maxActive, 1, 'runs never overlap');
@@ -27,14 +32,19 @@ t.test('runs repeatedly, never two runs at once, and keeps going after a failure
 t.test('stop waits for the run in flight and schedules nothing after it', async (t) => {
   let finished = false;
   let started!: () => void;
-  const inFlight = new Promise<void>((resolve) => { started = resolve; });
+  const inFlight = new Promise<void>((resolve) => {
+    started = resolve;
+  });
   let runs = 0;
-  const loop = startPeriodic(async () => {
-    runs++;
-    started();
-    await new Promise((r) => setTimeout(r, 30));
-    finished = true;
-  }, { everyMs: 0, firstMs: 0, onError: () => {} });
+  const loop = startPeriodic(
+    async () => {
+      runs++;
+      started();
+      await new Promise((r) => setTimeout(r, 30));
+      finished = true;
+    },
+    { everyMs: 0, firstMs: 0, onError: () => {} },
+  );
   await inFlight;
   await loop.stop();
   t.ok(finished, 'stop returned only after the run settled');

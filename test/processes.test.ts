@@ -13,7 +13,16 @@ import { Launcher, type Launch } from './helpers/launch.ts';
 const dataDir = await mkdtemp(join(tmpdir(), 'ws-start-'));
 const [port, opsPort, pgPort, metricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
 const opsToken = 'processes-test-ops-token';
-const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), OPS_PORT: String(opsPort), EMBEDDED_PG_PORT: String(pgPort), OPS_TOKEN: opsToken, LOG_LEVEL: 'warn', METRICS_PORT: String(metricsPort) };
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  DATA_DIR: dataDir,
+  PORT: String(port),
+  OPS_PORT: String(opsPort),
+  EMBEDDED_PG_PORT: String(pgPort),
+  OPS_TOKEN: opsToken,
+  LOG_LEVEL: 'warn',
+  METRICS_PORT: String(metricsPort),
+};
 delete env.DATABASE_URL;
 delete env.TEST_DATABASE_URL;
 
@@ -31,7 +40,12 @@ t.teardown(async () => {
 });
 
 /** Polls `probe` until it returns a value; a generous deadline fails the test with recent output. */
-async function waitFor<T>(run: Launch, what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+async function waitFor<T>(
+  run: Launch,
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
@@ -52,7 +66,11 @@ async function exitCode(run: Launch): Promise<number | null> {
 }
 
 async function signIn(): Promise<number | undefined> {
-  const res = await fetch(`http://127.0.0.1:${port}/v1/auth/anonymous`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const res = await fetch(`http://127.0.0.1:${port}/v1/auth/anonymous`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
   return res.status === 200 ? res.status : undefined;
 }
 
@@ -91,7 +109,10 @@ async function descendants(root: number): Promise<{ pid: number; command: string
     const parent = queue.shift()!;
     for (const [pid, ppid] of parents) {
       if (ppid !== parent) continue;
-      found.push({ pid, command: (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ') });
+      found.push({
+        pid,
+        command: (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' '),
+      });
       queue.push(pid);
     }
   }
@@ -115,11 +136,20 @@ t.test('npm start serves the API with a registered runner', async (t) => {
   t.ok(rows[0]!.n > 0, 'migrated the workspace database of the embedded server');
 
   // The probes of both processes, without credentials.
-  t.same(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json(), { status: 'ready', checks: { database: true, migrated: true, stopping: false } });
+  t.same(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json(), {
+    status: 'ready',
+    checks: { database: true, migrated: true, stopping: false },
+  });
   t.same(await (await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).json(), { status: 'ok' });
   t.match(await (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).json(), { status: 'ready' });
-  t.match(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), /workspace_sandbox_isolates\{state="idle"\}/, "the runner's metrics");
-  const scraped = await fetch(`http://127.0.0.1:${opsPort}/metrics`, { headers: { authorization: `Bearer ${opsToken}` } });
+  t.match(
+    await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
+    /workspace_sandbox_isolates\{state="idle"\}/,
+    "the runner's metrics",
+  );
+  const scraped = await fetch(`http://127.0.0.1:${opsPort}/metrics`, {
+    headers: { authorization: `Bearer ${opsToken}` },
+  });
   t.match(await scraped.text(), /process_cpu_seconds_total/, "the control plane's, on the ops port");
 });
 
@@ -127,65 +157,130 @@ t.test('a runner killed with SIGKILL is restarted', async (t) => {
   const [before] = await aliveRunners();
   t.ok(before, 'a runner is alive');
   process.kill(before!.pid, 'SIGKILL');
-  const replacement = await waitFor(first, 'a restarted runner', async () => (await aliveRunners()).find((r) => r.pid !== before!.pid));
+  const replacement = await waitFor(first, 'a restarted runner', async () =>
+    (await aliveRunners()).find((r) => r.pid !== before!.pid),
+  );
   t.not(replacement.pid, before!.pid);
   t.ok(await running(replacement.pid), 'the new runner process runs');
 });
 
-t.test('the embedded PostgreSQL killed with SIGKILL: every surface answers 503 unavailable meanwhile, it is restarted, service resumes, nothing acknowledged is lost', async (t) => {
-  const signUp = await fetch(`http://127.0.0.1:${port}/v1/auth/anonymous`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-  const { user, access_token: token } = (await signUp.json()) as { user: { id: string }; access_token: string };
-  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const created = await fetch(`http://127.0.0.1:${port}/v1/orgs`, { method: 'POST', headers: auth, body: JSON.stringify({ alias: 'kept-across-restart' }) });
-  t.equal(created.status, 201, 'an organization is created (acknowledged) before the loss');
-  const { org } = (await created.json()) as { org: { id: string } };
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/v1`, ['authorization.bearer.base64', Buffer.from(token).toString('base64url')]);
-  await once(socket, 'open');
-  const replies: unknown[] = [];
-  socket.addEventListener('message', (event) => replies.push(JSON.parse(String(event.data))));
-  const [before] = await aliveRunners();
+t.test(
+  'the embedded PostgreSQL killed with SIGKILL: every surface answers 503 unavailable meanwhile, it is restarted, service resumes, nothing acknowledged is lost',
+  async (t) => {
+    const signUp = await fetch(`http://127.0.0.1:${port}/v1/auth/anonymous`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const { user, access_token: token } = (await signUp.json()) as { user: { id: string }; access_token: string };
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const created = await fetch(`http://127.0.0.1:${port}/v1/orgs`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ alias: 'kept-across-restart' }),
+    });
+    t.equal(created.status, 201, 'an organization is created (acknowledged) before the loss');
+    const { org } = (await created.json()) as { org: { id: string } };
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/v1`, [
+      'authorization.bearer.base64',
+      Buffer.from(token).toString('base64url'),
+    ]);
+    await once(socket, 'open');
+    const replies: unknown[] = [];
+    socket.addEventListener('message', (event) => replies.push(JSON.parse(String(event.data))));
+    const [before] = await aliveRunners();
 
-  const postmaster = Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
-  process.kill(postmaster, 'SIGKILL');
-  // Right after the kill, before the supervisor's first restart (≥ 250 ms), all three surfaces refuse.
-  const rest = await waitFor(first, 'REST to answer 503', async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org.id}`, { headers: auth });
-    return res.status === 503 ? res : undefined;
-  }, 5_000);
-  t.equal(rest.headers.get('retry-after'), '2', 'Retry-After');
-  t.ok(rest.headers.get('x-request-id'), 'x-request-id');
-  t.match(await rest.json(), { status: 'failure', error: 'unavailable' });
-  socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'get_user', params: { user_id: 'me' } }));
-  const rpc = await waitFor(first, 'the JSON-RPC answer', async () => replies.find((r) => (r as { id?: number }).id === 1), 5_000);
-  t.match(rpc, { error: { data: { error: 'unavailable', http_status: 503, retry_after: 2 } } }, 'a WebSocket call is refused the same way, on the same connection');
-  const health = await fetch(`http://127.0.0.1:${opsPort}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${opsToken}` },
-    body: JSON.stringify({ query: '{ health { status database } }' }),
-  });
-  t.match(await health.json(), { data: { health: { status: 'degraded', database: false } } }, 'ops health says degraded');
-  const notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
-  t.equal(notReady.status, 503, '/readyz flips to 503 while the database is down');
-  t.match(await notReady.json(), { status: 'not_ready', checks: { database: false } });
+    const postmaster = Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    process.kill(postmaster, 'SIGKILL');
+    // Right after the kill, before the supervisor's first restart (≥ 250 ms), all three surfaces refuse.
+    const rest = await waitFor(
+      first,
+      'REST to answer 503',
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org.id}`, { headers: auth });
+        return res.status === 503 ? res : undefined;
+      },
+      5_000,
+    );
+    t.equal(rest.headers.get('retry-after'), '2', 'Retry-After');
+    t.ok(rest.headers.get('x-request-id'), 'x-request-id');
+    t.match(await rest.json(), { status: 'failure', error: 'unavailable' });
+    socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'get_user', params: { user_id: 'me' } }));
+    const rpc = await waitFor(
+      first,
+      'the JSON-RPC answer',
+      async () => replies.find((r) => (r as { id?: number }).id === 1),
+      5_000,
+    );
+    t.match(
+      rpc,
+      { error: { data: { error: 'unavailable', http_status: 503, retry_after: 2 } } },
+      'a WebSocket call is refused the same way, on the same connection',
+    );
+    const health = await fetch(`http://127.0.0.1:${opsPort}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${opsToken}` },
+      body: JSON.stringify({ query: '{ health { status database } }' }),
+    });
+    t.match(
+      await health.json(),
+      { data: { health: { status: 'degraded', database: false } } },
+      'ops health says degraded',
+    );
+    const notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
+    t.equal(notReady.status, 503, '/readyz flips to 503 while the database is down');
+    t.match(await notReady.json(), { status: 'not_ready', checks: { database: false } });
 
-  // The supervisor starts PostgreSQL again; the control plane and runner reconnect by themselves.
-  const back = await waitFor(first, 'REST to answer again', async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org.id}`, { headers: auth });
-    return res.status === 200 ? res : undefined;
-  }, 30_000);
-  t.match(await back.json(), { org: { id: org.id, alias: 'kept-across-restart' } }, 'the organization acknowledged before the loss is there');
-  t.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200, '/readyz is back');
-  t.equal((await fetch(`http://127.0.0.1:${port}/v1/users/${user.id}`, { headers: auth })).status, 200, 'the user too, and the token still works');
-  socket.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'get_user', params: { user_id: 'me' } }));
-  t.match(await waitFor(first, 'the second JSON-RPC answer', async () => replies.find((r) => (r as { id?: number }).id === 2), 10_000), { result: { user: { id: user.id } } }, 'the same WebSocket connection serves again');
-  socket.close();
-  t.not(Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]), postmaster, 'a new postmaster');
-  const runners = await waitFor(first, 'a live runner after the loss', async () => {
-    const alive = await aliveRunners();
-    return alive.length ? alive : undefined;
-  }, 30_000);
-  t.ok(runners.length >= 1, `a runner heartbeats again (pid ${runners[0]!.pid}, before ${before?.pid})`);
-});
+    // The supervisor starts PostgreSQL again; the control plane and runner reconnect by themselves.
+    const back = await waitFor(
+      first,
+      'REST to answer again',
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/v1/orgs/${org.id}`, { headers: auth });
+        return res.status === 200 ? res : undefined;
+      },
+      30_000,
+    );
+    t.match(
+      await back.json(),
+      { org: { id: org.id, alias: 'kept-across-restart' } },
+      'the organization acknowledged before the loss is there',
+    );
+    t.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200, '/readyz is back');
+    t.equal(
+      (await fetch(`http://127.0.0.1:${port}/v1/users/${user.id}`, { headers: auth })).status,
+      200,
+      'the user too, and the token still works',
+    );
+    socket.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'get_user', params: { user_id: 'me' } }));
+    t.match(
+      await waitFor(
+        first,
+        'the second JSON-RPC answer',
+        async () => replies.find((r) => (r as { id?: number }).id === 2),
+        10_000,
+      ),
+      { result: { user: { id: user.id } } },
+      'the same WebSocket connection serves again',
+    );
+    socket.close();
+    t.not(
+      Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]),
+      postmaster,
+      'a new postmaster',
+    );
+    const runners = await waitFor(
+      first,
+      'a live runner after the loss',
+      async () => {
+        const alive = await aliveRunners();
+        return alive.length ? alive : undefined;
+      },
+      30_000,
+    );
+    t.ok(runners.length >= 1, `a runner heartbeats again (pid ${runners[0]!.pid}, before ${before?.pid})`);
+  },
+);
 
 t.test('SIGTERM stops every process of the stack and exits 0', async (t) => {
   const tree = await descendants(first.proc.pid!);
@@ -203,17 +298,24 @@ t.test('after the supervisor is killed with SIGKILL, its children stop and the n
   await waitFor(second, 'anonymous sign-in', signIn);
   const tree = await descendants(second.proc.pid!);
   const supervisor = tree.find((p) => p.command.includes('scripts/supervisor.ts'));
-  const children = tree.filter((p) => p.command.includes('control-plane/main.ts') || p.command.includes('runner/main.ts'));
+  const children = tree.filter(
+    (p) => p.command.includes('control-plane/main.ts') || p.command.includes('runner/main.ts'),
+  );
   const postmaster = tree.find((p) => p.command.includes(`-D ${join(dataDir, 'pg')}`));
   t.ok(supervisor && postmaster, 'found the supervisor and PostgreSQL');
   t.equal(children.length, 2, 'found the control plane and the runner');
 
   process.kill(supervisor!.pid, 'SIGKILL');
   t.not(await exitCode(second), 0, 'the launcher reports the failure');
-  await waitFor(second, 'the orphaned children to stop', async () => {
-    for (const { pid } of children) if (await running(pid)) return undefined;
-    return true;
-  }, 30_000);
+  await waitFor(
+    second,
+    'the orphaned children to stop',
+    async () => {
+      for (const { pid } of children) if (await running(pid)) return undefined;
+      return true;
+    },
+    30_000,
+  );
   t.pass('the control plane and the runner stopped by themselves');
   t.ok(await running(postmaster!.pid), 'PostgreSQL outlived it (nothing ran its exit hook)');
 

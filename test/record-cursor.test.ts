@@ -2,7 +2,11 @@ import t from 'tap';
 import { z } from 'zod';
 import { readRecordPage, RECORD_PAGE_SIZE, recordCursorParams } from '../control-plane/workflow/record-cursor.ts';
 import {
-  newestFirstSql, olderThanSql, positionColumnsSql, type RecordPosition, type RecordSource,
+  newestFirstSql,
+  olderThanSql,
+  positionColumnsSql,
+  type RecordPosition,
+  type RecordSource,
 } from '../control-plane/sql/table-listing.ts';
 import { isServiceError } from '../shared/errors.ts';
 
@@ -19,7 +23,9 @@ function id(n: number): string {
 }
 
 /** A listing over `rows` that behaves like the SQL: newest first by (at, id), strictly older than the position. */
-function memorySource(rows: Row[]): RecordSource<Row> & { reads: Array<{ after: RecordPosition | undefined; count: number }> } {
+function memorySource(
+  rows: Row[],
+): RecordSource<Row> & { reads: Array<{ after: RecordPosition | undefined; count: number }> } {
   const newestFirst = (a: Row, b: Row) => (a.at === b.at ? (a.id < b.id ? 1 : -1) : a.at < b.at ? 1 : -1);
   const reads: Array<{ after: RecordPosition | undefined; count: number }> = [];
   return {
@@ -39,7 +45,10 @@ function memorySource(rows: Row[]): RecordSource<Row> & { reads: Array<{ after: 
 }
 
 function rowsOf(count: number, sameInstant = false): Row[] {
-  return Array.from({ length: count }, (_, i) => ({ id: id(i + 1), at: sameInstant ? '2025-01-01T00:00:00.000000Z' : `2025-01-01T00:00:${String(i).padStart(2, '0')}.000000Z` }));
+  return Array.from({ length: count }, (_, i) => ({
+    id: id(i + 1),
+    at: sameInstant ? '2025-01-01T00:00:00.000000Z' : `2025-01-01T00:00:${String(i).padStart(2, '0')}.000000Z`,
+  }));
 }
 
 async function pageAll(source: RecordSource<Row>): Promise<{ pages: Row[][]; lasts: Array<string | null> }> {
@@ -59,8 +68,14 @@ async function pageAll(source: RecordSource<Row>): Promise<{ pages: Row[][]; las
 t.test('25 records page as 10, 10, 5, newest first, each once, and the last page says so', async (t) => {
   const rows = rowsOf(25);
   const { pages, lasts } = await pageAll(memorySource(rows));
-  t.same(pages.map((p) => p.length), [10, 10, 5]);
-  t.same(pages.flat().map((r) => r.id), rows.map((r) => r.id).reverse());
+  t.same(
+    pages.map((p) => p.length),
+    [10, 10, 5],
+  );
+  t.same(
+    pages.flat().map((r) => r.id),
+    rows.map((r) => r.id).reverse(),
+  );
   t.same(lasts, [id(16), id(6), null], 'last_session_id is the id of the last row of the page');
   t.equal(RECORD_PAGE_SIZE, 10);
 });
@@ -83,7 +98,10 @@ t.test('an empty listing is one empty, exhausted page', async (t) => {
 t.test('records created at the same instant page by id, with no repeats or gaps', async (t) => {
   const rows = rowsOf(23, true);
   const { pages } = await pageAll(memorySource(rows));
-  t.same(pages.map((p) => p.length), [10, 10, 3]);
+  t.same(
+    pages.map((p) => p.length),
+    [10, 10, 3],
+  );
   t.same(new Set(pages.flat().map((r) => r.id)).size, 23);
 });
 
@@ -91,9 +109,15 @@ t.test('a start record that is gone (or never in this listing) is cursor_record_
   const rows = rowsOf(15);
   const source = memorySource(rows);
   const first = await readRecordPage(source, undefined);
-  rows.splice(rows.findIndex((r) => r.id === first.last_session_id), 1);
+  rows.splice(
+    rows.findIndex((r) => r.id === first.last_session_id),
+    1,
+  );
   for (const start of [first.last_session_id!, id(999)]) {
-    const error = await readRecordPage(source, start).then(() => undefined, (e: unknown) => e);
+    const error = await readRecordPage(source, start).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     t.ok(isServiceError(error));
     t.equal((error as { code: string }).code, 'cursor_record_deleted');
     t.equal((error as { status: number }).status, 500);
@@ -108,11 +132,17 @@ t.test('a record deleted after it was located does not disturb the page', async 
   const locate = source.locate.bind(source);
   source.locate = async (wanted) => {
     const found = await locate(wanted);
-    rows.splice(rows.findIndex((r) => r.id === wanted), 1);
+    rows.splice(
+      rows.findIndex((r) => r.id === wanted),
+      1,
+    );
     return found;
   };
   const second = await readRecordPage(source, first.last_session_id!);
-  t.same(second.rows.map((r) => r.id), [id(5), id(4), id(3), id(2), id(1)]);
+  t.same(
+    second.rows.map((r) => r.id),
+    [id(5), id(4), id(3), id(2), id(1)],
+  );
 });
 
 t.test('the shared params: limit refused with a reason, start_session_id a string with an id shape', async (t) => {
@@ -126,7 +156,10 @@ t.test('the shared params: limit refused with a reason, start_session_id a strin
   }
   t.notOk(schema.safeParse({ start_session_id: null }).success, 'null is not a cursor');
   t.notOk(schema.safeParse({ start_session_id: 'my-session' }).success, 'only ids are handed out');
-  t.notOk(schema.safeParse({ start_session_id: '0000000A-0000-4000-8000-000000000001' }).success, 'an upper-case UUID is not an id');
+  t.notOk(
+    schema.safeParse({ start_session_id: '0000000A-0000-4000-8000-000000000001' }).success,
+    'an upper-case UUID is not an id',
+  );
 });
 
 t.test('SQL fragments', async (t) => {

@@ -24,7 +24,12 @@ interface Place {
   definitionId: string;
 }
 
-async function command(as: Caller, rev: string, name: string, params: Record<string, unknown>): Promise<{ status: number; body: any }> {
+async function command(
+  as: Caller,
+  rev: string,
+  name: string,
+  params: Record<string, unknown>,
+): Promise<{ status: number; body: any }> {
   const { status, body } = await call(app, 'POST', `/v1/revisions/${rev}/${name}`, { as, body: params });
   return { status, body };
 }
@@ -40,15 +45,29 @@ async function place(as: Caller, orgId?: string): Promise<Place> {
   const org = orgId ?? (await createOrg(app, as)).id;
   const { blob, revision } = await createBlob(app, as, org);
   const session = await ok(as, revision.id, 'create_session', {});
-  const definition = await ok(as, revision.id, 'create_definition', { alias: 'flow', category: 'workflow', graph: GRAPH });
-  return { orgId: org, blobId: blob.id, rev: revision.id, sessionId: session.session.id, definitionId: definition.definition.id };
+  const definition = await ok(as, revision.id, 'create_definition', {
+    alias: 'flow',
+    category: 'workflow',
+    graph: GRAPH,
+  });
+  return {
+    orgId: org,
+    blobId: blob.id,
+    rev: revision.id,
+    sessionId: session.session.id,
+    definitionId: definition.definition.id,
+  };
 }
 
 /**
  * An execution written directly, with one execution event. `endedDaysAgo` null: still running
  * (created `createdDaysAgo` ago). Returns its id.
  */
-async function insertExecution(at: Place, endedDaysAgo: number | null, options: { status?: string; createdDaysAgo?: number; endedAt?: string } = {}): Promise<string> {
+async function insertExecution(
+  at: Place,
+  endedDaysAgo: number | null,
+  options: { status?: string; createdDaysAgo?: number; endedAt?: string } = {},
+): Promise<string> {
   const status = options.status ?? (endedDaysAgo === null ? 'running' : 'succeeded');
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO executions (session_id, org_id, definition_id, graph, limits, status, created_at, ended_at)
@@ -56,10 +75,22 @@ async function insertExecution(at: Place, endedDaysAgo: number | null, options: 
              now() - make_interval(days => $6::int),
              COALESCE($8::timestamptz, now() - make_interval(days => $7::int)))
      RETURNING id`,
-    [at.sessionId, at.orgId, at.definitionId, JSON.stringify(GRAPH), status, options.createdDaysAgo ?? (endedDaysAgo ?? 0) + 1, endedDaysAgo, options.endedAt ?? null],
+    [
+      at.sessionId,
+      at.orgId,
+      at.definitionId,
+      JSON.stringify(GRAPH),
+      status,
+      options.createdDaysAgo ?? (endedDaysAgo ?? 0) + 1,
+      endedDaysAgo,
+      options.endedAt ?? null,
+    ],
   );
   const id = rows[0]!.id;
-  await db.query(`INSERT INTO execution_events (execution_id, session_id, kind) VALUES ($1::uuid, $2::uuid, 'execution.started')`, [id, at.sessionId]);
+  await db.query(
+    `INSERT INTO execution_events (execution_id, session_id, kind) VALUES ($1::uuid, $2::uuid, 'execution.started')`,
+    [id, at.sessionId],
+  );
   return id;
 }
 
@@ -69,12 +100,20 @@ async function exists(id: string): Promise<boolean> {
 }
 
 async function eventsOf(id: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_events WHERE execution_id = $1::uuid', [id]);
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM execution_events WHERE execution_id = $1::uuid',
+    [id],
+  );
   return rows[0]!.n;
 }
 
 async function gql(query: string, variables: Record<string, unknown> = {}): Promise<{ status: number; body: any }> {
-  const res = await ops.inject({ method: 'POST', url: '/graphql', headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` }, payload: { query, variables } });
+  const res = await ops.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
+    payload: { query, variables },
+  });
   return { status: res.statusCode, body: res.json() };
 }
 
@@ -107,7 +146,10 @@ t.test('removes a finished execution past 90 days with its events; keeps younger
   const queued = await insertExecution(home, null, { status: 'queued', createdDaysAgo: 400 });
   t.equal(await eventsOf(old), 1);
   // Session events name the execution but belong to the session's stream: they stay.
-  await db.query(`INSERT INTO session_events (session_id, execution_id, kind) VALUES ($1::uuid, $2::uuid, 'execution.finished')`, [home.sessionId, old]);
+  await db.query(
+    `INSERT INTO session_events (session_id, execution_id, kind) VALUES ($1::uuid, $2::uuid, 'execution.finished')`,
+    [home.sessionId, old],
+  );
 
   t.same(await runRetentionSweep(db), { executions_removed: 3, runs_removed: 0, idempotency_keys_removed: 0 });
   for (const id of [old, failed, cancelled]) {
@@ -122,7 +164,11 @@ t.test('removes a finished execution past 90 days with its events; keeps younger
   const { rows } = await db.query('SELECT 1 FROM session_events WHERE execution_id = $1::uuid', [old]);
   t.equal(rows.length, 1, 'the session event stays');
 
-  t.same(await runRetentionSweep(db), { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 }, 'a second sweep finds nothing');
+  t.same(
+    await runRetentionSweep(db),
+    { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 },
+    'a second sweep finds nothing',
+  );
 });
 
 t.test('age counts from the end, not the creation; `now` moves the reference', async (t) => {
@@ -133,7 +179,11 @@ t.test('age counts from the end, not the creation; `now` moves the reference', a
   t.ok(await exists(nearly));
   // Every earlier row of this file is now either removed, running, or younger than 89 days.
   const inTwoDays = new Date(Date.now() + 2 * 86_400_000);
-  t.same(await runRetentionSweep(db, { now: inTwoDays }), { executions_removed: 2, runs_removed: 0, idempotency_keys_removed: 0 }, 'this one and the first test\'s 89-day-old one');
+  t.same(
+    await runRetentionSweep(db, { now: inTwoDays }),
+    { executions_removed: 2, runs_removed: 0, idempotency_keys_removed: 0 },
+    "this one and the first test's 89-day-old one",
+  );
   t.notOk(await exists(nearly), '89 days old plus two');
   t.ok(await exists(lateEnd));
 });
@@ -160,7 +210,7 @@ t.test('retention is resolved per blob at sweep time: nearest override wins; nul
   // An organization's override reaches its blobs; a blob's null beats it.
   await setOverride(app, 'workflow.execution_retention_days', 'org', org, 30);
   t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 });
-  t.notOk(await exists(siblingOld), 'the organization\'s 30 days now apply to the sibling');
+  t.notOk(await exists(siblingOld), "the organization's 30 days now apply to the sibling");
   t.ok(await exists(foreverOld), 'null: kept forever, even at 400 days');
   t.ok(await exists(elsewhere), 'other organizations keep the default');
 
@@ -172,7 +222,7 @@ t.test('retention is resolved per blob at sweep time: nearest override wins; nul
   t.notOk(await exists(shortYoung));
 });
 
-t.test('an owner\'s override reaches every blob of the organizations it owns, and only those', async (t) => {
+t.test("an owner's override reaches every blob of the organizations it owns, and only those", async (t) => {
   const bobs = await place(bob);
   const bobOld = await insertExecution(bobs, 6);
   const aliceOld = await insertExecution(home, 6);
@@ -188,7 +238,11 @@ t.test('a stored override that is no longer valid is skipped as resolution skips
   const young = await insertExecution(mine, 40);
   await setOverride(app, 'workflow.execution_retention_days', 'blob', mine.blobId, 'thirty');
   await setOverride(app, 'workflow.execution_retention_days', 'org', mine.orgId, -5);
-  t.same(await runRetentionSweep(db), { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 }, 'the default applies');
+  t.same(
+    await runRetentionSweep(db),
+    { executions_removed: 1, runs_removed: 0, idempotency_keys_removed: 0 },
+    'the default applies',
+  );
   t.notOk(await exists(old));
   t.ok(await exists(young));
 });
@@ -204,7 +258,11 @@ t.test('batches walk past kept rows and equal end times', async (t) => {
   const due = [];
   for (let i = 0; i < 5; i++) due.push(await insertExecution(mine, 0, { endedAt: sameEnd }));
   for (let i = 0; i < 2; i++) due.push(await insertExecution(mine, 100 + i));
-  t.same(await runRetentionSweep(db, { batchSize: 2 }), { executions_removed: 7, runs_removed: 0, idempotency_keys_removed: 0 });
+  t.same(await runRetentionSweep(db, { batchSize: 2 }), {
+    executions_removed: 7,
+    runs_removed: 0,
+    idempotency_keys_removed: 0,
+  });
   for (const id of due) t.notOk(await exists(id));
   for (const id of keptIds) t.ok(await exists(id));
   await t.rejects(runRetentionSweep(db, { batchSize: 0 }), RangeError);
@@ -239,12 +297,24 @@ t.test('ops API: runRetentionSweep runs it now and retentionSweeps shows the his
   t.equal(ran.status, 200);
   t.notOk(ran.body.errors);
   const sweep = ran.body.data.runRetentionSweep;
-  t.match(sweep, { id: /^[0-9]+$/, trigger: 'ops', status: 'completed', startedAt: ISO, finishedAt: ISO, executionsRemoved: 1, runsRemoved: 0, error: null });
+  t.match(sweep, {
+    id: /^[0-9]+$/,
+    trigger: 'ops',
+    status: 'completed',
+    startedAt: ISO,
+    finishedAt: ISO,
+    executionsRemoved: 1,
+    runsRemoved: 0,
+    error: null,
+  });
   t.notOk(await exists(old));
 
   const listed = await gql(`{ retentionSweeps(limit: 1) { ${SWEEP_FIELDS} } }`);
   t.same(listed.body.data.retentionSweeps, [sweep], 'newest first, as recorded');
-  const { rows } = await db.query('SELECT trigger, outcome, executions_removed, runs_removed FROM retention_sweeps WHERE id = $1::bigint', [sweep.id]);
+  const { rows } = await db.query(
+    'SELECT trigger, outcome, executions_removed, runs_removed FROM retention_sweeps WHERE id = $1::bigint',
+    [sweep.id],
+  );
   t.same(rows, [{ trigger: 'ops', outcome: 'completed', executions_removed: 1, runs_removed: 0 }]);
 
   for (const limit of [0, 101]) {
@@ -253,7 +323,7 @@ t.test('ops API: runRetentionSweep runs it now and retentionSweeps shows the his
   }
 });
 
-t.test('one sweep at a time: a held lock refuses the mutation and skips the timer\'s check', async (t) => {
+t.test("one sweep at a time: a held lock refuses the mutation and skips the timer's check", async (t) => {
   const old = await insertExecution(home, 150);
   const release = await holdSweepLock(t);
 
@@ -264,8 +334,13 @@ t.test('one sweep at a time: a held lock refuses the mutation and skips the time
   t.ok(await exists(old), 'nothing removed while another sweep holds the lock');
 
   // An unfinished row is running while the lock is held, and abandoned once its holder is gone.
-  const { rows } = await db.query<{ id: string }>(`INSERT INTO retention_sweeps (trigger) VALUES ('daily') RETURNING id::text AS id`);
-  const statusOf = async () => (await gql(`{ retentionSweeps(limit: 100) { id status } }`)).body.data.retentionSweeps.find((s: any) => s.id === rows[0]!.id).status;
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO retention_sweeps (trigger) VALUES ('daily') RETURNING id::text AS id`,
+  );
+  const statusOf = async () =>
+    (await gql(`{ retentionSweeps(limit: 100) { id status } }`)).body.data.retentionSweeps.find(
+      (s: any) => s.id === rows[0]!.id,
+    ).status;
   t.equal(await statusOf(), 'running');
   await release();
   t.equal(await statusOf(), 'abandoned');
@@ -288,7 +363,10 @@ t.test('concurrent sweeps never count a removal twice', async (t) => {
   for (const result of results) {
     if ('status' in result) {
       if (result.body.errors) t.equal(result.body.errors[0].extensions.code, 'sweep_in_progress');
-      else { total += result.body.data.runRetentionSweep.executionsRemoved; sweeps += 1; }
+      else {
+        total += result.body.data.runRetentionSweep.executionsRemoved;
+        sweeps += 1;
+      }
     } else if (result.ran) {
       total += result.sweep.executions_removed;
       sweeps += 1;
@@ -316,20 +394,32 @@ t.test('the daily check sweeps when due, once; a stopped sweep is recorded inter
   const aborted = new AbortController();
   aborted.abort(new Error('stopping'));
   await t.rejects(sweepIfDue(db, { dueAfterSeconds: 0, signal: aborted.signal }), { message: 'stopping' });
-  const { rows } = await db.query('SELECT trigger, outcome, error, finished_at IS NOT NULL AS finished FROM retention_sweeps ORDER BY id DESC LIMIT 1');
+  const { rows } = await db.query(
+    'SELECT trigger, outcome, error, finished_at IS NOT NULL AS finished FROM retention_sweeps ORDER BY id DESC LIMIT 1',
+  );
   t.same(rows, [{ trigger: 'daily', outcome: 'interrupted', error: null, finished: true }]);
 });
 
 t.test('the runner timer checks at once and stops cleanly', async (t) => {
   const old = await insertExecution(home, 97);
-  const { rows: before } = await db.query<{ id: string }>('SELECT coalesce(max(id), 0)::text AS id FROM retention_sweeps');
+  const { rows: before } = await db.query<{ id: string }>(
+    'SELECT coalesce(max(id), 0)::text AS id FROM retention_sweeps',
+  );
   const logged: string[] = [];
-  const log = { info: (_f: object, m: string) => void logged.push(m), error: (_f: object, m: string) => void logged.push(m) };
+  const log = {
+    info: (_f: object, m: string) => void logged.push(m),
+    error: (_f: object, m: string) => void logged.push(m),
+  };
   const timer = startRetentionTimer(db, { log, dueAfterSeconds: 0, checkEverySeconds: 3600 });
   t.teardown(() => timer.stop());
   let swept: any[] = [];
   for (let i = 0; i < 500 && swept.length === 0; i++) {
-    swept = (await db.query(`SELECT trigger, outcome, executions_removed FROM retention_sweeps WHERE id > $1::bigint AND outcome IS NOT NULL`, [before[0]!.id])).rows;
+    swept = (
+      await db.query(
+        `SELECT trigger, outcome, executions_removed FROM retention_sweeps WHERE id > $1::bigint AND outcome IS NOT NULL`,
+        [before[0]!.id],
+      )
+    ).rows;
     if (swept.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
   }
   await timer.stop();

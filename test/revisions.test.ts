@@ -11,12 +11,19 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 t.test('Create Revision numbers one past the highest', async (t) => {
   const { blob } = await createBlob(app, owner, org.id);
-  const { status, body } = await call(app, 'POST', `/v1/blobs/${org.alias}/${blob.alias}/revisions`, { as: owner, body: {} });
+  const { status, body } = await call(app, 'POST', `/v1/blobs/${org.alias}/${blob.alias}/revisions`, {
+    as: owner,
+    body: {},
+  });
   t.equal(status, 201);
   t.same(Object.keys(body).sort(), ['revision', 'status']);
   t.match(body.revision, { id: /^[0-9a-f-]{36}$/, blob_id: blob.id, number: 2, status: 'ready', created_at: ISO });
   t.same(Object.keys(body.revision).sort(), ['blob_id', 'created_at', 'id', 'number', 'status']);
-  const noBody = await app.inject({ method: 'POST', url: `/v1/blobs/${org.id}/${blob.id}/revisions`, headers: owner.headers });
+  const noBody = await app.inject({
+    method: 'POST',
+    url: `/v1/blobs/${org.id}/${blob.id}/revisions`,
+    headers: owner.headers,
+  });
   t.equal(noBody.statusCode, 201, 'the body is optional');
   t.equal(noBody.json().revision.number, 3);
 });
@@ -27,7 +34,14 @@ t.test('Get Revision adds held; Delete Revision removes it', async (t) => {
   t.equal(got.status, 200);
   t.same(got.body, {
     status: 'success',
-    revision: { ...revision, held: { 'workflow.definitions_per_revision': 0, 'workflow.playgrounds_per_revision': 0, 'workflow.sessions_per_revision': 0 } },
+    revision: {
+      ...revision,
+      held: {
+        'workflow.definitions_per_revision': 0,
+        'workflow.playgrounds_per_revision': 0,
+        'workflow.sessions_per_revision': 0,
+      },
+    },
   });
   const second = await createRevision(app, owner, org.id, blob.id);
   const deleted = await call(app, 'DELETE', `/v1/revisions/${second.id}`, { as: owner });
@@ -46,7 +60,7 @@ t.test('revision ids that are not canonical UUIDs are 404', async (t) => {
   }
 });
 
-t.test('a stranger: 404 on a private blob\'s revisions, read-only on a public blob', async (t) => {
+t.test("a stranger: 404 on a private blob's revisions, read-only on a public blob", async (t) => {
   const priv = await createBlob(app, owner, org.id);
   const pub = await createBlob(app, owner, org.id, { visibility: 'public' });
   for (const [method, url] of [
@@ -63,7 +77,10 @@ t.test('a stranger: 404 on a private blob\'s revisions, read-only on a public bl
   const list = await call(app, 'GET', `/v1/blobs/${org.id}/${pub.blob.id}/revisions`, { as: stranger });
   t.equal(list.status, 200);
   t.same(list.body, { status: 'success', revisions: [pub.revision], cursor: null });
-  for (const [method, url] of [['DELETE', `/v1/revisions/${pub.revision.id}`], ['POST', `/v1/blobs/${org.id}/${pub.blob.id}/revisions`]] as const) {
+  for (const [method, url] of [
+    ['DELETE', `/v1/revisions/${pub.revision.id}`],
+    ['POST', `/v1/blobs/${org.id}/${pub.blob.id}/revisions`],
+  ] as const) {
     const res = await call(app, method, url, { as: stranger, ...(method === 'POST' ? { body: {} } : {}) });
     t.equal(res.status, 403, `${method} ${url}`);
     t.equal(res.body.error, 'forbidden');
@@ -82,11 +99,20 @@ t.test('a scheduler blob has exactly one revision', async (t) => {
 
 t.test('concurrent creations get distinct numbers', async (t) => {
   const { blob } = await createBlob(app, owner, org.id);
-  const results = await Promise.all(Array.from({ length: 12 }, () =>
-    call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: owner, body: {} })));
-  t.same(results.map((r) => r.status), Array(12).fill(201));
+  const results = await Promise.all(
+    Array.from({ length: 12 }, () =>
+      call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: owner, body: {} }),
+    ),
+  );
+  t.same(
+    results.map((r) => r.status),
+    Array(12).fill(201),
+  );
   const numbers = results.map((r) => r.body.revision.number).sort((a, b) => a - b);
-  t.same(numbers, Array.from({ length: 12 }, (_, i) => i + 2));
+  t.same(
+    numbers,
+    Array.from({ length: 12 }, (_, i) => i + 2),
+  );
 });
 
 t.test('List Revisions pages to a null cursor', async (t) => {
@@ -97,7 +123,11 @@ t.test('List Revisions pages to a null cursor', async (t) => {
   const all = await call(app, 'GET', base, { as: owner });
   t.equal(all.status, 200);
   t.same(Object.keys(all.body).sort(), ['cursor', 'revisions', 'status']);
-  t.same(all.body.revisions.map((r: { number: number }) => r.number), [1, 2, 3, 4, 5, 6, 7], 'default limit 50 covers all');
+  t.same(
+    all.body.revisions.map((r: { number: number }) => r.number),
+    [1, 2, 3, 4, 5, 6, 7],
+    'default limit 50 covers all',
+  );
   t.equal(all.body.cursor, null);
 
   const seen: number[][] = [];
@@ -121,7 +151,10 @@ t.test('List Revisions pages to a null cursor', async (t) => {
   const first = await call(app, 'GET', `${base}?limit=6`, { as: owner });
   t.type(first.body.cursor, 'string');
   const rest = await call(app, 'GET', `${base}?limit=6&cursor=${first.body.cursor}`, { as: owner });
-  t.same(rest.body.revisions.map((r: { number: number }) => r.number), [7]);
+  t.same(
+    rest.body.revisions.map((r: { number: number }) => r.number),
+    [7],
+  );
   t.equal(rest.body.cursor, null);
 });
 
@@ -134,7 +167,10 @@ t.test('a cursor resumes after its position even if that revision was deleted', 
   t.equal((await call(app, 'DELETE', `/v1/revisions/${second.id}`, { as: owner })).status, 200);
   const next = await call(app, 'GET', `${base}?limit=2&cursor=${first.body.cursor}`, { as: owner });
   t.equal(next.status, 200);
-  t.same(next.body.revisions.map((r: { number: number }) => r.number), [3]);
+  t.same(
+    next.body.revisions.map((r: { number: number }) => r.number),
+    [3],
+  );
 });
 
 t.test('limit outside 1..200 or not an integer is invalid_limit', async (t) => {
@@ -162,7 +198,11 @@ t.test('a tampered, forged or transplanted cursor is invalid_cursor', async (t) 
   const urlB = `/v1/blobs/${org.id}/${b.blob.id}/revisions`;
   const cursor: string = (await call(app, 'GET', `${urlA}?limit=1`, { as: owner })).body.cursor;
   t.type(cursor, 'string');
-  t.equal((await call(app, 'GET', `${urlA}?limit=1&cursor=${cursor}`, { as: owner })).status, 200, 'genuine cursor works');
+  t.equal(
+    (await call(app, 'GET', `${urlA}?limit=1&cursor=${cursor}`, { as: owner })).status,
+    200,
+    'genuine cursor works',
+  );
 
   const flipped = cursor.slice(0, 2) + (cursor[2] === 'A' ? 'B' : 'A') + cursor.slice(3);
   const forged = `${Buffer.from('0').toString('base64url')}.${cursor.split('.')[1]}`;
@@ -181,8 +221,19 @@ t.test('a tampered, forged or transplanted cursor is invalid_cursor', async (t) 
 
 t.test('copy_from copies a revision of the same blob', async (t) => {
   const { blob, revision } = await createBlob(app, owner, org.id);
-  t.equal((await call(app, 'PUT', `/v1/revisions/${revision.id}/metadata/notes`, { as: owner, body: { entries: [{ a: 1 }, 'two'] } })).status, 200);
-  const copy = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: owner, body: { copy_from: revision.id } });
+  t.equal(
+    (
+      await call(app, 'PUT', `/v1/revisions/${revision.id}/metadata/notes`, {
+        as: owner,
+        body: { entries: [{ a: 1 }, 'two'] },
+      })
+    ).status,
+    200,
+  );
+  const copy = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, {
+    as: owner,
+    body: { copy_from: revision.id },
+  });
   t.equal(copy.status, 201);
   t.equal(copy.body.revision.number, 2);
   const copied = await call(app, 'GET', `/v1/revisions/${copy.body.revision.id}/metadata/notes`, { as: owner });
@@ -191,11 +242,17 @@ t.test('copy_from copies a revision of the same blob', async (t) => {
 
   const other = await createBlob(app, owner, org.id);
   for (const copyFrom of [other.revision.id, revision.id.toUpperCase(), 'nope']) {
-    const res = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: owner, body: { copy_from: copyFrom } });
+    const res = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, {
+      as: owner,
+      body: { copy_from: copyFrom },
+    });
     t.equal(res.status, 404, copyFrom);
     t.equal(res.body.error, 'not_found');
   }
-  const nul = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: owner, body: { copy_from: null } });
+  const nul = await call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, {
+    as: owner,
+    body: { copy_from: null },
+  });
   t.equal(nul.status, 400);
   t.equal(nul.body.error, 'invalid_request_body');
   const list = await call(app, 'GET', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: owner });

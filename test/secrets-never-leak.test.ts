@@ -41,8 +41,19 @@ interface Recorded {
 }
 const responses: Recorded[] = [];
 
-async function send(label: string, method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<any> {
-  const res = await app.inject({ method: method as 'GET', url, headers, ...(body !== undefined ? { payload: body as object } : {}) });
+async function send(
+  label: string,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<any> {
+  const res = await app.inject({
+    method: method as 'GET',
+    url,
+    headers,
+    ...(body !== undefined ? { payload: body as object } : {}),
+  });
   responses.push({ label, status: res.statusCode, text: JSON.stringify(res.headers) + '\n' + res.body });
   return { status: res.statusCode, body: res.json() };
 }
@@ -55,15 +66,28 @@ const blob = await insertBlob(db, org.id);
 const bot = await insertServiceAccount(db, ownerId);
 
 const keys: Array<{ key: string; secret: string; mintLabel: string }> = [];
-for (const [target, id] of [['organization', org.id], ['blob', blob.id], ['user', ownerId], ['user', bot.id]]) {
+for (const [target, id] of [
+  ['organization', org.id],
+  ['blob', blob.id],
+  ['user', ownerId],
+  ['user', bot.id],
+]) {
   const label = `mint ${target} ${id}`;
-  const minted = await send(label, 'POST', '/v1/api-keys', human, { target, target_id: id, role: 'admin', name: `key for ${target}` });
+  const minted = await send(label, 'POST', '/v1/api-keys', human, {
+    target,
+    target_id: id,
+    role: 'admin',
+    name: `key for ${target}`,
+  });
   if (minted.status !== 201) throw new Error(`mint failed: ${JSON.stringify(minted.body)}`);
   const key: string = minted.body.api_key.key;
   // `wsk_` + 16 hex digits + `_` is public (the listed prefix); the rest is the secret.
   keys.push({ key, secret: key.slice(21), mintLabel: label });
 }
-const credentialSecrets = ['ghp_credentialSecretNumberOne_0123456789', 'password: "hunter2-but-much-longer-and-unique-9f8e7d"'];
+const credentialSecrets = [
+  'ghp_credentialSecretNumberOne_0123456789',
+  'password: "hunter2-but-much-longer-and-unique-9f8e7d"',
+];
 
 // Use every key, well and badly.
 for (const { key } of keys) {
@@ -71,17 +95,59 @@ for (const { key } of keys) {
   await send('use key on its user', 'GET', '/v1/api-keys/target/user/me', { 'x-api-key': key });
   await send('tampered key', 'GET', `/v1/members/target/organization/${org.id}`, { 'x-api-key': key + 'x' });
   await send('two credentials', 'GET', `/v1/members/target/organization/${org.id}`, { 'x-api-key': key, ...human });
-  await send('perimeter with key', 'POST', '/v1/credentials', { 'x-api-key': key }, { target: 'organization', target_id: org.id, name: 'VIA_KEY', secret: credentialSecrets[0] });
+  await send(
+    'perimeter with key',
+    'POST',
+    '/v1/credentials',
+    { 'x-api-key': key },
+    { target: 'organization', target_id: org.id, name: 'VIA_KEY', secret: credentialSecrets[0] },
+  );
 }
-await send('key in a body', 'POST', '/v1/members', human, { target: 'organization', target_id: org.id, user_id: keys[0]!.key, role: 'read' });
+await send('key in a body', 'POST', '/v1/members', human, {
+  target: 'organization',
+  target_id: org.id,
+  user_id: keys[0]!.key,
+  role: 'read',
+});
 
 // Store, list, refuse and delete credentials.
-const stored = await send('store', 'POST', '/v1/credentials', human, { target: 'organization', target_id: org.id, name: 'ONE', secret: credentialSecrets[0] });
-await send('store on blob', 'POST', '/v1/credentials', human, { target: 'blob', target_id: blob.alias, name: 'TWO', secret: credentialSecrets[1] });
-await send('duplicate', 'POST', '/v1/credentials', human, { target: 'organization', target_id: org.id, name: 'ONE', secret: credentialSecrets[1] });
-await send('unknown field', 'POST', '/v1/credentials', human, { target: 'organization', target_id: org.id, name: 'THREE', secret: credentialSecrets[0], note: credentialSecrets[1] });
-await send('bad name', 'POST', '/v1/credentials', human, { target: 'organization', target_id: org.id, name: credentialSecrets[1], secret: credentialSecrets[0] });
-await send('secret of the wrong type', 'POST', '/v1/credentials', human, { target: 'organization', target_id: org.id, name: 'FOUR', secret: [credentialSecrets[0]] });
+const stored = await send('store', 'POST', '/v1/credentials', human, {
+  target: 'organization',
+  target_id: org.id,
+  name: 'ONE',
+  secret: credentialSecrets[0],
+});
+await send('store on blob', 'POST', '/v1/credentials', human, {
+  target: 'blob',
+  target_id: blob.alias,
+  name: 'TWO',
+  secret: credentialSecrets[1],
+});
+await send('duplicate', 'POST', '/v1/credentials', human, {
+  target: 'organization',
+  target_id: org.id,
+  name: 'ONE',
+  secret: credentialSecrets[1],
+});
+await send('unknown field', 'POST', '/v1/credentials', human, {
+  target: 'organization',
+  target_id: org.id,
+  name: 'THREE',
+  secret: credentialSecrets[0],
+  note: credentialSecrets[1],
+});
+await send('bad name', 'POST', '/v1/credentials', human, {
+  target: 'organization',
+  target_id: org.id,
+  name: credentialSecrets[1],
+  secret: credentialSecrets[0],
+});
+await send('secret of the wrong type', 'POST', '/v1/credentials', human, {
+  target: 'organization',
+  target_id: org.id,
+  name: 'FOUR',
+  secret: [credentialSecrets[0]],
+});
 await send('list org', 'GET', `/v1/credentials/target/organization/${org.id}`, human);
 await send('list blob', 'GET', `/v1/credentials/target/blob/${blob.id}`, human);
 await send('delete', 'DELETE', '/v1/credentials', human, { id: stored.body.credential.id });
@@ -96,10 +162,19 @@ await send('use revoked', 'GET', `/v1/members/target/blob/${blob.id}`, { 'x-api-
 t.test('the run did what it claims', async (t) => {
   t.equal(keys.length, 4);
   t.equal(stored.status, 201);
-  t.ok(responses.some((r) => r.label === 'use key' && r.status === 200), 'keys were used');
-  t.ok(responses.some((r) => r.label === 'use revoked' && r.status === 401), 'a revoked key was refused');
+  t.ok(
+    responses.some((r) => r.label === 'use key' && r.status === 200),
+    'keys were used',
+  );
+  t.ok(
+    responses.some((r) => r.label === 'use revoked' && r.status === 401),
+    'a revoked key was refused',
+  );
   t.ok(logLines.length > responses.length, 'log lines were captured');
-  t.ok(logLines.some((l) => l.includes('/v1/api-keys')), 'requests were logged');
+  t.ok(
+    logLines.some((l) => l.includes('/v1/api-keys')),
+    'requests were logged',
+  );
 });
 
 t.test('a key secret appears only in its own mint response', async (t) => {
@@ -107,15 +182,24 @@ t.test('a key secret appears only in its own mint response', async (t) => {
     t.ok(secret.length >= 43);
     const seenIn = responses.filter((r) => r.text.includes(secret)).map((r) => r.label);
     t.strictSame(seenIn, [mintLabel], `key ${key.slice(0, 20)}…`);
-    t.notOk(logLines.some((l) => l.includes(secret)), 'never logged');
+    t.notOk(
+      logLines.some((l) => l.includes(secret)),
+      'never logged',
+    );
   }
 });
 
 t.test('a credential secret appears in no response and no log line', async (t) => {
   for (const secret of credentialSecrets) {
     const escaped = JSON.stringify(secret).slice(1, -1);
-    t.strictSame(responses.filter((r) => r.text.includes(secret) || r.text.includes(escaped)).map((r) => r.label), []);
-    t.notOk(logLines.some((l) => l.includes(secret) || l.includes(escaped)), 'never logged');
+    t.strictSame(
+      responses.filter((r) => r.text.includes(secret) || r.text.includes(escaped)).map((r) => r.label),
+      [],
+    );
+    t.notOk(
+      logLines.some((l) => l.includes(secret) || l.includes(escaped)),
+      'never logged',
+    );
   }
 });
 
@@ -126,7 +210,9 @@ t.test('neither is stored in the clear anywhere in the database', async (t) => {
   t.ok(tables.some((r) => r.name === 'credentials'));
   let dump = '';
   for (const { name } of tables) {
-    const { rows } = await db.query<{ text: string | null }>(`SELECT string_agg(row_to_json(t)::text, E'\\n') AS text FROM ${name} t`);
+    const { rows } = await db.query<{ text: string | null }>(
+      `SELECT string_agg(row_to_json(t)::text, E'\\n') AS text FROM ${name} t`,
+    );
     dump += rows[0]?.text ?? '';
   }
   t.ok(dump.includes(ownerId), 'the dump holds the data');

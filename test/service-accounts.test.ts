@@ -16,10 +16,32 @@ async function countUsers(): Promise<number> {
 
 t.test('POST /users creates a service account owned by the caller', async (t) => {
   const alice = await signInAnonymous(app);
-  const { status, body } = await call(app, 'POST', '/v1/users', { as: alice, body: { name: 'Deploy bot', alias: 'deploy-bot' } });
+  const { status, body } = await call(app, 'POST', '/v1/users', {
+    as: alice,
+    body: { name: 'Deploy bot', alias: 'deploy-bot' },
+  });
   t.equal(status, 201);
-  t.same(Object.keys(body.user).sort(), ['alias', 'anonymous', 'created_at', 'email', 'id', 'kind', 'name', 'owner_id']);
-  t.match(body, { status: 'success', user: { alias: 'deploy-bot', name: 'Deploy bot', kind: 'service', owner_id: alice.user.id, anonymous: false, email: null } });
+  t.same(Object.keys(body.user).sort(), [
+    'alias',
+    'anonymous',
+    'created_at',
+    'email',
+    'id',
+    'kind',
+    'name',
+    'owner_id',
+  ]);
+  t.match(body, {
+    status: 'success',
+    user: {
+      alias: 'deploy-bot',
+      name: 'Deploy bot',
+      kind: 'service',
+      owner_id: alice.user.id,
+      anonymous: false,
+      email: null,
+    },
+  });
   const { rows } = await db.query('SELECT kind, owner_id FROM users WHERE id = $1::uuid', [body.user.id]);
   t.same(rows, [{ kind: 'service', owner_id: alice.user.id }]);
 });
@@ -54,31 +76,34 @@ t.test('under an acting token, POST /users creates an account owned by the servi
   t.equal(body.user.kind, 'service');
 });
 
-t.test('POST /users with API keys: a service account\'s own key is refused; a human key needs admin over itself', async (t) => {
-  const alice = await signInAnonymous(app);
-  const bot = await createServiceAccount(app, alice.headers);
-  const botKey = await mintKey(app, alice.headers, 'user', bot.id, 'admin');
-  const before = await countUsers();
-  const refused = await call(app, 'POST', '/v1/users', { headers: apiKey(botKey.key), body: { name: 'x' } });
-  t.equal(refused.status, 403);
-  t.equal(refused.body.error, 'forbidden');
+t.test(
+  "POST /users with API keys: a service account's own key is refused; a human key needs admin over itself",
+  async (t) => {
+    const alice = await signInAnonymous(app);
+    const bot = await createServiceAccount(app, alice.headers);
+    const botKey = await mintKey(app, alice.headers, 'user', bot.id, 'admin');
+    const before = await countUsers();
+    const refused = await call(app, 'POST', '/v1/users', { headers: apiKey(botKey.key), body: { name: 'x' } });
+    t.equal(refused.status, 403);
+    t.equal(refused.body.error, 'forbidden');
 
-  const readKey = await mintKey(app, alice.headers, 'user', alice.user.id, 'read');
-  const capped = await call(app, 'POST', '/v1/users', { headers: apiKey(readKey.key), body: { name: 'x' } });
-  t.equal(capped.status, 403, 'a read key is capped');
-  t.equal(capped.body.error, 'forbidden');
+    const readKey = await mintKey(app, alice.headers, 'user', alice.user.id, 'read');
+    const capped = await call(app, 'POST', '/v1/users', { headers: apiKey(readKey.key), body: { name: 'x' } });
+    t.equal(capped.status, 403, 'a read key is capped');
+    t.equal(capped.body.error, 'forbidden');
 
-  const org = await createOrg(app, alice.headers, 'sa-keys-org');
-  const orgKey = await mintKey(app, alice.headers, 'organization', org.id, 'admin');
-  const confined = await call(app, 'POST', '/v1/users', { headers: apiKey(orgKey.key), body: { name: 'x' } });
-  t.equal(confined.status, 403, 'an organization key reaches no account');
-  t.equal(await countUsers(), before, 'nothing was created');
+    const org = await createOrg(app, alice.headers, 'sa-keys-org');
+    const orgKey = await mintKey(app, alice.headers, 'organization', org.id, 'admin');
+    const confined = await call(app, 'POST', '/v1/users', { headers: apiKey(orgKey.key), body: { name: 'x' } });
+    t.equal(confined.status, 403, 'an organization key reaches no account');
+    t.equal(await countUsers(), before, 'nothing was created');
 
-  const adminKey = await mintKey(app, alice.headers, 'user', alice.user.id, 'admin');
-  const created = await call(app, 'POST', '/v1/users', { headers: apiKey(adminKey.key), body: { name: 'x' } });
-  t.equal(created.status, 201, 'a human\'s admin user key may');
-  t.equal(created.body.user.owner_id, alice.user.id);
-});
+    const adminKey = await mintKey(app, alice.headers, 'user', alice.user.id, 'admin');
+    const created = await call(app, 'POST', '/v1/users', { headers: apiKey(adminKey.key), body: { name: 'x' } });
+    t.equal(created.status, 201, "a human's admin user key may");
+    t.equal(created.body.user.owner_id, alice.user.id);
+  },
+);
 
 t.test('DELETE /users/:id retires a service account: its keys and memberships go at once', async (t) => {
   const alice = await signInAnonymous(app);
@@ -112,7 +137,7 @@ t.test('DELETE /users/:id retires a service account: its keys and memberships go
   t.equal(again.body.error, 'not_found');
 });
 
-t.test('a service account\'s own key cannot retire it; its acting token can', async (t) => {
+t.test("a service account's own key cannot retire it; its acting token can", async (t) => {
   const alice = await signInAnonymous(app);
   const bot = await createServiceAccount(app, alice.headers);
   const key = await mintKey(app, alice.headers, 'user', bot.id, 'admin');
@@ -143,7 +168,10 @@ t.test('a human deletes its own account: 409 while it or its service accounts ow
   const botOwns = await call(app, 'DELETE', `/v1/users/${alice.user.id}`, { as: alice });
   t.equal(botOwns.status, 409);
   t.equal(botOwns.body.error, 'conflict');
-  t.equal((await call(app, 'DELETE', `/v1/orgs/${botOrg.id}`, { headers: await actAs(app, alice.headers, bot.id) })).status, 200);
+  t.equal(
+    (await call(app, 'DELETE', `/v1/orgs/${botOrg.id}`, { headers: await actAs(app, alice.headers, bot.id) })).status,
+    200,
+  );
 
   const mallory = await signInAnonymous(app);
   const other = await call(app, 'DELETE', `/v1/users/${alice.user.id}`, { as: mallory });
@@ -152,7 +180,8 @@ t.test('a human deletes its own account: 409 while it or its service accounts ow
   const { status, body } = await call(app, 'DELETE', '/v1/users/me', { as: alice });
   t.equal(status, 200);
   t.equal(body.user.id, alice.user.id);
-  for (const id of [alice.user.id, bot.id, subBot.id]) t.notOk(await userExists(id), 'account and its service accounts are gone');
+  for (const id of [alice.user.id, bot.id, subBot.id])
+    t.notOk(await userExists(id), 'account and its service accounts are gone');
   const after = await call(app, 'GET', '/v1/users/me', { as: alice });
   t.equal(after.status, 401, 'its bearer token stopped working');
 });
@@ -164,7 +193,11 @@ t.test('GET /users/target/user/:id lists the service accounts the user owns', as
   await createServiceAccount(app, await actAs(app, alice.headers, a.id), 'nested');
   const { status, body } = await call(app, 'GET', '/v1/users/target/user/me', { as: alice });
   t.equal(status, 200);
-  t.same(body.users.map((u: any) => u.user.id), [a.id, b.id], 'direct ones only, oldest first');
+  t.same(
+    body.users.map((u: any) => u.user.id),
+    [a.id, b.id],
+    'direct ones only, oldest first',
+  );
   t.match(body.users[0], { user: { id: a.id, kind: 'service', owner_id: alice.user.id } });
 
   const mallory = await signInAnonymous(app);
@@ -193,22 +226,29 @@ t.test('GET /users/target/organization|blob lists every account with standing th
 
   const onOrg = await call(app, 'GET', `/v1/users/target/organization/${org.id}`, { as: orgMember });
   t.equal(onOrg.status, 200);
-  t.same(onOrg.body.users.map((u: any) => [u.user.id, u.role, u.via]), [
-    [owner.user.id, 'admin', 'owner'],
-    [orgMember.user.id, 'write', 'member'],
-    [both.user.id, 'read', 'member'],
-  ]);
+  t.same(
+    onOrg.body.users.map((u: any) => [u.user.id, u.role, u.via]),
+    [
+      [owner.user.id, 'admin', 'owner'],
+      [orgMember.user.id, 'write', 'member'],
+      [both.user.id, 'read', 'member'],
+    ],
+  );
   t.notOk('email' in onOrg.body.users[0].user, 'others get the public profile');
   t.ok('email' in onOrg.body.users[1].user, 'the caller gets its own full profile');
 
   const onBlob = await call(app, 'GET', `/v1/users/target/blob/${blob.id}`, { as: owner });
   t.equal(onBlob.status, 200);
-  t.same(onBlob.body.users.map((u: any) => [u.user.id, u.role, u.via]), [
-    [owner.user.id, 'admin', 'owner'],
-    [both.user.id, 'admin', 'member'],
-    [orgMember.user.id, 'write', 'org_member'],
-    [blobMember.user.id, 'read', 'member'],
-  ], 'one entry per account, its highest role and where it comes from');
+  t.same(
+    onBlob.body.users.map((u: any) => [u.user.id, u.role, u.via]),
+    [
+      [owner.user.id, 'admin', 'owner'],
+      [both.user.id, 'admin', 'member'],
+      [orgMember.user.id, 'write', 'org_member'],
+      [blobMember.user.id, 'read', 'member'],
+    ],
+    'one entry per account, its highest role and where it comes from',
+  );
 
   const stranger = await signInAnonymous(app);
   const hidden = await call(app, 'GET', `/v1/users/target/organization/${org.id}`, { as: stranger });

@@ -40,8 +40,20 @@ async function events(sessionId: string): Promise<Array<Record<string, unknown>>
   return rows.map((row) => row.attributes);
 }
 
-const node = (id: string, label = 'N', properties?: Record<string, unknown>) => ({ op: 'upsert_node', id, label, ...(properties ? { properties } : {}) });
-const edge = (id: string, source: string, target: string, label = 'E', properties?: Record<string, unknown>) => ({ op: 'upsert_edge', id, label, source, target, ...(properties ? { properties } : {}) });
+const node = (id: string, label = 'N', properties?: Record<string, unknown>) => ({
+  op: 'upsert_node',
+  id,
+  label,
+  ...(properties ? { properties } : {}),
+});
+const edge = (id: string, source: string, target: string, label = 'E', properties?: Record<string, unknown>) => ({
+  op: 'upsert_edge',
+  id,
+  label,
+  source,
+  target,
+  ...(properties ? { properties } : {}),
+});
 const del = (id: string) => ({ op: 'delete', id });
 
 /** Lists every element of a session through REST, following cursors. */
@@ -49,7 +61,11 @@ async function allElements(sessionId: string): Promise<Array<Record<string, any>
   const out: Array<Record<string, any>> = [];
   let cursor: string | undefined;
   do {
-    const res = await owner.rest('list_session_graph_elements', { session_id: sessionId, limit: 200, ...(cursor ? { cursor } : {}) });
+    const res = await owner.rest('list_session_graph_elements', {
+      session_id: sessionId,
+      limit: 200,
+      ...(cursor ? { cursor } : {}),
+    });
     if (res.status !== 200) throw new Error(JSON.stringify(res.body));
     out.push(...res.body.elements);
     cursor = res.body.cursor ?? undefined;
@@ -59,7 +75,11 @@ async function allElements(sessionId: string): Promise<Array<Record<string, any>
 
 t.test('mutate_session_graph on both transports: elements, deleted and one event per call', async (t) => {
   const s = await session();
-  const mutations = [node('a', 'Person', { name: 'Ada' }), node('b', 'Person'), edge('ab', 'a', 'b', 'knows', { since: 1843 })];
+  const mutations = [
+    node('a', 'Person', { name: 'Ada' }),
+    node('b', 'Person'),
+    edge('ab', 'a', 'b', 'knows', { since: 1843 }),
+  ];
   const answers = await owner.both('mutate_session_graph', { session_id: s.alias, mutations });
   const fields = sameSuccess(t, answers);
   const expected = {
@@ -76,13 +96,22 @@ t.test('mutate_session_graph on both transports: elements, deleted and one event
     { mutations: 3, nodes_upserted: 2, edges_upserted: 1, elements_deleted: 0 },
     { mutations: 3, nodes_upserted: 2, edges_upserted: 1, elements_deleted: 0 },
   ]);
-  t.same((await allElements(s.id)).map((e) => e.id), ['a', 'b', 'ab']);
+  t.same(
+    (await allElements(s.id)).map((e) => e.id),
+    ['a', 'b', 'ab'],
+  );
 });
 
 t.test('upserts replace whole, keep their place, and never change kind', async (t) => {
   const s = await session();
-  await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [node('a', 'N', { x: 1, y: 2 }), node('b'), edge('e', 'a', 'b')] });
-  const res = await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [node('a', 'M', { y: 3 }), edge('e', 'b', 'a', 'F')] });
+  await owner.rest('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [node('a', 'N', { x: 1, y: 2 }), node('b'), edge('e', 'a', 'b')],
+  });
+  const res = await owner.rest('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [node('a', 'M', { y: 3 }), edge('e', 'b', 'a', 'F')],
+  });
   t.equal(res.status, 200);
   t.same(res.body.elements, [
     { id: 'a', kind: 'node', label: 'M', properties: { y: 3 } },
@@ -90,78 +119,146 @@ t.test('upserts replace whole, keep their place, and never change kind', async (
   ]);
   // Omitted properties replace with {}; the listing keeps creation order.
   await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [node('a', 'M')] });
-  t.same((await allElements(s.id)).map((e) => [e.id, e.label, e.properties]), [['a', 'M', {}], ['b', 'N', {}], ['e', 'F', {}]]);
+  t.same(
+    (await allElements(s.id)).map((e) => [e.id, e.label, e.properties]),
+    [
+      ['a', 'M', {}],
+      ['b', 'N', {}],
+      ['e', 'F', {}],
+    ],
+  );
 
   const asEdge = await owner.both('mutate_session_graph', { session_id: s.id, mutations: [edge('a', 'a', 'b')] });
   sameRefusal(t, asEdge, 409, 'conflict');
   t.match(asEdge.rest.body.message, /mutations\[0\].*cannot change kind/);
-  sameRefusal(t, await owner.both('mutate_session_graph', { session_id: s.id, mutations: [node('e')] }), 409, 'conflict');
+  sameRefusal(
+    t,
+    await owner.both('mutate_session_graph', { session_id: s.id, mutations: [node('e')] }),
+    409,
+    'conflict',
+  );
 });
 
 t.test('edges need nodes at both ends: in the graph, or earlier in the call', async (t) => {
   const s = await session();
-  const missing = await owner.both('mutate_session_graph', { session_id: s.id, mutations: [node('a'), edge('e', 'a', 'zz')] });
+  const missing = await owner.both('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [node('a'), edge('e', 'a', 'zz')],
+  });
   sameRefusal(t, missing, 409, 'conflict');
   t.match(missing.rest.body.message, /mutations\[1\]: edge "e": target node "zz" does not exist/);
-  const later = await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [edge('e', 'a', 'b'), node('a'), node('b')] });
+  const later = await owner.rest('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [edge('e', 'a', 'b'), node('a'), node('b')],
+  });
   t.equal(later.status, 409, 'a node upserted after the edge is too late');
-  const ok = await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [node('a'), node('b'), edge('e', 'a', 'b')] });
+  const ok = await owner.rest('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [node('a'), node('b'), edge('e', 'a', 'b')],
+  });
   t.equal(ok.status, 200);
   const onEdge = await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [edge('f', 'e', 'a')] });
   t.equal(onEdge.status, 409);
   t.match(onEdge.body.message, /source "e" is an edge, not a node/);
   // A node deleted earlier in the call is gone for later mutations.
-  const gone = await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [del('b'), edge('g', 'a', 'b')] });
+  const gone = await owner.rest('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [del('b'), edge('g', 'a', 'b')],
+  });
   t.equal(gone.status, 409);
-  t.same((await allElements(s.id)).map((e) => e.id), ['a', 'b', 'e'], 'nothing of the refused calls remains');
+  t.same(
+    (await allElements(s.id)).map((e) => e.id),
+    ['a', 'b', 'e'],
+    'nothing of the refused calls remains',
+  );
 });
 
 t.test('delete: a node takes its edges along; an absent id is a no-op', async (t) => {
   const s = await session();
   await owner.rest('mutate_session_graph', {
     session_id: s.id,
-    mutations: [node('a'), node('b'), node('c'), edge('ab', 'a', 'b'), edge('ca', 'c', 'a'), edge('bc', 'b', 'c'), edge('aa', 'a', 'a')],
+    mutations: [
+      node('a'),
+      node('b'),
+      node('c'),
+      edge('ab', 'a', 'b'),
+      edge('ca', 'c', 'a'),
+      edge('bc', 'b', 'c'),
+      edge('aa', 'a', 'a'),
+    ],
   });
-  const res = await owner.both('mutate_session_graph', { session_id: s.id, mutations: [del('a'), del('nothing'), node('t'), del('t')] });
+  const res = await owner.both('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [del('a'), del('nothing'), node('t'), del('t')],
+  });
   const fields = sameSuccess(t, res);
   t.same(fields.elements, []);
   t.same([...fields.deleted].sort(), ['a', 'aa', 'ab', 'ca', 't']);
   t.same(res.rpc.result, { elements: [], deleted: ['t'] }, 'the second call (JSON-RPC) found only t to delete');
-  t.same((await allElements(s.id)).map((e) => e.id), ['b', 'c', 'bc']);
+  t.same(
+    (await allElements(s.id)).map((e) => e.id),
+    ['b', 'c', 'bc'],
+  );
   t.same((await events(s.id)).at(-2), { mutations: 4, nodes_upserted: 1, edges_upserted: 0, elements_deleted: 5 });
   // Deleted, then upserted again in one call: present, not deleted.
-  const back = await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [del('bc'), edge('bc', 'c', 'b')] });
-  t.same(back.body, { status: 'success', elements: [{ id: 'bc', kind: 'edge', label: 'E', source: 'c', target: 'b', properties: {} }], deleted: [] });
+  const back = await owner.rest('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [del('bc'), edge('bc', 'c', 'b')],
+  });
+  t.same(back.body, {
+    status: 'success',
+    elements: [{ id: 'bc', kind: 'edge', label: 'E', source: 'c', target: 'b', properties: {} }],
+    deleted: [],
+  });
 });
 
 t.test('ceilings: exact limit objects, refused before anything is written', async (t) => {
   const s = await session();
   const forty = ids('n', 40).map((id) => node(id));
-  const tooMany = await owner.both('mutate_session_graph', { session_id: s.id, mutations: [...forty, node('one-more')] });
+  const tooMany = await owner.both('mutate_session_graph', {
+    session_id: s.id,
+    mutations: [...forty, node('one-more')],
+  });
   sameRefusal(t, tooMany, 400, 'graph_mutation_too_large', { id: 'workflow.graph_mutations_per_call', value: 40 });
   t.same(await allElements(s.id), []);
   t.same(await events(s.id), []);
-  t.equal((await owner.rest('mutate_session_graph', { session_id: s.id, mutations: forty })).status, 200, 'exactly 40 pass');
+  t.equal(
+    (await owner.rest('mutate_session_graph', { session_id: s.id, mutations: forty })).status,
+    200,
+    'exactly 40 pass',
+  );
 
   // The element's serialized record, {id, kind, label, properties}, measured in UTF-8 bytes.
   const sized = (bytes: number, id = 'big') => {
     const base = Buffer.byteLength(JSON.stringify({ id, kind: 'node', label: 'L', properties: { x: '' } }));
     return node(id, 'L', { x: 'a'.repeat(bytes - base) });
   };
-  t.equal(Buffer.byteLength(JSON.stringify({ id: 'big', kind: 'node', label: 'L', properties: sized(65_537).properties })), 65_537);
+  t.equal(
+    Buffer.byteLength(JSON.stringify({ id: 'big', kind: 'node', label: 'L', properties: sized(65_537).properties })),
+    65_537,
+  );
   const big = await owner.both('mutate_session_graph', { session_id: s.id, mutations: [node('first'), sized(65_537)] });
   sameRefusal(t, big, 400, 'graph_element_too_large', { id: 'workflow.graph_element_bytes', value: 65_536 });
   t.match(big.rest.body.message, /mutations\[1\]: element "big" is 65537 bytes/);
-  t.equal((await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [sized(65_536)] })).status, 200, 'exactly 65536 bytes pass');
+  t.equal(
+    (await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [sized(65_536)] })).status,
+    200,
+    'exactly 65536 bytes pass',
+  );
   // Bytes, not characters: 2-byte characters pass the character count but not the byte count.
   const wide = node('wide', 'L', { x: 'é'.repeat(33_000) });
   const refused = await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [wide] });
   t.equal(refused.status, 400);
   t.equal(refused.body.error, 'graph_element_too_large');
   // Edges are measured with their endpoints.
-  const edgeBase = Buffer.byteLength(JSON.stringify({ id: 'fat', kind: 'edge', label: 'E', source: 'n0', target: 'n1', properties: { x: '' } }));
+  const edgeBase = Buffer.byteLength(
+    JSON.stringify({ id: 'fat', kind: 'edge', label: 'E', source: 'n0', target: 'n1', properties: { x: '' } }),
+  );
   const fat = (bytes: number) => edge('fat', 'n0', 'n1', 'E', { x: 'b'.repeat(bytes - edgeBase) });
-  t.equal((await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [fat(65_537)] })).body.error, 'graph_element_too_large');
+  t.equal(
+    (await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [fat(65_537)] })).body.error,
+    'graph_element_too_large',
+  );
   t.equal((await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [fat(65_536)] })).status, 200);
   t.notOk((await allElements(s.id)).some((e) => e.id === 'first' || e.id === 'wide'));
 });
@@ -172,10 +269,20 @@ t.test('all or nothing: a refusal late in a call undoes the earlier mutations', 
   const before = await events(s.id);
   const res = await owner.both('mutate_session_graph', {
     session_id: s.id,
-    mutations: [node('p'), node('q'), edge('pq', 'p', 'q'), node('keep', 'N', { v: 2 }), del('keep'), edge('bad', 'p', 'missing')],
+    mutations: [
+      node('p'),
+      node('q'),
+      edge('pq', 'p', 'q'),
+      node('keep', 'N', { v: 2 }),
+      del('keep'),
+      edge('bad', 'p', 'missing'),
+    ],
   });
   sameRefusal(t, res, 409, 'conflict');
-  t.same((await allElements(s.id)).map((e) => [e.id, e.properties]), [['keep', { v: 1 }]]);
+  t.same(
+    (await allElements(s.id)).map((e) => [e.id, e.properties]),
+    [['keep', { v: 1 }]],
+  );
   t.same(await events(s.id), before, 'no event for a refused call');
 });
 
@@ -198,13 +305,23 @@ t.test('sessions and access', async (t) => {
     sameRefusal(t, await stranger.both(command, { session_id: elsewhere.id, ...params }), 404, 'not_found');
     // Graph blobs have their own commands.
     const graph = await graphCommandClient(t, app, alice, graphRevision.id);
-    sameRefusal(t, {
-      rest: await graph.rest(command, { session_id: s.id, ...params }),
-      rpc: await graph.rpc(command, { session_id: s.id, ...params }),
-    }, 404, 'unknown_command');
+    sameRefusal(
+      t,
+      {
+        rest: await graph.rest(command, { session_id: s.id, ...params }),
+        rpc: await graph.rpc(command, { session_id: s.id, ...params }),
+      },
+      404,
+      'unknown_command',
+    );
   }
   // Bob reads the public revision's graph but may not change it.
-  sameRefusal(t, await reader.both('mutate_session_graph', { session_id: s.id, mutations: [node('x')] }), 403, 'forbidden');
+  sameRefusal(
+    t,
+    await reader.both('mutate_session_graph', { session_id: s.id, mutations: [node('x')] }),
+    403,
+    'forbidden',
+  );
   t.equal(sameSuccess(t, await reader.both('list_session_graph_elements', { session_id: s.id })).elements.length, 1);
   t.same(sameSuccess(t, await reader.both('query_session_graph', { session_id: s.id, query })).ends, ['a']);
   // A session being deleted takes no more mutations; it stays readable until it is removed.
@@ -213,7 +330,10 @@ t.test('sessions and access', async (t) => {
   await db.query(`UPDATE sessions SET status = 'deleting' WHERE id = $1::uuid`, [doomed.id]);
   const conflict = await owner.both('mutate_session_graph', { session_id: doomed.id, mutations: [node('b')] });
   sameRefusal(t, conflict, 409, 'conflict');
-  t.same((await allElements(doomed.id)).map((e) => e.id), ['a']);
+  t.same(
+    (await allElements(doomed.id)).map((e) => e.id),
+    ['a'],
+  );
 });
 
 t.test('invalid params: 400 invalid_request_body / -32602', async (t) => {
@@ -236,13 +356,46 @@ t.test('invalid params: 400 invalid_request_body / -32602', async (t) => {
     'a',
   ];
   for (const mutations of bad) {
-    sameRefusal(t, await owner.both('mutate_session_graph', { session_id: s.id, mutations }), 400, 'invalid_request_body');
+    sameRefusal(
+      t,
+      await owner.both('mutate_session_graph', { session_id: s.id, mutations }),
+      400,
+      'invalid_request_body',
+    );
   }
-  t.equal((await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [node('x'.repeat(128), 'L'.repeat(64))] })).status, 200, 'the longest id and label pass');
-  sameRefusal(t, await owner.both('mutate_session_graph', { session_id: s.id, mutations: [node('a')], extra: 1 }), 400, 'invalid_request_body');
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'vertex' }), 400, 'invalid_request_body');
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'a', direction: 'up' }), 400, 'invalid_request_body');
-  sameRefusal(t, await owner.both('query_session_graph', { session_id: s.id, query: { start: { ids: ['a'] }, steps: [{ direction: 'out', min: 2, max: 1 }] } }), 400, 'invalid_request_body');
+  t.equal(
+    (await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [node('x'.repeat(128), 'L'.repeat(64))] }))
+      .status,
+    200,
+    'the longest id and label pass',
+  );
+  sameRefusal(
+    t,
+    await owner.both('mutate_session_graph', { session_id: s.id, mutations: [node('a')], extra: 1 }),
+    400,
+    'invalid_request_body',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'vertex' }),
+    400,
+    'invalid_request_body',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'a', direction: 'up' }),
+    400,
+    'invalid_request_body',
+  );
+  sameRefusal(
+    t,
+    await owner.both('query_session_graph', {
+      session_id: s.id,
+      query: { start: { ids: ['a'] }, steps: [{ direction: 'out', min: 2, max: 1 }] },
+    }),
+    400,
+    'invalid_request_body',
+  );
   sameRefusal(t, await owner.both('query_session_graph', { session_id: s.id }), 400, 'invalid_request_body');
 });
 
@@ -250,42 +403,117 @@ t.test('list_session_graph_elements: filters, order, cursors and limits', async 
   const s = await session();
   await owner.rest('mutate_session_graph', {
     session_id: s.id,
-    mutations: [node('p1', 'Person'), node('c1', 'City'), node('p2', 'Person'), edge('l1', 'p1', 'c1', 'lives'), edge('k1', 'p1', 'p2', 'knows'), edge('l2', 'p2', 'c1', 'lives')],
+    mutations: [
+      node('p1', 'Person'),
+      node('c1', 'City'),
+      node('p2', 'Person'),
+      edge('l1', 'p1', 'c1', 'lives'),
+      edge('k1', 'p1', 'p2', 'knows'),
+      edge('l2', 'p2', 'c1', 'lives'),
+    ],
   });
-  const list = async (params: Record<string, unknown>) => sameSuccess(t, await owner.both('list_session_graph_elements', { session_id: s.id, ...params }));
-  t.same((await list({})).elements.map((e: any) => e.id), ['p1', 'c1', 'p2', 'l1', 'k1', 'l2']);
-  t.same((await list({ kind: 'node' })).elements.map((e: any) => e.id), ['p1', 'c1', 'p2']);
-  t.same((await list({ kind: 'edge' })).elements.map((e: any) => e.id), ['l1', 'k1', 'l2']);
-  t.same((await list({ label: 'lives' })).elements.map((e: any) => e.id), ['l1', 'l2']);
+  const list = async (params: Record<string, unknown>) =>
+    sameSuccess(t, await owner.both('list_session_graph_elements', { session_id: s.id, ...params }));
+  t.same(
+    (await list({})).elements.map((e: any) => e.id),
+    ['p1', 'c1', 'p2', 'l1', 'k1', 'l2'],
+  );
+  t.same(
+    (await list({ kind: 'node' })).elements.map((e: any) => e.id),
+    ['p1', 'c1', 'p2'],
+  );
+  t.same(
+    (await list({ kind: 'edge' })).elements.map((e: any) => e.id),
+    ['l1', 'k1', 'l2'],
+  );
+  t.same(
+    (await list({ label: 'lives' })).elements.map((e: any) => e.id),
+    ['l1', 'l2'],
+  );
   t.same((await list({ kind: 'node', label: 'lives' })).elements, []);
-  t.same((await list({ kind: 'edge', label: 'lives' })).elements[0], { id: 'l1', kind: 'edge', label: 'lives', source: 'p1', target: 'c1', properties: {} });
+  t.same((await list({ kind: 'edge', label: 'lives' })).elements[0], {
+    id: 'l1',
+    kind: 'edge',
+    label: 'lives',
+    source: 'p1',
+    target: 'c1',
+    properties: {},
+  });
   t.equal((await list({})).cursor, null, 'one page: exhausted at once');
 
   // Pages, with the cursor passed from one transport to the other.
   const first = await owner.rest('list_session_graph_elements', { session_id: s.id, kind: 'node', limit: 2 });
-  t.same(first.body.elements.map((e: any) => e.id), ['p1', 'c1']);
+  t.same(
+    first.body.elements.map((e: any) => e.id),
+    ['p1', 'c1'],
+  );
   t.type(first.body.cursor, 'string');
-  const second = await owner.rpc('list_session_graph_elements', { session_id: s.id, kind: 'node', limit: 2, cursor: first.body.cursor });
+  const second = await owner.rpc('list_session_graph_elements', {
+    session_id: s.id,
+    kind: 'node',
+    limit: 2,
+    cursor: first.body.cursor,
+  });
   t.same(second.result, { elements: [{ id: 'p2', kind: 'node', label: 'Person', properties: {} }], cursor: null });
 
   // Cursor rules.
   const cursor: string = first.body.cursor;
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: null }), 400, 'invalid_request_body');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: null }),
+    400,
+    'invalid_request_body',
+  );
   const flipped = cursor.slice(0, 3) + (cursor[3] === 'A' ? 'B' : 'A') + cursor.slice(4);
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: flipped }), 400, 'invalid_cursor');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: flipped }),
+    400,
+    'invalid_cursor',
+  );
   const forged = Buffer.from(JSON.stringify(0)).toString('base64url') + cursor.slice(cursor.indexOf('.'));
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: forged }), 400, 'invalid_cursor');
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: 'garbage' }), 400, 'invalid_cursor');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: forged }),
+    400,
+    'invalid_cursor',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', cursor: 'garbage' }),
+    400,
+    'invalid_cursor',
+  );
   // Transplanted: other filters, another session, another listing.
   sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, cursor }), 400, 'invalid_cursor');
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', label: 'Person', cursor }), 400, 'invalid_cursor');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: s.id, kind: 'node', label: 'Person', cursor }),
+    400,
+    'invalid_cursor',
+  );
   const other = await session();
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: other.id, kind: 'node', cursor }), 400, 'invalid_cursor');
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'p1', cursor }), 400, 'invalid_cursor');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: other.id, kind: 'node', cursor }),
+    400,
+    'invalid_cursor',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'p1', cursor }),
+    400,
+    'invalid_cursor',
+  );
   const items = await owner.rest('list_session_thread_items', { session_id: s.id, cursor });
   t.equal(items.body.error, 'invalid_cursor', 'nor does another command take it');
   // The alias and the id name the same session, so the cursor resumes either way.
-  t.same((await owner.rest('list_session_graph_elements', { session_id: s.alias, kind: 'node', limit: 2, cursor })).body.elements.map((e: any) => e.id), ['p2']);
+  t.same(
+    (
+      await owner.rest('list_session_graph_elements', { session_id: s.alias, kind: 'node', limit: 2, cursor })
+    ).body.elements.map((e: any) => e.id),
+    ['p2'],
+  );
 
   // Limits: 1..200, refused outside, never clamped.
   for (const limit of [0, 201, -1, 1.5, '0', 'five', null, true, {}]) {
@@ -299,7 +527,11 @@ t.test('list_session_graph_elements: filters, order, cursors and limits', async 
 
 t.test('pagination to exhaustion with concurrent inserts: nothing twice, nothing skipped', async (t) => {
   const s = await session();
-  await insertNodes(db, s.id, ids('old', 30).map((id) => [id, 'N'] as const));
+  await insertNodes(
+    db,
+    s.id,
+    ids('old', 30).map((id) => [id, 'N'] as const),
+  );
   const seen: string[] = [];
   let cursor: string | undefined;
   let round = 0;
@@ -308,8 +540,20 @@ t.test('pagination to exhaustion with concurrent inserts: nothing twice, nothing
     round += 1;
     // A page read races a write that adds two nodes and rewrites one already seen (and one not yet seen).
     const [page, write] = await Promise.all([
-      (pages % 2 === 0 ? owner.rest : owner.rpc)('list_session_graph_elements', { session_id: s.id, limit: 7, ...(cursor ? { cursor } : {}) }),
-      owner.rest('mutate_session_graph', { session_id: s.id, mutations: [node(`new${round}a`), node(`new${round}b`), node('old0', 'N', { round }), node('old29', 'N', { round })] }),
+      (pages % 2 === 0 ? owner.rest : owner.rpc)('list_session_graph_elements', {
+        session_id: s.id,
+        limit: 7,
+        ...(cursor ? { cursor } : {}),
+      }),
+      owner.rest('mutate_session_graph', {
+        session_id: s.id,
+        mutations: [
+          node(`new${round}a`),
+          node(`new${round}b`),
+          node('old0', 'N', { round }),
+          node('old29', 'N', { round }),
+        ],
+      }),
     ]);
     t.equal(write.status, 200);
     const body = 'result' in page ? page.result : page.body;
@@ -333,12 +577,22 @@ t.test('list_session_graph_neighbors: directions, labels, self-loops, paging', a
   await owner.rest('mutate_session_graph', {
     session_id: s.id,
     mutations: [
-      node('h', 'Hub'), node('a', 'Person', { n: 1 }), node('b', 'Person'), node('c', 'Person'),
-      edge('ha', 'h', 'a', 'knows'), edge('hb', 'h', 'b', 'likes'), edge('ch', 'c', 'h', 'knows'), edge('hh', 'h', 'h', 'self'), edge('ab', 'a', 'b', 'knows'),
+      node('h', 'Hub'),
+      node('a', 'Person', { n: 1 }),
+      node('b', 'Person'),
+      node('c', 'Person'),
+      edge('ha', 'h', 'a', 'knows'),
+      edge('hb', 'h', 'b', 'likes'),
+      edge('ch', 'c', 'h', 'knows'),
+      edge('hh', 'h', 'h', 'self'),
+      edge('ab', 'a', 'b', 'knows'),
     ],
   });
   const neighbors = async (params: Record<string, unknown>) => {
-    const fields = sameSuccess(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', ...params }));
+    const fields = sameSuccess(
+      t,
+      await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', ...params }),
+    );
     return fields.neighbors.map((n: any) => `${n.direction}:${n.edge.id}:${n.node.id}`);
   };
   t.same(await neighbors({}), ['out:ha:a', 'out:hb:b', 'in:ch:c', 'out:hh:h'], 'both by default, self-loop once');
@@ -346,12 +600,17 @@ t.test('list_session_graph_neighbors: directions, labels, self-loops, paging', a
   t.same(await neighbors({ direction: 'in' }), ['in:ch:c', 'in:hh:h']);
   t.same(await neighbors({ direction: 'both', edge_label: 'knows' }), ['out:ha:a', 'in:ch:c']);
   t.same(await neighbors({ direction: 'in', edge_label: 'likes' }), []);
-  const full = sameSuccess(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', direction: 'out', limit: 1 }));
-  t.same(full.neighbors, [{
-    direction: 'out',
-    edge: { id: 'ha', kind: 'edge', label: 'knows', source: 'h', target: 'a', properties: {} },
-    node: { id: 'a', kind: 'node', label: 'Person', properties: { n: 1 } },
-  }]);
+  const full = sameSuccess(
+    t,
+    await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', direction: 'out', limit: 1 }),
+  );
+  t.same(full.neighbors, [
+    {
+      direction: 'out',
+      edge: { id: 'ha', kind: 'edge', label: 'knows', source: 'h', target: 'a', properties: {} },
+      node: { id: 'a', kind: 'node', label: 'Person', properties: { n: 1 } },
+    },
+  ]);
 
   // Paging one at a time to exhaustion, alternating transports.
   const walked: string[] = [];
@@ -359,7 +618,10 @@ t.test('list_session_graph_neighbors: directions, labels, self-loops, paging', a
   let turn = 0;
   do {
     const params = { session_id: s.id, element_id: 'h', limit: 1, ...(cursor ? { cursor } : {}) };
-    const body = turn++ % 2 === 0 ? (await owner.rest('list_session_graph_neighbors', params)).body : (await owner.rpc('list_session_graph_neighbors', params)).result;
+    const body =
+      turn++ % 2 === 0
+        ? (await owner.rest('list_session_graph_neighbors', params)).body
+        : (await owner.rpc('list_session_graph_neighbors', params)).result;
     walked.push(...body.neighbors.map((n: any) => n.edge.id));
     cursor = body.cursor ?? undefined;
   } while (cursor);
@@ -367,20 +629,76 @@ t.test('list_session_graph_neighbors: directions, labels, self-loops, paging', a
 
   // Cursors are bound to the node, direction and label.
   const page = (await owner.rest('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', limit: 1 })).body;
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'a', cursor: page.cursor }), 400, 'invalid_cursor');
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', direction: 'out', cursor: page.cursor }), 400, 'invalid_cursor');
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', edge_label: 'knows', cursor: page.cursor }), 400, 'invalid_cursor');
-  sameRefusal(t, await owner.both('list_session_graph_elements', { session_id: s.id, cursor: page.cursor }), 400, 'invalid_cursor');
-  t.equal((await owner.rest('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', direction: 'both', cursor: page.cursor })).status, 200, 'both spelled out is the default');
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', limit: 201 }), 400, 'invalid_limit');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'a', cursor: page.cursor }),
+    400,
+    'invalid_cursor',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', {
+      session_id: s.id,
+      element_id: 'h',
+      direction: 'out',
+      cursor: page.cursor,
+    }),
+    400,
+    'invalid_cursor',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', {
+      session_id: s.id,
+      element_id: 'h',
+      edge_label: 'knows',
+      cursor: page.cursor,
+    }),
+    400,
+    'invalid_cursor',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_elements', { session_id: s.id, cursor: page.cursor }),
+    400,
+    'invalid_cursor',
+  );
+  t.equal(
+    (
+      await owner.rest('list_session_graph_neighbors', {
+        session_id: s.id,
+        element_id: 'h',
+        direction: 'both',
+        cursor: page.cursor,
+      })
+    ).status,
+    200,
+    'both spelled out is the default',
+  );
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', limit: 201 }),
+    400,
+    'invalid_limit',
+  );
 
   // Only nodes have neighbours.
   const missing = await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'zz' });
   sameRefusal(t, missing, 404, 'not_found');
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'ha' }), 404, 'not_found');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'ha' }),
+    404,
+    'not_found',
+  );
   // A node deleted between pages ends the walk with not_found.
   await owner.rest('mutate_session_graph', { session_id: s.id, mutations: [del('h')] });
-  sameRefusal(t, await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', cursor: page.cursor }), 404, 'not_found');
+  sameRefusal(
+    t,
+    await owner.both('list_session_graph_neighbors', { session_id: s.id, element_id: 'h', cursor: page.cursor }),
+    404,
+    'not_found',
+  );
 });
 
 t.test('query_session_graph on both transports', async (t) => {
@@ -388,11 +706,23 @@ t.test('query_session_graph on both transports', async (t) => {
   await owner.rest('mutate_session_graph', {
     session_id: s.id,
     mutations: [
-      node('a', 'Person', { name: 'a' }), node('b', 'Person', { name: 'b' }), node('c', 'Person', { name: 'c' }), node('paris', 'City'),
-      edge('ab', 'a', 'b', 'knows'), edge('bc', 'b', 'c', 'knows'), edge('ca', 'c', 'a', 'knows'), edge('bp', 'b', 'paris', 'lives'),
+      node('a', 'Person', { name: 'a' }),
+      node('b', 'Person', { name: 'b' }),
+      node('c', 'Person', { name: 'c' }),
+      node('paris', 'City'),
+      edge('ab', 'a', 'b', 'knows'),
+      edge('bc', 'b', 'c', 'knows'),
+      edge('ca', 'c', 'a', 'knows'),
+      edge('bp', 'b', 'paris', 'lives'),
     ],
   });
-  const query = { start: { label: 'Person', where: { name: 'a' } }, steps: [{ direction: 'out', edge_label: 'knows', max: 4 }, { direction: 'out', node_label: 'City' }] };
+  const query = {
+    start: { label: 'Person', where: { name: 'a' } },
+    steps: [
+      { direction: 'out', edge_label: 'knows', max: 4 },
+      { direction: 'out', node_label: 'City' },
+    ],
+  };
   const fields = sameSuccess(t, await owner.both('query_session_graph', { session_id: s.alias, query }));
   t.same(fields, {
     nodes: [
@@ -411,7 +741,10 @@ t.test('query_session_graph on both transports', async (t) => {
     ends: ['paris'],
   });
   t.same(fields, (await owner.rpc('query_session_graph', { session_id: s.id, query })).result);
-  t.same(sameSuccess(t, await owner.both('query_session_graph', { session_id: s.id, query: { start: { ids: ['nope'] } } })), { nodes: [], edges: [], ends: [] });
+  t.same(
+    sameSuccess(t, await owner.both('query_session_graph', { session_id: s.id, query: { start: { ids: ['nope'] } } })),
+    { nodes: [], edges: [], ends: [] },
+  );
 });
 
 t.test('query caps on both transports: each refuses the whole query with its limit', async (t) => {
@@ -419,33 +752,96 @@ t.test('query caps on both transports: each refuses the whole query with its lim
 
   // Depth 11 is refused before running: even where the start matches nothing.
   const empty = await session();
-  const eleven = { start: { ids: ['nothing'] }, steps: [{ direction: 'out', max: 5 }, { direction: 'both', min: 0, max: 6 }] };
-  sameRefusal(t, await owner.both('query_session_graph', { session_id: empty.id, query: eleven }), 400, 'graph_traversal_limit_exceeded', refusal('workflow.graph_query_depth', 10));
-  const ten = { start: { ids: ['nothing'] }, steps: [{ direction: 'out', max: 4 }, { direction: 'both', min: 0, max: 6 }] };
-  t.same(sameSuccess(t, await owner.both('query_session_graph', { session_id: empty.id, query: ten })), { nodes: [], edges: [], ends: [] });
+  const eleven = {
+    start: { ids: ['nothing'] },
+    steps: [
+      { direction: 'out', max: 5 },
+      { direction: 'both', min: 0, max: 6 },
+    ],
+  };
+  sameRefusal(
+    t,
+    await owner.both('query_session_graph', { session_id: empty.id, query: eleven }),
+    400,
+    'graph_traversal_limit_exceeded',
+    refusal('workflow.graph_query_depth', 10),
+  );
+  const ten = {
+    start: { ids: ['nothing'] },
+    steps: [
+      { direction: 'out', max: 4 },
+      { direction: 'both', min: 0, max: 6 },
+    ],
+  };
+  t.same(sameSuccess(t, await owner.both('query_session_graph', { session_id: empty.id, query: ten })), {
+    nodes: [],
+    edges: [],
+    ends: [],
+  });
 
   // A star of 1001 edges trips fanout on its one hop.
   const star = await session();
   await insertNodes(db, star.id, [['hub', 'H'], ...ids('s', 1001).map((id) => [id, 'S'] as const)]);
-  await insertEdges(db, star.id, ids('s', 1001).map((id, i) => [`h${i}`, 'e', 'hub', id] as const));
-  sameRefusal(t, await owner.both('query_session_graph', { session_id: star.id, query: { start: { ids: ['hub'] }, steps: [{ direction: 'out' }] } }),
-    400, 'graph_traversal_limit_exceeded', refusal('workflow.graph_query_fanout', 1000));
+  await insertEdges(
+    db,
+    star.id,
+    ids('s', 1001).map((id, i) => [`h${i}`, 'e', 'hub', id] as const),
+  );
+  sameRefusal(
+    t,
+    await owner.both('query_session_graph', {
+      session_id: star.id,
+      query: { start: { ids: ['hub'] }, steps: [{ direction: 'out' }] },
+    }),
+    400,
+    'graph_traversal_limit_exceeded',
+    refusal('workflow.graph_query_fanout', 1000),
+  );
   // Fewer leaves pass: the same hop limited to a label of 10 of them.
-  await db.query(`UPDATE graph_elements SET label = 'few' WHERE session_id = $1::uuid AND id = ANY($2::text[])`, [star.id, ids('h', 10)]);
-  t.equal(sameSuccess(t, await owner.both('query_session_graph', { session_id: star.id, query: { start: { ids: ['hub'] }, steps: [{ direction: 'out', edge_label: 'few' }] } })).ends.length, 10);
+  await db.query(`UPDATE graph_elements SET label = 'few' WHERE session_id = $1::uuid AND id = ANY($2::text[])`, [
+    star.id,
+    ids('h', 10),
+  ]);
+  t.equal(
+    sameSuccess(
+      t,
+      await owner.both('query_session_graph', {
+        session_id: star.id,
+        query: { start: { ids: ['hub'] }, steps: [{ direction: 'out', edge_label: 'few' }] },
+      }),
+    ).ends.length,
+    10,
+  );
 
   // A wide two-hop graph (root -> 600 -> 600) trips results: 1201 nodes on matched paths.
   const wide = await session();
-  await insertNodes(db, wide.id, [['root', 'R'], ...ids('a', 600).map((id) => [id, 'A'] as const), ...ids('b', 600).map((id) => [id, 'B'] as const)]);
+  await insertNodes(db, wide.id, [
+    ['root', 'R'],
+    ...ids('a', 600).map((id) => [id, 'A'] as const),
+    ...ids('b', 600).map((id) => [id, 'B'] as const),
+  ]);
   await insertEdges(db, wide.id, [
     ...ids('a', 600).map((id, i) => [`ra${i}`, 'e', 'root', id] as const),
     ...ids('a', 600).map((id, i) => [`ab${i}`, 'e', id, `b${i}`] as const),
   ]);
-  sameRefusal(t, await owner.both('query_session_graph', { session_id: wide.id, query: { start: { ids: ['root'] }, steps: [{ direction: 'out' }, { direction: 'out' }] } }),
-    400, 'graph_traversal_limit_exceeded', refusal('workflow.graph_query_results', 1000));
+  sameRefusal(
+    t,
+    await owner.both('query_session_graph', {
+      session_id: wide.id,
+      query: { start: { ids: ['root'] }, steps: [{ direction: 'out' }, { direction: 'out' }] },
+    }),
+    400,
+    'graph_traversal_limit_exceeded',
+    refusal('workflow.graph_query_results', 1000),
+  );
   // And a start set of 1001 nodes.
-  sameRefusal(t, await owner.both('query_session_graph', { session_id: star.id, query: { start: { label: 'S' } } }),
-    400, 'graph_traversal_limit_exceeded', refusal('workflow.graph_query_results', 1000));
+  sameRefusal(
+    t,
+    await owner.both('query_session_graph', { session_id: star.id, query: { start: { label: 'S' } } }),
+    400,
+    'graph_traversal_limit_exceeded',
+    refusal('workflow.graph_query_results', 1000),
+  );
 
   // root -> 900 -> 900 -> 900: every hop is within fanout and results, the third passes 5000 fetched elements.
   const layered = await session();
@@ -457,8 +853,17 @@ t.test('query caps on both transports: each refuses the whole query with its lim
     ...ids('b', 900).map((id, i) => [`bc${i}`, 'e', id, `c${i}`] as const),
   ]);
   const threeHops = { start: { ids: ['root'] }, steps: [{ direction: 'out', min: 3, max: 3, where: { never: true } }] };
-  sameRefusal(t, await owner.both('query_session_graph', { session_id: layered.id, query: threeHops }),
-    400, 'graph_traversal_limit_exceeded', refusal('workflow.graph_query_elements', 5000));
+  sameRefusal(
+    t,
+    await owner.both('query_session_graph', { session_id: layered.id, query: threeHops }),
+    400,
+    'graph_traversal_limit_exceeded',
+    refusal('workflow.graph_query_elements', 5000),
+  );
   const twoHops = { start: { ids: ['root'] }, steps: [{ direction: 'out', min: 2, max: 2, where: { never: true } }] };
-  t.same(sameSuccess(t, await owner.both('query_session_graph', { session_id: layered.id, query: twoHops })), { nodes: [], edges: [], ends: [] });
+  t.same(sameSuccess(t, await owner.both('query_session_graph', { session_id: layered.id, query: twoHops })), {
+    nodes: [],
+    edges: [],
+    ends: [],
+  });
 });

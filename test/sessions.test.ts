@@ -33,7 +33,10 @@ async function freshRevision(): Promise<{ blobId: string; revisionId: string }> 
 }
 
 async function sessionEvents(sessionId: string): Promise<string[]> {
-  const { rows } = await db.query<{ kind: string }>('SELECT kind FROM session_events WHERE session_id = $1::uuid ORDER BY id', [sessionId]);
+  const { rows } = await db.query<{ kind: string }>(
+    'SELECT kind FROM session_events WHERE session_id = $1::uuid ORDER BY id',
+    [sessionId],
+  );
   return rows.map((r) => r.kind);
 }
 
@@ -58,7 +61,12 @@ t.test('create_session on both transports: the session record, with and without 
 t.test('create_session refusals: taken alias 409, bad alias 400, unknown field 400', async (t) => {
   await newSession(rev, 'taken-alias');
   sameRefusal(t, await io.both(alice, rev, 'create_session', { alias: 'taken-alias' }), 409, 'alias_taken');
-  sameRefusal(t, await io.both(alice, rev, 'create_session', { alias: '0b9a5b8e-0000-4000-8000-000000000000' }), 400, 'invalid_request_body');
+  sameRefusal(
+    t,
+    await io.both(alice, rev, 'create_session', { alias: '0b9a5b8e-0000-4000-8000-000000000000' }),
+    400,
+    'invalid_request_body',
+  );
   sameRefusal(t, await io.both(alice, rev, 'create_session', { alias: 'x' }), 400, 'invalid_request_body');
   sameRefusal(t, await io.both(alice, rev, 'create_session', { alias: null }), 400, 'invalid_request_body');
   sameRefusal(t, await io.both(alice, rev, 'create_session', { name: 'n' }), 400, 'invalid_request_body');
@@ -96,7 +104,10 @@ t.test('workflow.sessions_per_revision: exact limit object, slot freed as a sess
 
 t.test('get_session by id and by alias, with the held map of the session quotas', async (t) => {
   const session = await newSession(rev, 'held-map');
-  const expected = { ...session, held: { 'workflow.executions_per_session': 0, 'workflow.session_objects_per_session': 0 } };
+  const expected = {
+    ...session,
+    held: { 'workflow.executions_per_session': 0, 'workflow.session_objects_per_session': 0 },
+  };
   const byId = await io.both(alice, rev, 'get_session', { session_id: session.id });
   t.equal(byId.rest.status, 200);
   t.same(byId.rest.body, { status: 'success', session: expected });
@@ -112,13 +123,23 @@ t.test('get_session by id and by alias, with the held map of the session quotas'
 
 t.test('not found: unknown id or alias, a session of another revision, an unreadable revision', async (t) => {
   const elsewhere = await newSession(publicFlow.revision.id);
-  for (const sessionId of ['0b9a5b8e-0000-4000-8000-000000000000', 'no-such-session', elsewhere.id, elsewhere.id.toUpperCase()]) {
+  for (const sessionId of [
+    '0b9a5b8e-0000-4000-8000-000000000000',
+    'no-such-session',
+    elsewhere.id,
+    elsewhere.id.toUpperCase(),
+  ]) {
     for (const command of ['get_session', 'delete_session']) {
       sameRefusal(t, await io.both(alice, rev, command, { session_id: sessionId }), 404, 'not_found');
     }
   }
   const mine = await newSession(rev);
-  for (const [command, params] of [['create_session', {}], ['get_session', { session_id: mine.id }], ['delete_session', { session_id: mine.id }], ['list_sessions', {}]] as const) {
+  for (const [command, params] of [
+    ['create_session', {}],
+    ['get_session', { session_id: mine.id }],
+    ['delete_session', { session_id: mine.id }],
+    ['list_sessions', {}],
+  ] as const) {
     sameRefusal(t, await io.both(bob, rev, command, params), 404, 'not_found');
   }
 });
@@ -132,40 +153,46 @@ t.test('read standing reads; changing needs write (403)', async (t) => {
   sameRefusal(t, await io.both(bob, pubRev, 'delete_session', { session_id: session.id }), 403, 'forbidden');
 });
 
-t.test('delete_session: deleting at once, shown as deleting until removed, then gone with everything in it', async (t) => {
-  const session = await newSession(rev, 'doomed');
-  const executionId = await insertExecution(db, session.id, org.id);
-  await appendSessionEvent(db, { sessionId: session.id, kind: 'test.marker' });
-  const release = await holdSessionRow(t, databaseUrl, session.id);
+t.test(
+  'delete_session: deleting at once, shown as deleting until removed, then gone with everything in it',
+  async (t) => {
+    const session = await newSession(rev, 'doomed');
+    const executionId = await insertExecution(db, session.id, org.id);
+    await appendSessionEvent(db, { sessionId: session.id, kind: 'test.marker' });
+    const release = await holdSessionRow(t, databaseUrl, session.id);
 
-  const rest = await io.rest(alice, rev, 'delete_session', { session_id: 'doomed' });
-  t.equal(rest.status, 200);
-  t.same(rest.body, { status: 'success', session: { ...session, status: 'deleting' } });
-  t.same(await sessionEvents(session.id), ['session.created', 'test.marker', 'session.deleting']);
+    const rest = await io.rest(alice, rev, 'delete_session', { session_id: 'doomed' });
+    t.equal(rest.status, 200);
+    t.same(rest.body, { status: 'success', session: { ...session, status: 'deleting' } });
+    t.same(await sessionEvents(session.id), ['session.created', 'test.marker', 'session.deleting']);
 
-  const got = await io.both(alice, rev, 'get_session', { session_id: session.id });
-  t.equal(got.rest.body.session.status, 'deleting');
-  t.equal(got.rpc.result.session.status, 'deleting');
-  t.equal(got.rest.body.session.held['workflow.executions_per_session'], 1);
-  const listed = await io.rest(alice, rev, 'list_sessions', {});
-  t.equal(listed.body.sessions.find((s: any) => s.id === session.id)?.status, 'deleting', 'listed until removed');
+    const got = await io.both(alice, rev, 'get_session', { session_id: session.id });
+    t.equal(got.rest.body.session.status, 'deleting');
+    t.equal(got.rpc.result.session.status, 'deleting');
+    t.equal(got.rest.body.session.held['workflow.executions_per_session'], 1);
+    const listed = await io.rest(alice, rev, 'list_sessions', {});
+    t.equal(listed.body.sessions.find((s: any) => s.id === session.id)?.status, 'deleting', 'listed until removed');
 
-  // A deleting session takes no new content.
-  await t.rejects(findActiveSession(db, rev, session.id), { code: 'conflict', status: 409 });
+    // A deleting session takes no new content.
+    await t.rejects(findActiveSession(db, rev, session.id), { code: 'conflict', status: 409 });
 
-  // Deleting again answers the same, over JSON-RPC too, and records nothing more.
-  const again = await io.rpc(alice, rev, 'delete_session', { session_id: session.id });
-  t.same(again.result, { session: { ...session, status: 'deleting' } });
-  t.same(await sessionEvents(session.id), ['session.created', 'test.marker', 'session.deleting']);
+    // Deleting again answers the same, over JSON-RPC too, and records nothing more.
+    const again = await io.rpc(alice, rev, 'delete_session', { session_id: session.id });
+    t.same(again.result, { session: { ...session, status: 'deleting' } });
+    t.same(await sessionEvents(session.id), ['session.created', 'test.marker', 'session.deleting']);
 
-  await release();
-  await waitUntilNone(db, 'SELECT 1 FROM sessions WHERE id = $1::uuid', [session.id]);
-  sameRefusal(t, await io.both(alice, rev, 'get_session', { session_id: session.id }), 404, 'not_found');
-  for (const [table, column, id] of [['session_events', 'session_id', session.id], ['executions', 'id', executionId]]) {
-    const { rows } = await db.query(`SELECT 1 FROM ${table} WHERE ${column} = $1::uuid`, [id]);
-    t.equal(rows.length, 0, `${table} removed with the session`);
-  }
-});
+    await release();
+    await waitUntilNone(db, 'SELECT 1 FROM sessions WHERE id = $1::uuid', [session.id]);
+    sameRefusal(t, await io.both(alice, rev, 'get_session', { session_id: session.id }), 404, 'not_found');
+    for (const [table, column, id] of [
+      ['session_events', 'session_id', session.id],
+      ['executions', 'id', executionId],
+    ]) {
+      const { rows } = await db.query(`SELECT 1 FROM ${table} WHERE ${column} = $1::uuid`, [id]);
+      t.equal(rows.length, 0, `${table} removed with the session`);
+    }
+  },
+);
 
 t.test('delete_session over JSON-RPC; the alias is free again at once', async (t) => {
   const session = await newSession(rev, 'reused-alias');
@@ -186,7 +213,10 @@ t.test('the reaper finishes sessions a crash left in deleting', async (t) => {
   await db.query(`UPDATE sessions SET status = 'deleting' WHERE id = ANY($1::uuid[])`, [left.map((s) => s.id)]);
   t.equal(await reapDeletingSessions(db), 2);
   const { rows } = await db.query<{ id: string }>('SELECT id FROM sessions WHERE revision_id = $1::uuid', [revisionId]);
-  t.same(rows.map((r) => r.id), [kept.id]);
+  t.same(
+    rows.map((r) => r.id),
+    [kept.id],
+  );
   t.equal(await reapDeletingSessions(db), 0, 'nothing left to reap');
 
   // The interval form runs a pass at once; stop() waits for it.
@@ -222,10 +252,15 @@ t.test('list_sessions: the record cursor through 25 sessions on both transports'
     let start: string | undefined;
     for (let page = 0; page < 5; page += 1) {
       const params = start === undefined ? {} : { start_session_id: start };
-      const body = transport === 'rest'
-        ? (await io.rest(alice, revisionId, 'list_sessions', params)).body
-        : (await io.rpc(alice, revisionId, 'list_sessions', params)).result;
-      t.same(Object.keys(body).filter((k) => k !== 'status'), ['sessions', 'last_session_id'], transport);
+      const body =
+        transport === 'rest'
+          ? (await io.rest(alice, revisionId, 'list_sessions', params)).body
+          : (await io.rpc(alice, revisionId, 'list_sessions', params)).result;
+      t.same(
+        Object.keys(body).filter((k) => k !== 'status'),
+        ['sessions', 'last_session_id'],
+        transport,
+      );
       seen.push(...body.sessions.map((s: any) => s.id));
       lasts.push(body.last_session_id);
       if (body.last_session_id === null) break;
@@ -235,7 +270,13 @@ t.test('list_sessions: the record cursor through 25 sessions on both transports'
     t.same(lasts, [newestFirst[9], newestFirst[19], null], `${transport}: pages of 10, 10, 5`);
   }
   const first = await io.rest(alice, revisionId, 'list_sessions', {});
-  t.match(first.body.sessions[0], { id: newestFirst[0], alias: 'page-24', revision_id: revisionId, status: 'active', created_at: ISO });
+  t.match(first.body.sessions[0], {
+    id: newestFirst[0],
+    alias: 'page-24',
+    revision_id: revisionId,
+    status: 'active',
+    created_at: ISO,
+  });
 });
 
 t.test('list_sessions: exactly ten is one exhausted page; none is an empty one', async (t) => {
@@ -255,7 +296,9 @@ t.test('list_sessions: sessions created at the same instant page by id without r
   const seen: string[] = [];
   let start: string | undefined;
   for (let page = 0; page < 5; page += 1) {
-    const body = (await io.rest(alice, revisionId, 'list_sessions', start === undefined ? {} : { start_session_id: start })).body;
+    const body = (
+      await io.rest(alice, revisionId, 'list_sessions', start === undefined ? {} : { start_session_id: start })
+    ).body;
     seen.push(...body.sessions.map((s: any) => s.id));
     if (body.last_session_id === null) break;
     start = body.last_session_id;
@@ -267,26 +310,50 @@ t.test('list_sessions: sessions created at the same instant page by id without r
 
 t.test('list_sessions refuses limit, null and malformed cursors (400)', async (t) => {
   const { revisionId } = await freshRevision();
-  for (const params of [{ limit: 10 }, { limit: 5 }, { start_session_id: null }, { start_session_id: 'page-01' }, { cursor: 'x' }]) {
+  for (const params of [
+    { limit: 10 },
+    { limit: 5 },
+    { start_session_id: null },
+    { start_session_id: 'page-01' },
+    { cursor: 'x' },
+  ]) {
     const outcome = await io.both(alice, revisionId, 'list_sessions', params);
     sameRefusal(t, outcome, 400, 'invalid_request_body');
     if ('limit' in params) t.match(outcome.rest.body.message, /limit is not accepted/);
   }
 });
 
-t.test('list_sessions: resuming from a deleted record, or one of another listing, is 500 cursor_record_deleted', async (t) => {
-  const { revisionId } = await freshRevision();
-  for (let i = 0; i < 12; i += 1) await newSession(revisionId);
-  const first = await io.rest(alice, revisionId, 'list_sessions', {});
-  const cursor = first.body.last_session_id as string;
-  t.ok(cursor);
+t.test(
+  'list_sessions: resuming from a deleted record, or one of another listing, is 500 cursor_record_deleted',
+  async (t) => {
+    const { revisionId } = await freshRevision();
+    for (let i = 0; i < 12; i += 1) await newSession(revisionId);
+    const first = await io.rest(alice, revisionId, 'list_sessions', {});
+    const cursor = first.body.last_session_id as string;
+    t.ok(cursor);
 
-  const elsewhere = await newSession(publicFlow.revision.id);
-  sameRefusal(t, await io.both(alice, revisionId, 'list_sessions', { start_session_id: elsewhere.id }), 500, 'cursor_record_deleted');
-  sameRefusal(t, await io.both(alice, revisionId, 'list_sessions', { start_session_id: '0b9a5b8e-0000-4000-8000-000000000000' }), 500, 'cursor_record_deleted');
+    const elsewhere = await newSession(publicFlow.revision.id);
+    sameRefusal(
+      t,
+      await io.both(alice, revisionId, 'list_sessions', { start_session_id: elsewhere.id }),
+      500,
+      'cursor_record_deleted',
+    );
+    sameRefusal(
+      t,
+      await io.both(alice, revisionId, 'list_sessions', { start_session_id: '0b9a5b8e-0000-4000-8000-000000000000' }),
+      500,
+      'cursor_record_deleted',
+    );
 
-  t.equal((await io.rest(alice, revisionId, 'delete_session', { session_id: cursor })).status, 200);
-  // While its rows remain, the deleting session is still in the listing and still a cursor.
-  await waitUntilNone(db, 'SELECT 1 FROM sessions WHERE id = $1::uuid', [cursor]);
-  sameRefusal(t, await io.both(alice, revisionId, 'list_sessions', { start_session_id: cursor }), 500, 'cursor_record_deleted');
-});
+    t.equal((await io.rest(alice, revisionId, 'delete_session', { session_id: cursor })).status, 200);
+    // While its rows remain, the deleting session is still in the listing and still a cursor.
+    await waitUntilNone(db, 'SELECT 1 FROM sessions WHERE id = $1::uuid', [cursor]);
+    sameRefusal(
+      t,
+      await io.both(alice, revisionId, 'list_sessions', { start_session_id: cursor }),
+      500,
+      'cursor_record_deleted',
+    );
+  },
+);

@@ -26,7 +26,14 @@ await grant(app, owner!, 'blob', privateBlob.id, blobMember!.user.id, 'write');
 // A blob membership above the organization membership raises standing on that blob only.
 await grant(app, owner!, 'blob', privateBlob.id, reader!.user.id, 'admin');
 
-const callers: Record<string, Caller> = { stranger: stranger!, reader: reader!, writer: writer!, admin: admin!, owner: owner!, blobMember: blobMember! };
+const callers: Record<string, Caller> = {
+  stranger: stranger!,
+  reader: reader!,
+  writer: writer!,
+  admin: admin!,
+  owner: owner!,
+  blobMember: blobMember!,
+};
 const targets = {
   'private org': ['organization', privateOrg.id],
   'public org': ['organization', publicOrg.id],
@@ -70,7 +77,10 @@ t.test('404 versus 403 over HTTP', async (t) => {
     const as = callers[who]!;
     const read = await call(app, 'GET', `/v1/members/target/${target}/${id}`, { as });
     t.equal(read.status, readStatus, `${who} reads the ${name}`);
-    const change = await call(app, 'POST', '/v1/members', { as, body: { target, target_id: id, user_id: dummy!.user.id, role: 'read' } });
+    const change = await call(app, 'POST', '/v1/members', {
+      as,
+      body: { target, target_id: id, user_id: dummy!.user.id, role: 'read' },
+    });
     t.equal(change.status, adminStatus, `${who} grants on the ${name}`);
     if (adminStatus !== 200) t.equal(change.body.error, adminStatus === 404 ? 'not_found' : 'forbidden');
   }
@@ -81,7 +91,11 @@ function human(caller: Caller): Principal {
 }
 
 function withKey(caller: Caller, target: 'organization' | 'blob' | 'user', targetId: string, role: Role): Principal {
-  return { ...human(caller), credential: 'api_key', key: { id: '00000000-0000-4000-8000-000000000000', target, targetId, role } };
+  return {
+    ...human(caller),
+    credential: 'api_key',
+    key: { id: '00000000-0000-4000-8000-000000000000', target, targetId, role },
+  };
 }
 
 t.test('standing, role cap and confinement, level by level', async (t) => {
@@ -95,7 +109,12 @@ t.test('standing, role cap and confinement, level by level', async (t) => {
     ['owner, read org key', withKey(owner!, 'organization', privateOrg.id, 'read'), 'private org', 'read'],
     ['owner, write org key', withKey(owner!, 'organization', privateOrg.id, 'write'), 'private blob', 'write'],
     ['owner, admin org key', withKey(owner!, 'organization', privateOrg.id, 'admin'), 'public org', null],
-    ['owner, admin org key', withKey(owner!, 'organization', privateOrg.id, 'admin'), 'private blob in a public org', null],
+    [
+      'owner, admin org key',
+      withKey(owner!, 'organization', privateOrg.id, 'admin'),
+      'private blob in a public org',
+      null,
+    ],
     ['writer, admin org key', withKey(writer!, 'organization', privateOrg.id, 'admin'), 'private org', 'write'],
     ['owner, write blob key', withKey(owner!, 'blob', privateBlob.id, 'write'), 'private blob', 'write'],
     ['owner, admin blob key', withKey(owner!, 'blob', privateBlob.id, 'admin'), 'public blob in a private org', null],
@@ -119,7 +138,11 @@ t.test('standing over accounts', async (t) => {
   t.equal(userStanding(human(owner!), ownerRow), 'admin', 'the account itself');
   t.equal(userStanding(human(stranger!), botRow), 'read', 'anyone else reads the public profile');
   t.equal(userStanding(withKey(owner!, 'user', owner!.user.id, 'write'), botRow), 'write', 'capped by a user key');
-  t.equal(userStanding(withKey(owner!, 'organization', privateOrg.id, 'admin'), ownerRow), 'read', 'a confined key only reads its own account');
+  t.equal(
+    userStanding(withKey(owner!, 'organization', privateOrg.id, 'admin'), ownerRow),
+    'read',
+    'a confined key only reads its own account',
+  );
   t.equal(userStanding(withKey(owner!, 'organization', privateOrg.id, 'admin'), botRow), null, 'and nothing else');
 });
 
@@ -127,9 +150,16 @@ t.test('the resolvers throw 404 below read and 403 below the need', async (t) =>
   await t.rejects(orgFor(ctx.db, human(stranger!), privateOrg.id, 'read'), { code: 'not_found' });
   await t.rejects(orgFor(ctx.db, human(reader!), privateOrg.alias, 'write'), { code: 'forbidden' });
   t.equal((await orgFor(ctx.db, human(writer!), privateOrg.alias, 'write')).role, 'write');
-  await t.rejects(blobFor(ctx.db, human(writer!), publicOrg.id, privateBlob.id, 'read'), { code: 'not_found' }, 'a blob is found only in its own organization');
+  await t.rejects(
+    blobFor(ctx.db, human(writer!), publicOrg.id, privateBlob.id, 'read'),
+    { code: 'not_found' },
+    'a blob is found only in its own organization',
+  );
   t.equal((await blobFor(ctx.db, human(writer!), privateOrg.alias, privateBlob.alias, 'write')).role, 'write');
-  await t.rejects(blobFor(ctx.db, withKey(owner!, 'blob', privateBlob.id, 'write'), privateOrg.id, privateBlob.id, 'admin'), { code: 'forbidden' });
+  await t.rejects(
+    blobFor(ctx.db, withKey(owner!, 'blob', privateBlob.id, 'write'), privateOrg.id, privateBlob.id, 'admin'),
+    { code: 'forbidden' },
+  );
   const viaRevision = await revisionFor(ctx.db, human(blobMember!), privateBlob.revisionId, 'write');
   t.equal(viaRevision.role, 'write');
   t.equal(viaRevision.blob.id, privateBlob.id);
@@ -141,7 +171,14 @@ t.test('the resolvers throw 404 below read and 403 below the need', async (t) =>
 
 t.test('membership roles never reach a response body', async (t) => {
   const { org } = await orgFor(ctx.db, human(writer!), privateOrg.id, 'read');
-  t.strictSame(Object.keys(JSON.parse(JSON.stringify(org))).sort(), ['alias', 'created_at', 'id', 'name', 'owner_id', 'visibility']);
+  t.strictSame(Object.keys(JSON.parse(JSON.stringify(org))).sort(), [
+    'alias',
+    'created_at',
+    'id',
+    'name',
+    'owner_id',
+    'visibility',
+  ]);
 });
 
 t.test('standing is computed in one query', async (t) => {

@@ -34,7 +34,8 @@ t.test('subscribe to a session: events after subscribing arrive in order as noti
   const subscription = frame.result.subscription;
 
   const written = [];
-  for (let i = 0; i < 5; i += 1) written.push(await appendSessionEvent(db, { sessionId: session.id, kind: 'test.pushed', attributes: { i } }));
+  for (let i = 0; i < 5; i += 1)
+    written.push(await appendSessionEvent(db, { sessionId: session.id, kind: 'test.pushed', attributes: { i } }));
   for (const event of written) {
     t.same(await socket.notification(), { jsonrpc: '2.0', method: 'event', params: { subscription, event } });
   }
@@ -85,14 +86,19 @@ t.test('subscribe by alias; two sockets on one session both receive; unsubscribe
   t.match(wrongRevision.error, { code: -32001, data: { error: 'not_found', http_status: 404 } });
 });
 
-t.test('subscribe to an execution: its events, not the session\'s', async (t) => {
+t.test("subscribe to an execution: its events, not the session's", async (t) => {
   const session = await newSession();
   const executionId = await insertExecution(db, session.id, org.id);
   const socket = await openSocket(t, app, alice);
   const subscription = await subscribeTo(socket, { execution_id: executionId });
   await appendSessionEvent(db, { sessionId: session.id, kind: 'test.session_only' });
   const started = await appendExecutionEvent(db, { executionId, sessionId: session.id, kind: 'execution.started' });
-  const node = await appendExecutionEvent(db, { executionId, sessionId: session.id, kind: 'node.started', node: 'greet' });
+  const node = await appendExecutionEvent(db, {
+    executionId,
+    sessionId: session.id,
+    kind: 'node.started',
+    node: 'greet',
+  });
   t.same((await socket.notification()).params, { subscription, event: started });
   t.same((await socket.notification()).params, { subscription, event: node });
 });
@@ -103,19 +109,40 @@ t.test('refusals: unreadable session or execution (404 shape), other revision, b
   const bobs = await openSocket(t, app, bob);
   for (const params of [{ session_id: session.id }, { execution_id: executionId }]) {
     const refused = await bobs.call('subscribe', { revision_id: rev, ...params });
-    t.same(refused.error, { code: -32001, message: 'No such revision.', data: { error: 'not_found', message: 'No such revision.', http_status: 404 } });
+    t.same(refused.error, {
+      code: -32001,
+      message: 'No such revision.',
+      data: { error: 'not_found', message: 'No such revision.', http_status: 404 },
+    });
   }
   const socket = await openSocket(t, app, alice);
-  for (const params of [{ session_id: session.id }, { execution_id: executionId }, { session_id: 'nope-session' }, { execution_id: 'nope' }]) {
+  for (const params of [
+    { session_id: session.id },
+    { execution_id: executionId },
+    { session_id: 'nope-session' },
+    { execution_id: 'nope' },
+  ]) {
     const refused = await socket.call('subscribe', { revision_id: otherRev, ...params });
     t.match(refused.error, { code: -32001, data: { error: 'not_found', http_status: 404 } }, JSON.stringify(params));
   }
-  for (const params of [{}, { session_id: session.id, execution_id: executionId }, { session_id: session.id, extra: 1 }, { session_id: null }]) {
+  for (const params of [
+    {},
+    { session_id: session.id, execution_id: executionId },
+    { session_id: session.id, extra: 1 },
+    { session_id: null },
+  ]) {
     const refused = await socket.call('subscribe', { revision_id: rev, ...params });
-    t.match(refused.error, { code: -32602, data: { error: 'invalid_request_body', http_status: 400 } }, JSON.stringify(params));
+    t.match(
+      refused.error,
+      { code: -32602, data: { error: 'invalid_request_body', http_status: 400 } },
+      JSON.stringify(params),
+    );
   }
   // Over REST there is no socket to push to.
-  for (const [command, params] of [['subscribe', { session_id: session.id }], ['unsubscribe', { subscription: 'x' }]] as const) {
+  for (const [command, params] of [
+    ['subscribe', { session_id: session.id }],
+    ['unsubscribe', { subscription: 'x' }],
+  ] as const) {
     const rest = await io.rest(alice, rev, command, params);
     t.equal(rest.status, 400);
     t.equal(rest.body.error, 'invalid_request_body');
@@ -129,7 +156,8 @@ t.test(`a socket holds at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions
   const session = await newSession();
   const socket = await openSocket(t, app, alice);
   const ids = new Set<string>();
-  for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_CONNECTION; i += 1) ids.add(await subscribeTo(socket, { session_id: session.id }));
+  for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_CONNECTION; i += 1)
+    ids.add(await subscribeTo(socket, { session_id: session.id }));
   t.equal(ids.size, MAX_SUBSCRIPTIONS_PER_CONNECTION);
   const over = await socket.call('subscribe', { revision_id: rev, session_id: session.id });
   t.match(over.error, { code: -32001, data: { error: 'conflict', http_status: 409 } });
@@ -149,8 +177,12 @@ t.test(`a socket holds at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions
   const event = await appendSessionEvent(db, { sessionId: session.id, kind: 'test.after_close' });
   t.same((await other.notification()).params, { subscription: otherSub, event });
   // The server sees the close on its own schedule; once it has, the socket's subscriptions are gone.
-  const expected = { subscriptions: before.subscriptions - MAX_SUBSCRIPTIONS_PER_CONNECTION, connections: before.connections - 1 };
-  for (let i = 0; i < 500 && app.ctx.events.stats().connections !== expected.connections; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  const expected = {
+    subscriptions: before.subscriptions - MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    connections: before.connections - 1,
+  };
+  for (let i = 0; i < 500 && app.ctx.events.stats().connections !== expected.connections; i += 1)
+    await new Promise((resolve) => setTimeout(resolve, 10));
   t.same(app.ctx.events.stats(), expected);
 });
 

@@ -1,6 +1,16 @@
 import t from 'tap';
 import { buildTestApp } from './helpers/app.ts';
-import { advisoryWaiters, createSession, markDeleting, sessionEvents, tracked, until, VIAS, type Transports, sessionContentFixture } from './helpers/session-contents.ts';
+import {
+  advisoryWaiters,
+  createSession,
+  markDeleting,
+  sessionEvents,
+  tracked,
+  until,
+  VIAS,
+  type Transports,
+  sessionContentFixture,
+} from './helpers/session-contents.ts';
 import { postThreadItem, threadItemLimits } from '../shared/session/thread-writes.ts';
 
 const { app } = await buildTestApp(t);
@@ -15,7 +25,12 @@ function textOfSize(bytes: number): string {
   return 'x'.repeat(bytes - overhead);
 }
 
-async function post(via: 'rest' | 'rpc', sessionId: string, fields: Record<string, unknown>, transports: Transports = as) {
+async function post(
+  via: 'rest' | 'rpc',
+  sessionId: string,
+  fields: Record<string, unknown>,
+  transports: Transports = as,
+) {
   return transports.run(via, revision.id, 'post_session_thread_item', { session_id: sessionId, ...fields });
 }
 
@@ -41,8 +56,26 @@ for (const via of VIAS) {
     const res = await post(via, session.id, { text: 'hello', data: { score: 3 } });
     t.equal(res.status, 200);
     const item = res.body.thread_item;
-    t.match(item, { session_id: session.id, thread: 'main', text: 'hello', data: { score: 3 }, files: [], author_id: alice.user.id, execution_id: null });
-    t.same(Object.keys(item).sort(), ['author_id', 'created_at', 'data', 'execution_id', 'files', 'id', 'session_id', 'text', 'thread']);
+    t.match(item, {
+      session_id: session.id,
+      thread: 'main',
+      text: 'hello',
+      data: { score: 3 },
+      files: [],
+      author_id: alice.user.id,
+      execution_id: null,
+    });
+    t.same(Object.keys(item).sort(), [
+      'author_id',
+      'created_at',
+      'data',
+      'execution_id',
+      'files',
+      'id',
+      'session_id',
+      'text',
+      'thread',
+    ]);
     const dataOnly = await post(via, session.id, { thread: 'review-2', data: [1, 2] });
     t.match(dataOnly.body.thread_item, { thread: 'review-2', text: null, data: [1, 2] });
 
@@ -50,14 +83,20 @@ for (const via of VIAS) {
     t.equal(listed.status, 200);
     t.same(listed.body.thread_items, [item, dataOnly.body.thread_item], 'every thread, in posting order');
     t.equal(listed.body.cursor, null);
-    const main = await asReader.run(via, revision.id, 'list_session_thread_items', { session_id: session.id, thread: 'main' });
+    const main = await asReader.run(via, revision.id, 'list_session_thread_items', {
+      session_id: session.id,
+      thread: 'main',
+    });
     t.same(main.body.thread_items, [item]);
 
     const events = await sessionEvents(app, session.id, 'thread.item_posted');
-    t.same(events.map((e) => e.attributes), [
-      { thread_item_id: item.id, thread: 'main', files: 0 },
-      { thread_item_id: dataOnly.body.thread_item.id, thread: 'review-2', files: 0 },
-    ]);
+    t.same(
+      events.map((e) => e.attributes),
+      [
+        { thread_item_id: item.id, thread: 'main', files: 0 },
+        { thread_item_id: dataOnly.body.thread_item.id, thread: 'review-2', files: 0 },
+      ],
+    );
   });
 
   t.test(`${via}: thread_item_bytes is measured serialized over text, data and files`, async (t) => {
@@ -141,7 +180,9 @@ for (const via of VIAS) {
     t.equal(byReader.body.error, 'forbidden');
     const byStranger = await post(via, session.id, { text: 'x' }, asStranger);
     t.equal(byStranger.status, 404);
-    const listStranger = await asStranger.run(via, revision.id, 'list_session_thread_items', { session_id: session.id });
+    const listStranger = await asStranger.run(via, revision.id, 'list_session_thread_items', {
+      session_id: session.id,
+    });
     t.equal(listStranger.status, 404);
     await markDeleting(app, session.id);
     const late = await post(via, session.id, { text: 'x' });
@@ -155,12 +196,28 @@ t.test('list_session_thread_items: cursors are bound to the session and the thre
   const other = await createSession(app, alice, revision.id);
   for (let i = 0; i < 4; i++) await post('rest', session.id, { thread: i % 2 === 0 ? 'even' : 'odd', text: `t-${i}` });
   await post('rest', other.id, { text: 'other' });
-  const first = await as.run('rest', revision.id, 'list_session_thread_items', { session_id: session.id, thread: 'even', limit: 1 });
-  t.same(first.body.thread_items.map((i: any) => i.text), ['t-0']);
+  const first = await as.run('rest', revision.id, 'list_session_thread_items', {
+    session_id: session.id,
+    thread: 'even',
+    limit: 1,
+  });
+  t.same(
+    first.body.thread_items.map((i: any) => i.text),
+    ['t-0'],
+  );
   const cursor: string = first.body.cursor;
   for (const via of VIAS) {
-    const next = await as.run(via, revision.id, 'list_session_thread_items', { session_id: session.id, thread: 'even', cursor, limit: 1 });
-    t.same(next.body.thread_items.map((i: any) => i.text), ['t-2'], `${via}: resumes`);
+    const next = await as.run(via, revision.id, 'list_session_thread_items', {
+      session_id: session.id,
+      thread: 'even',
+      cursor,
+      limit: 1,
+    });
+    t.same(
+      next.body.thread_items.map((i: any) => i.text),
+      ['t-2'],
+      `${via}: resumes`,
+    );
     t.equal(next.body.cursor, null, `${via}: the last row of the filter ends the listing`);
     for (const [name, params] of [
       ['another thread', { session_id: session.id, thread: 'odd', cursor }],
@@ -174,13 +231,19 @@ t.test('list_session_thread_items: cursors are bound to the session and the thre
       t.equal(res.status, 400, `${via}: ${name}`);
       t.equal(res.body.error, 'invalid_cursor', `${via}: ${name}`);
     }
-    const nullCursor = await as.run(via, revision.id, 'list_session_thread_items', { session_id: session.id, cursor: null });
+    const nullCursor = await as.run(via, revision.id, 'list_session_thread_items', {
+      session_id: session.id,
+      cursor: null,
+    });
     t.equal(nullCursor.body.error, 'invalid_request_body');
     for (const limit of [0, 201, 2.5]) {
       const res = await as.run(via, revision.id, 'list_session_thread_items', { session_id: session.id, limit });
       t.equal(res.body.error, 'invalid_limit', `${via}: limit ${limit}`);
     }
-    const badThread = await as.run(via, revision.id, 'list_session_thread_items', { session_id: session.id, thread: 'Bad Thread' });
+    const badThread = await as.run(via, revision.id, 'list_session_thread_items', {
+      session_id: session.id,
+      thread: 'Bad Thread',
+    });
     t.equal(badThread.body.error, 'invalid_request_body');
   }
 });
@@ -224,11 +287,18 @@ t.test('list_session_thread_items: pagination to exhaustion with concurrent post
   posting = false;
   await Promise.all(posters);
   t.equal(new Set(seen).size, seen.length, 'no item twice');
-  t.same([...before, ...doneBeforeLastPage].filter((text) => !seen.includes(text)), [], 'every item posted before the last page was asked for');
+  t.same(
+    [...before, ...doneBeforeLastPage].filter((text) => !seen.includes(text)),
+    [],
+    'every item posted before the last page was asked for',
+  );
 
   const all = await walk(session.id, {}, 7);
   t.equal(new Set(all).size, all.length);
-  t.ok(before.every((text) => all.includes(text)), 'the unfiltered walk holds every thread');
+  t.ok(
+    before.every((text) => all.includes(text)),
+    'the unfiltered walk holds every thread',
+  );
 });
 
 t.test('list_session_thread_items: a post that commits late is not skipped', async (t) => {
@@ -236,9 +306,13 @@ t.test('list_session_thread_items: a post that commits late is not skipped', asy
   for (const text of ['s-0', 's-1', 's-2']) await post('rest', session.id, { text });
   const limits = await threadItemLimits(app.ctx.db, blob.id);
   let release!: () => void;
-  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   let drawn!: () => void;
-  const slowDrawn = new Promise<void>((resolve) => { drawn = resolve; });
+  const slowDrawn = new Promise<void>((resolve) => {
+    drawn = resolve;
+  });
   // As a runner's thread.post holding its transaction after drawing its position.
   const slow = app.ctx.db.transaction(async (tx) => {
     await postThreadItem(tx, { sessionId: session.id, text: 'slow' }, limits);
@@ -256,12 +330,20 @@ t.test('list_session_thread_items: a post that commits late is not skipped', asy
   let cursor: string | null = first.body.cursor;
   if (cursor !== null) done.push('slow');
   while (cursor !== null) {
-    const page = await as.run('rest', revision.id, 'list_session_thread_items', { session_id: session.id, cursor, limit: 4 });
+    const page = await as.run('rest', revision.id, 'list_session_thread_items', {
+      session_id: session.id,
+      cursor,
+      limit: 4,
+    });
     seen.push(...page.body.thread_items.map((i: any) => i.text));
     cursor = page.body.cursor;
   }
   await Promise.all(fast.map((p) => p.promise));
-  t.same(done.filter((text) => !seen.includes(text)), [], 'every post committed before the walk went on is listed');
+  t.same(
+    done.filter((text) => !seen.includes(text)),
+    [],
+    'every post committed before the walk went on is listed',
+  );
   const all = await walk(session.id, {}, 50);
   t.same(all.slice(0, 4), ['s-0', 's-1', 's-2', 'slow']);
   t.same(all.slice(4).sort(), ['fast-1', 'fast-2']);
@@ -270,10 +352,21 @@ t.test('list_session_thread_items: a post that commits late is not skipped', asy
 t.test('a post from a run names its execution, not an author', async (t) => {
   const session = await createSession(app, alice, revision.id);
   const limits = await threadItemLimits(app.ctx.db, blob.id);
-  const row = await app.ctx.db.transaction((tx) => postThreadItem(tx, { sessionId: session.id, thread: 'log', text: 'from a node', node: 'report' }, limits));
+  const row = await app.ctx.db.transaction((tx) =>
+    postThreadItem(tx, { sessionId: session.id, thread: 'log', text: 'from a node', node: 'report' }, limits),
+  );
   t.equal(row.author_id, null);
   const events = await sessionEvents(app, session.id, 'thread.item_posted');
   t.equal(events.length, 1);
   // Refusals on this path are the same ServiceErrors as on the API.
-  await t.rejects(app.ctx.db.transaction((tx) => postThreadItem(tx, { sessionId: session.id, text: 'x', files: Array.from({ length: 11 }, (_, i) => `f-${i}-x`) }, limits)), { code: 'too_many_files', extras: { limit: { id: 'workflow.thread_item_files', value: 10 } } });
+  await t.rejects(
+    app.ctx.db.transaction((tx) =>
+      postThreadItem(
+        tx,
+        { sessionId: session.id, text: 'x', files: Array.from({ length: 11 }, (_, i) => `f-${i}-x`) },
+        limits,
+      ),
+    ),
+    { code: 'too_many_files', extras: { limit: { id: 'workflow.thread_item_files', value: 10 } } },
+  );
 });

@@ -49,7 +49,9 @@ interface ReceivedSpan {
 /** OTLP/JSON ids are hex in OpenTelemetry JS; base64 (protobuf's JSON mapping) is accepted too. */
 function hexId(id: unknown): string {
   if (typeof id !== 'string' || id === '') return '';
-  return /^[0-9a-f]+$/.test(id) && (id.length === 32 || id.length === 16) ? id : Buffer.from(id, 'base64').toString('hex');
+  return /^[0-9a-f]+$/.test(id) && (id.length === 32 || id.length === 16)
+    ? id
+    : Buffer.from(id, 'base64').toString('hex');
 }
 
 function attributesOf(list: unknown): Record<string, unknown> {
@@ -68,7 +70,11 @@ async function startReceiver(): Promise<{ server: Server; url: string; spans: Re
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      if (request.method !== 'POST' || request.url !== '/v1/traces' || !String(request.headers['content-type']).includes('json')) {
+      if (
+        request.method !== 'POST' ||
+        request.url !== '/v1/traces' ||
+        !String(request.headers['content-type']).includes('json')
+      ) {
         refused.push(`${request.method} ${request.url} ${request.headers['content-type']}`);
         response.writeHead(400).end();
         return;
@@ -118,7 +124,11 @@ t.teardown(async () => {
 });
 
 function launch(entry: string, env: NodeJS.ProcessEnv): Launch {
-  const proc = spawn(process.execPath, ['--no-node-snapshot', '--import', join(root, 'test', 'helpers', 'record-otel-loads.ts'), join(root, entry)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    ['--no-node-snapshot', '--import', join(root, 'test', 'helpers', 'record-otel-loads.ts'), join(root, entry)],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const lines: string[] = [];
   let partial = '';
   const keep = (chunk: Buffer) => {
@@ -135,7 +145,12 @@ function launch(entry: string, env: NodeJS.ProcessEnv): Launch {
 }
 
 /** Polls `probe` until it returns a value; the generous deadline only keeps a broken run from hanging. */
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, output: () => string[], timeoutMs = 90_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  output: () => string[],
+  timeoutMs = 90_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
@@ -149,7 +164,11 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, out
 const GRAPH = {
   start: 'a',
   nodes: {
-    a: { processor: 'logic.code', config: { code: 'export default (input) => ({ n: input.n + 1 })' }, routes: { success: 'nap' } },
+    a: {
+      processor: 'logic.code',
+      config: { code: 'export default (input) => ({ n: input.n + 1 })' },
+      routes: { success: 'nap' },
+    },
     nap: { processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 'b' } },
     b: { processor: 'logic.code', config: { code: 'export default (input) => ({ n: input.n * 10 })' } },
   },
@@ -180,13 +199,22 @@ async function startStack(extra: NodeJS.ProcessEnv, loadsFile: string): Promise<
     ...extra,
   };
   delete env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if (extra.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined) env.OTEL_EXPORTER_OTLP_ENDPOINT = extra.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (extra.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined)
+    env.OTEL_EXPORTER_OTLP_ENDPOINT = extra.OTEL_EXPORTER_OTLP_ENDPOINT;
   const controlPlane = launch('control-plane/main.ts', env);
   // Debug: the runner's "execution left the runner" line is one of its log lines about an execution.
   const runner = launch('runner/main.ts', { ...env, LOG_LEVEL: 'debug' });
   const output = () => [...controlPlane.lines.slice(-20), ...runner.lines.slice(-20)];
-  await waitFor('the control plane', async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok ? true : undefined), output);
-  await waitFor('the runner', async () => (runner.lines.some((line) => line.includes('"runner started"')) ? true : undefined), output);
+  await waitFor(
+    'the control plane',
+    async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok ? true : undefined),
+    output,
+  );
+  await waitFor(
+    'the runner',
+    async () => (runner.lines.some((line) => line.includes('"runner started"')) ? true : undefined),
+    output,
+  );
   return {
     port,
     controlPlane,
@@ -202,9 +230,15 @@ async function startStack(extra: NodeJS.ProcessEnv, loadsFile: string): Promise<
 }
 
 /** Signs up, makes an organization, a workflow blob, a session and a definition of GRAPH; returns what creating an execution needs. */
-async function workflow(port: number): Promise<{ headers: Record<string, string>; rev: string; sessionId: string; definitionId: string }> {
+async function workflow(
+  port: number,
+): Promise<{ headers: Record<string, string>; rev: string; sessionId: string; definitionId: string }> {
   const api = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
     const json = (await res.json()) as any;
     if (res.status !== 200 && res.status !== 201) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;
@@ -214,27 +248,47 @@ async function workflow(port: number): Promise<{ headers: Record<string, string>
   const { org } = await api('/v1/orgs', { alias: `tracing-${randomBytes(4).toString('hex')}` }, headers);
   const { revision } = await api(`/v1/blobs/${org.id}`, { type: 'svc.compute.workflow', alias: 'traced' }, headers);
   const { session } = await api(`/v1/revisions/${revision.id}/create_session`, {}, headers);
-  const { definition } = await api(`/v1/revisions/${revision.id}/create_definition`, { category: 'workflow', graph: GRAPH }, headers);
+  const { definition } = await api(
+    `/v1/revisions/${revision.id}/create_definition`,
+    { category: 'workflow', graph: GRAPH },
+    headers,
+  );
   return { headers, rev: revision.id, sessionId: session.id, definitionId: definition.id };
 }
 
 /** Creates an execution over REST (with `headers`) and waits until it succeeded; returns its id. */
-async function runToEnd(stack: Stack, flow: Awaited<ReturnType<typeof workflow>>, headers: Record<string, string> = {}): Promise<string> {
+async function runToEnd(
+  stack: Stack,
+  flow: Awaited<ReturnType<typeof workflow>>,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const post = (command: string, body: unknown, extraHeaders: Record<string, string> = {}) =>
     fetch(`http://127.0.0.1:${stack.port}/v1/revisions/${flow.rev}/${command}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...flow.headers, ...extraHeaders },
       body: JSON.stringify(body),
     });
-  const created = await post('create_execution', { session_id: flow.sessionId, definition_id: flow.definitionId, input_data: { n: 1 } }, headers);
+  const created = await post(
+    'create_execution',
+    { session_id: flow.sessionId, definition_id: flow.definitionId, input_data: { n: 1 } },
+    headers,
+  );
   t.equal(created.status, 200, 'create_execution answers 200');
   const { execution } = (await created.json()) as { execution: { id: string } };
-  const ended = await waitFor('the execution to end', async () => {
-    const res = await post('get_execution', { execution_id: execution.id });
-    const body = (await res.json()) as { execution: { status: string; output: unknown } };
-    return ['succeeded', 'failed', 'cancelled'].includes(body.execution.status) ? body.execution : undefined;
-  }, stack.output);
-  t.match(ended, { status: 'succeeded', output: { n: 20 } }, 'the execution succeeded through both code nodes and the sleep');
+  const ended = await waitFor(
+    'the execution to end',
+    async () => {
+      const res = await post('get_execution', { execution_id: execution.id });
+      const body = (await res.json()) as { execution: { status: string; output: unknown } };
+      return ['succeeded', 'failed', 'cancelled'].includes(body.execution.status) ? body.execution : undefined;
+    },
+    stack.output,
+  );
+  t.match(
+    ended,
+    { status: 'succeeded', output: { n: 20 } },
+    'the execution succeeded through both code nodes and the sleep',
+  );
   return execution.id;
 }
 
@@ -243,7 +297,7 @@ async function loadedOtel(file: string): Promise<string[]> {
   return text.split('\n').filter((line) => line !== '');
 }
 
-t.test('an execution\'s node spans are in the trace of the request that created it, below its span', async (t) => {
+t.test("an execution's node spans are in the trace of the request that created it, below its span", async (t) => {
   const receiver = await startReceiver();
   t.teardown(() => new Promise<void>((resolve) => receiver.server.close(() => resolve())));
   const loads = join(dataDir, 'loads-on.txt');
@@ -257,7 +311,8 @@ t.test('an execution\'s node spans are in the trace of the request that created 
   const id = await runToEnd(stack, flow, { traceparent: `00-${traceId}-${clientSpanId}-01` });
 
   const byId = () => new Map(receiver.spans.map((span) => [span.spanId, span]));
-  const nodeSpans = () => receiver.spans.filter((span) => span.name.startsWith('node ') && span.attributes['workflow.execution.id'] === id);
+  const nodeSpans = () =>
+    receiver.spans.filter((span) => span.name.startsWith('node ') && span.attributes['workflow.execution.id'] === id);
   /** The names from `span` up to the span whose parent is the client's; undefined while a link is missing. */
   const chainOf = (span: ReceivedSpan): ReceivedSpan[] | undefined => {
     const spans = byId();
@@ -270,50 +325,91 @@ t.test('an execution\'s node spans are in the trace of the request that created 
     }
     return chain;
   };
-  const nodes = await waitFor('the three node spans, each linked up to the client span', async () => {
-    const found = nodeSpans();
-    return found.length >= 3 && found.every((span) => chainOf(span) !== undefined) ? found : undefined;
-  }, () => [...stack.output(), `spans: ${JSON.stringify(receiver.spans.map((s) => s.name))}`, `refused: ${receiver.refused.join(', ')}`]);
+  const nodes = await waitFor(
+    'the three node spans, each linked up to the client span',
+    async () => {
+      const found = nodeSpans();
+      return found.length >= 3 && found.every((span) => chainOf(span) !== undefined) ? found : undefined;
+    },
+    () => [
+      ...stack.output(),
+      `spans: ${JSON.stringify(receiver.spans.map((s) => s.name))}`,
+      `refused: ${receiver.refused.join(', ')}`,
+    ],
+  );
 
   t.same(nodes.map((span) => span.attributes['workflow.node.id']).sort(), ['a', 'b', 'nap'], 'one span per node run');
   for (const span of nodes) {
     t.equal(span.traceId, traceId, `node ${String(span.attributes['workflow.node.id'])} is in the request's trace`);
     t.equal(span.service, 'workspace-runner', 'made by the runner');
-    t.equal(span.attributes['workflow.node.status'], span.attributes['workflow.node.id'] === 'nap' ? 'sleeping' : 'finished', 'with its status');
+    t.equal(
+      span.attributes['workflow.node.status'],
+      span.attributes['workflow.node.id'] === 'nap' ? 'sleeping' : 'finished',
+      'with its status',
+    );
     t.equal(span.attributes['workflow.processor'], span.name.slice('node '.length), 'and its processor');
     const chain = chainOf(span)!.map((s) => s.name);
     t.equal(chain[1], 'execution', 'its parent is the execution span of its turn');
     t.equal(chain[2], 'create_execution', 'whose parent is create_execution');
     t.ok(chain.slice(3).length > 0, `then the request's spans up to the client's: ${chain.join(' < ')}`);
-    t.ok(chainOf(span)!.every((s) => s.traceId === traceId), 'every span of the chain in the one trace');
+    t.ok(
+      chainOf(span)!.every((s) => s.traceId === traceId),
+      'every span of the chain in the one trace',
+    );
   }
   const turns = new Set(nodes.map((span) => span.parentSpanId));
-  t.equal(turns.size, 2, 'the sleep parked the execution: its second claim is a second execution span, under the same create_execution');
+  t.equal(
+    turns.size,
+    2,
+    'the sleep parked the execution: its second claim is a second execution span, under the same create_execution',
+  );
   const executionSpans = [...turns].map((spanId) => byId().get(spanId)!);
-  t.same(executionSpans.map((span) => span.attributes['workflow.claim.reason']).sort(), ['started', 'woke'], 'a started turn and a woken one');
+  t.same(
+    executionSpans.map((span) => span.attributes['workflow.claim.reason']).sort(),
+    ['started', 'woke'],
+    'a started turn and a woken one',
+  );
   t.equal(new Set(executionSpans.map((span) => span.parentSpanId)).size, 1, 'both below one create_execution span');
   const create = byId().get(executionSpans[0]!.parentSpanId)!;
-  t.equal(create.service, 'workspace-control-plane', 'create_execution is the control plane\'s');
+  t.equal(create.service, 'workspace-control-plane', "create_execution is the control plane's");
   t.equal(create.attributes['workflow.execution.id'], id, 'and names the execution');
   const request = chainOf(nodes[0]!)!.at(-1)!;
-  t.equal(request.kind, 2, 'the topmost span is the HTTP server span (SERVER), child of the client\'s');
-  t.ok(receiver.spans.some((span) => span.traceId === traceId && span.service === 'workspace-control-plane' && /postgres/.test(String(span.attributes['db.system.name'] ?? span.attributes['db.system']))),
-    'pg queries of the request are spans of its trace');
+  t.equal(request.kind, 2, "the topmost span is the HTTP server span (SERVER), child of the client's");
+  t.ok(
+    receiver.spans.some(
+      (span) =>
+        span.traceId === traceId &&
+        span.service === 'workspace-control-plane' &&
+        /postgres/.test(String(span.attributes['db.system.name'] ?? span.attributes['db.system'])),
+    ),
+    'pg queries of the request are spans of its trace',
+  );
 
-  const logged = stack.runner.lines.flatMap((line) => {
-    try {
-      return [JSON.parse(line) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  }).filter((entry) => entry.execution_id === id);
+  const logged = stack.runner.lines
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    })
+    .filter((entry) => entry.execution_id === id);
   t.ok(logged.length > 0, 'the runner logged about the execution');
-  t.ok(logged.every((entry) => entry.trace_id === traceId), 'each such line carries its trace id');
+  t.ok(
+    logged.every((entry) => entry.trace_id === traceId),
+    'each such line carries its trace id',
+  );
 
   t.same(await stack.stop(), [0, 0], 'both processes stop cleanly, the SDK flushed');
   const loaded = await loadedOtel(loads);
-  t.ok(loaded.some((url) => url.includes('/@opentelemetry/sdk-node/')), 'the SDK was loaded (the load recorder works)');
-  t.ok(loaded.some((url) => url.endsWith('/shared/tracing/start-thread-tracing.ts')), 'so was the engine thread\'s tracer, which only a worker thread loads (the recorder sees worker threads too)');
+  t.ok(
+    loaded.some((url) => url.includes('/@opentelemetry/sdk-node/')),
+    'the SDK was loaded (the load recorder works)',
+  );
+  t.ok(
+    loaded.some((url) => url.endsWith('/shared/tracing/start-thread-tracing.ts')),
+    "so was the engine thread's tracer, which only a worker thread loads (the recorder sees worker threads too)",
+  );
   t.same(receiver.refused, [], 'every export was OTLP/HTTP JSON to /v1/traces');
 });
 
@@ -325,20 +421,46 @@ t.test('without OTEL_EXPORTER_OTLP_ENDPOINT nothing of the SDK is loaded', async
   const id = await runToEnd(stack, flow, { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` });
   const logged = stack.runner.lines.filter((line) => line.includes(id));
   t.ok(logged.length > 0, 'the runner logged about the execution');
-  t.ok(logged.every((line) => !line.includes('trace_id')), 'without a trace id');
+  t.ok(
+    logged.every((line) => !line.includes('trace_id')),
+    'without a trace id',
+  );
   t.same(await stack.stop(), [0, 0], 'both processes stop cleanly');
   // @opentelemetry/api is prom-client's (it requires the API for exemplars, a no-op without an SDK);
   // tracing.ts and load-tracing.ts are the seam, which imports nothing of OpenTelemetry.
   const allowed = /\/node_modules\/@opentelemetry\/api\/|\/shared\/tracing\/(tracing|load-tracing)\.ts$/;
-  t.same((await loadedOtel(loads)).filter((url) => !allowed.test(url)), [],
-    'neither process nor any of their threads loaded the SDK, an exporter, an instrumentation or the modules that start them');
+  t.same(
+    (await loadedOtel(loads)).filter((url) => !allowed.test(url)),
+    [],
+    'neither process nor any of their threads loaded the SDK, an exporter, an instrumentation or the modules that start them',
+  );
 });
 
 /** A Tracing that keeps what it is asked for (the fire's span has no SDK behind it here). */
-function recordingTracing(): Tracing & { spans: Array<{ name: string; options: SpanOptions; attributes: SpanAttributes; ended: string | null; traceparent: string }> } {
-  const spans: Array<{ name: string; options: SpanOptions; attributes: SpanAttributes; ended: string | null; traceparent: string }> = [];
+function recordingTracing(): Tracing & {
+  spans: Array<{
+    name: string;
+    options: SpanOptions;
+    attributes: SpanAttributes;
+    ended: string | null;
+    traceparent: string;
+  }>;
+} {
+  const spans: Array<{
+    name: string;
+    options: SpanOptions;
+    attributes: SpanAttributes;
+    ended: string | null;
+    traceparent: string;
+  }> = [];
   const startSpan = (name: string, options: SpanOptions = {}): TraceSpan => {
-    const span = { name, options, attributes: { ...options.attributes }, ended: null as string | null, traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` };
+    const span = {
+      name,
+      options,
+      attributes: { ...options.attributes },
+      ended: null as string | null,
+      traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`,
+    };
     spans.push(span);
     return {
       traceparent: span.traceparent,
@@ -356,66 +478,136 @@ function recordingTracing(): Tracing & { spans: Array<{ name: string; options: S
   };
 }
 
-t.test('a schedule fire has a span, and the execution it creates carries that span\'s traceparent', async (t) => {
+t.test("a schedule fire has a span, and the execution it creates carries that span's traceparent", async (t) => {
   const { app, db, boss } = await buildTestApp(t);
   const alice = await signInAnonymous(app);
   const flow = await createWorkflow(app, alice);
   const definitionId = await define(app, alice, flow, GRAPH);
   const { revision } = await createBlob(app, alice, flow.orgId, { type: 'svc.compute.scheduler' });
   const target = { revision_id: flow.rev, session_id: flow.sessionId, definition_id: definitionId };
-  const { schedule } = await command(app, alice, revision.id, 'create_schedule', { cron: '0 0 * * *', target, input_data: { n: 1 } });
-  const traceparentOf = async (id: string) => (await db.query<{ traceparent: string | null }>('SELECT traceparent FROM executions WHERE id = $1', [id])).rows[0]!.traceparent;
+  const { schedule } = await command(app, alice, revision.id, 'create_schedule', {
+    cron: '0 0 * * *',
+    target,
+    input_data: { n: 1 },
+  });
+  const traceparentOf = async (id: string) =>
+    (await db.query<{ traceparent: string | null }>('SELECT traceparent FROM executions WHERE id = $1', [id])).rows[0]!
+      .traceparent;
 
   const tracing = recordingTracing();
   const fired = await fireSchedule(db, boss, { scheduleId: schedule.id, dueAt: null }, tracing);
-  if (!('fired' in fired) || fired.fired.execution_id === null) throw new Error(`nothing fired: ${JSON.stringify(fired)}`);
+  if (!('fired' in fired) || fired.fired.execution_id === null)
+    throw new Error(`nothing fired: ${JSON.stringify(fired)}`);
   const executionId = fired.fired.execution_id;
   t.equal(tracing.spans.length, 1, 'one span for the one fire');
-  t.match(tracing.spans[0], {
-    name: 'schedule fire',
-    attributes: { 'workflow.schedule.id': schedule.id, 'workflow.fire.kind': 'now', 'workflow.fire.status': 'started', 'workflow.execution.id': executionId },
-    ended: 'ok',
-  }, 'naming the schedule and the execution, ended once the fire committed');
-  t.equal(tracing.spans[0]!.options.parent, undefined, 'its parent is the active span (an operator\'s request), if any');
-  t.equal(await traceparentOf(executionId), tracing.spans[0]!.traceparent, 'the execution carries the fire\'s traceparent');
+  t.match(
+    tracing.spans[0],
+    {
+      name: 'schedule fire',
+      attributes: {
+        'workflow.schedule.id': schedule.id,
+        'workflow.fire.kind': 'now',
+        'workflow.fire.status': 'started',
+        'workflow.execution.id': executionId,
+      },
+      ended: 'ok',
+    },
+    'naming the schedule and the execution, ended once the fire committed',
+  );
+  t.equal(tracing.spans[0]!.options.parent, undefined, "its parent is the active span (an operator's request), if any");
+  t.equal(
+    await traceparentOf(executionId),
+    tracing.spans[0]!.traceparent,
+    "the execution carries the fire's traceparent",
+  );
 
   const untraced = await fireSchedule(db, boss, { scheduleId: schedule.id, dueAt: null });
-  if (!('fired' in untraced) || untraced.fired.execution_id === null) throw new Error(`nothing fired: ${JSON.stringify(untraced)}`);
+  if (!('fired' in untraced) || untraced.fired.execution_id === null)
+    throw new Error(`nothing fired: ${JSON.stringify(untraced)}`);
   t.equal(await traceparentOf(untraced.fired.execution_id), null, 'untraced, the execution has none');
 });
 
-t.test('the interpreter: an execution span below the stored traceparent, a node span per run with how it ended', async (t) => {
-  const { app, db, boss, databaseUrl } = await buildTestApp(t);
-  const alice = await signInAnonymous(app);
-  const flow = await createWorkflow(app, alice);
-  // `boom` throws; its failure route leads to `mend`, which ends the execution succeeded.
-  const execution = await runGraph(app, alice, flow, {
-    start: 'boom',
-    nodes: {
-      boom: { processor: 'logic.code', config: { code: 'export default () => { throw new Error("no") }' }, routes: { failure: 'mend' } },
-      mend: { processor: 'logic.code', config: { code: 'export default () => "mended"' } },
-    },
-  });
-  // As if a traced create_execution had made it (no runner has claimed it yet: none runs).
-  const stored = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
-  await db.query('UPDATE executions SET traceparent = $2 WHERE id = $1', [execution.id, stored]);
+t.test(
+  'the interpreter: an execution span below the stored traceparent, a node span per run with how it ended',
+  async (t) => {
+    const { app, db, boss, databaseUrl } = await buildTestApp(t);
+    const alice = await signInAnonymous(app);
+    const flow = await createWorkflow(app, alice);
+    // `boom` throws; its failure route leads to `mend`, which ends the execution succeeded.
+    const execution = await runGraph(app, alice, flow, {
+      start: 'boom',
+      nodes: {
+        boom: {
+          processor: 'logic.code',
+          config: { code: 'export default () => { throw new Error("no") }' },
+          routes: { failure: 'mend' },
+        },
+        mend: { processor: 'logic.code', config: { code: 'export default () => "mended"' } },
+      },
+    });
+    // As if a traced create_execution had made it (no runner has claimed it yet: none runs).
+    const stored = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+    await db.query('UPDATE executions SET traceparent = $2 WHERE id = $1', [execution.id, stored]);
 
-  const tracing = recordingTracing();
-  // Interpreted on this thread (processors given), so the spans reach this test's Tracing.
-  const runner = createEngine({ ...FAST, db, boss, databaseUrl, runnerId: randomUUID(), log: pino({ level: 'silent' }), interpreter: onThisThread(processorRegistry), tracing });
-  await runner.start();
-  t.teardown(() => runner.stop());
-  t.match(await waitForEnd(app, alice, flow, execution.id), { status: 'succeeded', output: 'mended' });
+    const tracing = recordingTracing();
+    // Interpreted on this thread (processors given), so the spans reach this test's Tracing.
+    const runner = createEngine({
+      ...FAST,
+      db,
+      boss,
+      databaseUrl,
+      runnerId: randomUUID(),
+      log: pino({ level: 'silent' }),
+      interpreter: onThisThread(processorRegistry),
+      tracing,
+    });
+    await runner.start();
+    t.teardown(() => runner.stop());
+    t.match(await waitForEnd(app, alice, flow, execution.id), { status: 'succeeded', output: 'mended' });
 
-  const turn = tracing.spans.find((span) => span.name === 'execution');
-  t.match(turn, { options: { parent: stored }, attributes: { 'workflow.execution.id': execution.id, 'workflow.claim.reason': 'started', 'workflow.outcome': 'ended' }, ended: 'ok' },
-    'the turn\'s span is a child of the stored traceparent');
-  const nodes = tracing.spans.filter((span) => span.name.startsWith('node '));
-  t.match(nodes, [
-    { name: 'node logic.code', options: { parent: turn!.traceparent }, attributes: { 'workflow.node.id': 'boom', 'workflow.processor': 'logic.code', 'workflow.node.status': 'failed' }, ended: 'code_error' },
-    { name: 'node logic.code', options: { parent: turn!.traceparent }, attributes: { 'workflow.node.id': 'mend', 'workflow.node.status': 'finished', 'workflow.node.route': 'success' }, ended: 'ok' },
-  ], 'a span per node run below the turn: the failed one ended with its error code');
-  t.equal(nodes.length, 2);
-  const values = JSON.stringify(tracing.spans.map((span) => span.attributes));
-  t.notMatch(values, /mended|no"/, 'no input, output or message of the code in any attribute');
-});
+    const turn = tracing.spans.find((span) => span.name === 'execution');
+    t.match(
+      turn,
+      {
+        options: { parent: stored },
+        attributes: {
+          'workflow.execution.id': execution.id,
+          'workflow.claim.reason': 'started',
+          'workflow.outcome': 'ended',
+        },
+        ended: 'ok',
+      },
+      "the turn's span is a child of the stored traceparent",
+    );
+    const nodes = tracing.spans.filter((span) => span.name.startsWith('node '));
+    t.match(
+      nodes,
+      [
+        {
+          name: 'node logic.code',
+          options: { parent: turn!.traceparent },
+          attributes: {
+            'workflow.node.id': 'boom',
+            'workflow.processor': 'logic.code',
+            'workflow.node.status': 'failed',
+          },
+          ended: 'code_error',
+        },
+        {
+          name: 'node logic.code',
+          options: { parent: turn!.traceparent },
+          attributes: {
+            'workflow.node.id': 'mend',
+            'workflow.node.status': 'finished',
+            'workflow.node.route': 'success',
+          },
+          ended: 'ok',
+        },
+      ],
+      'a span per node run below the turn: the failed one ended with its error code',
+    );
+    t.equal(nodes.length, 2);
+    const values = JSON.stringify(tracing.spans.map((span) => span.attributes));
+    t.notMatch(values, /mended|no"/, 'no input, output or message of the code in any attribute');
+  },
+);

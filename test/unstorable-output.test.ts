@@ -17,7 +17,10 @@ t.test('values a run produces are held to what can be stored', async (t) => {
   await startRunner(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
   const run = async (code: string) => {
-    const def = await define(app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code } } } });
+    const def = await define(app, alice, flow, {
+      start: 'one',
+      nodes: { one: { processor: 'logic.code', config: { code } } },
+    });
     return waitForEnd(app, alice, flow, (await startExecution(app, alice, flow, def)).id);
   };
   for (const [code, path] of [
@@ -31,14 +34,22 @@ t.test('values a run produces are held to what can be stored', async (t) => {
     t.equal(ended.error?.code, 'output_invalid', code);
     t.ok(String(ended.error?.message).includes(path), `${code}: ${ended.error?.message}`);
   }
-  const caught = await run('export default async (i, ctx) => { try { await ctx.objects.put("note", { text: "\\ud800" }); return "stored" } catch (e) { return e.code + ": " + e.message } }');
+  const caught = await run(
+    'export default async (i, ctx) => { try { await ctx.objects.put("note", { text: "\\ud800" }); return "stored" } catch (e) { return e.code + ": " + e.message } }',
+  );
   t.equal(caught.status, 'succeeded');
-  t.match(caught.output, /^invalid_request_body: ctx\.objects\.put arguments \[1\]\.text: text holds U\+0000 or an unpaired surrogate/);
+  t.match(
+    caught.output,
+    /^invalid_request_body: ctx\.objects\.put arguments \[1\]\.text: text holds U\+0000 or an unpaired surrogate/,
+  );
   const thrown = await run('export default () => { throw new Error("bad\\u0000news") }');
   t.equal(thrown.status, 'failed');
   t.equal(thrown.error?.message, 'Error: bad\ufffdnews', 'a thrown message keeps U+FFFD in place of U+0000');
   const logged = await run('export default () => { console.log("log\\u0000line \\udc00"); return 1 }');
   t.equal(logged.status, 'succeeded', 'a log line with U+0000 does not fail the run');
-  const { rows } = await db.query<{ logs: unknown }>("SELECT attributes->'logs' AS logs FROM execution_events WHERE execution_id = $1::uuid AND attributes ? 'logs'", [logged.id]);
+  const { rows } = await db.query<{ logs: unknown }>(
+    "SELECT attributes->'logs' AS logs FROM execution_events WHERE execution_id = $1::uuid AND attributes ? 'logs'",
+    [logged.id],
+  );
   t.match(rows, [{ logs: [{ message: 'log\ufffdline \ufffd' }] }], 'the log line is kept with U+FFFD');
 });

@@ -7,9 +7,16 @@ const { app, db } = await buildTestApp(t, idp.env);
 
 /** A human signed in through the identity provider, so the profile has an email. */
 async function signInWithEmail(sub: string, email: string): Promise<Caller> {
-  const res = await call(app, 'POST', '/v1/auth/google', { body: { id_token: await idp.sign({ sub, email, name: sub }) } });
+  const res = await call(app, 'POST', '/v1/auth/google', {
+    body: { id_token: await idp.sign({ sub, email, name: sub }) },
+  });
   if (res.status !== 200) throw new Error(`sign-in failed: ${res.status}`);
-  return { user: res.body.user, token: res.body.access_token, refreshToken: res.body.refresh_token, headers: { authorization: `Bearer ${res.body.access_token}` } };
+  return {
+    user: res.body.user,
+    token: res.body.access_token,
+    refreshToken: res.body.refresh_token,
+    headers: { authorization: `Bearer ${res.body.access_token}` },
+  };
 }
 
 // Organizations are seeded directly: this file tests the user listing, not organization creation.
@@ -22,7 +29,10 @@ async function seedOrg(ownerId: string, alias: string, visibility: 'public' | 'p
 }
 
 async function seedServiceAccount(ownerId: string): Promise<string> {
-  const { rows } = await db.query<{ id: string }>(`INSERT INTO users (kind, name, owner_id) VALUES ('service', 'bot', $1::uuid) RETURNING id`, [ownerId]);
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO users (kind, name, owner_id) VALUES ('service', 'bot', $1::uuid) RETURNING id`,
+    [ownerId],
+  );
   return rows[0]!.id;
 }
 
@@ -33,10 +43,22 @@ t.test('GET /users/:id shows the full profile to the user itself', async (t) => 
   for (const ref of ['me', alice.user.id]) {
     const { status, body } = await call(app, 'GET', `/v1/users/${ref}`, { as: alice });
     t.equal(status, 200, ref);
-    t.same(body, {
-      status: 'success',
-      user: { id: alice.user.id, alias: null, name: 'alice', kind: 'human', created_at: alice.user.created_at, email: 'alice@example.com', anonymous: false },
-    }, `${ref}: full profile`);
+    t.same(
+      body,
+      {
+        status: 'success',
+        user: {
+          id: alice.user.id,
+          alias: null,
+          name: 'alice',
+          kind: 'human',
+          created_at: alice.user.created_at,
+          email: 'alice@example.com',
+          anonymous: false,
+        },
+      },
+      `${ref}: full profile`,
+    );
   }
 });
 
@@ -51,7 +73,7 @@ t.test('GET /users/:id shows only public fields of another user', async (t) => {
   t.notOk('anonymous' in body.user, 'no anonymous flag');
 });
 
-t.test('a service account\'s profile: owner_id for itself, public fields for its owner', async (t) => {
+t.test("a service account's profile: owner_id for itself, public fields for its owner", async (t) => {
   const owner = await signInAnonymous(app);
   const bot = await seedServiceAccount(owner.user.id);
   const acting = { authorization: `Bearer ${await app.ctx.tokens.signActing(bot, owner.user.id)}` };
@@ -81,18 +103,29 @@ t.test('a missing user is 404; an upper-case UUID is an alias, so it is 404 too'
 
 t.test('user routes need a credential', async (t) => {
   const alice = await signInAnonymous(app);
-  for (const [method, url] of [['GET', '/v1/users/me'], ['GET', `/v1/users/${alice.user.id}`], ['PATCH', '/v1/users/me'], ['GET', '/v1/users/me/orgs']] as const) {
+  for (const [method, url] of [
+    ['GET', '/v1/users/me'],
+    ['GET', `/v1/users/${alice.user.id}`],
+    ['PATCH', '/v1/users/me'],
+    ['GET', '/v1/users/me/orgs'],
+  ] as const) {
     const res = await call(app, method, url, method === 'PATCH' ? { body: { name: 'x' } } : {});
     t.equal(res.status, 401, `${method} ${url}`);
     t.equal(res.body.error, 'unauthorized');
   }
 });
 
-t.test('PATCH /users/:id changes the caller\'s own name and alias', async (t) => {
+t.test("PATCH /users/:id changes the caller's own name and alias", async (t) => {
   const alice = await signInWithEmail('alice3', 'alice3@example.com');
-  const res = await call(app, 'PATCH', '/v1/users/me', { as: alice, body: { name: '  Alice Liddell  ', alias: 'alice.liddell' } });
+  const res = await call(app, 'PATCH', '/v1/users/me', {
+    as: alice,
+    body: { name: '  Alice Liddell  ', alias: 'alice.liddell' },
+  });
   t.equal(res.status, 200);
-  t.match(res.body, { status: 'success', user: { id: alice.user.id, name: 'Alice Liddell', alias: 'alice.liddell', email: 'alice3@example.com' } });
+  t.match(res.body, {
+    status: 'success',
+    user: { id: alice.user.id, name: 'Alice Liddell', alias: 'alice.liddell', email: 'alice3@example.com' },
+  });
 
   const byAlias = await call(app, 'GET', '/v1/users/alice.liddell', { as: alice });
   t.equal(byAlias.status, 200, 'the alias addresses the user');
@@ -105,10 +138,14 @@ t.test('PATCH /users/:id changes the caller\'s own name and alias', async (t) =>
   const byAliasPatch = await call(app, 'PATCH', '/v1/users/alice.liddell', { as: alice, body: { alias: 'alice-l' } });
   t.equal(byAliasPatch.status, 200);
   t.equal(byAliasPatch.body.user.alias, 'alice-l');
-  t.equal((await call(app, 'GET', '/v1/users/alice.liddell', { as: alice })).status, 404, 'the old alias is free again');
+  t.equal(
+    (await call(app, 'GET', '/v1/users/alice.liddell', { as: alice })).status,
+    404,
+    'the old alias is free again',
+  );
 
   const same = await call(app, 'PATCH', '/v1/users/me', { as: alice, body: { alias: 'alice-l' } });
-  t.equal(same.status, 200, 'setting one\'s own alias again is not a conflict');
+  t.equal(same.status, 200, "setting one's own alias again is not a conflict");
 
   const cleared = await call(app, 'PATCH', '/v1/users/me', { as: alice, body: { alias: null } });
   t.equal(cleared.status, 200);
@@ -131,7 +168,10 @@ t.test('PATCH on another user is 403 when it exists and 404 when it does not', a
   const invalidBodyToo = await call(app, 'PATCH', `/v1/users/${bob.user.id}`, { as: alice, body: { alias: 'X' } });
   t.equal(invalidBodyToo.status, 403, 'authorization is decided before the body is read');
 
-  const missing = await call(app, 'PATCH', '/v1/users/00000000-0000-4000-8000-000000000000', { as: alice, body: { name: 'x' } });
+  const missing = await call(app, 'PATCH', '/v1/users/00000000-0000-4000-8000-000000000000', {
+    as: alice,
+    body: { name: 'x' },
+  });
   t.equal(missing.status, 404);
   t.equal(missing.body.error, 'not_found');
   const missingAlias = await call(app, 'PATCH', '/v1/users/nobody-here', { as: alice, body: { name: 'x' } });
@@ -202,9 +242,17 @@ t.test('GET /users/:id/orgs lists owned organizations by visibility', async (t) 
   t.equal(self.status, 200);
   t.equal(self.body.status, 'success');
   t.same(self.body.orgs.map((o: { id: string }) => o.id).sort(), [pub, priv].sort(), 'self sees public and private');
-  t.match(self.body.orgs.find((o: { id: string }) => o.id === priv), {
-    id: priv, alias: 'alice-private', name: 'alice-private', visibility: 'private', owner_id: alice.user.id, created_at: String,
-  });
+  t.match(
+    self.body.orgs.find((o: { id: string }) => o.id === priv),
+    {
+      id: priv,
+      alias: 'alice-private',
+      name: 'alice-private',
+      visibility: 'private',
+      owner_id: alice.user.id,
+      created_at: String,
+    },
+  );
   t.notOk('cursor' in self.body, 'unpaginated');
 
   const byId = await call(app, 'GET', `/v1/users/${alice.user.id}/orgs`, { as: alice });
@@ -212,7 +260,11 @@ t.test('GET /users/:id/orgs lists owned organizations by visibility', async (t) 
 
   const other = await call(app, 'GET', `/v1/users/${alice.user.id}/orgs`, { as: bob });
   t.equal(other.status, 200);
-  t.same(other.body.orgs.map((o: { id: string }) => o.id), [pub], 'another user sees public only');
+  t.same(
+    other.body.orgs.map((o: { id: string }) => o.id),
+    [pub],
+    'another user sees public only',
+  );
 
   const none = await call(app, 'GET', '/v1/users/me/orgs', { as: await signInAnonymous(app) });
   t.same(none.body, { status: 'success', orgs: [] });
@@ -222,13 +274,16 @@ t.test('GET /users/:id/orgs lists owned organizations by visibility', async (t) 
   t.equal(missing.body.error, 'not_found');
 });
 
-t.test('a service account\'s orgs: its owner sees only public ones', async (t) => {
+t.test("a service account's orgs: its owner sees only public ones", async (t) => {
   const owner = await signInAnonymous(app);
   const bot = await seedServiceAccount(owner.user.id);
   const pub = await seedOrg(bot, 'bot-public', 'public');
   const priv = await seedOrg(bot, 'bot-private', 'private');
   const byOwner = await call(app, 'GET', `/v1/users/${bot}/orgs`, { as: owner });
-  t.same(byOwner.body.orgs.map((o: { id: string }) => o.id), [pub]);
+  t.same(
+    byOwner.body.orgs.map((o: { id: string }) => o.id),
+    [pub],
+  );
   const acting = { authorization: `Bearer ${await app.ctx.tokens.signActing(bot, owner.user.id)}` };
   const self = await call(app, 'GET', '/v1/users/me/orgs', { headers: acting });
   t.same(self.body.orgs.map((o: { id: string }) => o.id).sort(), [pub, priv].sort());

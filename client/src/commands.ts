@@ -50,7 +50,11 @@ interface Written {
     result: { object: SessionObjectRecord };
     revision: true;
   };
-  download_session_file: { params: { session_id: string; alias: string }; result: { content_base64: string; size: number; content_type: string }; revision: true };
+  download_session_file: {
+    params: { session_id: string; alias: string };
+    result: { content_base64: string; size: number; content_type: string };
+    revision: true;
+  };
 }
 
 /** Every typed command: `params` as REST takes them, `result` as JSON-RPC answers it. */
@@ -62,17 +66,25 @@ type HeaderOf<O> = O extends { parameters: { header?: infer H } } ? NonNullable<
 
 /** The commands that create: their path takes `Idempotency-Key`, so over JSON-RPC `idempotency_key`. */
 export type CreatingCommandName = {
-  [P in CommandPath]: [HeaderOf<PostOf<P>>] extends [never] ? never : 'idempotency-key' extends keyof HeaderOf<PostOf<P>> ? NameOf<P> : never;
+  [P in CommandPath]: [HeaderOf<PostOf<P>>] extends [never]
+    ? never
+    : 'idempotency-key' extends keyof HeaderOf<PostOf<P>>
+      ? NameOf<P>
+      : never;
 }[CommandPath];
 
 /**
  * A command's params over JSON-RPC: revision commands add `revision_id`; creating ones may carry
  * their own `idempotency_key` (else the client adds one).
  */
-export type RpcParams<M extends CommandName> = (Commands[M]['revision'] extends true ? Commands[M]['params'] & { revision_id: string } : Commands[M]['params']) &
+export type RpcParams<M extends CommandName> = (Commands[M]['revision'] extends true
+  ? Commands[M]['params'] & { revision_id: string }
+  : Commands[M]['params']) &
   (M extends CreatingCommandName ? { idempotency_key?: string } : unknown);
 
 export type CommandResult<M extends CommandName> = Commands[M]['result'];
 
 /** `subscribe`'s params: a revision and exactly one of a session and an execution. */
-export type SubscribeParams = { revision_id: string } & ({ session_id: string; execution_id?: never } | { execution_id: string; session_id?: never });
+export type SubscribeParams = { revision_id: string } & (
+  { session_id: string; execution_id?: never } | { execution_id: string; session_id?: never }
+);

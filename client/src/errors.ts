@@ -95,7 +95,11 @@ export function restError(body: unknown, response: Response): ApiError {
   const retryAfter = Number(response.headers.get('retry-after') ?? NaN);
   const extras = Number.isFinite(retryAfter) ? { retryAfter } : {};
   if (isFailureFields(body)) return new ApiError(body, response.status, extras);
-  return new ApiError({ error: 'internal_error', message: `HTTP ${response.status} without a failure envelope` }, response.status, extras);
+  return new ApiError(
+    { error: 'internal_error', message: `HTTP ${response.status} without a failure envelope` },
+    response.status,
+    extras,
+  );
 }
 
 /** The ApiError of a JSON-RPC error object (`data` holds the envelope's fields). */

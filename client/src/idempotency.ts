@@ -16,11 +16,15 @@ import { IDEMPOTENT_OPERATIONS } from './idempotent-operations.ts';
 const COMMAND_ROUTE = '/v1/revisions/{revision_id}/';
 
 /** REST routes (`METHOD /path` as the OpenAPI document names them) that create a resource. */
-export const CREATING_ROUTES: ReadonlySet<string> = new Set(IDEMPOTENT_OPERATIONS.filter((operation) => !operation.startsWith(`POST ${COMMAND_ROUTE}`)));
+export const CREATING_ROUTES: ReadonlySet<string> = new Set(
+  IDEMPOTENT_OPERATIONS.filter((operation) => !operation.startsWith(`POST ${COMMAND_ROUTE}`)),
+);
 
 /** Commands that create something (over REST and JSON-RPC), from their paths in the document. */
 export const CREATING_COMMANDS: ReadonlySet<string> = new Set(
-  IDEMPOTENT_OPERATIONS.filter((operation) => operation.startsWith(`POST ${COMMAND_ROUTE}`)).map((operation) => operation.slice(`POST ${COMMAND_ROUTE}`.length)),
+  IDEMPOTENT_OPERATIONS.filter((operation) => operation.startsWith(`POST ${COMMAND_ROUTE}`)).map((operation) =>
+    operation.slice(`POST ${COMMAND_ROUTE}`.length),
+  ),
 );
 
 /** The header name on REST. */
@@ -47,7 +51,10 @@ export function isCreatingRequest(method: string, schemaPath: string): boolean {
 }
 
 /** The params of a JSON-RPC create, with a key added unless the caller gave one. */
-export function withIdempotencyParam(method: string, params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+export function withIdempotencyParam(
+  method: string,
+  params: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
   if (!CREATING_COMMANDS.has(method)) return params;
   if (params && IDEMPOTENCY_PARAM in params) return params;
   return { ...params, [IDEMPOTENCY_PARAM]: newIdempotencyKey() };

@@ -35,7 +35,10 @@ function repeatable(request: Request): boolean {
 }
 
 /** fetch with retries: each attempt sends a clone of the same request, so a create keeps its key. */
-function retryingFetch(send: (request: Request) => Promise<Response>, retries: number): (request: Request) => Promise<Response> {
+function retryingFetch(
+  send: (request: Request) => Promise<Response>,
+  retries: number,
+): (request: Request) => Promise<Response> {
   return async (request) => {
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= retries || !repeatable(request);
@@ -55,11 +58,15 @@ function retryingFetch(send: (request: Request) => Promise<Response>, retries: n
 /** Creates the typed REST client. */
 export function createRestClient(options: RestOptions): RestClient {
   const send = options.fetch ?? ((request: Request) => globalThis.fetch(request));
-  const client = createClient<paths>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: retryingFetch(send, options.retries ?? 2) });
+  const client = createClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    fetch: retryingFetch(send, options.retries ?? 2),
+  });
   const middleware: Middleware = {
     async onRequest({ request, schemaPath }) {
       if (options.credential && !request.headers.has('authorization') && !request.headers.has('x-api-key')) {
-        for (const [name, value] of Object.entries(await credentialHeaders(options.credential))) request.headers.set(name, value);
+        for (const [name, value] of Object.entries(await credentialHeaders(options.credential)))
+          request.headers.set(name, value);
       }
       if (!request.headers.has(IDEMPOTENCY_HEADER) && isCreatingRequest(request.method, schemaPath)) {
         request.headers.set(IDEMPOTENCY_HEADER, newIdempotencyKey());
@@ -75,7 +82,9 @@ export function createRestClient(options: RestOptions): RestClient {
  * The data of a successful answer, or the failure envelope thrown as ApiError:
  * `const { org } = await ok(rest.POST('/v1/orgs', {body: {alias}}))`.
  */
-export async function ok<T>(pending: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<NonNullable<T>> {
+export async function ok<T>(
+  pending: Promise<{ data?: T; error?: unknown; response: Response }>,
+): Promise<NonNullable<T>> {
   const { data, error, response } = await pending;
   if (!response.ok || error !== undefined) throw restError(error, response);
   return data as NonNullable<T>;

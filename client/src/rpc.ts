@@ -4,7 +4,13 @@
  * gap from the event listings so a subscriber misses nothing and sees nothing twice.
  */
 import type { CommandName, CommandResult, EventRecord, RpcParams, SubscribeParams } from './commands.ts';
-import { credentialHeaders, credentialProtocols, isRenewable, type Credential, type SocketCredentialForm } from './credentials.ts';
+import {
+  credentialHeaders,
+  credentialProtocols,
+  isRenewable,
+  type Credential,
+  type SocketCredentialForm,
+} from './credentials.ts';
 import { ApiError, ConnectionError, isFailureFields, restError, rpcError } from './errors.ts';
 import { IDEMPOTENCY_PARAM, withIdempotencyParam } from './idempotency.ts';
 import { Subscription } from './subscription.ts';
@@ -19,7 +25,11 @@ export interface SocketLike {
 }
 
 /** Opens a socket: `protocols` carries a sub-protocol credential, `headers` a header one. */
-export type SocketFactory = (url: string, protocols: string[], headers: Record<string, string> | undefined) => SocketLike;
+export type SocketFactory = (
+  url: string,
+  protocols: string[],
+  headers: Record<string, string> | undefined,
+) => SocketLike;
 
 export interface ReconnectOptions {
   /** Attempts per outage before giving up (default 10). */
@@ -162,7 +172,9 @@ export class RpcClient {
 
   /** A notification: runs on the server, nothing comes back. */
   notify(method: string, params?: Record<string, unknown>): void {
-    this.#socket?.send(JSON.stringify(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params }));
+    this.#socket?.send(
+      JSON.stringify(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params }),
+    );
   }
 
   /**
@@ -174,7 +186,8 @@ export class RpcClient {
     const ids: number[] = [];
     let retry = true;
     const frame = calls.map((entry) => {
-      const params = this.#options.idempotencyParam !== false ? withIdempotencyParam(entry.method, entry.params) : entry.params;
+      const params =
+        this.#options.idempotencyParam !== false ? withIdempotencyParam(entry.method, entry.params) : entry.params;
       const message: Record<string, unknown> = { jsonrpc: '2.0', method: entry.method };
       if (params !== undefined) message.params = params;
       if (!entry.notify) {
@@ -188,11 +201,19 @@ export class RpcClient {
       this.#socket?.send(JSON.stringify(frame));
       return [];
     }
-    const replies = (await this.#enqueue(ids[0]!, frame, retry)) as Array<{ id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }>;
+    const replies = (await this.#enqueue(ids[0]!, frame, retry)) as Array<{
+      id: number;
+      result?: unknown;
+      error?: { code: number; message: string; data?: unknown };
+    }>;
     const byId = new Map(replies.map((reply) => [reply.id, reply]));
     return ids.map((id) => {
       const reply = byId.get(id);
-      if (!reply) return { ok: false, error: new ApiError({ error: 'internal_error', message: `no answer for batch entry ${id}` }, 500) };
+      if (!reply)
+        return {
+          ok: false,
+          error: new ApiError({ error: 'internal_error', message: `no answer for batch entry ${id}` }, 500),
+        };
       return reply.error ? { ok: false, error: rpcError(reply.error) } : { ok: true, result: reply.result };
     });
   }
@@ -243,11 +264,13 @@ export class RpcClient {
       });
       socket.addEventListener('error', () => {
         // Browsers do not show why an upgrade failed; the service answers a refused one 401.
-        if (!opened) reject(new ConnectionError(`The WebSocket to ${url} did not open (refused credential, or unreachable).`));
+        if (!opened)
+          reject(new ConnectionError(`The WebSocket to ${url} did not open (refused credential, or unreachable).`));
       });
       socket.addEventListener('close', (event: { code: number; reason: string }) => {
         markClosed();
-        if (!opened) reject(new ConnectionError(`The WebSocket to ${url} closed before opening (${event.code}).`, event.code));
+        if (!opened)
+          reject(new ConnectionError(`The WebSocket to ${url} closed before opening (${event.code}).`, event.code));
         else this.#onClose(socket, event);
       });
       socket.addEventListener('message', (event: { data: unknown }) => this.#onMessage(event.data));
@@ -321,7 +344,10 @@ export class RpcClient {
         if (cursor !== undefined) page.cursor = cursor;
         const { events, cursor: next } = (await (session_id !== undefined
           ? this.request('list_session_events', { ...page, session_id })
-          : this.request('list_execution_events', { ...page, execution_id }))) as { events: EventRecord[]; cursor: string | null };
+          : this.request('list_execution_events', { ...page, execution_id }))) as {
+          events: EventRecord[];
+          cursor: string | null;
+        };
         for (const event of events) sub.deliver(event);
         cursor = next ?? undefined;
       } while (cursor !== undefined);
@@ -338,7 +364,8 @@ export class RpcClient {
       await this.request('unsubscribe', { revision_id: sub.params.revision_id, subscription: sub.id });
     } catch (error) {
       // Gone already (the socket it was made on dropped): nothing to undo.
-      if (!(error instanceof ApiError && error.error === 'not_found') && !(error instanceof ConnectionError)) throw error;
+      if (!(error instanceof ApiError && error.error === 'not_found') && !(error instanceof ConnectionError))
+        throw error;
     }
   }
 
@@ -362,10 +389,15 @@ export class RpcClient {
     if (socket !== this.#socket) return;
     this.#socket = null;
     if (this.#closing) return;
-    const lost = new ConnectionError(`The WebSocket closed (${event.code}${event.reason ? ` ${event.reason}` : ''}) before the answer.`, event.code);
+    const lost = new ConnectionError(
+      `The WebSocket closed (${event.code}${event.reason ? ` ${event.reason}` : ''}) before the answer.`,
+      event.code,
+    );
     if (event.code === 4001 && !isRenewable(this.#options.credential)) {
       // The credential expired or stopped authenticating: reconnecting with it cannot help.
-      this.#failAll(new ApiError({ error: 'unauthorized', message: event.reason || 'The credential stopped authenticating.' }, 401));
+      this.#failAll(
+        new ApiError({ error: 'unauthorized', message: event.reason || 'The credential stopped authenticating.' }, 401),
+      );
       return;
     }
     if (this.#options.reconnect === false) {

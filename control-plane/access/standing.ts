@@ -83,7 +83,11 @@ function keyCap(principal: Principal, role: Role | null, scope: { orgId?: string
  * Standing on an organization. `memberRole` defaults to the one carried by a row from `orgFor`;
  * a row read elsewhere carries none, so pass it (see `memberRoleSql`) or standing misses memberships.
  */
-export function orgStanding(principal: Principal, org: OrgRow, memberRole: Role | null = grantOf(principal, org)): Role | null {
+export function orgStanding(
+  principal: Principal,
+  org: OrgRow,
+  memberRole: Role | null = grantOf(principal, org),
+): Role | null {
   let role: Role | null = org.owner_id === principal.userId ? 'admin' : null;
   role = maxRole(role, memberRole);
   if (org.visibility === 'public') role = maxRole(role, 'read');
@@ -148,7 +152,12 @@ export async function loadOrg(q: Queryable, principal: Principal, ref: string): 
 }
 
 /** Resolves an organization by id or alias and checks the caller's standing on it. */
-export async function orgFor(q: Queryable, principal: Principal, ref: string, needed: Role): Promise<{ org: OrgRow; role: Role }> {
+export async function orgFor(
+  q: Queryable,
+  principal: Principal,
+  ref: string,
+  needed: Role,
+): Promise<{ org: OrgRow; role: Role }> {
   const org = await loadOrg(q, principal, ref);
   if (!org) throw new ServiceError('not_found', 'No such organization.');
   return { org, role: requireRole(orgStanding(principal, org), needed, 'organization') };
@@ -163,7 +172,12 @@ interface BlobJoinRow extends Record<string, unknown> {
  * One query for a blob, its organization and the caller's memberships on both; no standing
  * check. `orgRef` null: the blob alone names it (aliases and ids are global), as a `target_id` does.
  */
-export async function loadBlob(q: Queryable, principal: Principal, orgRef: string | null, blobRef: string): Promise<{ org: OrgRow; blob: BlobRow } | undefined> {
+export async function loadBlob(
+  q: Queryable,
+  principal: Principal,
+  orgRef: string | null,
+  blobRef: string,
+): Promise<{ org: OrgRow; blob: BlobRow } | undefined> {
   const { rows } = await q.query<BlobJoinRow>(
     `SELECT ${prefixed('o', ORG_FIELDS)}, ${prefixed('b', BLOB_FIELDS)},
             ${memberRoleSql('$2::uuid', { org: 'o.id' })} AS org_role,
@@ -180,7 +194,13 @@ export async function loadBlob(q: Queryable, principal: Principal, orgRef: strin
 }
 
 /** Resolves `/blobs/:org_id/:blob_id`: the blob must belong to that organization. */
-export async function blobFor(q: Queryable, principal: Principal, orgRef: string, blobRef: string, needed: Role): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
+export async function blobFor(
+  q: Queryable,
+  principal: Principal,
+  orgRef: string,
+  blobRef: string,
+  needed: Role,
+): Promise<{ org: OrgRow; blob: BlobRow; role: Role }> {
   const found = await loadBlob(q, principal, orgRef, blobRef);
   if (!found) throw new ServiceError('not_found', 'No such blob.');
   return { ...found, role: requireRole(blobStanding(principal, found.org, found.blob), needed, 'blob') };
@@ -195,9 +215,17 @@ const REVISION_SCOPE_SQL = `SELECT ${prefixed('r', REVISION_FIELDS)}, ${prefixed
       WHERE r.id = $1::uuid`;
 
 /** Resolves a revision by id with its blob and organization, and checks standing on the blob. */
-export async function revisionFor(q: Queryable, principal: Principal, revisionId: string, needed: Role): Promise<{ org: OrgRow; blob: BlobRow; revision: RevisionRow; role: Role }> {
+export async function revisionFor(
+  q: Queryable,
+  principal: Principal,
+  revisionId: string,
+  needed: Role,
+): Promise<{ org: OrgRow; blob: BlobRow; revision: RevisionRow; role: Role }> {
   if (!isUuid(revisionId)) throw new ServiceError('not_found', 'No such revision.');
-  const { rows } = await preparedQuery<BlobJoinRow>(q, 'cp_revision_scope', REVISION_SCOPE_SQL, [revisionId, principal.userId]);
+  const { rows } = await preparedQuery<BlobJoinRow>(q, 'cp_revision_scope', REVISION_SCOPE_SQL, [
+    revisionId,
+    principal.userId,
+  ]);
   const row = rows[0];
   if (!row) throw new ServiceError('not_found', 'No such revision.');
   const org = withGrant(pick<OrgRow>(row, 'o', ORG_FIELDS), principal, row.org_role);

@@ -20,7 +20,11 @@ export const targetSchema = z.enum(TARGETS);
 export const targetIdSchema = refSchema;
 
 /** The column naming a target of each kind in `memberships`, `api_keys` and `credentials`. */
-export const TARGET_COLUMN = { organization: 'org_id', blob: 'blob_id', user: 'target_user_id' } as const satisfies Record<Target, string>;
+export const TARGET_COLUMN = {
+  organization: 'org_id',
+  blob: 'blob_id',
+  user: 'target_user_id',
+} as const satisfies Record<Target, string>;
 
 const WHAT: Record<Target, string> = { organization: 'organization', blob: 'blob', user: 'user' };
 
@@ -36,7 +40,13 @@ export interface TargetStanding {
 }
 
 /** Finds a target and the caller's standing on it, in one query; undefined when none exists. */
-export async function targetStanding(ctx: AppContext, principal: Principal, target: Target, ref: string, q: Queryable = ctx.db): Promise<TargetStanding | undefined> {
+export async function targetStanding(
+  ctx: AppContext,
+  principal: Principal,
+  target: Target,
+  ref: string,
+  q: Queryable = ctx.db,
+): Promise<TargetStanding | undefined> {
   switch (target) {
     case 'organization': {
       const org = await loadOrg(q, principal, ref);
@@ -65,10 +75,18 @@ export interface ResolveOptions {
 }
 
 /** Resolves a target and requires `needed` standing on it: 404 when invisible, 403 when short. */
-export async function resolveTarget(ctx: AppContext, principal: Principal, target: Target, ref: string, needed: Role, options: ResolveOptions = {}): Promise<TargetStanding & { role: Role }> {
+export async function resolveTarget(
+  ctx: AppContext,
+  principal: Principal,
+  target: Target,
+  ref: string,
+  needed: Role,
+  options: ResolveOptions = {},
+): Promise<TargetStanding & { role: Role }> {
   const found = await targetStanding(ctx, principal, target, ref, options.q ?? ctx.db);
   const what = WHAT[target];
-  if (!found || !roleAtLeast(found.role, options.visibleFrom ?? 'read')) throw new ServiceError('not_found', `No such ${what}.`);
+  if (!found || !roleAtLeast(found.role, options.visibleFrom ?? 'read'))
+    throw new ServiceError('not_found', `No such ${what}.`);
   if (!roleAtLeast(found.role, needed)) throw new ServiceError('forbidden', `This needs ${needed} on the ${what}.`);
   return found as TargetStanding & { role: Role };
 }

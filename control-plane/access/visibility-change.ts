@@ -18,5 +18,8 @@ export function governVisibilityChange(
   if (requested === undefined || requested === stored) return;
   const operation = target.type === 'organization' ? 'org.visibility.change' : 'blob.visibility.change';
   markAudit(request, { operation, target });
-  requireHumanBehind(request.principal, `change the visibility of ${target.type === 'organization' ? 'an organization' : 'a blob'}`);
+  requireHumanBehind(
+    request.principal,
+    `change the visibility of ${target.type === 'organization' ? 'an organization' : 'a blob'}`,
+  );
 }

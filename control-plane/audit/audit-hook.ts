@@ -4,12 +4,17 @@ import { recordAuditEntry, type NewAuditEntry } from './audit-log.ts';
 /** Names of the audited perimeter operations (docs/access.md, "The audit log (beyond the specification)"). */
 // eslint-disable-next-line @typescript-eslint/no-unused-vars -- the list is the type's source
 const PERIMETER_OPERATIONS = [
-  'api_key.mint', 'api_key.revoke',
-  'credential.store', 'credential.delete',
-  'member.grant', 'member.revoke',
-  'account.create', 'account.delete',
+  'api_key.mint',
+  'api_key.revoke',
+  'credential.store',
+  'credential.delete',
+  'member.grant',
+  'member.revoke',
+  'account.create',
+  'account.delete',
   'acting_token.mint',
-  'org.visibility.change', 'blob.visibility.change',
+  'org.visibility.change',
+  'blob.visibility.change',
 ] as const;
 type PerimeterOperation = (typeof PERIMETER_OPERATIONS)[number];
 
@@ -49,7 +54,9 @@ function field(request: FastifyRequest, from: 'body' | 'params', name: string): 
 type TargetReader = (request: FastifyRequest) => { type: string | null; id: string | null };
 
 const bodyTarget: TargetReader = (r) => ({ type: field(r, 'body', 'target'), id: field(r, 'body', 'target_id') });
-const bodyId = (type: string): TargetReader => (r) => ({ type, id: field(r, 'body', 'id') });
+const bodyId =
+  (type: string): TargetReader =>
+  (r) => ({ type, id: field(r, 'body', 'id') });
 const bodyUser: TargetReader = (r) => ({ type: 'user', id: field(r, 'body', 'user_id') });
 const paramUser: TargetReader = (r) => ({ type: 'user', id: field(r, 'params', 'user_id') });
 const noTarget: TargetReader = () => ({ type: null, id: null });
@@ -89,7 +96,14 @@ function errorCode(payload: unknown): string | null {
   }
 }
 
-function entry(request: FastifyRequest, operation: string, route: string, target: { type: string | null; id: string | null }, status: number, error: string | null): NewAuditEntry {
+function entry(
+  request: FastifyRequest,
+  operation: string,
+  route: string,
+  target: { type: string | null; id: string | null },
+  status: number,
+  error: string | null,
+): NewAuditEntry {
   const principal = request.principal;
   return {
     request_id: request.id,
@@ -130,7 +144,10 @@ export function registerAudit(app: FastifyInstance): void {
 
   app.addHook('preHandler', async (request) => {
     if (!(request as { ws?: boolean }).ws || request.principal?.credential !== 'acting') return;
-    await write(request, entry(request, 'websocket.connect', request.routeOptions.url ?? '/v1', { type: null, id: null }, 101, null));
+    await write(
+      request,
+      entry(request, 'websocket.connect', request.routeOptions.url ?? '/v1', { type: null, id: null }, 101, null),
+    );
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
@@ -138,13 +155,19 @@ export function registerAudit(app: FastifyInstance): void {
     const route = request.routeOptions.url ?? request.url.split('?')[0]!;
     const byRoute = PERIMETER_ROUTES[`${request.method} ${route}`];
     const mark = request.auditMark;
-    const operation = mark?.operation ?? request.routeOptions.config.audit ?? byRoute?.operation ??
+    const operation =
+      mark?.operation ??
+      request.routeOptions.config.audit ??
+      byRoute?.operation ??
       (request.principal.credential === 'acting' ? `${request.method} ${route}` : null);
     if (operation === null) return payload;
 
     const target = mark?.target ?? byRoute?.target(request) ?? { type: null, id: null };
     const refused = reply.statusCode >= 400;
-    await write(request, entry(request, operation, route, target, reply.statusCode, refused ? errorCode(payload) ?? 'unknown' : null));
+    await write(
+      request,
+      entry(request, operation, route, target, reply.statusCode, refused ? (errorCode(payload) ?? 'unknown') : null),
+    );
     return payload;
   });
 }

@@ -31,8 +31,21 @@ export async function recordAuditEntry(q: Queryable, entry: NewAuditEntry): Prom
     `INSERT INTO audit_log (request_id, actor_id, human_id, credential, api_key_id, operation, method, route,
                             target_type, target_id, outcome, error, status)
      VALUES ($1, $2::uuid, $3::uuid, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13::int)`,
-    [entry.request_id, entry.actor_id, entry.human_id, entry.credential, entry.api_key_id, entry.operation,
-      entry.method, entry.route, entry.target_type, entry.target_id, entry.outcome, entry.error, entry.status],
+    [
+      entry.request_id,
+      entry.actor_id,
+      entry.human_id,
+      entry.credential,
+      entry.api_key_id,
+      entry.operation,
+      entry.method,
+      entry.route,
+      entry.target_type,
+      entry.target_id,
+      entry.outcome,
+      entry.error,
+      entry.status,
+    ],
   );
 }
 

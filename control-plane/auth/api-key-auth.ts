@@ -14,7 +14,8 @@ import type { Principal } from './principal.ts';
 export async function authenticateApiKey(ctx: AppContext, key: string): Promise<Principal> {
   const publicId = apiKeyPublicId(key);
   const row = publicId === undefined ? undefined : await findApiKeyForAuth(ctx.db, publicId);
-  if (!row || !apiKeyMatches(key, row.secret_hash)) throw new ServiceError('unauthorized', 'Unknown or revoked API key.');
+  if (!row || !apiKeyMatches(key, row.secret_hash))
+    throw new ServiceError('unauthorized', 'Unknown or revoked API key.');
   // Awaited rather than fired and forgotten, so a use is recorded before its response is seen;
   // it writes at most once a minute per key, so the cost is one read on most requests.
   if (row.stale) await touchApiKey(ctx.db, row.id);

@@ -32,7 +32,12 @@ interface AccountRow {
 
 async function loadAccount(ctx: AppContext, id: string): Promise<AccountRow | undefined> {
   // Named: every bearer request and every WebSocket frame runs it.
-  const { rows } = await preparedQuery<AccountRow>(ctx.db, 'cp_account', 'SELECT id, kind FROM users WHERE id = $1::uuid', [id]);
+  const { rows } = await preparedQuery<AccountRow>(
+    ctx.db,
+    'cp_account',
+    'SELECT id, kind FROM users WHERE id = $1::uuid',
+    [id],
+  );
   return rows[0];
 }
 

@@ -33,8 +33,11 @@ function acceptedIssuers(issuer: string): string[] {
  */
 function isKeyFetchFailure(error: unknown): boolean {
   if (!(error instanceof errors.JOSEError)) return true;
-  return error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid ||
-    Object.getPrototypeOf(error) === errors.JOSEError.prototype;
+  return (
+    error instanceof errors.JWKSTimeout ||
+    error instanceof errors.JWKSInvalid ||
+    Object.getPrototypeOf(error) === errors.JOSEError.prototype
+  );
 }
 
 /** Google has sent `email_verified` both as a boolean and as the string "false". */
@@ -54,7 +57,8 @@ export function createOidcVerifier(oidc: Config['oidc']): OidcVerifier {
   const issuers = acceptedIssuers(oidc.issuer);
   return {
     async verify(idToken) {
-      if (!oidc.audience) throw new ServiceError('unauthorized', 'Identity-provider sign-in is not configured (OIDC_AUDIENCE).');
+      if (!oidc.audience)
+        throw new ServiceError('unauthorized', 'Identity-provider sign-in is not configured (OIDC_AUDIENCE).');
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(idToken, jwks, {
@@ -65,7 +69,12 @@ export function createOidcVerifier(oidc: Config['oidc']): OidcVerifier {
         }));
       } catch (error) {
         if (isKeyFetchFailure(error)) {
-          throw new ServiceError('internal_error', 'The identity provider\'s signing keys could not be fetched.', {}, { cause: error });
+          throw new ServiceError(
+            'internal_error',
+            "The identity provider's signing keys could not be fetched.",
+            {},
+            { cause: error },
+          );
         }
         throw new ServiceError('unauthorized', 'The ID token could not be verified.', {}, { cause: error });
       }

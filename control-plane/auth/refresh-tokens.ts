@@ -10,7 +10,12 @@ function hash(token: string): Buffer {
 }
 
 /** Issues a refresh token in `familyId` (a new family for a new sign-in). Only its hash is stored. */
-export async function issueRefreshToken(ctx: AppContext, q: Queryable, userId: string, familyId: string = randomUUID()): Promise<string> {
+export async function issueRefreshToken(
+  ctx: AppContext,
+  q: Queryable,
+  userId: string,
+  familyId: string = randomUUID(),
+): Promise<string> {
   const token = PREFIX + randomBytes(32).toString('base64url');
   await q.query(
     `INSERT INTO refresh_tokens (user_id, family_id, token_hash, expires_at)
@@ -40,7 +45,10 @@ interface TokenRow {
  * be told apart from a thief racing the client, the family (the winner's new token included) is
  * revoked. Clients must not refresh the same token twice in parallel.
  */
-export async function rotateRefreshToken(ctx: AppContext, token: string): Promise<{ userId: string; refreshToken: string }> {
+export async function rotateRefreshToken(
+  ctx: AppContext,
+  token: string,
+): Promise<{ userId: string; refreshToken: string }> {
   const outcome = await ctx.db.transaction(async (tx) => {
     const { rows } = await tx.query<TokenRow>(
       `SELECT id, user_id, family_id, rotated_at, revoked_at, expires_at <= now() AS expired
@@ -50,7 +58,9 @@ export async function rotateRefreshToken(ctx: AppContext, token: string): Promis
     const row = rows[0];
     if (!row || row.revoked_at !== null || row.expired) return { refused: true as const };
     if (row.rotated_at !== null) {
-      await tx.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1::uuid AND revoked_at IS NULL', [row.family_id]);
+      await tx.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1::uuid AND revoked_at IS NULL', [
+        row.family_id,
+      ]);
       return { refused: true as const };
     }
     await tx.query('UPDATE refresh_tokens SET rotated_at = now() WHERE id = $1::uuid', [row.id]);

@@ -42,9 +42,15 @@ export function createTokenService(signingKey: string, accessSeconds: number): T
   // Imported once: given the raw bytes, jose imports a WebCrypto key on every sign and verify,
   // which was a third of each verification's CPU.
   let imported: Promise<webcrypto.CryptoKey> | undefined;
-  const keyOf = (): Promise<webcrypto.CryptoKey> => (imported ??= webcrypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']));
+  const keyOf = (): Promise<webcrypto.CryptoKey> =>
+    (imported ??= webcrypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']));
 
-  async function sign(kind: TokenKind, sub: string, seconds: number, claims: Record<string, unknown> = {}): Promise<string> {
+  async function sign(
+    kind: TokenKind,
+    sub: string,
+    seconds: number,
+    claims: Record<string, unknown> = {},
+  ): Promise<string> {
     return new SignJWT(claims)
       .setProtectedHeader({ alg: ALG, typ: KINDS[kind].typ })
       .setIssuer(ISSUER)
@@ -78,7 +84,8 @@ export function createTokenService(signingKey: string, accessSeconds: number): T
   return {
     accessSeconds,
     signAccess: (userId) => sign('access', userId, accessSeconds),
-    signActing: (serviceAccountId, humanId) => sign('acting', serviceAccountId, ACTING_TOKEN_SECONDS, { act: { sub: humanId } }),
+    signActing: (serviceAccountId, humanId) =>
+      sign('acting', serviceAccountId, ACTING_TOKEN_SECONDS, { act: { sub: humanId } }),
     async verify(token) {
       let kind: TokenKind | undefined;
       try {

@@ -61,7 +61,12 @@ export interface RevisionCommand<S extends z.ZodType = z.ZodType> {
    * param as an unknown one.
    */
   readonly creates?: boolean;
-  handler(ctx: AppContext, principal: Principal, params: z.output<S>, call: CommandCall & { revision: RevisionScope }): Promise<CommandResult>;
+  handler(
+    ctx: AppContext,
+    principal: Principal,
+    params: z.output<S>,
+    call: CommandCall & { revision: RevisionScope },
+  ): Promise<CommandResult>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a registry holds commands of every params type

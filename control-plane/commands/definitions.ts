@@ -6,12 +6,16 @@ import type { AppContext } from '../context.ts';
 import { takeSlot, type QuotaId } from '../../shared/limits/holdings.ts';
 import { limitInForce } from '../../shared/limits/in-force.ts';
 import {
-  deleteDefinition, definitionRecord, findDefinition, insertDefinition, listDefinitions, type DefinitionCategory,
+  deleteDefinition,
+  definitionRecord,
+  findDefinition,
+  insertDefinition,
+  listDefinitions,
+  type DefinitionCategory,
 } from '../sql/definitions.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { defineCommand, type RevisionScope, WORKFLOW_BLOBS } from './command.ts';
 import { definitionSchema, graphIssueSchema } from '../openapi/records.ts';
-
 
 const categorySchema = z.enum(['workflow', 'playground']);
 
@@ -70,19 +74,29 @@ const createDefinitionCommand = defineCommand({
     const verdict = await verdictFor(ctx, call.revision, params.graph);
     if (verdict.errors.length > 0) {
       const count = verdict.errors.length;
-      throw new ServiceError('invalid_definition', `The graph failed validation with ${count} error${count === 1 ? '' : 's'} (see errors).`, { errors: verdict.errors });
+      throw new ServiceError(
+        'invalid_definition',
+        `The graph failed validation with ${count} error${count === 1 ? '' : 's'} (see errors).`,
+        { errors: verdict.errors },
+      );
     }
     const quota = QUOTA_OF[params.category];
     const definition = await ctx.db.transaction(async (tx) => {
       const inForce = await limitInForce(tx, { blobId: blob.id }, quota);
       await takeSlot(tx, quota, revision.id, inForce);
       try {
-        return await claimingAlias('definition in this revision', () => insertDefinition(tx, {
-          revisionId: revision.id, alias: params.alias ?? null, category: params.category, graph: params.graph,
-        }));
+        return await claimingAlias('definition in this revision', () =>
+          insertDefinition(tx, {
+            revisionId: revision.id,
+            alias: params.alias ?? null,
+            category: params.category,
+            graph: params.graph,
+          }),
+        );
       } catch (error) {
         // The revision was deleted after access was checked: it is gone, not a server fault.
-        if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) throw new ServiceError('not_found', 'No such revision.', {}, { cause: error });
+        if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION)
+          throw new ServiceError('not_found', 'No such revision.', {}, { cause: error });
         throw error;
       }
     });
@@ -116,7 +130,11 @@ const checkDefinitionCommand = defineCommand({
   name: 'check_definition',
   result: z.union([
     z.strictObject({ status: z.literal('success'), warnings: z.array(graphIssueSchema) }),
-    z.strictObject({ status: z.literal('failure'), errors: z.array(graphIssueSchema).min(1), warnings: z.array(graphIssueSchema) }),
+    z.strictObject({
+      status: z.literal('failure'),
+      errors: z.array(graphIssueSchema).min(1),
+      warnings: z.array(graphIssueSchema),
+    }),
   ]),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
@@ -130,4 +148,9 @@ const checkDefinitionCommand = defineCommand({
 });
 
 /** The definition commands of a workflow revision, in the order docs/workflow.md lists them. */
-export const definitionCommands = [listDefinitionsCommand, createDefinitionCommand, deleteDefinitionCommand, checkDefinitionCommand] as const;
+export const definitionCommands = [
+  listDefinitionsCommand,
+  createDefinitionCommand,
+  deleteDefinitionCommand,
+  checkDefinitionCommand,
+] as const;

@@ -8,7 +8,6 @@ import { eventSchema } from '../openapi/records.ts';
 
 const eventPage = z.strictObject({ events: z.array(eventSchema), cursor: z.string().nullable() });
 
-
 /**
  * `list_session_events {session_id, cursor?, limit?}` → `events, cursor`: what happened in the
  * session, oldest first (opaque cursor bound to the session; `limit` 1..200, default 50). A

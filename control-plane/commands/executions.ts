@@ -13,7 +13,6 @@ import { executionSchema } from '../openapi/records.ts';
 
 const executionResult = z.strictObject({ execution: executionSchema });
 
-
 /** The execution `ref` of the revision; 404 otherwise (executions have ids only, never aliases). */
 async function executionOf(q: Queryable, revisionId: string, ref: string): Promise<ExecutionRecordRow> {
   const row = isUuid(ref) ? await findExecution(q, revisionId, ref) : undefined;
@@ -62,13 +61,16 @@ const createExecution = defineCommand({
     };
     // Batched with the creates in flight (group commit); the row and its job commit together.
     // Traced, the execution stores this span's traceparent: its runners' spans descend from it.
-    const created = ctx.tracing === null
-      ? await ctx.creates.create(fields)
-      : await ctx.tracing.inSpan('create_execution', {}, async (span) => {
-        const result = await ctx.creates.create({ ...fields, traceparent: span.traceparent });
-        span.setAttributes('refusal' in result ? { 'workflow.refusal': result.refusal } : { 'workflow.execution.id': result.id });
-        return result;
-      });
+    const created =
+      ctx.tracing === null
+        ? await ctx.creates.create(fields)
+        : await ctx.tracing.inSpan('create_execution', {}, async (span) => {
+            const result = await ctx.creates.create({ ...fields, traceparent: span.traceparent });
+            span.setAttributes(
+              'refusal' in result ? { 'workflow.refusal': result.refusal } : { 'workflow.execution.id': result.id },
+            );
+            return result;
+          });
     if ('refusal' in created) {
       throw created.refusal === 'limit' ? limitExceeded(created.limit, created.held) : NOT_CREATED[created.refusal]();
     }
@@ -105,7 +107,8 @@ const cancelExecution = defineCommand({
       const found = await executionOf(tx, call.revision.revision.id, params.execution_id);
       if (found.ended_at !== null) return found;
       // Announced whatever the status read: a runner may have claimed it since.
-      if (await endExecution(tx, { executionId: found.id, status: 'cancelled', guard: 'unended' })) await announceCancel(tx, found.id);
+      if (await endExecution(tx, { executionId: found.id, status: 'cancelled', guard: 'unended' }))
+        await announceCancel(tx, found.id);
       // Read again either way: if a runner ended it first, that ending is the answer.
       return executionOf(tx, call.revision.revision.id, found.id);
     });

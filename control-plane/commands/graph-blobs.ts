@@ -42,7 +42,12 @@ const mutateGraphCommand = defineCommand({
  */
 const queryGraphCommand = defineCommand({
   name: 'query_graph',
-  result: z.strictObject({ nodes: z.array(graphNodeSchema), edges: z.array(graphEdgeSchema), ends: z.array(z.string()), truncated: z.boolean() }),
+  result: z.strictObject({
+    nodes: z.array(graphNodeSchema),
+    edges: z.array(graphEdgeSchema),
+    ends: z.array(z.string()),
+    truncated: z.boolean(),
+  }),
   blobTypes: GRAPH,
   role: 'read',
   params: z.strictObject({ query: graphQuerySchema }),
@@ -53,7 +58,9 @@ const queryGraphCommand = defineCommand({
     const keep = rows.value as number;
     const caps = await graphQueryCaps(ctx.db, blob.id);
     // The result's size is truncated below, not refused: only the elements cap bounds the sets.
-    const result = await inSnapshot(ctx.db, (tx) => runGraphQuery(tx, revisionGraphStore(revision.id), params.query, { ...caps, results: caps.elements }));
+    const result = await inSnapshot(ctx.db, (tx) =>
+      runGraphQuery(tx, revisionGraphStore(revision.id), params.query, { ...caps, results: caps.elements }),
+    );
     const nodes = result.nodes.slice(0, keep);
     const kept = new Set(nodes.map((node) => node.id));
     const between = result.edges.filter((edge) => kept.has(edge.source) && kept.has(edge.target));

@@ -17,7 +17,9 @@ const RUN_MODEL_SECONDS = 30;
  */
 const runModel = defineCommand({
   name: 'run_model',
-  result: z.strictObject({ outputs: z.record(z.string(), tensorSchema).meta({ description: 'Output name → tensor `{type, dims, data}`.' }) }),
+  result: z.strictObject({
+    outputs: z.record(z.string(), tensorSchema).meta({ description: 'Output name → tensor `{type, dims, data}`.' }),
+  }),
   blobTypes: ['svc.model.onnx'],
   role: 'read',
   params: z.strictObject({
@@ -28,12 +30,25 @@ const runModel = defineCommand({
     const { blob, revision } = call.revision;
     await requireEntitlement(ctx.db, blob.id, 'onnx.enabled');
     const model = await findRunnableModel(ctx.db, revision.id);
-    if (typeof model === 'string') throw new ServiceError('conflict', 'This revision holds no model that opened; upload one first.');
+    if (typeof model === 'string')
+      throw new ServiceError('conflict', 'This revision holds no model that opened; upload one first.');
     const problems = inputProblems(model.inputs, params.inputs);
     const unknown = (params.outputs ?? []).filter((name) => !model.outputs.some((o) => o.name === name));
-    for (const name of unknown) problems.push(`outputs: the model has no output ${JSON.stringify(name)} (its outputs: ${model.outputs.map((o) => o.name).join(', ')})`);
-    if (problems.length > 0) throw new ServiceError('invalid_request_body', `Invalid params: ${problems.slice(0, 5).join('; ')}`);
-    const result = await ctx.models.run({ revisionId: revision.id, sha256: model.sha256, inputs: params.inputs, ...(params.outputs ? { outputs: params.outputs } : {}) }, RUN_MODEL_SECONDS * 1000);
+    for (const name of unknown)
+      problems.push(
+        `outputs: the model has no output ${JSON.stringify(name)} (its outputs: ${model.outputs.map((o) => o.name).join(', ')})`,
+      );
+    if (problems.length > 0)
+      throw new ServiceError('invalid_request_body', `Invalid params: ${problems.slice(0, 5).join('; ')}`);
+    const result = await ctx.models.run(
+      {
+        revisionId: revision.id,
+        sha256: model.sha256,
+        inputs: params.inputs,
+        ...(params.outputs ? { outputs: params.outputs } : {}),
+      },
+      RUN_MODEL_SECONDS * 1000,
+    );
     if ('error' in result) {
       if (result.error.code === 'model_timeout') throw new ServiceError('model_timeout', result.error.message);
       if (result.error.code === 'model_unavailable') throw new ServiceError('conflict', result.error.message);

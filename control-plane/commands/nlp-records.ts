@@ -30,28 +30,48 @@ const NLP_BOUNDS = {
  * so that every message names the record's index and the rule, however malformed the input.
  */
 function checkedRecords(input: unknown): NewNlpRecord[] {
-  const bad = (index: number, message: string) => new ServiceError('invalid_request_body', `Invalid params: records[${index}]: ${message}`);
-  if (!Array.isArray(input)) throw new ServiceError('invalid_request_body', 'Invalid params: records: an array of {text, labels?, meta?} objects');
-  if (input.length === 0) throw new ServiceError('invalid_request_body', 'Invalid params: records: at least one record');
-  if (input.length > NLP_BOUNDS.recordsPerCall) throw new ServiceError('invalid_request_body', `Invalid params: records: at most ${NLP_BOUNDS.recordsPerCall} per call, got ${input.length}`);
+  const bad = (index: number, message: string) =>
+    new ServiceError('invalid_request_body', `Invalid params: records[${index}]: ${message}`);
+  if (!Array.isArray(input))
+    throw new ServiceError(
+      'invalid_request_body',
+      'Invalid params: records: an array of {text, labels?, meta?} objects',
+    );
+  if (input.length === 0)
+    throw new ServiceError('invalid_request_body', 'Invalid params: records: at least one record');
+  if (input.length > NLP_BOUNDS.recordsPerCall)
+    throw new ServiceError(
+      'invalid_request_body',
+      `Invalid params: records: at most ${NLP_BOUNDS.recordsPerCall} per call, got ${input.length}`,
+    );
   return input.map((record, index) => {
-    if (typeof record !== 'object' || record === null || Array.isArray(record)) throw bad(index, 'must be an object {text, labels?, meta?}');
+    if (typeof record !== 'object' || record === null || Array.isArray(record))
+      throw bad(index, 'must be an object {text, labels?, meta?}');
     const { text, labels, meta, ...rest } = record as Record<string, unknown>;
     const unknown = Object.keys(rest);
     if (unknown.length > 0) throw bad(index, `unknown field ${JSON.stringify(unknown[0])}`);
     if (typeof text !== 'string') throw bad(index, 'text must be a string');
-    if (Buffer.byteLength(text, 'utf8') > NLP_BOUNDS.textBytes) throw bad(index, `text is longer than ${NLP_BOUNDS.textBytes} bytes`);
+    if (Buffer.byteLength(text, 'utf8') > NLP_BOUNDS.textBytes)
+      throw bad(index, `text is longer than ${NLP_BOUNDS.textBytes} bytes`);
     if (labels !== undefined) {
-      if (!Array.isArray(labels) || labels.some((l) => typeof l !== 'string' || l.length === 0 || l.length > NLP_BOUNDS.labelLength)) {
+      if (
+        !Array.isArray(labels) ||
+        labels.some((l) => typeof l !== 'string' || l.length === 0 || l.length > NLP_BOUNDS.labelLength)
+      ) {
         throw bad(index, `labels must be an array of strings of 1-${NLP_BOUNDS.labelLength} characters`);
       }
       if (labels.length > NLP_BOUNDS.labels) throw bad(index, `at most ${NLP_BOUNDS.labels} labels`);
     }
     if (meta !== undefined && meta !== null) {
       if (typeof meta !== 'object' || Array.isArray(meta)) throw bad(index, 'meta must be an object');
-      if (Buffer.byteLength(JSON.stringify(meta), 'utf8') > NLP_BOUNDS.metaBytes) throw bad(index, `meta is larger than ${NLP_BOUNDS.metaBytes} bytes`);
+      if (Buffer.byteLength(JSON.stringify(meta), 'utf8') > NLP_BOUNDS.metaBytes)
+        throw bad(index, `meta is larger than ${NLP_BOUNDS.metaBytes} bytes`);
     }
-    return { text, labels: (labels as string[] | undefined) ?? [], meta: (meta as Record<string, unknown> | null | undefined) ?? null };
+    return {
+      text,
+      labels: (labels as string[] | undefined) ?? [],
+      meta: (meta as Record<string, unknown> | null | undefined) ?? null,
+    };
   });
 }
 
@@ -67,7 +87,10 @@ export function jsonLinesRecords(body: string): unknown[] {
     try {
       records.push(JSON.parse(line));
     } catch {
-      throw new ServiceError('invalid_request_body', `Invalid params: records[${records.length}]: the line is not JSON`);
+      throw new ServiceError(
+        'invalid_request_body',
+        `Invalid params: records[${records.length}]: the line is not JSON`,
+      );
     }
   }
   return records;
@@ -89,7 +112,10 @@ const uploadRecords = defineCommand({
       // Writers of one revision queue here, so `seq` order is commit order (see insertRecords).
       await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [revision.id]);
       await insertRecords(tx, revision.id, records);
-      const { rows } = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM nlp_records WHERE revision_id = $1::uuid', [revision.id]);
+      const { rows } = await tx.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM nlp_records WHERE revision_id = $1::uuid',
+        [revision.id],
+      );
       return rows[0]!.n;
     });
     return { uploaded: records.length, total };
@@ -113,12 +139,17 @@ const listRecordsCommand = defineCommand({
     const filters = { revision_id: revision.id };
     let after = 0;
     if (params.cursor !== undefined) {
-      const position = positionSchema.safeParse(decodeCursor(ctx.config.secrets.CURSOR_KEY, LISTING, filters, params.cursor));
+      const position = positionSchema.safeParse(
+        decodeCursor(ctx.config.secrets.CURSOR_KEY, LISTING, filters, params.cursor),
+      );
       if (!position.success) throw new ServiceError('invalid_cursor');
       after = position.data;
     }
     const { page, last, more } = keysetPage(await listRecords(ctx.db, revision.id, after, limit + 1), limit);
-    return { records: page.map(nlpRecord), cursor: more && last ? encodeCursor(ctx.config.secrets.CURSOR_KEY, LISTING, filters, last.seq) : null };
+    return {
+      records: page.map(nlpRecord),
+      cursor: more && last ? encodeCursor(ctx.config.secrets.CURSOR_KEY, LISTING, filters, last.seq) : null,
+    };
   },
 });
 

@@ -30,8 +30,19 @@ export const COMMAND_MESSAGE_LIMIT = 8 * 1024 * 1024;
 
 /** Every command the service answers, on both transports. */
 export const COMMANDS: readonly CommandDefinition[] = [
-  ...userCommands, ...sessionCommands, ...eventCommands, ...subscriptionCommands, ...sessionObjectCommands, ...threadItemCommands,
-  ...definitionCommands, ...sessionGraphCommands, ...executionCommands, ...scheduleCommands, ...graphBlobCommands, ...nlpCommands, ...modelCommands,
+  ...userCommands,
+  ...sessionCommands,
+  ...eventCommands,
+  ...subscriptionCommands,
+  ...sessionObjectCommands,
+  ...threadItemCommands,
+  ...definitionCommands,
+  ...sessionGraphCommands,
+  ...executionCommands,
+  ...scheduleCommands,
+  ...graphBlobCommands,
+  ...nlpCommands,
+  ...modelCommands,
 ];
 
 /**
@@ -65,9 +76,15 @@ function checkingResults(definition: CommandDefinition): CommandDefinition {
       const value = await handler(...args);
       const checked = result.safeParse(JSON.parse(JSON.stringify(value)));
       if (!checked.success) {
-        const problems = checked.error.issues.slice(0, 5).map((issue) => `${issue.path.join('.') || 'result'}: ${issue.message}`).join('; ');
+        const problems = checked.error.issues
+          .slice(0, 5)
+          .map((issue) => `${issue.path.join('.') || 'result'}: ${issue.message}`)
+          .join('; ');
         process.stderr.write(`result check: ${definition.name}: ${problems}\n`);
-        throw new ServiceError('internal_error', `The result of ${definition.name} does not match its documented result: ${problems}`);
+        throw new ServiceError(
+          'internal_error',
+          `The result of ${definition.name} does not match its documented result: ${problems}`,
+        );
       }
       return value;
     },
@@ -78,13 +95,20 @@ function checkingResults(definition: CommandDefinition): CommandDefinition {
  * Builds a registry; a name declared twice for the same blob type (or twice without one) is a
  * programming error and throws at startup.
  */
-export function createCommandRegistry(given: readonly CommandDefinition[], options: RegistryOptions = {}): CommandRegistry {
+export function createCommandRegistry(
+  given: readonly CommandDefinition[],
+  options: RegistryOptions = {},
+): CommandRegistry {
   const definitions = options.checkResults ? given.map(checkingResults) : given;
   const byName = new Map<string, CommandDefinition[]>();
   for (const definition of definitions) {
     const same = byName.get(definition.name) ?? [];
-    const clash = same.some((other) => other.blobTypes === undefined || definition.blobTypes === undefined
-      || other.blobTypes.some((type) => definition.blobTypes!.includes(type)));
+    const clash = same.some(
+      (other) =>
+        other.blobTypes === undefined ||
+        definition.blobTypes === undefined ||
+        other.blobTypes.some((type) => definition.blobTypes!.includes(type)),
+    );
     if (clash) throw new Error(`command ${definition.name} is defined twice`);
     byName.set(definition.name, [...same, definition]);
   }
@@ -129,15 +153,27 @@ const revisionIdSchema = z.strictObject({ revision_id: refSchema });
  * params; any other name is answered about the revision its `revision_id` names, exactly as
  * `POST /v1/revisions/:revision_id/:command` would answer it (see runRevisionCommand).
  */
-export async function runCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, name: string, params: unknown, options: RunOptions = {}): Promise<CommandResult> {
+export async function runCommand(
+  registry: CommandRegistry,
+  ctx: AppContext,
+  principal: Principal,
+  name: string,
+  params: unknown,
+  options: RunOptions = {},
+): Promise<CommandResult> {
   const input = paramsObject(params);
   const command = registry.get(name);
   if (command !== undefined && command.blobTypes === undefined) {
-    return command.handler(ctx, principal, parseInput(command.params, input, 'params'), { connection: options.connection ?? null });
+    return command.handler(ctx, principal, parseInput(command.params, input, 'params'), {
+      connection: options.connection ?? null,
+    });
   }
   if (!Object.hasOwn(input, 'revision_id')) {
     if (command === undefined) throw new ServiceError('unknown_command', `No command ${shown(name)}.`);
-    throw new ServiceError('invalid_request_body', 'Invalid params: revision_id: this command needs the revision it runs on.');
+    throw new ServiceError(
+      'invalid_request_body',
+      'Invalid params: revision_id: this command needs the revision it runs on.',
+    );
   }
   const { revision_id, ...rest } = input;
   const { revision_id: revisionId } = parseInput(revisionIdSchema, { revision_id }, 'params');
@@ -151,18 +187,39 @@ export async function runCommand(registry: CommandRegistry, ctx: AppContext, pri
  * `unknown_command`), then the caller needs the command's role (403 `forbidden`), then the
  * params must pass the schema (400 `invalid_request_body`).
  */
-export async function runRevisionCommand(registry: CommandRegistry, ctx: AppContext, principal: Principal, revisionId: string, name: string, params: unknown, options: RunOptions & { keyInParams?: boolean } = {}): Promise<CommandResult> {
+export async function runRevisionCommand(
+  registry: CommandRegistry,
+  ctx: AppContext,
+  principal: Principal,
+  revisionId: string,
+  name: string,
+  params: unknown,
+  options: RunOptions & { keyInParams?: boolean } = {},
+): Promise<CommandResult> {
   const scope = await revisionFor(ctx.db, principal, revisionId, 'read');
   const command = registry.get(name, scope.blob.type);
-  if (command === undefined || command.blobTypes === undefined || !command.blobTypes.some((type) => type === scope.blob.type)) {
+  if (
+    command === undefined ||
+    command.blobTypes === undefined ||
+    !command.blobTypes.some((type) => type === scope.blob.type)
+  ) {
     throw new ServiceError('unknown_command', `A ${scope.blob.type} revision has no command ${shown(name)}.`);
   }
   requireRole(scope.role, command.role, 'revision');
   // A creating command's idempotency key is checked with its params (docs/commands.md).
-  const { params: input, key } = commandKey(command, paramsObject(params), { header: options.idempotencyKey, inParams: options.keyInParams });
+  const { params: input, key } = commandKey(command, paramsObject(params), {
+    header: options.idempotencyKey,
+    inParams: options.keyInParams,
+  });
   const parsed = parseInput(command.params, input, 'params');
   const call = { connection: options.connection ?? null, revision: scope };
   if (key === undefined) return command.handler(ctx, principal, parsed, call);
   const keyed = { key, name: command.name, revisionId: scope.revision.id, params: parsed };
-  return runKeyedCommand(ctx, principal, keyed, (joined) => command.handler(joined, principal, parsed, call), options.onReplayed);
+  return runKeyedCommand(
+    ctx,
+    principal,
+    keyed,
+    (joined) => command.handler(joined, principal, parsed, call),
+    options.onReplayed,
+  );
 }

@@ -4,12 +4,27 @@ import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { limitsInForce } from '../../shared/limits/in-force.ts';
 import { takeSlot } from '../../shared/limits/holdings.ts';
 import { limitRefusal, type LimitInForce } from '../../shared/limits/index.ts';
-import { DEFAULT_TIMEZONE, nextFire, parseCron, shortestGapSeconds, type ParsedCron } from '../../shared/scheduler/cron.ts';
+import {
+  DEFAULT_TIMEZONE,
+  nextFire,
+  parseCron,
+  shortestGapSeconds,
+  type ParsedCron,
+} from '../../shared/scheduler/cron.ts';
 import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { runRecord, scheduleRecord } from '../../shared/scheduler/schedule-record.ts';
 import type { AppContext } from '../context.ts';
 import { checkedInput, resolveTarget } from '../scheduler/target.ts';
-import { deleteSchedule, findSchedule, insertSchedule, lastRun, runListing, scheduleListing, updateSchedule, type ScheduleFields } from '../sql/schedules.ts';
+import {
+  deleteSchedule,
+  findSchedule,
+  insertSchedule,
+  lastRun,
+  runListing,
+  scheduleListing,
+  updateSchedule,
+  type ScheduleFields,
+} from '../sql/schedules.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { requireEnabledLimit } from '../limits/entitlement.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
@@ -30,8 +45,12 @@ const timezoneSchema = z.string().min(1).max(64);
  */
 function requireInterval(inForce: LimitInForce, parsed: ParsedCron, gap: number): void {
   if (typeof inForce.value === 'number' && gap < inForce.value) {
-    throw limitRefusal('limit_exceeded', inForce, undefined,
-      `"${parsed.expression}" in ${parsed.timezone} fires as little as ${gap} s apart; limit scheduler.min_interval_seconds is ${inForce.value}.`);
+    throw limitRefusal(
+      'limit_exceeded',
+      inForce,
+      undefined,
+      `"${parsed.expression}" in ${parsed.timezone} fires as little as ${gap} s apart; limit scheduler.min_interval_seconds is ${inForce.value}.`,
+    );
   }
 }
 
@@ -84,7 +103,9 @@ const createSchedule = defineCommand({
         enabled,
         nextFireAt: next,
       };
-      const row = await claimingAlias('schedule of this revision', () => insertSchedule(tx, revision.id, principal.userId, fields));
+      const row = await claimingAlias('schedule of this revision', () =>
+        insertSchedule(tx, revision.id, principal.userId, fields),
+      );
       if (next !== null) await sendFireJob(ctx.queue, tx, row.id, next);
       return row;
     });
@@ -121,9 +142,19 @@ const updateScheduleCommand = defineCommand({
     const parsed = parseCron(params.cron ?? current.cron, params.timezone ?? current.timezone, now);
     const gap = timing ? shortestGapSeconds(parsed) : undefined;
     const target = params.target === undefined ? undefined : await resolveTarget(ctx, principal, params.target);
-    const inputJson = params.input_data === undefined
-      ? undefined
-      : await checkedInput(ctx, target ?? { revisionId: current.target_revision_id, sessionId: current.target_session_id, definitionId: current.target_definition_id, blobId: await targetBlobId(ctx, current.target_revision_id) }, params.input_data);
+    const inputJson =
+      params.input_data === undefined
+        ? undefined
+        : await checkedInput(
+            ctx,
+            target ?? {
+              revisionId: current.target_revision_id,
+              sessionId: current.target_session_id,
+              definitionId: current.target_definition_id,
+              blobId: await targetBlobId(ctx, current.target_revision_id),
+            },
+            params.input_data,
+          );
 
     const schedule = await ctx.db.transaction(async (tx) => {
       const row = await findSchedule(tx, revision.id, current.id, true);
@@ -142,7 +173,8 @@ const updateScheduleCommand = defineCommand({
         targetRevisionId: target?.revisionId ?? row.target_revision_id,
         targetSessionId: target?.sessionId ?? row.target_session_id,
         targetDefinitionId: target?.definitionId ?? row.target_definition_id,
-        inputJson: inputJson === undefined ? (row.input_data === null ? null : JSON.stringify(row.input_data)) : inputJson,
+        inputJson:
+          inputJson === undefined ? (row.input_data === null ? null : JSON.stringify(row.input_data)) : inputJson,
         enabled,
         nextFireAt: next,
       };
@@ -156,8 +188,14 @@ const updateScheduleCommand = defineCommand({
 
 /** The blob of a (still existing) target revision, for limits; a deleted one has none to check. */
 async function targetBlobId(ctx: AppContext, revisionId: string): Promise<string> {
-  const { rows } = await ctx.db.query<{ blob_id: string }>('SELECT blob_id FROM revisions WHERE id = $1::uuid', [revisionId]);
-  if (!rows[0]) throw new ServiceError('invalid_request_body', 'Invalid params: target: the target revision no longer exists; send a new target.');
+  const { rows } = await ctx.db.query<{ blob_id: string }>('SELECT blob_id FROM revisions WHERE id = $1::uuid', [
+    revisionId,
+  ]);
+  if (!rows[0])
+    throw new ServiceError(
+      'invalid_request_body',
+      'Invalid params: target: the target revision no longer exists; send a new target.',
+    );
   return rows[0].blob_id;
 }
 
@@ -223,4 +261,11 @@ const listScheduleRuns = defineCommand({
 });
 
 /** The scheduler commands, in the order the docs list them. */
-export const scheduleCommands = [createSchedule, updateScheduleCommand, getSchedule, deleteScheduleCommand, listSchedules, listScheduleRuns] as const;
+export const scheduleCommands = [
+  createSchedule,
+  updateScheduleCommand,
+  getSchedule,
+  deleteScheduleCommand,
+  listSchedules,
+  listScheduleRuns,
+] as const;

@@ -25,7 +25,13 @@ function positionOf(ctx: AppContext, listing: string, filters: object, cursor: s
   return position.data;
 }
 
-function nextCursor(ctx: AppContext, listing: string, filters: object, more: boolean, last: number | undefined): string | null {
+function nextCursor(
+  ctx: AppContext,
+  listing: string,
+  filters: object,
+  more: boolean,
+  last: number | undefined,
+): string | null {
   return more && last !== undefined ? encodeCursor(ctx.config.secrets.CURSOR_KEY, listing, filters, last) : null;
 }
 
@@ -83,7 +89,12 @@ const NEIGHBORS_LISTING = 'session_graph_neighbors';
  */
 const listSessionGraphNeighbors = defineCommand({
   name: 'list_session_graph_neighbors',
-  result: z.strictObject({ neighbors: z.array(z.strictObject({ direction: z.enum(['out', 'in']), edge: graphEdgeSchema, node: graphNodeSchema })), cursor: z.string().nullable() }),
+  result: z.strictObject({
+    neighbors: z.array(
+      z.strictObject({ direction: z.enum(['out', 'in']), edge: graphEdgeSchema, node: graphNodeSchema }),
+    ),
+    cursor: z.string().nullable(),
+  }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({
@@ -102,12 +113,21 @@ const listSessionGraphNeighbors = defineCommand({
     const filters = { session_id: session.id, element_id: params.element_id, direction, edge_label: edgeLabel };
     const after = positionOf(ctx, NEIGHBORS_LISTING, filters, params.cursor);
     const element = await findElement(ctx.db, session.id, params.element_id);
-    if (element === undefined) throw new ServiceError('not_found', `No node ${JSON.stringify(params.element_id)} in the session graph.`);
-    if (element.kind !== 'node') throw new ServiceError('not_found', `${JSON.stringify(params.element_id)} is an edge; neighbours are listed for nodes.`);
+    if (element === undefined)
+      throw new ServiceError('not_found', `No node ${JSON.stringify(params.element_id)} in the session graph.`);
+    if (element.kind !== 'node')
+      throw new ServiceError(
+        'not_found',
+        `${JSON.stringify(params.element_id)} is an edge; neighbours are listed for nodes.`,
+      );
     const rows = await listNeighbors(ctx.db, session.id, element.id, direction, edgeLabel, after, limit + 1);
     const { page, last, more } = keysetPage(rows, limit);
     return {
-      neighbors: page.map((row) => ({ direction: row.direction, edge: elementRecord(row.edge), node: elementRecord(row.node) })),
+      neighbors: page.map((row) => ({
+        direction: row.direction,
+        edge: elementRecord(row.edge),
+        node: elementRecord(row.node),
+      })),
       cursor: nextCursor(ctx, NEIGHBORS_LISTING, filters, more, last?.edge.seq),
     };
   },
@@ -120,7 +140,11 @@ const listSessionGraphNeighbors = defineCommand({
  */
 const querySessionGraph = defineCommand({
   name: 'query_session_graph',
-  result: z.strictObject({ nodes: z.array(graphNodeSchema), edges: z.array(graphEdgeSchema), ends: z.array(z.string()) }),
+  result: z.strictObject({
+    nodes: z.array(graphNodeSchema),
+    edges: z.array(graphEdgeSchema),
+    ends: z.array(z.string()),
+  }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: z.strictObject({ session_id: refSchema, query: graphQuerySchema }),
@@ -132,4 +156,9 @@ const querySessionGraph = defineCommand({
 });
 
 /** The session graph commands, in the order docs/graph.md lists them. */
-export const sessionGraphCommands = [mutateSessionGraph, listSessionGraphElements, listSessionGraphNeighbors, querySessionGraph];
+export const sessionGraphCommands = [
+  mutateSessionGraph,
+  listSessionGraphElements,
+  listSessionGraphNeighbors,
+  querySessionGraph,
+];

@@ -8,8 +8,12 @@ import { sessionObjectSchema } from '../openapi/records.ts';
 import type { AppContext } from '../context.ts';
 import { downloadable, listContents, sessionObjectRecord } from '../../shared/session/session-objects-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
-import { contentTypeSchema, contentWriteLimits, writeSessionFile, writeSessionObject } from '../../shared/session/object-writes.ts';
-
+import {
+  contentTypeSchema,
+  contentWriteLimits,
+  writeSessionFile,
+  writeSessionObject,
+} from '../../shared/session/object-writes.ts';
 
 /** The listing name list_session_objects' cursors are bound to (with the session's id). */
 const LISTING = 'session_objects';
@@ -31,10 +35,19 @@ const jsonValue = z.custom<unknown>((value) => value !== undefined, 'value is re
 const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Standard base64 with padding, nothing else (no whitespace, no URL alphabet). */
-const base64Schema = z.string().refine((value) => value.length % 4 === 0 && BASE64_RE.test(value), 'content_base64 must be standard base64 with padding');
+const base64Schema = z
+  .string()
+  .refine(
+    (value) => value.length % 4 === 0 && BASE64_RE.test(value),
+    'content_base64 must be standard base64 with padding',
+  );
 
 /** The params of Upload Session File besides its bytes: the `X-Request-Body` header over REST. */
-export const fileTargetSchema = z.strictObject({ session_id: refSchema, alias: aliasSchema, content_type: contentTypeSchema.optional() });
+export const fileTargetSchema = z.strictObject({
+  session_id: refSchema,
+  alias: aliasSchema,
+  content_type: contentTypeSchema.optional(),
+});
 /** The params of Download Session File (the JSON body over REST). */
 export const fileRefSchema = z.strictObject({ session_id: refSchema, alias: refSchema });
 
@@ -42,11 +55,20 @@ export const fileRefSchema = z.strictObject({ session_id: refSchema, alias: refS
  * Upload Session File, shared by the binary REST route and the JSON-RPC command: resolves the
  * session in the revision and writes through writeSessionFile with the values in force.
  */
-export async function storeSessionFile(ctx: AppContext, scope: RevisionScope, target: z.output<typeof fileTargetSchema>, content: Uint8Array): Promise<Record<string, unknown>> {
+export async function storeSessionFile(
+  ctx: AppContext,
+  scope: RevisionScope,
+  target: z.output<typeof fileTargetSchema>,
+  content: Uint8Array,
+): Promise<Record<string, unknown>> {
   const { row } = await ctx.db.transaction(async (tx) => {
     const session = await findSession(tx, scope.revision.id, target.session_id);
     const limits = await contentWriteLimits(tx, scope.blob.id);
-    return writeSessionFile(tx, { sessionId: session.id, alias: target.alias, content, contentType: target.content_type }, limits);
+    return writeSessionFile(
+      tx,
+      { sessionId: session.id, alias: target.alias, content, contentType: target.content_type },
+      limits,
+    );
   });
   return sessionObjectRecord(row);
 }
@@ -55,12 +77,19 @@ export async function storeSessionFile(ctx: AppContext, scope: RevisionScope, ta
  * Download Session File, shared by both transports: the file's bytes and how to serve them.
  * An alias holding an object, or none, is 404 `not_found`. A session being deleted still reads.
  */
-export async function readSessionFile(ctx: AppContext, scope: RevisionScope, ref: z.output<typeof fileRefSchema>): Promise<{ content: Buffer; size: number; content_type: string }> {
+export async function readSessionFile(
+  ctx: AppContext,
+  scope: RevisionScope,
+  ref: z.output<typeof fileRefSchema>,
+): Promise<{ content: Buffer; size: number; content_type: string }> {
   const session = await findSession(ctx.db, scope.revision.id, ref.session_id);
   const found = await downloadable(ctx.db, session.id, ref.alias);
   if (!found) throw new ServiceError('not_found', 'No such session file.');
   if (found.kind !== 'file' || found.content === null) {
-    throw new ServiceError('not_found', 'No such session file: the alias holds an object (read it with list_session_objects).');
+    throw new ServiceError(
+      'not_found',
+      'No such session file: the alias holds an object (read it with list_session_objects).',
+    );
   }
   return { content: found.content, size: found.size, content_type: found.content_type ?? 'application/octet-stream' };
 }
@@ -130,7 +159,11 @@ export const uploadSessionFile = defineCommand({
 /** Download Session File over JSON-RPC: the bytes come back as `content_base64`. */
 export const downloadSessionFile = defineCommand({
   name: 'download_session_file',
-  result: z.strictObject({ content_base64: z.base64(), size: z.number().int().nonnegative(), content_type: z.string() }),
+  result: z.strictObject({
+    content_base64: z.base64(),
+    size: z.number().int().nonnegative(),
+    content_type: z.string(),
+  }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: fileRefSchema,

@@ -12,7 +12,6 @@ import { sessionSchema } from '../openapi/records.ts';
 
 const sessionResult = z.strictObject({ session: sessionSchema });
 
-
 /**
  * `create_session {alias?}` → `session`. Takes a slot of `workflow.sessions_per_revision` (the
  * revision's blob sets the value) in the same transaction as the insert, and records

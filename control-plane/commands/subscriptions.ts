@@ -6,7 +6,6 @@ import { findRevisionExecution } from '../sql/sessions.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand, type CommandConnection, WORKFLOW_BLOBS } from './command.ts';
 
-
 const subscribeParams = z
   .strictObject({ session_id: refSchema.optional(), execution_id: refSchema.optional() })
   .refine((p) => (p.session_id === undefined) !== (p.execution_id === undefined), {
@@ -16,7 +15,10 @@ const subscribeParams = z
 /** Pushes go to the socket the call came on; REST has none to push to. */
 function socketOf(connection: CommandConnection | null, command: string): CommandConnection {
   if (connection === null) {
-    throw new ServiceError('invalid_request_body', `${command} needs a WebSocket: call it as a JSON-RPC method on /v1.`);
+    throw new ServiceError(
+      'invalid_request_body',
+      `${command} needs a WebSocket: call it as a JSON-RPC method on /v1.`,
+    );
   }
   return connection;
 }
@@ -31,7 +33,11 @@ function socketOf(connection: CommandConnection | null, command: string): Comman
  */
 const subscribe = defineCommand({
   name: 'subscribe',
-  result: z.strictObject({ subscription: z.string().meta({ description: 'The subscription id; events arrive as `event` notifications carrying it.' }) }),
+  result: z.strictObject({
+    subscription: z
+      .string()
+      .meta({ description: 'The subscription id; events arrive as `event` notifications carrying it.' }),
+  }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'read',
   params: subscribeParams,

@@ -8,7 +8,6 @@ import { listThreadItems, threadItemRecord } from '../../shared/session/thread-i
 import { findSession } from '../workflow/session-ref.ts';
 import { postThreadItem, threadItemLimits, threadSchema } from '../../shared/session/thread-writes.ts';
 
-
 /** The listing name list_session_thread_items' cursors are bound to (with the session and thread filter). */
 const LISTING = 'session_thread_items';
 const LIMIT_RANGE = { fallback: 50, max: 200 };
@@ -31,10 +30,18 @@ const postSessionThreadItem = defineCommand({
     const row = await ctx.db.transaction(async (tx) => {
       const session = await findSession(tx, call.revision.revision.id, params.session_id);
       const limits = await threadItemLimits(tx, call.revision.blob.id);
-      return postThreadItem(tx, {
-        sessionId: session.id, thread: params.thread, text: params.text, data: params.data, files: params.files,
-        authorId: principal.userId,
-      }, limits);
+      return postThreadItem(
+        tx,
+        {
+          sessionId: session.id,
+          thread: params.thread,
+          text: params.text,
+          data: params.data,
+          files: params.files,
+          authorId: principal.userId,
+        },
+        limits,
+      );
     });
     return { thread_item: threadItemRecord(row) };
   },

@@ -34,7 +34,13 @@ export interface EventPage {
  * One page of a session's or an execution's events, oldest first, resuming after the event the
  * cursor names. The owner must already be resolved and access-checked.
  */
-export async function listEvents(ctx: AppContext, q: Queryable, stream: EventStream, ownerId: string, page: { cursor?: string | undefined; limit?: unknown }): Promise<EventPage> {
+export async function listEvents(
+  ctx: AppContext,
+  q: Queryable,
+  stream: EventStream,
+  ownerId: string,
+  page: { cursor?: string | undefined; limit?: unknown },
+): Promise<EventPage> {
   const limit = parseLimit(page.limit, EVENT_LIMIT_RANGE);
   const key = ctx.config.secrets.CURSOR_KEY;
   const listing = LISTING[stream];

@@ -205,7 +205,10 @@ export function createEventListener(options: EventListenerOptions): EventListene
 
   function refuseOverCap(connectionId: string): void {
     if ((byConnection.get(connectionId)?.size ?? 0) >= maxPerConnection) {
-      throw new ServiceError('conflict', `A socket may hold ${maxPerConnection} subscriptions at once; unsubscribe from one first.`);
+      throw new ServiceError(
+        'conflict',
+        `A socket may hold ${maxPerConnection} subscriptions at once; unsubscribe from one first.`,
+      );
     }
   }
 
@@ -218,7 +221,14 @@ export function createEventListener(options: EventListenerOptions): EventListene
       const lastId = await lastEventId(db, input.stream, input.ownerId);
       // Checked again: other subscribes on the same socket may have finished during the awaits.
       refuseOverCap(input.connection.id);
-      const sub: Subscription = { id: randomUUID(), stream: input.stream, ownerId: input.ownerId, revisionId: input.revisionId, connection: input.connection, lastId };
+      const sub: Subscription = {
+        id: randomUUID(),
+        stream: input.stream,
+        ownerId: input.ownerId,
+        revisionId: input.revisionId,
+        connection: input.connection,
+        lastId,
+      };
       subscriptions.set(sub.id, sub);
       const key = ownerKey(sub.stream, sub.ownerId);
       let owned = byOwner.get(key);

@@ -32,7 +32,10 @@ export function checkedKey(raw: RawIdempotencyKey): string {
   const { value, source } = raw;
   if (typeof value === 'string' && KEY_PATTERN.test(value)) return value;
   const where = source === 'header' ? 'Invalid Idempotency-Key header' : `Invalid params: ${IDEMPOTENCY_PARAM}`;
-  throw new ServiceError('invalid_request_body', `${where}: an idempotency key is 1 to 255 visible ASCII characters (no spaces or control characters).`);
+  throw new ServiceError(
+    'invalid_request_body',
+    `${where}: an idempotency key is 1 to 255 visible ASCII characters (no spaces or control characters).`,
+  );
 }
 
 /**
@@ -43,9 +46,12 @@ export function checkedKey(raw: RawIdempotencyKey): string {
  */
 export function callerScope(principal: Principal): string {
   switch (principal.credential) {
-    case 'bearer': return `user:${principal.userId}`;
-    case 'acting': return `acting:${principal.userId}:${principal.humanId ?? ''}`;
-    case 'api_key': return `key:${principal.userId}:${principal.key?.id ?? ''}`;
+    case 'bearer':
+      return `user:${principal.userId}`;
+    case 'acting':
+      return `acting:${principal.userId}:${principal.humanId ?? ''}`;
+    case 'api_key':
+      return `key:${principal.userId}:${principal.key?.id ?? ''}`;
   }
 }
 
@@ -56,8 +62,10 @@ export function callerScope(principal: Principal): string {
  */
 function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
-  const entries = Object.keys(value).sort()
+  if (Array.isArray(value))
+    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
+  const entries = Object.keys(value)
+    .sort()
     .filter((name) => (value as Record<string, unknown>)[name] !== undefined)
     .map((name) => `${JSON.stringify(name)}:${canonicalJson((value as Record<string, unknown>)[name])}`);
   return `{${entries.join(',')}}`;

@@ -6,7 +6,13 @@ import { ServiceError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
 import { claimKey, findStoredKey, storeAnswer } from '../sql/idempotency-keys.ts';
-import { callerScope, checkedKey, fingerprint, IDEMPOTENCY_HEADER, IDEMPOTENCY_TTL_SECONDS } from './idempotency-key.ts';
+import {
+  callerScope,
+  checkedKey,
+  fingerprint,
+  IDEMPOTENCY_HEADER,
+  IDEMPOTENCY_TTL_SECONDS,
+} from './idempotency-key.ts';
 
 /** What a creating operation answers: the HTTP status and the JSON body (REST) or result (JSON-RPC). */
 export interface Answer {
@@ -42,7 +48,12 @@ const CLAIM_ATTEMPTS = 3;
  * (`replayed: true`) when the request is the same (same operation, target and parsed params),
  * and 409 `conflict` otherwise; `create` does not run.
  */
-export async function runIdempotent(ctx: AppContext, principal: Principal, request: KeyedRequest, create: (tx: Tx) => Promise<Answer>): Promise<KeyedAnswer> {
+export async function runIdempotent(
+  ctx: AppContext,
+  principal: Principal,
+  request: KeyedRequest,
+  create: (tx: Tx) => Promise<Answer>,
+): Promise<KeyedAnswer> {
   const secret = ctx.config.secrets.CREDENTIAL_KEY;
   const caller = callerScope(principal);
   const print = fingerprint(secret, request.operation, request.input);
@@ -51,7 +62,13 @@ export async function runIdempotent(ctx: AppContext, principal: Principal, reque
   const aad = `idempotency-key\n${caller}\n${request.key}`;
   for (let attempt = 1; ; attempt += 1) {
     const answer = await ctx.db.transaction(async (tx): Promise<KeyedAnswer | undefined> => {
-      const claim = { caller, key: request.key, operation: request.operation, fingerprint: print, ttlSeconds: IDEMPOTENCY_TTL_SECONDS };
+      const claim = {
+        caller,
+        key: request.key,
+        operation: request.operation,
+        fingerprint: print,
+        ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
+      };
       if (await claimKey(tx, claim)) {
         const created = await create(tx);
         await storeAnswer(tx, caller, request.key, created.status, cipher.encrypt(JSON.stringify(created.body), aad));
@@ -60,10 +77,18 @@ export async function runIdempotent(ctx: AppContext, principal: Principal, reque
       const stored = await findStoredKey(tx, caller, request.key, IDEMPOTENCY_TTL_SECONDS);
       if (stored === undefined) return undefined;
       if (stored.fingerprint.length !== print.length || !timingSafeEqual(stored.fingerprint, print)) {
-        const what = stored.operation === request.operation ? `${request.operation} with another body` : stored.operation;
-        throw new ServiceError('conflict', `This idempotency key was already used for ${what}: send a new key for a new request.`);
+        const what =
+          stored.operation === request.operation ? `${request.operation} with another body` : stored.operation;
+        throw new ServiceError(
+          'conflict',
+          `This idempotency key was already used for ${what}: send a new key for a new request.`,
+        );
       }
-      return { status: stored.status, body: JSON.parse(cipher.decrypt(stored.sealed, aad)) as Record<string, unknown>, replayed: true };
+      return {
+        status: stored.status,
+        body: JSON.parse(cipher.decrypt(stored.sealed, aad)) as Record<string, unknown>,
+        replayed: true,
+      };
     });
     if (answer !== undefined) return answer;
     if (attempt === CLAIM_ATTEMPTS) throw new Error(`idempotency key claim missed ${CLAIM_ATTEMPTS} times`);
@@ -79,7 +104,13 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
  * without one, it is a plain transaction. `input` is the parsed path params and body; the route
  * (method and pattern) is added here. A malformed header is 400 `invalid_request_body`.
  */
-export async function sendCreated(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, input: unknown, create: (tx: Tx) => Promise<Answer>): Promise<FastifyReply> {
+export async function sendCreated(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  input: unknown,
+  create: (tx: Tx) => Promise<Answer>,
+): Promise<FastifyReply> {
   const header = request.headers[IDEMPOTENCY_HEADER];
   if (header === undefined) {
     const answer = await ctx.db.transaction(create);

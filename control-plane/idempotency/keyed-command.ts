@@ -47,7 +47,10 @@ function contextOnTransaction(ctx: AppContext, tx: Tx): AppContext {
   return {
     ...ctx,
     db: joinedDb(ctx.db, tx),
-    creates: { create: (fields) => ctx.creates.createIn(tx, fields), createIn: (other, fields) => ctx.creates.createIn(other, fields) },
+    creates: {
+      create: (fields) => ctx.creates.createIn(tx, fields),
+      createIn: (other, fields) => ctx.creates.createIn(other, fields),
+    },
   };
 }
 
@@ -64,7 +67,11 @@ export interface KeySources {
  * other the header is ignored and the param is left in, where the strict schema refuses it as
  * an unknown param. A malformed key is 400 `invalid_request_body` (-32602).
  */
-export function commandKey(command: { readonly creates?: boolean }, params: Record<string, unknown>, sources: KeySources): { params: Record<string, unknown>; key: string | undefined } {
+export function commandKey(
+  command: { readonly creates?: boolean },
+  params: Record<string, unknown>,
+  sources: KeySources,
+): { params: Record<string, unknown>; key: string | undefined } {
   if (command.creates !== true) return { params, key: undefined };
   if (sources.inParams === true) {
     if (!Object.hasOwn(params, IDEMPOTENCY_PARAM)) return { params, key: undefined };
@@ -80,11 +87,22 @@ export function commandKey(command: { readonly creates?: boolean }, params: Reco
  * the key's transaction (contextOnTransaction), and its result is the stored answer (HTTP 200).
  * A retry of the same call, over either transport, gets that result back; `onReplayed` hears of it.
  */
-export async function runKeyedCommand(ctx: AppContext, principal: Principal, request: { key: string; name: string; revisionId: string; params: unknown }, handler: (ctx: AppContext) => Promise<CommandResult>, onReplayed?: () => void): Promise<CommandResult> {
-  const answer = await runIdempotent(ctx, principal, { key: request.key, operation: request.name, input: { revision_id: request.revisionId, params: request.params } }, async (tx) => ({
-    status: 200,
-    body: await handler(contextOnTransaction(ctx, tx)),
-  }));
+export async function runKeyedCommand(
+  ctx: AppContext,
+  principal: Principal,
+  request: { key: string; name: string; revisionId: string; params: unknown },
+  handler: (ctx: AppContext) => Promise<CommandResult>,
+  onReplayed?: () => void,
+): Promise<CommandResult> {
+  const answer = await runIdempotent(
+    ctx,
+    principal,
+    { key: request.key, operation: request.name, input: { revision_id: request.revisionId, params: request.params } },
+    async (tx) => ({
+      status: 200,
+      body: await handler(contextOnTransaction(ctx, tx)),
+    }),
+  );
   if (answer.replayed) onReplayed?.();
   return answer.body;
 }

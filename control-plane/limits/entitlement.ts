@@ -8,13 +8,22 @@ import { limitRefusal, type LimitId, type LimitInForce } from '../../shared/limi
  * blobs' commands off too (400 `limit_exceeded` with `{id, value: false}`); reads and writes
  * resume when it is turned back on, with nothing lost.
  */
-export async function requireEntitlement(q: Queryable, blobId: string, id: Extract<LimitId, `${string}.enabled`>): Promise<void> {
+export async function requireEntitlement(
+  q: Queryable,
+  blobId: string,
+  id: Extract<LimitId, `${string}.enabled`>,
+): Promise<void> {
   requireEnabledLimit(await limitInForce(q, { blobId }, id));
 }
 
 /** As requireEntitlement, for a value already resolved (with the other limits of a request). */
 export function requireEnabledLimit(enabled: LimitInForce): void {
   if (enabled.value !== true) {
-    throw limitRefusal('limit_exceeded', enabled, undefined, `This blob type is not enabled for the organization (${enabled.id} is ${String(enabled.value)}).`);
+    throw limitRefusal(
+      'limit_exceeded',
+      enabled,
+      undefined,
+      `This blob type is not enabled for the organization (${enabled.id} is ${String(enabled.value)}).`,
+    );
   }
 }

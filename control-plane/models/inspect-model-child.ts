@@ -15,16 +15,22 @@ interface TensorSpec {
 }
 
 function specs(metadata: readonly ort.InferenceSession.ValueMetadata[]): TensorSpec[] {
-  return metadata.map((m) => (m.isTensor
-    ? { name: m.name, type: m.type, shape: [...m.shape] }
-    : { name: m.name, type: 'non-tensor', shape: [] }));
+  return metadata.map((m) =>
+    m.isTensor ? { name: m.name, type: m.type, shape: [...m.shape] } : { name: m.name, type: 'non-tensor', shape: [] },
+  );
 }
 
 const file = process.argv[2];
 try {
   if (!file) throw new Error('no file given');
-  const session = await ort.InferenceSession.create(file, { graphOptimizationLevel: 'disabled', intraOpNumThreads: 1, interOpNumThreads: 1 });
-  process.stdout.write(`${JSON.stringify({ inputs: specs(session.inputMetadata), outputs: specs(session.outputMetadata) })}\n`);
+  const session = await ort.InferenceSession.create(file, {
+    graphOptimizationLevel: 'disabled',
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+  });
+  process.stdout.write(
+    `${JSON.stringify({ inputs: specs(session.inputMetadata), outputs: specs(session.outputMetadata) })}\n`,
+  );
   await session.release();
 } catch (error) {
   process.stdout.write(`${JSON.stringify({ error: String((error as Error)?.message ?? error).slice(0, 1000) })}\n`);

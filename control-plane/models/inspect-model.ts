@@ -59,7 +59,12 @@ function inspectAlone(file: string): Promise<Inspection> {
       } catch {
         // Fall through: the child died before it answered.
       }
-      resolve({ error: signal === 'SIGKILL' ? `ONNX Runtime did not open the model within ${INSPECT_MS / 1000} s` : `ONNX Runtime stopped while opening the model (exit ${code ?? signal})` });
+      resolve({
+        error:
+          signal === 'SIGKILL'
+            ? `ONNX Runtime did not open the model within ${INSPECT_MS / 1000} s`
+            : `ONNX Runtime stopped while opening the model (exit ${code ?? signal})`,
+      });
     });
   });
 }

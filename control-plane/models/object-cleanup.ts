@@ -12,20 +12,25 @@ const EVERY_MS = 5_000;
  * planes may run it: each key is taken by one.
  */
 export function startObjectCleanup(db: Db, objects: S3Objects, onError: (error: unknown) => void): Periodic {
-  return startPeriodic(async () => {
-    for (;;) {
-      const { rows } = await db.query<{ object_key: string }>(
-        `DELETE FROM model_object_deletions WHERE object_key IN (
+  return startPeriodic(
+    async () => {
+      for (;;) {
+        const { rows } = await db.query<{ object_key: string }>(
+          `DELETE FROM model_object_deletions WHERE object_key IN (
            SELECT object_key FROM model_object_deletions ORDER BY queued_at LIMIT 100 FOR UPDATE SKIP LOCKED)
          RETURNING object_key`,
-      );
-      for (const { object_key } of rows) {
-        await objects.delete(object_key).catch(async (error: unknown) => {
-          await db.query('INSERT INTO model_object_deletions (object_key) VALUES ($1) ON CONFLICT DO NOTHING', [object_key]);
-          throw error;
-        });
+        );
+        for (const { object_key } of rows) {
+          await objects.delete(object_key).catch(async (error: unknown) => {
+            await db.query('INSERT INTO model_object_deletions (object_key) VALUES ($1) ON CONFLICT DO NOTHING', [
+              object_key,
+            ]);
+            throw error;
+          });
+        }
+        if (rows.length < 100) return;
       }
-      if (rows.length < 100) return;
-    }
-  }, { everyMs: EVERY_MS, firstMs: 1_000, onError });
+    },
+    { everyMs: EVERY_MS, firstMs: 1_000, onError },
+  );
 }

@@ -12,8 +12,15 @@ export type SchemaDefs = Record<string, unknown>;
  * referred to as `#/components/schemas/<id>` (OpenAPI and OpenRPC both keep them there).
  */
 function documentSchema(schema: z.ZodType, io: 'input' | 'output', defs: SchemaDefs = {}): Record<string, unknown> {
-  const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown> & { $defs?: SchemaDefs };
-  const relink = <T>(value: T): T => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/')) as T;
+  const {
+    $schema: _dialect,
+    $defs,
+    ...rest
+  } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown> & {
+    $defs?: SchemaDefs;
+  };
+  const relink = <T>(value: T): T =>
+    JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/')) as T;
   for (const [id, def] of Object.entries($defs ?? {})) defs[id] ??= relink(def);
   return relink(rest);
 }
@@ -24,14 +31,18 @@ export function paramsJsonSchema(definition: CommandDefinition, defs: SchemaDefs
 }
 
 /** The JSON Schema of a command's result (its fields, without REST's `status`), or undefined when it declares none. */
-export function resultJsonSchema(definition: CommandDefinition, defs: SchemaDefs = {}): Record<string, unknown> | undefined {
+export function resultJsonSchema(
+  definition: CommandDefinition,
+  defs: SchemaDefs = {},
+): Record<string, unknown> | undefined {
   return definition.result === undefined ? undefined : documentSchema(definition.result, 'output', defs);
 }
 
 /** REST's answer of a result: `status: "success"` beside its fields, unless the result has a `status` of its own (check_definition). */
 function restAnswer(schema: Record<string, unknown>): Record<string, unknown> {
   for (const list of ['anyOf', 'oneOf'] as const) {
-    if (Array.isArray(schema[list])) return { ...schema, [list]: (schema[list] as Record<string, unknown>[]).map(restAnswer) };
+    if (Array.isArray(schema[list]))
+      return { ...schema, [list]: (schema[list] as Record<string, unknown>[]).map(restAnswer) };
   }
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
   if (properties.status !== undefined) return schema;
@@ -47,18 +58,26 @@ export function revisionDefinitions(registry: CommandRegistry, name: string): Re
   const found: RevisionCommand[] = [];
   for (const type of BLOB_TYPE_NAMES) {
     const definition = registry.get(name, type);
-    if (definition !== undefined && definition.blobTypes !== undefined && !found.includes(definition)) found.push(definition);
+    if (definition !== undefined && definition.blobTypes !== undefined && !found.includes(definition))
+      found.push(definition);
   }
   return found;
 }
 
 /** The template's answers with the 200 replaced by the command's result, where every definition of it declares one. */
-function withResult(responses: Record<string, Record<string, unknown>>, definitions: readonly CommandDefinition[], defs: SchemaDefs): Record<string, unknown> {
+function withResult(
+  responses: Record<string, Record<string, unknown>>,
+  definitions: readonly CommandDefinition[],
+  defs: SchemaDefs,
+): Record<string, unknown> {
   const results = definitions.map((definition) => resultJsonSchema(definition, defs));
   if (results.some((result) => result === undefined)) return responses;
   const answers = results.map((result) => restAnswer(result!));
   const schema = answers.length === 1 ? answers[0]! : { oneOf: answers };
-  return { ...responses, 200: { description: 'The command\'s result beside `status`.', content: { 'application/json': { schema } } } };
+  return {
+    ...responses,
+    200: { description: "The command's result beside `status`.", content: { 'application/json': { schema } } },
+  };
 }
 
 /**
@@ -79,28 +98,56 @@ export function expandCommands(
   if (route === undefined) return paths;
   const { [template]: _generic, ...rest } = paths;
   const expanded: typeof paths = { ...rest };
-  const parameters = ((route.parameters ?? []) as Array<{ name: string }>).filter((parameter) => parameter.name !== 'command');
+  const parameters = ((route.parameters ?? []) as Array<{ name: string }>).filter(
+    (parameter) => parameter.name !== 'command',
+  );
   const prefix = template.replace('{command}', '');
   for (const name of [...registry.names].sort()) {
     const definitions = revisionDefinitions(registry, name);
     const path = prefix + name;
     if (definitions.length === 0 || expanded[path] !== undefined) continue;
-    const variants: Array<Record<string, unknown>> = definitions.map((definition) => ({ ...paramsJsonSchema(definition, defs), description: `On ${definition.blobTypes.join(', ')} revisions; needs ${definition.role}.` }));
+    const variants: Array<Record<string, unknown>> = definitions.map((definition) => ({
+      ...paramsJsonSchema(definition, defs),
+      description: `On ${definition.blobTypes.join(', ')} revisions; needs ${definition.role}.`,
+    }));
     const schema = variants.length === 1 ? variants[0]! : { oneOf: variants };
-    const jsonLinesBody = { schema: { type: 'string', description: 'JSON Lines: one record `{text, labels?, meta?}` per line.' } };
-    const content = { 'application/json': { schema }, ...(name === jsonLines.command ? Object.fromEntries(jsonLines.types.map((type) => [type, jsonLinesBody])) : {}) };
-    const lines = definitions.map((definition) => `- ${definition.blobTypes.map((type) => `\`${type}\``).join(', ')}: needs \`${definition.role}\` on the blob.`);
+    const jsonLinesBody = {
+      schema: { type: 'string', description: 'JSON Lines: one record `{text, labels?, meta?}` per line.' },
+    };
+    const content = {
+      'application/json': { schema },
+      ...(name === jsonLines.command ? Object.fromEntries(jsonLines.types.map((type) => [type, jsonLinesBody])) : {}),
+    };
+    const lines = definitions.map(
+      (definition) =>
+        `- ${definition.blobTypes.map((type) => `\`${type}\``).join(', ')}: needs \`${definition.role}\` on the blob.`,
+    );
     expanded[path] = {
       post: {
         ...route,
         summary: name,
-        description: [`The \`${name}\` command over REST (also the JSON-RPC method \`${name}\` with \`revision_id\` among its params). Revisions of these blob types answer it:`, ...lines].join('\n'),
+        description: [
+          `The \`${name}\` command over REST (also the JSON-RPC method \`${name}\` with \`revision_id\` among its params). Revisions of these blob types answer it:`,
+          ...lines,
+        ].join('\n'),
         // A creating command takes the Idempotency-Key header over REST (the idempotency_key param over JSON-RPC).
         parameters: definitions.some((definition) => definition.creates)
-          ? [...parameters, { in: 'header', name: 'idempotency-key', required: false, description: IDEMPOTENCY_KEY_DESCRIPTION, schema: { type: 'string', minLength: 1, maxLength: 255 } }]
+          ? [
+              ...parameters,
+              {
+                in: 'header',
+                name: 'idempotency-key',
+                required: false,
+                description: IDEMPOTENCY_KEY_DESCRIPTION,
+                schema: { type: 'string', minLength: 1, maxLength: 255 },
+              },
+            ]
           : parameters,
         responses: withResult(route.responses as Record<string, Record<string, unknown>>, definitions, defs),
-        requestBody: { required: variants.every((variant) => Array.isArray(variant.required) && variant.required.length > 0), content },
+        requestBody: {
+          required: variants.every((variant) => Array.isArray(variant.required) && variant.required.length > 0),
+          content,
+        },
       },
     };
   }

@@ -41,7 +41,11 @@ export async function registerApiDocument(app: FastifyInstance, commands: Comman
       servers: [{ url: '/', description: 'This service' }],
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'An access token (sign-in, refresh) or an acting token (impersonate).' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An access token (sign-in, refresh) or an acting token (impersonate).',
+          },
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key, `wsk_…`.' },
         },
       },
@@ -51,28 +55,36 @@ export async function registerApiDocument(app: FastifyInstance, commands: Comman
   });
 
   const open = { config: { public: true } };
-  app.get(OPENAPI_PATH, {
-    ...open,
-    schema: routeSchema({
-      tags: ['Documents'],
-      summary: 'This OpenAPI 3.1 document',
-      description: 'Generated at start-up from the zod schemas the routes validate with.',
-      responses: { 200: z.looseObject({ openapi: z.string() }).meta({ description: 'The OpenAPI document.' }) },
-      public: true,
-    }),
-  }, async () => app.swagger());
+  app.get(
+    OPENAPI_PATH,
+    {
+      ...open,
+      schema: routeSchema({
+        tags: ['Documents'],
+        summary: 'This OpenAPI 3.1 document',
+        description: 'Generated at start-up from the zod schemas the routes validate with.',
+        responses: { 200: z.looseObject({ openapi: z.string() }).meta({ description: 'The OpenAPI document.' }) },
+        public: true,
+      }),
+    },
+    async () => app.swagger(),
+  );
 
   let openRpc: Record<string, unknown> | undefined;
-  app.get(OPENRPC_PATH, {
-    ...open,
-    schema: routeSchema({
-      tags: ['Documents'],
-      summary: 'The OpenRPC document of the WebSocket (JSON-RPC 2.0) commands',
-      description: 'Generated from the command registry: every method with its params\' JSON Schema.',
-      responses: { 200: z.looseObject({ openrpc: z.string() }).meta({ description: 'The OpenRPC document.' }) },
-      public: true,
-    }),
-  }, async () => (openRpc ??= openRpcDocument(commands)));
+  app.get(
+    OPENRPC_PATH,
+    {
+      ...open,
+      schema: routeSchema({
+        tags: ['Documents'],
+        summary: 'The OpenRPC document of the WebSocket (JSON-RPC 2.0) commands',
+        description: "Generated from the command registry: every method with its params' JSON Schema.",
+        responses: { 200: z.looseObject({ openrpc: z.string() }).meta({ description: 'The OpenRPC document.' }) },
+        public: true,
+      }),
+    },
+    async () => (openRpc ??= openRpcDocument(commands)),
+  );
 
   await app.register(reference);
 }
@@ -82,19 +94,28 @@ type Document = Record<string, unknown> & { paths?: Record<string, Record<string
 /** What the generated document needs beyond @fastify/swagger: one path per command, optional bodies. */
 function finish(document: Document, commands: CommandRegistry): Document {
   const defs: SchemaDefs = {};
-  const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands, defs, { command: JSON_LINES_COMMAND, types: JSON_LINES_TYPES });
+  const paths = expandCommands(document.paths ?? {}, COMMAND_ROUTE, commands, defs, {
+    command: JSON_LINES_COMMAND,
+    types: JSON_LINES_TYPES,
+  });
   const components = (document.components ?? {}) as { schemas?: Record<string, { description?: string }> };
   const schemas = { ...defs, ...components.schemas } as Record<string, { description?: string }>;
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
       // A response whose schema is a component gets the component's description, not "Default Response".
-      for (const response of Object.values((operation.responses ?? {}) as Record<string, { description?: string; content?: Record<string, { schema?: { $ref?: string } }> }>)) {
+      for (const response of Object.values(
+        (operation.responses ?? {}) as Record<
+          string,
+          { description?: string; content?: Record<string, { schema?: { $ref?: string } }> }
+        >,
+      )) {
         const ref = response.content?.['application/json']?.schema?.$ref;
         const described = ref === undefined ? undefined : schemas[ref.split('/').pop()!]?.description;
         if (response.description === 'Default Response' && described !== undefined) response.description = described;
       }
       // @fastify/swagger marks every declared body required; a body whose fields are all optional may be left out (docs/api.md).
-      const body = operation.requestBody as { required?: boolean; content?: Record<string, { schema?: { required?: unknown[] } }> } | undefined;
+      const body = operation.requestBody as
+        { required?: boolean; content?: Record<string, { schema?: { required?: unknown[] } }> } | undefined;
       const schema = body?.content?.['application/json']?.schema;
       if (body && schema && !(Array.isArray(schema.required) && schema.required.length > 0)) body.required = false;
     }
@@ -102,7 +123,11 @@ function finish(document: Document, commands: CommandRegistry): Document {
   // fastify-type-provider-zod emits an input and an output variant of every named schema; the
   // variants nothing refers to (records are answers, never bodies) are left out.
   const text = JSON.stringify(paths);
-  const used = Object.fromEntries(Object.entries(schemas).filter(([name]) => !name.endsWith('Input') || text.includes(`"#/components/schemas/${name}"`)));
+  const used = Object.fromEntries(
+    Object.entries(schemas).filter(
+      ([name]) => !name.endsWith('Input') || text.includes(`"#/components/schemas/${name}"`),
+    ),
+  );
   return { ...document, components: { ...components, schemas: used }, paths };
 }
 
@@ -120,9 +145,13 @@ async function reference(app: FastifyInstance): Promise<void> {
     const type = String(reply.getHeader('content-type') ?? '');
     const csp = reply.getHeader('content-security-policy');
     if (!type.startsWith('text/html') || typeof payload !== 'string' || typeof csp !== 'string') return payload;
-    const hashes = [...payload.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)]
-      .map((match) => `'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`);
-    reply.header('content-security-policy', csp.replace(/script-src ([^;]*)/, (_all, sources: string) => `script-src ${sources} ${hashes.join(' ')}`));
+    const hashes = [...payload.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
+      (match) => `'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`,
+    );
+    reply.header(
+      'content-security-policy',
+      csp.replace(/script-src ([^;]*)/, (_all, sources: string) => `script-src ${sources} ${hashes.join(' ')}`),
+    );
     // An empty icon, so the browser does not ask for /favicon.ico (a 404 in its console).
     return payload.replace('<head>', '<head>\n    <link rel="icon" href="data:," />');
   });
@@ -130,8 +159,12 @@ async function reference(app: FastifyInstance): Promise<void> {
     routePrefix: REFERENCE_PATH,
     // Nothing leaves for Scalar's servers: the system fonts, no telemetry, no AI agent or MCP offer.
     configuration: {
-      url: OPENAPI_PATH, pageTitle: 'Workspace service API',
-      withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true },
+      url: OPENAPI_PATH,
+      pageTitle: 'Workspace service API',
+      withDefaultFonts: false,
+      telemetry: false,
+      agent: { disabled: true },
+      mcp: { disabled: true },
     },
     logLevel: 'warn',
   });

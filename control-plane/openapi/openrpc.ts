@@ -22,9 +22,21 @@ const REVISION_ID = {
 
 /** The errors every method may answer; `error.data` is the REST failure envelope without `status`, plus `http_status`. */
 const ERRORS = [
-  { code: RPC_ERROR.invalidParams, message: 'Invalid params', data: 'invalid_request_body: the params failed the method\'s schema (the message names the fields).' },
-  { code: RPC_ERROR.methodNotFound, message: 'Method not found', data: 'unknown_command: no such method, or the revision\'s blob type does not answer it.' },
-  { code: RPC_ERROR.refused, message: 'Refused', data: `Any other code of the catalogue (docs/errors.md) in error.data.error: ${Object.keys(errorCatalog).join(', ')}.` },
+  {
+    code: RPC_ERROR.invalidParams,
+    message: 'Invalid params',
+    data: "invalid_request_body: the params failed the method's schema (the message names the fields).",
+  },
+  {
+    code: RPC_ERROR.methodNotFound,
+    message: 'Method not found',
+    data: "unknown_command: no such method, or the revision's blob type does not answer it.",
+  },
+  {
+    code: RPC_ERROR.refused,
+    message: 'Refused',
+    data: `Any other code of the catalogue (docs/errors.md) in error.data.error: ${Object.keys(errorCatalog).join(', ')}.`,
+  },
 ].map(({ code, message, data }) => ({ code, message, data: { description: data } }));
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, unknown>; required?: string[] };
@@ -40,10 +52,15 @@ export function openRpcDocument(registry: CommandRegistry): Record<string, unkno
   const defs: SchemaDefs = {};
   const methods = [...registry.names].sort().map((name) => {
     const plain = registry.get(name);
-    const definitions = plain !== undefined && plain.blobTypes === undefined ? [plain] : revisionDefinitions(registry, name);
+    const definitions =
+      plain !== undefined && plain.blobTypes === undefined ? [plain] : revisionDefinitions(registry, name);
     const schemas = definitions.map((definition) => paramsJsonSchema(definition, defs) as JsonSchema);
     const results = definitions.map((definition) => resultJsonSchema(definition, defs));
-    const result = results.some((schema) => schema === undefined) ? { type: 'object' } : results.length === 1 ? results[0] : { oneOf: results };
+    const result = results.some((schema) => schema === undefined)
+      ? { type: 'object' }
+      : results.length === 1
+        ? results[0]
+        : { oneOf: results };
     const names = [...new Set(schemas.flatMap((schema) => Object.keys(schema.properties ?? {})))];
     const params = names.map((param) => {
       const present = schemas.filter((schema) => schema.properties?.[param] !== undefined);
@@ -59,16 +76,35 @@ export function openRpcDocument(registry: CommandRegistry): Record<string, unkno
     const method: Record<string, unknown> = {
       name,
       paramStructure: 'by-name',
-      params: [...(revisionCommand ? [REVISION_ID] : []), ...params, ...(definitions.some((definition) => 'creates' in definition && definition.creates === true) ? [IDEMPOTENCY_KEY] : [])],
-      result: { name: 'result', description: 'The command\'s fields (the REST answer without `status`).', schema: result },
+      params: [
+        ...(revisionCommand ? [REVISION_ID] : []),
+        ...params,
+        ...(definitions.some((definition) => 'creates' in definition && definition.creates === true)
+          ? [IDEMPOTENCY_KEY]
+          : []),
+      ],
+      result: {
+        name: 'result',
+        description: "The command's fields (the REST answer without `status`).",
+        schema: result,
+      },
       errors: ERRORS,
     };
     if (revisionCommand) {
-      method.description = definitions.map((definition) => `${(definition.blobTypes ?? []).join(', ')} revisions (needs ${(definition as { role?: string }).role})`).join('; ');
+      method.description = definitions
+        .map(
+          (definition) =>
+            `${(definition.blobTypes ?? []).join(', ')} revisions (needs ${(definition as { role?: string }).role})`,
+        )
+        .join('; ');
       method['x-blob-types'] = [...new Set(definitions.flatMap((definition) => definition.blobTypes ?? []))];
     }
     if (definitions.length > 1) {
-      method['x-variants'] = definitions.map((definition, i) => ({ blob_types: definition.blobTypes, role: (definition as { role?: string }).role, params: schemas[i] }));
+      method['x-variants'] = definitions.map((definition, i) => ({
+        blob_types: definition.blobTypes,
+        role: (definition as { role?: string }).role,
+        params: schemas[i],
+      }));
     }
     return method;
   });
@@ -77,7 +113,8 @@ export function openRpcDocument(registry: CommandRegistry): Record<string, unkno
     info: {
       title: 'Workspace service commands',
       version: VERSION,
-      description: 'JSON-RPC 2.0 over the WebSocket at GET /v1 (docs/commands.md). Revision commands are also served over REST: POST /v1/revisions/{revision_id}/{method} (see /v1/openapi.json).',
+      description:
+        'JSON-RPC 2.0 over the WebSocket at GET /v1 (docs/commands.md). Revision commands are also served over REST: POST /v1/revisions/{revision_id}/{method} (see /v1/openapi.json).',
     },
     servers: [{ name: 'WebSocket', url: '/v1' }],
     methods,

@@ -7,12 +7,19 @@ import { ServiceError } from '../../shared/errors.ts';
  * routeSchema), or null when it matches: the status must be documented, a JSON body must pass its
  * schema, any other body must have a documented content type.
  */
-export function responseProblem(responses: Record<string, unknown>, status: number, contentType: string, payload: unknown): string | null {
+export function responseProblem(
+  responses: Record<string, unknown>,
+  status: number,
+  contentType: string,
+  payload: unknown,
+): string | null {
   const documented = responses[status] ?? responses[`${String(status)[0]}XX`] ?? responses.default;
-  if (documented === undefined) return `status ${status} is not documented (documented: ${Object.keys(responses).join(', ')})`;
+  if (documented === undefined)
+    return `status ${status} is not documented (documented: ${Object.keys(responses).join(', ')})`;
   const json = contentType.startsWith('application/json');
   if (documented instanceof z.ZodType) {
-    if (!json) return `status ${status} is documented as JSON, the answer is ${contentType || 'without a content type'}`;
+    if (!json)
+      return `status ${status} is documented as JSON, the answer is ${contentType || 'without a content type'}`;
     let body: unknown;
     try {
       body = JSON.parse(typeof payload === 'string' ? payload : String(payload));
@@ -21,11 +28,16 @@ export function responseProblem(responses: Record<string, unknown>, status: numb
     }
     const result = documented.safeParse(body);
     if (result.success) return null;
-    return result.error.issues.slice(0, 5).map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; ');
+    return result.error.issues
+      .slice(0, 5)
+      .map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`)
+      .join('; ');
   }
   const content = (documented as { content?: Record<string, unknown> }).content ?? {};
   const type = contentType.split(';')[0]!.trim();
-  return Object.hasOwn(content, type) || Object.hasOwn(content, '*/*') ? null : `content type ${type} is not documented for status ${status}`;
+  return Object.hasOwn(content, type) || Object.hasOwn(content, '*/*')
+    ? null
+    : `content type ${type} is not documented for status ${status}`;
 }
 
 /**
@@ -39,7 +51,12 @@ export function registerResponseCheck(app: FastifyInstance): void {
     const responses = request.routeOptions.schema?.response as Record<string, unknown> | undefined;
     // HEAD answers carry GET's headers without its body.
     if (responses === undefined || request.method === 'HEAD') return payload;
-    const problem = responseProblem(responses, reply.statusCode, String(reply.getHeader('content-type') ?? ''), payload);
+    const problem = responseProblem(
+      responses,
+      reply.statusCode,
+      String(reply.getHeader('content-type') ?? ''),
+      payload,
+    );
     if (problem === null) return payload;
     const message = `The answer of ${request.method} ${request.routeOptions.url} does not match its documented response (${reply.statusCode}): ${problem}`;
     process.stderr.write(`response check: ${message}\n`);

@@ -30,7 +30,8 @@ export interface RouteDoc {
 }
 
 /** The `Idempotency-Key` header of creating routes and commands (docs/api.md, control-plane/idempotency/idempotency-key.ts). */
-export const IDEMPOTENCY_KEY_DESCRIPTION = 'Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`.';
+export const IDEMPOTENCY_KEY_DESCRIPTION =
+  'Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`.';
 const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional().meta({ description: IDEMPOTENCY_KEY_DESCRIPTION }),
 });
@@ -42,11 +43,17 @@ export interface BinaryResponse {
 }
 
 /** The `limit` object of refusals (shared/errors.ts LimitObject). */
-export const limitObjectSchema = z.object({
-  id: z.string(),
-  value: z.union([z.number(), z.boolean(), z.array(z.string()), z.null()]),
-  held: z.number().optional(),
-}).meta({ id: 'LimitObject', description: 'The limit that refused the request: its id, the value in force and, for quotas, how many the holder holds.' });
+export const limitObjectSchema = z
+  .object({
+    id: z.string(),
+    value: z.union([z.number(), z.boolean(), z.array(z.string()), z.null()]),
+    held: z.number().optional(),
+  })
+  .meta({
+    id: 'LimitObject',
+    description:
+      'The limit that refused the request: its id, the value in force and, for quotas, how many the holder holds.',
+  });
 
 /**
  * The failure envelope with `error` narrowed to `codes` (all of one HTTP status). Strict, so a
@@ -56,16 +63,22 @@ export function failure(codes: readonly ErrorCode[]): z.ZodType {
   const key = [...codes].sort().join(' ');
   let schema = failures.get(key);
   if (schema !== undefined) return schema;
-  schema = z.strictObject({
-    status: z.literal('failure'),
-    error: z.enum(codes as [ErrorCode, ...ErrorCode[]]),
-    message: z.string(),
-    limit: limitObjectSchema.optional(),
-    errors: z.array(z.unknown()).optional().meta({ description: 'invalid_definition: every problem found.' }),
-  }).meta({ description: codes.map((code) => `\`${code}\`: ${errorCatalog[code].message}`).join(' ') });
+  schema = z
+    .strictObject({
+      status: z.literal('failure'),
+      error: z.enum(codes as [ErrorCode, ...ErrorCode[]]),
+      message: z.string(),
+      limit: limitObjectSchema.optional(),
+      errors: z.array(z.unknown()).optional().meta({ description: 'invalid_definition: every problem found.' }),
+    })
+    .meta({ description: codes.map((code) => `\`${code}\`: ${errorCatalog[code].message}`).join(' ') });
   // Every code of a status (the command routes' refusals): one component, referenced, not repeated.
   const status = errorCatalog[codes[0]!].status;
-  const all = Object.entries(errorCatalog).filter(([, entry]) => entry.status === status).map(([code]) => code).sort().join(' ');
+  const all = Object.entries(errorCatalog)
+    .filter(([, entry]) => entry.status === status)
+    .map(([code]) => code)
+    .sort()
+    .join(' ');
   if (key === all) schema = schema.meta({ id: `Failure${status}` });
   failures.set(key, schema);
   return schema;
@@ -93,7 +106,9 @@ function errorResponses(codes: Iterable<ErrorCode>): Record<number, z.ZodType> {
     const status = errorCatalog[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  return Object.fromEntries([...byStatus].sort(([a], [b]) => a - b).map(([status, group]) => [status, failure(group.sort())]));
+  return Object.fromEntries(
+    [...byStatus].sort(([a], [b]) => a - b).map(([status, group]) => [status, failure(group.sort())]),
+  );
 }
 
 /** Credentials a route needs (the security schemes of document.ts). */
@@ -117,6 +132,8 @@ export function routeSchema(doc: RouteDoc): FastifySchema {
   for (const part of ['params', 'querystring', 'body', 'headers'] as const) {
     if (doc[part] !== undefined) schema[part] = doc[part];
   }
-  if (doc.idempotent) schema.headers = doc.headers === undefined ? idempotencyHeaders : (doc.headers as z.ZodObject).extend(idempotencyHeaders.shape);
+  if (doc.idempotent)
+    schema.headers =
+      doc.headers === undefined ? idempotencyHeaders : (doc.headers as z.ZodObject).extend(idempotencyHeaders.shape);
   return schema as FastifySchema;
 }

@@ -39,9 +39,12 @@ function opsAuth(app: FastifyInstance, token: string): void {
     if (request.method === 'GET' && GRAPHIQL_PATH.test(request.url)) return;
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
     if (match && timingSafeEqual(digest(match[1]!), expected)) return;
-    return reply.code(401).header('www-authenticate', 'Bearer').send({
-      errors: [{ message: 'Send Authorization: Bearer <OPS_TOKEN>.', extensions: { code: 'unauthorized' } }],
-    });
+    return reply
+      .code(401)
+      .header('www-authenticate', 'Bearer')
+      .send({
+        errors: [{ message: 'Send Authorization: Bearer <OPS_TOKEN>.', extensions: { code: 'unauthorized' } }],
+      });
   });
 }
 
@@ -66,11 +69,21 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
     const { contentType, body } = await metricsText();
     return reply.type(contentType).send(body);
   });
-  await app.register(mercurius, { schema, resolvers, path: OPS_PATH, graphiql: true, errorFormatter: unavailableFirst, validationRules: QUERY_BOUNDS });
+  await app.register(mercurius, {
+    schema,
+    resolvers,
+    path: OPS_PATH,
+    graphiql: true,
+    errorFormatter: unavailableFirst,
+    validationRules: QUERY_BOUNDS,
+  });
   // Variables and the rest of the body: the JSON bounds every API holds (shared/json-guard.ts).
   app.addHook('preHandler', async (request, reply) => {
     const problem = request.body === undefined ? null : jsonProblem(request.body);
-    if (problem !== null) return reply.code(400).send({ errors: [{ message: `The request body is invalid: ${problem}.`, extensions: { code: 'invalid_argument' } }] });
+    if (problem !== null)
+      return reply.code(400).send({
+        errors: [{ message: `The request body is invalid: ${problem}.`, extensions: { code: 'invalid_argument' } }],
+      });
   });
   app.addHook('onSend', async (_request, reply) => {
     if (reply.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
@@ -85,7 +98,12 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
  * and cost, so GraphiQL and codegen keep working. The ops API is behind its token; these stop a
  * leaked token or a careless script from tying up the database.
  */
-const QUERY_BOUNDS = [maxAliasesRule({ n: 15 }), maxDepthRule({ n: 10 }), costLimitRule({ maxCost: 5000 }), storableStrings];
+const QUERY_BOUNDS = [
+  maxAliasesRule({ n: 15 }),
+  maxDepthRule({ n: 10 }),
+  costLimitRule({ maxCost: 5000 }),
+  storableStrings,
+];
 
 /**
  * A string argument written in the query ("x\u0000") holds text PostgreSQL cannot store: refused
@@ -95,7 +113,13 @@ const QUERY_BOUNDS = [maxAliasesRule({ n: 15 }), maxDepthRule({ n: 10 }), costLi
 function storableStrings(context: ValidationContext): ASTVisitor {
   return {
     StringValue(node) {
-      if (!storableText(node.value)) context.reportError(new GraphQLError('A string argument holds U+0000 or an unpaired surrogate, which cannot be stored.', { nodes: node, extensions: { code: 'invalid_argument' } }));
+      if (!storableText(node.value))
+        context.reportError(
+          new GraphQLError('A string argument holds U+0000 or an unpaired surrogate, which cannot be stored.', {
+            nodes: node,
+            extensions: { code: 'invalid_argument' },
+          }),
+        );
     },
   };
 }
@@ -105,10 +129,16 @@ function storableStrings(context: ValidationContext): ASTVisitor {
  * Retry-After), not an opaque error: the operator's tooling can tell "try again" from "broken".
  */
 const unavailableFirst: NonNullable<MercuriusOptions['errorFormatter']> = (execution, context) => {
-  if (!execution.errors.some((error) => isDatabaseUnavailable(error.originalError))) return mercurius.defaultErrorFormatter(execution, context);
+  if (!execution.errors.some((error) => isDatabaseUnavailable(error.originalError)))
+    return mercurius.defaultErrorFormatter(execution, context);
   const refusal = databaseUnavailable();
-  const errors = execution.errors.map((error) => isDatabaseUnavailable(error.originalError)
-    ? new GraphQLError(refusal.message, { path: error.path, extensions: { code: refusal.code, retryAfter: RETRY_AFTER_SECONDS } }).toJSON()
-    : error.toJSON());
+  const errors = execution.errors.map((error) =>
+    isDatabaseUnavailable(error.originalError)
+      ? new GraphQLError(refusal.message, {
+          path: error.path,
+          extensions: { code: refusal.code, retryAfter: RETRY_AFTER_SECONDS },
+        }).toJSON()
+      : error.toJSON(),
+  );
   return { statusCode: 503, response: { data: execution.data ?? null, errors } };
 };

@@ -7,7 +7,9 @@ import type { z } from 'zod';
  */
 function argumentError(error: z.ZodError): Error {
   const issue = error.issues[0]!;
-  return new mercurius.ErrorWithProps(`${issue.path.join('.') || 'arguments'}: ${issue.message}`, { code: 'invalid_argument' });
+  return new mercurius.ErrorWithProps(`${issue.path.join('.') || 'arguments'}: ${issue.message}`, {
+    code: 'invalid_argument',
+  });
 }
 
 /** A resolver's `args` parsed by `schema`, or `argumentError` thrown. */

@@ -10,7 +10,10 @@ const auditLogArgs = z.strictObject({
   actorId: uuid.nullish(),
   humanId: uuid.nullish(),
   operation: z.string().min(1).max(200).nullish(),
-  beforeId: z.string().regex(/^[1-9][0-9]{0,14}$/, 'must be an entry id').nullish(),
+  beforeId: z
+    .string()
+    .regex(/^[1-9][0-9]{0,14}$/, 'must be an entry id')
+    .nullish(),
 });
 
 function entry(row: AuditEntry) {

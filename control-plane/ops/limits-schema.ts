@@ -2,7 +2,13 @@ import { Kind, type ValueNode } from 'graphql';
 import mercurius, { type MercuriusContext } from 'mercurius';
 import { z } from 'zod';
 import { isUuid } from '../../shared/ids.ts';
-import { LIMIT_CATALOG, LIMIT_GROUPS, type CatalogEntry, type LimitEntry, type OverrideLevel } from '../../shared/limits/index.ts';
+import {
+  LIMIT_CATALOG,
+  LIMIT_GROUPS,
+  type CatalogEntry,
+  type LimitEntry,
+  type OverrideLevel,
+} from '../../shared/limits/index.ts';
 import { validateOverride } from '../../shared/limits/overrides.ts';
 import {
   clearLimitOverride,
@@ -32,11 +38,22 @@ const listLimit = z.number().int().min(1).max(LIMITS_LIST_MAX).nullish();
 const writeArgs = z.strictObject({ limitId: ref, targetType: level, targetId: ref, value: z.unknown().optional() });
 const clearArgs = z.strictObject({ limitId: ref, targetType: level, targetId: ref });
 const inForceArgs = z.strictObject({ targetType: level, targetId: ref });
-const overridesArgs = z.strictObject({ limitId: ref.nullish(), targetType: level.nullish(), targetId: ref.nullish(), limit: listLimit });
-const changesArgs = overridesArgs.extend({ beforeId: z.string().regex(/^[1-9][0-9]{0,14}$/, 'must be a change id').nullish() });
+const overridesArgs = z.strictObject({
+  limitId: ref.nullish(),
+  targetType: level.nullish(),
+  targetId: ref.nullish(),
+  limit: listLimit,
+});
+const changesArgs = overridesArgs.extend({
+  beforeId: z
+    .string()
+    .regex(/^[1-9][0-9]{0,14}$/, 'must be a change id')
+    .nullish(),
+});
 // Printable, one line: it goes into the history as is.
 // eslint-disable-next-line no-control-regex -- control characters are what it refuses
-const actorHeader = z.string().trim().min(1).max(100).regex(/^[^\x00-\x1f\x7f]+$/, 'must be printable');
+const PRINTABLE = /^[^\x00-\x1f\x7f]+$/;
+const actorHeader = z.string().trim().min(1).max(100).regex(PRINTABLE, 'must be printable');
 
 /**
  * Who the change is recorded as. There is one ops token, so the token says only "the operator";
@@ -46,7 +63,10 @@ function actorOf(context: MercuriusContext): string {
   const header = context.reply.request.headers[OPS_ACTOR_HEADER];
   if (header === undefined) return 'ops';
   const parsed = actorHeader.safeParse(Array.isArray(header) ? header.join(',') : header);
-  if (!parsed.success) throw new mercurius.ErrorWithProps(`${OPS_ACTOR_HEADER}: ${parsed.error.issues[0]!.message}`, { code: 'invalid_argument' });
+  if (!parsed.success)
+    throw new mercurius.ErrorWithProps(`${OPS_ACTOR_HEADER}: ${parsed.error.issues[0]!.message}`, {
+      code: 'invalid_argument',
+    });
   return `ops:${parsed.data}`;
 }
 
@@ -79,10 +99,15 @@ function refused(result: Extract<OverrideWriteResult, { ok: false }>): Error {
 }
 
 /** The UUID a listing filter names: a UUID as is (history outlives its targets), an alias looked up. */
-async function filterTargetId(ctx: OpsContext, targetType: OverrideLevel | null | undefined, targetId: string | null | undefined): Promise<string | undefined> {
+async function filterTargetId(
+  ctx: OpsContext,
+  targetType: OverrideLevel | null | undefined,
+  targetId: string | null | undefined,
+): Promise<string | undefined> {
   if (targetId === null || targetId === undefined) return undefined;
   if (isUuid(targetId)) return targetId;
-  if (!targetType) throw new mercurius.ErrorWithProps('targetId as an alias needs targetType.', { code: 'invalid_argument' });
+  if (!targetType)
+    throw new mercurius.ErrorWithProps('targetId as an alias needs targetType.', { code: 'invalid_argument' });
   const target = await findOverrideTarget(ctx.db, targetType, targetId);
   if (!target) throw notFound(targetType, targetId);
   return target.id;
@@ -90,7 +115,9 @@ async function filterTargetId(ctx: OpsContext, targetType: OverrideLevel | null 
 
 function notFound(targetType: OverrideLevel, targetId: string): Error {
   const what = { user: 'user', org: 'organization', blob: 'blob' }[targetType];
-  return new mercurius.ErrorWithProps(`No ${what} has the id or alias ${JSON.stringify(targetId)}.`, { code: 'not_found' });
+  return new mercurius.ErrorWithProps(`No ${what} has the id or alias ${JSON.stringify(targetId)}.`, {
+    code: 'not_found',
+  });
 }
 
 function catalogEntry(limit: CatalogEntry) {
@@ -146,7 +173,13 @@ function written(result: OverrideWriteResult) {
 }
 
 function inForceTarget(target: FoundTarget) {
-  return { targetType: target.targetType, targetId: target.id, alias: target.alias, blobType: target.blobType ?? null, ...target.chain };
+  return {
+    targetType: target.targetType,
+    targetId: target.id,
+    alias: target.alias,
+    blobType: target.blobType ?? null,
+    ...target.chain,
+  };
 }
 
 /**
@@ -307,38 +340,53 @@ export const limitsOpsModule: OpsModule = {
       parseLiteral: (node: ValueNode, variables?: Record<string, unknown> | null) => literal(node, variables),
     },
     Query: {
-      limitCatalog: () => LIMIT_GROUPS.map((group) => ({
-        ...group,
-        limits: LIMIT_CATALOG.filter((limit) => limit.group === group.id).map(catalogEntry),
-      })),
+      limitCatalog: () =>
+        LIMIT_GROUPS.map((group) => ({
+          ...group,
+          limits: LIMIT_CATALOG.filter((limit) => limit.group === group.id).map(catalogEntry),
+        })),
       limitsInForce: async (_root: unknown, args: Record<string, unknown>) => {
         const a = parseArgs(inForceArgs, args);
         const target = await findOverrideTarget(ctx.db, a.targetType, a.targetId);
         if (!target) throw notFound(a.targetType, a.targetId);
-        const groups = await limitsRead(ctx.db, target.targetType === 'blob'
-          ? { targetType: 'blob', id: target.id, blobType: target.blobType! }
-          : { targetType: target.targetType, id: target.id });
-        return { ...inForceTarget(target), groups: groups.map((group) => ({ ...group, limits: group.limits.map(entryInForce) })) };
+        const groups = await limitsRead(
+          ctx.db,
+          target.targetType === 'blob'
+            ? { targetType: 'blob', id: target.id, blobType: target.blobType! }
+            : { targetType: target.targetType, id: target.id },
+        );
+        return {
+          ...inForceTarget(target),
+          groups: groups.map((group) => ({ ...group, limits: group.limits.map(entryInForce) })),
+        };
       },
       limitOverrides: async (_root: unknown, args: Record<string, unknown>) => {
         const a = parseArgs(overridesArgs, args);
         const targetId = await filterTargetId(ctx, a.targetType, a.targetId);
-        const rows = await listOverrides(ctx.db, {
-          limitId: a.limitId ?? undefined,
-          targetType: a.targetType ?? undefined,
-          targetId,
-        }, a.limit ?? LIMITS_LIST_DEFAULT);
+        const rows = await listOverrides(
+          ctx.db,
+          {
+            limitId: a.limitId ?? undefined,
+            targetType: a.targetType ?? undefined,
+            targetId,
+          },
+          a.limit ?? LIMITS_LIST_DEFAULT,
+        );
         return rows.map(override);
       },
       limitOverrideChanges: async (_root: unknown, args: Record<string, unknown>) => {
         const a = parseArgs(changesArgs, args);
         const targetId = await filterTargetId(ctx, a.targetType, a.targetId);
-        const rows = await listOverrideChanges(ctx.db, {
-          limitId: a.limitId ?? undefined,
-          targetType: a.targetType ?? undefined,
-          targetId,
-          beforeId: a.beforeId ? Number(a.beforeId) : undefined,
-        }, a.limit ?? LIMITS_LIST_DEFAULT);
+        const rows = await listOverrideChanges(
+          ctx.db,
+          {
+            limitId: a.limitId ?? undefined,
+            targetType: a.targetType ?? undefined,
+            targetId,
+            beforeId: a.beforeId ? Number(a.beforeId) : undefined,
+          },
+          a.limit ?? LIMITS_LIST_DEFAULT,
+        );
         return rows.map(change);
       },
     },
@@ -347,7 +395,9 @@ export const limitsOpsModule: OpsModule = {
         const a = parseArgs(writeArgs, args);
         // An omitted value is not null: null is a value (retention kept forever), so say so.
         if (!Object.hasOwn(args, 'value')) {
-          throw new mercurius.ErrorWithProps('value is required; send null to keep a retention forever.', { code: 'invalid_value_type' });
+          throw new mercurius.ErrorWithProps('value is required; send null to keep a retention forever.', {
+            code: 'invalid_value_type',
+          });
         }
         const actor = actorOf(context);
         return written(await ctx.db.transaction((tx) => setLimitOverride(tx, { ...a, value: a.value, actor })));

@@ -72,7 +72,9 @@ export const retentionOpsModule: OpsModule = {
       runRetentionSweep: async () => {
         const result = await runRecordedSweep(ctx.db, { trigger: 'ops' });
         if (!result.ran) {
-          throw new mercurius.ErrorWithProps('A retention sweep is already running; see retentionSweeps.', { code: 'sweep_in_progress' });
+          throw new mercurius.ErrorWithProps('A retention sweep is already running; see retentionSweeps.', {
+            code: 'sweep_in_progress',
+          });
         }
         return sweep(result.sweep);
       },

@@ -20,7 +20,14 @@ interface SnapshotJson {
 }
 
 function cooldownOf(row: Cooldown) {
-  return { orgId: row.orgId, strikes: row.strikes, until: row.until.toISOString(), reason: row.reason, lastStrikeAt: row.lastStrikeAt.toISOString(), active: row.until.getTime() > Date.now() };
+  return {
+    orgId: row.orgId,
+    strikes: row.strikes,
+    until: row.until.toISOString(),
+    reason: row.reason,
+    lastStrikeAt: row.lastStrikeAt.toISOString(),
+    active: row.until.getTime() > Date.now(),
+  };
 }
 
 export const sandboxOpsModule: OpsModule = {
@@ -76,7 +83,8 @@ export const sandboxOpsModule: OpsModule = {
   `,
   resolvers: (ctx) => ({
     Query: {
-      sandboxCooldowns: async (_root: unknown, args: { all?: boolean }) => (await listCooldowns(ctx.db, { activeOnly: !args.all })).map(cooldownOf),
+      sandboxCooldowns: async (_root: unknown, args: { all?: boolean }) =>
+        (await listCooldowns(ctx.db, { activeOnly: !args.all })).map(cooldownOf),
     },
     Mutation: {
       clearSandboxCooldown: async (_root: unknown, args: { orgId: string }) => clearCooldown(ctx.db, args.orgId),

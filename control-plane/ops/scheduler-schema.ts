@@ -6,7 +6,13 @@
 import mercurius from 'mercurius';
 import { isUuid } from '../../shared/ids.ts';
 import { fireSchedule } from '../../shared/scheduler/fire.ts';
-import { runRecord, SCHEDULE_COLUMNS, RUN_COLUMNS, type ScheduleRow, type ScheduleRunRow } from '../../shared/scheduler/schedule-record.ts';
+import {
+  runRecord,
+  SCHEDULE_COLUMNS,
+  RUN_COLUMNS,
+  type ScheduleRow,
+  type ScheduleRunRow,
+} from '../../shared/scheduler/schedule-record.ts';
 import type { OpsModule } from './ops-module.ts';
 
 const MAX_LIST = 1_000;
@@ -28,7 +34,11 @@ function scheduleOf(row: ListedSchedule) {
     timezone: row.timezone,
     enabled: row.enabled,
     nextFireAt: row.next_fire_at,
-    target: { revisionId: row.target_revision_id, sessionId: row.target_session_id, definitionId: row.target_definition_id },
+    target: {
+      revisionId: row.target_revision_id,
+      sessionId: row.target_session_id,
+      definitionId: row.target_definition_id,
+    },
     createdBy: row.created_by,
     createdAt: row.created_at,
     lastRun: row.last_run === null ? null : runOf(row.last_run),
@@ -109,13 +119,17 @@ export const schedulerOpsModule: OpsModule = {
   `,
   resolvers: (ctx) => ({
     Query: {
-      schedules: async (_root: unknown, args: { orgId?: string | null; blobId?: string | null; limit?: number | null }) => {
+      schedules: async (
+        _root: unknown,
+        args: { orgId?: string | null; blobId?: string | null; limit?: number | null },
+      ) => {
         const by = args.orgId ? 'org' : args.blobId ? 'blob' : null;
         if (by === null || (args.orgId && args.blobId)) throw badArgument('Give exactly one of orgId and blobId.');
         const id = (args.orgId ?? args.blobId)!;
         if (!isUuid(id)) throw badArgument(`${by === 'org' ? 'orgId' : 'blobId'} must be an id.`);
         const limit = args.limit ?? 100;
-        if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST) throw badArgument(`limit must be 1 to ${MAX_LIST}.`);
+        if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST)
+          throw badArgument(`limit must be 1 to ${MAX_LIST}.`);
         const { rows } = await ctx.db.query<ListedSchedule>(
           `SELECT ${SCHEDULE_COLUMNS}, b.id AS blob_id, b.org_id,
                   (SELECT row_to_json(x) FROM (SELECT ${RUN_COLUMNS} FROM schedule_runs sr WHERE sr.schedule_id = sc.id
@@ -132,7 +146,12 @@ export const schedulerOpsModule: OpsModule = {
       fireScheduleNow: async (_root: unknown, args: { scheduleId: string }) => {
         if (!isUuid(args.scheduleId)) throw badArgument('scheduleId must be an id.');
         // Traced, the fire's span is a child of this request's, and the execution carries it.
-        const outcome = await fireSchedule(ctx.db, ctx.boss, { scheduleId: args.scheduleId, dueAt: null }, ctx.tracing ?? null);
+        const outcome = await fireSchedule(
+          ctx.db,
+          ctx.boss,
+          { scheduleId: args.scheduleId, dueAt: null },
+          ctx.tracing ?? null,
+        );
         return 'fired' in outcome ? runOf(outcome.fired) : null;
       },
     },

@@ -66,36 +66,49 @@ const core: OpsModule = {
   resolvers: (ctx) => ({
     Query: {
       health: async () => {
-        const database = await ctx.db.query('SELECT 1').then(() => true, () => false);
-        return { status: database ? 'ok' : 'degraded', version: VERSION, pid: process.pid, uptimeSeconds: process.uptime(), database };
-      },
-      runners: async () => (await listRunners(ctx.db)).map((r) => ({
-        id: r.id,
-        host: r.host,
-        pid: r.pid,
-        version: r.version,
-        startedAt: r.started_at,
-        heartbeatAt: r.heartbeat_at,
-        stoppedAt: r.stopped_at,
-        alive: r.alive,
-        sandbox: r.sandbox,
-      })),
-      queues: async () => Promise.all((await ctx.boss.getQueues()).map(async (q) => {
-        // force: counted now unless counted within the last minute, so a polling dashboard does not
-        // run the aggregate over the job table on every request.
-        const [stats] = await ctx.boss.getQueueStats(q.name, { force: true });
+        const database = await ctx.db.query('SELECT 1').then(
+          () => true,
+          () => false,
+        );
         return {
-          name: q.name,
-          policy: q.policy ?? 'standard',
-          queuedCount: stats?.queuedCount ?? 0,
-          readyCount: stats?.readyCount ?? 0,
-          deferredCount: stats?.deferredCount ?? 0,
-          activeCount: stats?.activeCount ?? 0,
-          failedCount: stats?.failedCount ?? 0,
-          totalCount: stats?.totalCount ?? 0,
-          countedAt: stats?.capturedOn.toISOString() ?? null,
+          status: database ? 'ok' : 'degraded',
+          version: VERSION,
+          pid: process.pid,
+          uptimeSeconds: process.uptime(),
+          database,
         };
-      })),
+      },
+      runners: async () =>
+        (await listRunners(ctx.db)).map((r) => ({
+          id: r.id,
+          host: r.host,
+          pid: r.pid,
+          version: r.version,
+          startedAt: r.started_at,
+          heartbeatAt: r.heartbeat_at,
+          stoppedAt: r.stopped_at,
+          alive: r.alive,
+          sandbox: r.sandbox,
+        })),
+      queues: async () =>
+        Promise.all(
+          (await ctx.boss.getQueues()).map(async (q) => {
+            // force: counted now unless counted within the last minute, so a polling dashboard does not
+            // run the aggregate over the job table on every request.
+            const [stats] = await ctx.boss.getQueueStats(q.name, { force: true });
+            return {
+              name: q.name,
+              policy: q.policy ?? 'standard',
+              queuedCount: stats?.queuedCount ?? 0,
+              readyCount: stats?.readyCount ?? 0,
+              deferredCount: stats?.deferredCount ?? 0,
+              activeCount: stats?.activeCount ?? 0,
+              failedCount: stats?.failedCount ?? 0,
+              totalCount: stats?.totalCount ?? 0,
+              countedAt: stats?.capturedOn.toISOString() ?? null,
+            };
+          }),
+        ),
     },
     Mutation: {
       ping: () => true,
@@ -104,13 +117,23 @@ const core: OpsModule = {
 };
 
 /** Every part of the operations schema. A feature adds its own module file and lists it here. */
-const OPS_MODULES: OpsModule[] = [core, auditOpsModule, limitsOpsModule, retentionOpsModule, sandboxOpsModule, schedulerOpsModule];
+const OPS_MODULES: OpsModule[] = [
+  core,
+  auditOpsModule,
+  limitsOpsModule,
+  retentionOpsModule,
+  sandboxOpsModule,
+  schedulerOpsModule,
+];
 
 /**
  * Joins `modules` into one schema and one resolver map. Two parts resolving the same field is a
  * programming error, reported at start rather than letting the later one win silently.
  */
-export function opsSchema(ctx: OpsContext, modules: OpsModule[] = OPS_MODULES): { schema: string[]; resolvers: IResolvers } {
+export function opsSchema(
+  ctx: OpsContext,
+  modules: OpsModule[] = OPS_MODULES,
+): { schema: string[]; resolvers: IResolvers } {
   const resolvers: Record<string, Record<string, unknown>> = {};
   for (const module of modules) {
     for (const [type, fields] of Object.entries(module.resolvers(ctx))) {

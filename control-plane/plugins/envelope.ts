@@ -19,7 +19,12 @@ function fromFastify(error: FastifyError): ServiceError | undefined {
   if (error instanceof SyntaxError || (error as { statusCode?: number }).statusCode === 400) {
     return new ServiceError('invalid_request_body', 'The request could not be parsed.');
   }
-  const byStatus: Record<number, ErrorCode> = { 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 413: 'payload_too_large' };
+  const byStatus: Record<number, ErrorCode> = {
+    401: 'unauthorized',
+    403: 'forbidden',
+    404: 'not_found',
+    413: 'payload_too_large',
+  };
   const code = byStatus[(error as { statusCode?: number }).statusCode ?? 0];
   return code ? new ServiceError(code) : undefined;
 }
@@ -41,12 +46,15 @@ export function registerEnvelope(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
-    if (!isUtf8(bytes)) return done(new ServiceError('invalid_request_body', 'The body is not valid UTF-8.'), undefined);
+    if (!isUtf8(bytes))
+      return done(new ServiceError('invalid_request_body', 'The body is not valid UTF-8.'), undefined);
     void parseJson(request, bytes.toString('utf8'), (error: Error | null, value?: unknown) => {
       if (error) return done(error, undefined);
-      if (value === null) return done(new ServiceError('invalid_request_body', 'The body is JSON null; send an object.'), undefined);
+      if (value === null)
+        return done(new ServiceError('invalid_request_body', 'The body is JSON null; send an object.'), undefined);
       const problem = jsonProblem(value);
-      if (problem !== null) return done(new ServiceError('invalid_request_body', `Invalid body: ${problem}.`), undefined);
+      if (problem !== null)
+        return done(new ServiceError('invalid_request_body', `Invalid body: ${problem}.`), undefined);
       done(null, value);
     });
   });
@@ -55,14 +63,18 @@ export function registerEnvelope(app: FastifyInstance): void {
     const params = request.params as Record<string, unknown> | undefined;
     if (!params) return;
     for (const [name, value] of Object.entries(params)) {
-      if (typeof value === 'string' && !storableText(value)) throw new ServiceError('invalid_request_body', `Invalid path: ${name} holds U+0000 or an unpaired surrogate.`);
+      if (typeof value === 'string' && !storableText(value))
+        throw new ServiceError('invalid_request_body', `Invalid path: ${name} holds U+0000 or an unpaired surrogate.`);
     }
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');
-      return reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).send(databaseUnavailable().toEnvelope());
+      return reply
+        .code(503)
+        .header('retry-after', String(RETRY_AFTER_SECONDS))
+        .send(databaseUnavailable().toEnvelope());
     }
     const known = error instanceof ServiceError ? error : fromFastify(error);
     if (known) {
@@ -78,9 +90,14 @@ export function registerEnvelope(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!;
     // A path that exists under other methods is 405 with Allow, not 404.
-    const allowed = METHODS.filter((method) => method !== request.method && app.findRoute({ method, url: path }) !== null);
+    const allowed = METHODS.filter(
+      (method) => method !== request.method && app.findRoute({ method, url: path }) !== null,
+    );
     if (allowed.length > 0) {
-      const error = new ServiceError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`);
+      const error = new ServiceError(
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`,
+      );
       return reply.code(405).header('allow', allowed.join(', ')).send(error.toEnvelope());
     }
     const error = new ServiceError('not_found', `No route ${request.method} ${path}.`);

@@ -59,8 +59,12 @@ class FailureWindows {
 /** Whether a request presents a credential (or a refresh token) that a failure would count against. */
 function carriesCredential(request: FastifyRequest): boolean {
   const h = request.headers;
-  return h.authorization !== undefined || h['x-api-key'] !== undefined || h['sec-websocket-protocol'] !== undefined
-    || (request.method === 'POST' && request.url.split('?')[0] === '/v1/auth/refresh');
+  return (
+    h.authorization !== undefined ||
+    h['x-api-key'] !== undefined ||
+    h['sec-websocket-protocol'] !== undefined ||
+    (request.method === 'POST' && request.url.split('?')[0] === '/v1/auth/refresh')
+  );
 }
 
 export interface WsAdmission {

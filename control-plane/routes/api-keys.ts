@@ -6,7 +6,14 @@ import { ROLES, roleAtLeast } from '../../shared/roles.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { requireHumanBehind } from '../access/perimeter.ts';
 import { markAudit } from '../audit/audit-hook.ts';
-import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, targetStanding, whileTargetExists } from '../access/targets.ts';
+import {
+  resolveTarget,
+  secretsVisibleFrom,
+  targetIdSchema,
+  targetSchema,
+  targetStanding,
+  whileTargetExists,
+} from '../access/targets.ts';
 import { generateApiKey } from '../auth/api-key-format.ts';
 import type { Principal } from '../auth/principal.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
@@ -43,79 +50,111 @@ function minterMayRevoke(principal: Principal, key: ApiKeyRow): boolean {
 export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/api-keys', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Mint an API key', description: '`admin` on the target; *perimeter*. The key is in this answer only.',
-      body: mintBody, idempotent: true, responses: { 201: success({ api_key: mintedApiKeySchema }, 'The key, with its secret.') },
-      errors: ['not_found', 'forbidden', 'cannot_mint_while_acting'],
-    }),
-  }, async (request, reply) => {
-    const principal = request.principal;
-    requireHumanBehind(principal, 'mint an API key');
-    const body = parseInput(mintBody, request.body ?? {});
-    // An acting token may give its service account a key of its own, but never hand out a key
-    // confined to an organization or blob that would authenticate as the service account.
-    if (principal.credential === 'acting' && body.target !== 'user') {
-      throw new ServiceError('cannot_mint_while_acting');
-    }
-    const fresh = generateApiKey();
-    // With an Idempotency-Key, the answer (the key's secret in it) is stored sealed for 24 hours,
-    // so a retry whose first answer was lost still learns the key it minted.
-    return sendCreated(ctx, request, reply, { body }, async (tx) => {
-      const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
-      markAudit(request, { target: { type: body.target, id: target.id } });
-      const row = await whileTargetExists(() => insertApiKey(tx, {
-        publicId: fresh.publicId,
-        secretHash: fresh.hash,
-        name: body.name ?? '',
-        target: body.target,
-        targetId: target.id,
-        role: body.role,
-        // A user key authenticates as that account; an organization or blob key as its minter.
-        userId: body.target === 'user' ? target.id : principal.userId,
-        createdBy: principal.userId,
-      }));
-      return { status: 201, body: ok({ api_key: { ...apiKeyRecord(row), key: fresh.key } }) };
-    });
-  });
-
-  app.delete('/api-keys', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Revoke an API key', description: '`admin` on its target, or its minter; *perimeter*.',
-      body: revokeBody, responses: { 200: success({ api_key: apiKeySchema }, 'The revoked key.') }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const principal = request.principal;
-    requireHumanBehind(principal, 'revoke an API key');
-    const { id } = parseInput(revokeBody, request.body ?? {});
-    if (!isUuid(id)) throw new ServiceError('not_found', 'No such API key.');
-    const deleted = await ctx.db.transaction(async (tx) => {
-      const key = await findApiKey(tx, id);
-      if (!key) throw new ServiceError('not_found', 'No such API key.');
-      if (!minterMayRevoke(principal, key)) {
-        const found = await targetStanding(ctx, principal, key.target, key.target_id, tx);
-        const role = found?.role ?? null;
-        if (!roleAtLeast(role, secretsVisibleFrom(key.target))) throw new ServiceError('not_found', 'No such API key.');
-        if (!roleAtLeast(role, 'admin')) throw new ServiceError('forbidden', `Revoking this key needs admin on its ${key.target}, or to be its minter.`);
+  app.post(
+    '/api-keys',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Mint an API key',
+        description: '`admin` on the target; *perimeter*. The key is in this answer only.',
+        body: mintBody,
+        idempotent: true,
+        responses: { 201: success({ api_key: mintedApiKeySchema }, 'The key, with its secret.') },
+        errors: ['not_found', 'forbidden', 'cannot_mint_while_acting'],
+      }),
+    },
+    async (request, reply) => {
+      const principal = request.principal;
+      requireHumanBehind(principal, 'mint an API key');
+      const body = parseInput(mintBody, request.body ?? {});
+      // An acting token may give its service account a key of its own, but never hand out a key
+      // confined to an organization or blob that would authenticate as the service account.
+      if (principal.credential === 'acting' && body.target !== 'user') {
+        throw new ServiceError('cannot_mint_while_acting');
       }
-      // The row is gone when this commits; the next request with the key finds nothing.
-      const deleted = await deleteApiKey(tx, id);
-      if (!deleted) throw new ServiceError('not_found', 'No such API key.');
-      return deleted;
-    });
-    return ok({ api_key: apiKeyRecord(deleted) });
-  });
+      const fresh = generateApiKey();
+      // With an Idempotency-Key, the answer (the key's secret in it) is stored sealed for 24 hours,
+      // so a retry whose first answer was lost still learns the key it minted.
+      return sendCreated(ctx, request, reply, { body }, async (tx) => {
+        const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
+        markAudit(request, { target: { type: body.target, id: target.id } });
+        const row = await whileTargetExists(() =>
+          insertApiKey(tx, {
+            publicId: fresh.publicId,
+            secretHash: fresh.hash,
+            name: body.name ?? '',
+            target: body.target,
+            targetId: target.id,
+            role: body.role,
+            // A user key authenticates as that account; an organization or blob key as its minter.
+            userId: body.target === 'user' ? target.id : principal.userId,
+            createdBy: principal.userId,
+          }),
+        );
+        return { status: 201, body: ok({ api_key: { ...apiKeyRecord(row), key: fresh.key } }) };
+      });
+    },
+  );
 
-  app.get('/api-keys/target/:target/:target_id', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'List the API keys of a target (never their secrets)', params: listParams,
-      responses: { 200: success({ api_keys: z.array(apiKeySchema) }, 'The keys.') }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const params = parseInput(listParams, request.params, 'path');
-    const visible = secretsVisibleFrom(params.target);
-    const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, { visibleFrom: visible });
-    const keys = await listApiKeys(ctx.db, params.target, target.id);
-    return ok({ api_keys: keys.map(apiKeyRecord) });
-  });
+  app.delete(
+    '/api-keys',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Revoke an API key',
+        description: '`admin` on its target, or its minter; *perimeter*.',
+        body: revokeBody,
+        responses: { 200: success({ api_key: apiKeySchema }, 'The revoked key.') },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const principal = request.principal;
+      requireHumanBehind(principal, 'revoke an API key');
+      const { id } = parseInput(revokeBody, request.body ?? {});
+      if (!isUuid(id)) throw new ServiceError('not_found', 'No such API key.');
+      const deleted = await ctx.db.transaction(async (tx) => {
+        const key = await findApiKey(tx, id);
+        if (!key) throw new ServiceError('not_found', 'No such API key.');
+        if (!minterMayRevoke(principal, key)) {
+          const found = await targetStanding(ctx, principal, key.target, key.target_id, tx);
+          const role = found?.role ?? null;
+          if (!roleAtLeast(role, secretsVisibleFrom(key.target)))
+            throw new ServiceError('not_found', 'No such API key.');
+          if (!roleAtLeast(role, 'admin'))
+            throw new ServiceError(
+              'forbidden',
+              `Revoking this key needs admin on its ${key.target}, or to be its minter.`,
+            );
+        }
+        // The row is gone when this commits; the next request with the key finds nothing.
+        const deleted = await deleteApiKey(tx, id);
+        if (!deleted) throw new ServiceError('not_found', 'No such API key.');
+        return deleted;
+      });
+      return ok({ api_key: apiKeyRecord(deleted) });
+    },
+  );
+
+  app.get(
+    '/api-keys/target/:target/:target_id',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'List the API keys of a target (never their secrets)',
+        params: listParams,
+        responses: { 200: success({ api_keys: z.array(apiKeySchema) }, 'The keys.') },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(listParams, request.params, 'path');
+      const visible = secretsVisibleFrom(params.target);
+      const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, {
+        visibleFrom: visible,
+      });
+      const keys = await listApiKeys(ctx.db, params.target, target.id);
+      return ok({ api_keys: keys.map(apiKeyRecord) });
+    },
+  );
 }

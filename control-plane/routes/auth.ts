@@ -32,45 +32,72 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
   const oidc = createOidcVerifier(ctx.config.oidc);
   const open = { config: { public: true } };
 
-  app.post('/auth/anonymous', {
-    ...open,
-    schema: routeSchema({ tags: TAGS, summary: 'Sign in as a new anonymous user', body: anonymousBody, responses: { 200: tokenPairReply }, public: true }),
-  }, async (request) => {
-    parseInput(anonymousBody, request.body ?? {});
-    const { user, refresh } = await ctx.db.transaction(async (tx) => {
-      const user = await createAnonymousUser(tx);
-      return { user, refresh: await issueRefreshToken(ctx, tx, user.id) };
-    });
-    return tokenPair(ctx, user, refresh);
-  });
+  app.post(
+    '/auth/anonymous',
+    {
+      ...open,
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Sign in as a new anonymous user',
+        body: anonymousBody,
+        responses: { 200: tokenPairReply },
+        public: true,
+      }),
+    },
+    async (request) => {
+      parseInput(anonymousBody, request.body ?? {});
+      const { user, refresh } = await ctx.db.transaction(async (tx) => {
+        const user = await createAnonymousUser(tx);
+        return { user, refresh: await issueRefreshToken(ctx, tx, user.id) };
+      });
+      return tokenPair(ctx, user, refresh);
+    },
+  );
 
-  app.post('/auth/google', {
-    ...open,
-    schema: routeSchema({
-      tags: TAGS, summary: 'Sign in with a Google ID token', description: 'Needs OIDC_AUDIENCE configured.',
-      body: googleBody, responses: { 200: tokenPairReply }, errors: ['unauthorized'], public: true,
-    }),
-  }, async (request) => {
-    const body = parseInput(googleBody, request.body ?? {});
-    const identity = await oidc.verify(body.id_token);
-    const { user, refresh } = await ctx.db.transaction(async (tx) => {
-      const user = await upsertOidcUser(tx, identity);
-      return { user, refresh: await issueRefreshToken(ctx, tx, user.id) };
-    });
-    return tokenPair(ctx, user, refresh);
-  });
+  app.post(
+    '/auth/google',
+    {
+      ...open,
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Sign in with a Google ID token',
+        description: 'Needs OIDC_AUDIENCE configured.',
+        body: googleBody,
+        responses: { 200: tokenPairReply },
+        errors: ['unauthorized'],
+        public: true,
+      }),
+    },
+    async (request) => {
+      const body = parseInput(googleBody, request.body ?? {});
+      const identity = await oidc.verify(body.id_token);
+      const { user, refresh } = await ctx.db.transaction(async (tx) => {
+        const user = await upsertOidcUser(tx, identity);
+        return { user, refresh: await issueRefreshToken(ctx, tx, user.id) };
+      });
+      return tokenPair(ctx, user, refresh);
+    },
+  );
 
-  app.post('/auth/refresh', {
-    ...open,
-    schema: routeSchema({
-      tags: TAGS, summary: 'Trade a refresh token for a new pair (rotation)', body: refreshBody,
-      responses: { 200: tokenPairReply }, errors: ['unauthorized'], public: true,
-    }),
-  }, async (request) => {
-    const body = parseInput(refreshBody, request.body ?? {});
-    const { userId, refreshToken } = await rotateRefreshToken(ctx, body.refresh_token);
-    const user = await findUser(ctx.db, userId);
-    if (!user) throw new ServiceError('unauthorized');
-    return tokenPair(ctx, user, refreshToken);
-  });
+  app.post(
+    '/auth/refresh',
+    {
+      ...open,
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Trade a refresh token for a new pair (rotation)',
+        body: refreshBody,
+        responses: { 200: tokenPairReply },
+        errors: ['unauthorized'],
+        public: true,
+      }),
+    },
+    async (request) => {
+      const body = parseInput(refreshBody, request.body ?? {});
+      const { userId, refreshToken } = await rotateRefreshToken(ctx, body.refresh_token);
+      const user = await findUser(ctx.db, userId);
+      if (!user) throw new ServiceError('unauthorized');
+      return tokenPair(ctx, user, refreshToken);
+    },
+  );
 }

@@ -55,85 +55,122 @@ async function checkBlobCreation(_ctx: AppContext, tx: Tx, org: OrgRow, type: Bl
 export async function blobRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/blobs/:org_id', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Create a blob (and its revision 1)', description: '`write` on the organization; checks `<family>.enabled` and `platform.blobs_per_org`.',
-      params: orgParams, body: createBody, idempotent: true, responses: { 201: success({ blob: blobSchema, revision: revisionSchema }, 'The blob and its first revision.') },
-      errors: ['not_found', 'forbidden', 'alias_taken', 'invalid_blob_type', 'limit_exceeded'],
-    }),
-  }, async (request, reply) => {
-    const { org_id } = parseInput(orgParams, request.params, 'path');
-    const body = parseInput(createBody, request.body ?? {});
-    const principal = request.principal;
-    return sendCreated(ctx, request, reply, { org_id, body }, async (tx) => {
-      await lockOrgByRef(tx, org_id);
-      const { org } = await orgFor(tx, principal, org_id, 'write');
-      const type = body.type;
-      if (!isBlobType(type)) throw new ServiceError('invalid_blob_type', `No blob type is called "${type}".`);
-      await checkBlobCreation(ctx, tx, org, type);
-      const blob = await claimingAlias('blob', () => insertBlob(tx, {
-        orgId: org.id,
-        type,
-        alias: body.alias,
-        name: body.name ?? '',
-        visibility: body.visibility ?? 'private',
-      }));
-      // The first revision is part of the blob: created (and counted) in the same transaction.
-      const revision = await insertNextRevision(tx, blob.id);
-      return { status: 201, body: ok({ blob: blobRecord(blob), revision: revisionRecord(revision) }) };
-    });
-  });
+  app.post(
+    '/blobs/:org_id',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Create a blob (and its revision 1)',
+        description: '`write` on the organization; checks `<family>.enabled` and `platform.blobs_per_org`.',
+        params: orgParams,
+        body: createBody,
+        idempotent: true,
+        responses: { 201: success({ blob: blobSchema, revision: revisionSchema }, 'The blob and its first revision.') },
+        errors: ['not_found', 'forbidden', 'alias_taken', 'invalid_blob_type', 'limit_exceeded'],
+      }),
+    },
+    async (request, reply) => {
+      const { org_id } = parseInput(orgParams, request.params, 'path');
+      const body = parseInput(createBody, request.body ?? {});
+      const principal = request.principal;
+      return sendCreated(ctx, request, reply, { org_id, body }, async (tx) => {
+        await lockOrgByRef(tx, org_id);
+        const { org } = await orgFor(tx, principal, org_id, 'write');
+        const type = body.type;
+        if (!isBlobType(type)) throw new ServiceError('invalid_blob_type', `No blob type is called "${type}".`);
+        await checkBlobCreation(ctx, tx, org, type);
+        const blob = await claimingAlias('blob', () =>
+          insertBlob(tx, {
+            orgId: org.id,
+            type,
+            alias: body.alias,
+            name: body.name ?? '',
+            visibility: body.visibility ?? 'private',
+          }),
+        );
+        // The first revision is part of the blob: created (and counted) in the same transaction.
+        const revision = await insertNextRevision(tx, blob.id);
+        return { status: 201, body: ok({ blob: blobRecord(blob), revision: revisionRecord(revision) }) };
+      });
+    },
+  );
 
-  app.get('/blobs/:org_id/:blob_id', {
-    schema: routeSchema({ tags: TAGS, summary: 'Get a blob', params: blobParams, responses: { 200: blobReply }, errors: ['not_found'] }),
-  }, async (request) => {
-    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
-    const { blob } = await blobFor(ctx.db, request.principal, org_id, blob_id, 'read');
-    return ok({ blob: blobRecord(blob) });
-  });
+  app.get(
+    '/blobs/:org_id/:blob_id',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Get a blob',
+        params: blobParams,
+        responses: { 200: blobReply },
+        errors: ['not_found'],
+      }),
+    },
+    async (request) => {
+      const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+      const { blob } = await blobFor(ctx.db, request.principal, org_id, blob_id, 'read');
+      return ok({ blob: blobRecord(blob) });
+    },
+  );
 
-  app.patch('/blobs/:org_id/:blob_id', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Rename, re-alias or change the visibility of a blob',
-      description: '`write`; `admin` when `alias` or `visibility` changes (*perimeter* on a visibility change).',
-      params: blobParams, body: patchBody, responses: { 200: blobReply }, errors: ['not_found', 'forbidden', 'alias_taken'],
-    }),
-  }, async (request) => {
-    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
-    const body = parseInput(patchBody, request.body ?? {});
-    const principal = request.principal;
-    const blob = await ctx.db.transaction(async (tx) => {
-      await lockBlobByRef(tx, org_id, blob_id);
-      const { blob, role } = await blobFor(tx, principal, org_id, blob_id, 'read');
-      // The perimeter first: a governed change is audited even when the role check would refuse it.
-      governVisibilityChange(request, { type: 'blob', id: blob.id }, blob.visibility, body.visibility);
-      // A field set to its stored value is not a change (docs/access.md, "The access perimeter").
-      const aliasChanges = body.alias !== undefined && body.alias !== blob.alias;
-      const visibilityChanges = body.visibility !== undefined && body.visibility !== blob.visibility;
-      requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'blob');
-      const updated = await claimingAlias('blob', () => updateBlob(tx, blob.id, body));
-      if (!updated) throw new ServiceError('not_found', 'No such blob.');
-      return updated;
-    });
-    return ok({ blob: blobRecord(blob) });
-  });
+  app.patch(
+    '/blobs/:org_id/:blob_id',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Rename, re-alias or change the visibility of a blob',
+        description: '`write`; `admin` when `alias` or `visibility` changes (*perimeter* on a visibility change).',
+        params: blobParams,
+        body: patchBody,
+        responses: { 200: blobReply },
+        errors: ['not_found', 'forbidden', 'alias_taken'],
+      }),
+    },
+    async (request) => {
+      const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+      const body = parseInput(patchBody, request.body ?? {});
+      const principal = request.principal;
+      const blob = await ctx.db.transaction(async (tx) => {
+        await lockBlobByRef(tx, org_id, blob_id);
+        const { blob, role } = await blobFor(tx, principal, org_id, blob_id, 'read');
+        // The perimeter first: a governed change is audited even when the role check would refuse it.
+        governVisibilityChange(request, { type: 'blob', id: blob.id }, blob.visibility, body.visibility);
+        // A field set to its stored value is not a change (docs/access.md, "The access perimeter").
+        const aliasChanges = body.alias !== undefined && body.alias !== blob.alias;
+        const visibilityChanges = body.visibility !== undefined && body.visibility !== blob.visibility;
+        requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'blob');
+        const updated = await claimingAlias('blob', () => updateBlob(tx, blob.id, body));
+        if (!updated) throw new ServiceError('not_found', 'No such blob.');
+        return updated;
+      });
+      return ok({ blob: blobRecord(blob) });
+    },
+  );
 
-  app.delete('/blobs/:org_id/:blob_id', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Delete a blob with its revisions and content', description: '`admin`.',
-      params: blobParams, responses: { 200: blobReply }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
-    const principal = request.principal;
-    const blob = await ctx.db.transaction(async (tx) => {
-      await lockBlobByRef(tx, org_id, blob_id);
-      // Deleting takes every revision and all content with it: admin, not write.
-      const { blob } = await blobFor(tx, principal, org_id, blob_id, 'admin');
-      const deleted = await deleteBlob(tx, blob.id);
-      if (!deleted) throw new ServiceError('not_found', 'No such blob.');
-      return deleted;
-    });
-    return ok({ blob: blobRecord(blob) });
-  });
+  app.delete(
+    '/blobs/:org_id/:blob_id',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Delete a blob with its revisions and content',
+        description: '`admin`.',
+        params: blobParams,
+        responses: { 200: blobReply },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const { org_id, blob_id } = parseInput(blobParams, request.params, 'path');
+      const principal = request.principal;
+      const blob = await ctx.db.transaction(async (tx) => {
+        await lockBlobByRef(tx, org_id, blob_id);
+        // Deleting takes every revision and all content with it: admin, not write.
+        const { blob } = await blobFor(tx, principal, org_id, blob_id, 'admin');
+        const deleted = await deleteBlob(tx, blob.id);
+        if (!deleted) throw new ServiceError('not_found', 'No such blob.');
+        return deleted;
+      });
+      return ok({ blob: blobRecord(blob) });
+    },
+  );
 }

@@ -2,7 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
-import { COMMAND_MESSAGE_LIMIT, COMMANDS, createCommandRegistry, runRevisionCommand, type CommandRegistry } from '../commands/registry.ts';
+import {
+  COMMAND_MESSAGE_LIMIT,
+  COMMANDS,
+  createCommandRegistry,
+  runRevisionCommand,
+  type CommandRegistry,
+} from '../commands/registry.ts';
 import { ok } from '../reply.ts';
 import { routeSchema } from '../openapi/route-schema.ts';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.ts';
@@ -33,11 +39,14 @@ const pathParams = z.strictObject({ revision_id: refSchema, command: z.string().
 const commandSchema = routeSchema({
   tags: ['Commands'],
   summary: 'Run a revision command',
-  description: 'The params are the JSON body (up to 8 MiB); `upload_records` also takes JSON Lines. `read` on the revision\'s blob, then the command\'s role.',
+  description:
+    "The params are the JSON body (up to 8 MiB); `upload_records` also takes JSON Lines. `read` on the revision's blob, then the command's role.",
   params: pathParams,
   body: z.record(z.string(), z.unknown()),
   responses: {
-    200: z.looseObject({ status: z.string() }).meta({ description: 'The command\'s fields beside `status` ("success", or check_definition\'s verdict).' }),
+    200: z
+      .looseObject({ status: z.string() })
+      .meta({ description: 'The command\'s fields beside `status` ("success", or check_definition\'s verdict).' }),
   },
   errors: Object.keys(errorCatalog) as ErrorCode[],
 });
@@ -58,26 +67,38 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
 
   // `upload_records` also takes its records as JSON Lines (docs/blob-types.md); the text is parsed
   // by the route, so the command sees the same params either way.
-  app.addContentTypeParser(JSON_LINES_TYPES, { parseAs: 'string', bodyLimit: COMMAND_MESSAGE_LIMIT }, (_request, body, done) => {
-    done(null, new JsonLinesBody(body as string));
-  });
+  app.addContentTypeParser(
+    JSON_LINES_TYPES,
+    { parseAs: 'string', bodyLimit: COMMAND_MESSAGE_LIMIT },
+    (_request, body, done) => {
+      done(null, new JsonLinesBody(body as string));
+    },
+  );
 
-  app.post('/revisions/:revision_id/:command', { bodyLimit: COMMAND_MESSAGE_LIMIT, schema: commandSchema }, async (request, reply) => {
-    const { revision_id, command } = parseInput(pathParams, request.params, 'path');
-    let body = request.body;
-    if (body instanceof JsonLinesBody) {
-      if (command !== JSON_LINES_COMMAND) throw new ServiceError('invalid_request_body', 'A JSON Lines body is accepted by upload_records only; send JSON.');
-      body = { records: jsonLinesRecords(body.text) };
-    }
-    // A body-less POST is a command without params; anything else must be an object (the registry checks).
-    // A creating command takes the `Idempotency-Key` header (docs/commands.md); others ignore it.
-    const result = await runRevisionCommand(registry, ctx, request.principal, revision_id, command, body ?? {}, {
-      idempotencyKey: request.headers[IDEMPOTENCY_HEADER],
-      onReplayed: () => {
-        reply.header(REPLAYED_HEADER, 'true');
-      },
-    });
-    // `ok` puts `status` first, so a result's own `status` (check_definition's verdict) wins.
-    return ok(result);
-  });
+  app.post(
+    '/revisions/:revision_id/:command',
+    { bodyLimit: COMMAND_MESSAGE_LIMIT, schema: commandSchema },
+    async (request, reply) => {
+      const { revision_id, command } = parseInput(pathParams, request.params, 'path');
+      let body = request.body;
+      if (body instanceof JsonLinesBody) {
+        if (command !== JSON_LINES_COMMAND)
+          throw new ServiceError(
+            'invalid_request_body',
+            'A JSON Lines body is accepted by upload_records only; send JSON.',
+          );
+        body = { records: jsonLinesRecords(body.text) };
+      }
+      // A body-less POST is a command without params; anything else must be an object (the registry checks).
+      // A creating command takes the `Idempotency-Key` header (docs/commands.md); others ignore it.
+      const result = await runRevisionCommand(registry, ctx, request.principal, revision_id, command, body ?? {}, {
+        idempotencyKey: request.headers[IDEMPOTENCY_HEADER],
+        onReplayed: () => {
+          reply.header(REPLAYED_HEADER, 'true');
+        },
+      });
+      // `ok` puts `status` first, so a result's own `status` (check_definition's verdict) wins.
+      return ok(result);
+    },
+  );
 }

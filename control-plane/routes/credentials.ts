@@ -8,16 +8,34 @@ import { roleAtLeast } from '../../shared/roles.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { requireHumanBehind } from '../access/perimeter.ts';
 import { markAudit } from '../audit/audit-hook.ts';
-import { resolveTarget, secretsVisibleFrom, targetIdSchema, targetSchema, targetStanding, whileTargetExists } from '../access/targets.ts';
+import {
+  resolveTarget,
+  secretsVisibleFrom,
+  targetIdSchema,
+  targetSchema,
+  targetStanding,
+  whileTargetExists,
+} from '../access/targets.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { credentialSchema } from '../openapi/records.ts';
-import { credentialRecord, deleteCredential, findCredential, insertCredential, listCredentials } from '../sql/credentials.ts';
+import {
+  credentialRecord,
+  deleteCredential,
+  findCredential,
+  insertCredential,
+  listCredentials,
+} from '../sql/credentials.ts';
 import { isUniqueViolation } from '../sql/unique.ts';
 
 /** Names are referenced from workflow configuration, so they keep to a conservative grammar. */
-const credentialName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'name must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit');
+const credentialName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/,
+    'name must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+  );
 /** Secrets are tokens, passwords and private keys; 64 KiB holds any of them. */
 const MAX_SECRET_BYTES = 64 * 1024;
 
@@ -25,7 +43,13 @@ const storeBody = z.strictObject({
   target: targetSchema,
   target_id: targetIdSchema,
   name: credentialName,
-  secret: z.string().min(1).refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_SECRET_BYTES, `secret must be at most ${MAX_SECRET_BYTES} bytes`),
+  secret: z
+    .string()
+    .min(1)
+    .refine(
+      (s) => Buffer.byteLength(s, 'utf8') <= MAX_SECRET_BYTES,
+      `secret must be at most ${MAX_SECRET_BYTES} bytes`,
+    ),
 });
 const deleteBody = z.strictObject({ id: z.string().min(1).max(200) });
 const listParams = z.strictObject({ target: targetSchema, target_id: targetIdSchema });
@@ -42,66 +66,108 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
   const cipher = createCredentialCipher(ctx.config.secrets.CREDENTIAL_KEY);
 
-  app.post('/credentials', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Store a credential', description: '`admin` on the target; *perimeter*. 409 when the target has one of that name.',
-      body: storeBody, idempotent: true, responses: { 201: credentialReply }, errors: ['not_found', 'forbidden', 'conflict'],
-    }),
-  }, async (request, reply) => {
-    const principal = request.principal;
-    requireHumanBehind(principal, 'store a credential');
-    const body = parseInput(storeBody, request.body ?? {});
-    const id = randomUUID();
-    const sealed = cipher.encrypt(body.secret, id);
-    return sendCreated(ctx, request, reply, { body }, async (tx) => {
-      const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
-      markAudit(request, { target: { type: body.target, id: target.id } });
-      try {
-        const row = await whileTargetExists(() => insertCredential(tx, { id, name: body.name, target: body.target, targetId: target.id, sealed, createdBy: principal.userId }));
-        return { status: 201, body: ok({ credential: credentialRecord(row) }) };
-      } catch (error) {
-        if (isUniqueViolation(error, /^credentials_.*_name_key$/)) {
-          throw new ServiceError('conflict', `The ${body.target} already has a credential named ${body.name}; delete it first to replace it.`, {}, { cause: error });
+  app.post(
+    '/credentials',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Store a credential',
+        description: '`admin` on the target; *perimeter*. 409 when the target has one of that name.',
+        body: storeBody,
+        idempotent: true,
+        responses: { 201: credentialReply },
+        errors: ['not_found', 'forbidden', 'conflict'],
+      }),
+    },
+    async (request, reply) => {
+      const principal = request.principal;
+      requireHumanBehind(principal, 'store a credential');
+      const body = parseInput(storeBody, request.body ?? {});
+      const id = randomUUID();
+      const sealed = cipher.encrypt(body.secret, id);
+      return sendCreated(ctx, request, reply, { body }, async (tx) => {
+        const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
+        markAudit(request, { target: { type: body.target, id: target.id } });
+        try {
+          const row = await whileTargetExists(() =>
+            insertCredential(tx, {
+              id,
+              name: body.name,
+              target: body.target,
+              targetId: target.id,
+              sealed,
+              createdBy: principal.userId,
+            }),
+          );
+          return { status: 201, body: ok({ credential: credentialRecord(row) }) };
+        } catch (error) {
+          if (isUniqueViolation(error, /^credentials_.*_name_key$/)) {
+            throw new ServiceError(
+              'conflict',
+              `The ${body.target} already has a credential named ${body.name}; delete it first to replace it.`,
+              {},
+              { cause: error },
+            );
+          }
+          throw error;
         }
-        throw error;
-      }
-    });
-  });
+      });
+    },
+  );
 
-  app.delete('/credentials', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Delete a credential', description: '`admin` on its target; *perimeter*.',
-      body: deleteBody, responses: { 200: credentialReply }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const principal = request.principal;
-    requireHumanBehind(principal, 'delete a credential');
-    const { id } = parseInput(deleteBody, request.body ?? {});
-    if (!isUuid(id)) throw new ServiceError('not_found', 'No such credential.');
-    const deleted = await ctx.db.transaction(async (tx) => {
-      const credential = await findCredential(tx, id);
-      if (!credential) throw new ServiceError('not_found', 'No such credential.');
-      const found = await targetStanding(ctx, principal, credential.target, credential.target_id, tx);
-      const role = found?.role ?? null;
-      if (!roleAtLeast(role, secretsVisibleFrom(credential.target))) throw new ServiceError('not_found', 'No such credential.');
-      if (!roleAtLeast(role, 'admin')) throw new ServiceError('forbidden', `Deleting a credential needs admin on its ${credential.target}.`);
-      const deleted = await deleteCredential(tx, id);
-      if (!deleted) throw new ServiceError('not_found', 'No such credential.');
-      return deleted;
-    });
-    return ok({ credential: credentialRecord(deleted) });
-  });
+  app.delete(
+    '/credentials',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Delete a credential',
+        description: '`admin` on its target; *perimeter*.',
+        body: deleteBody,
+        responses: { 200: credentialReply },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const principal = request.principal;
+      requireHumanBehind(principal, 'delete a credential');
+      const { id } = parseInput(deleteBody, request.body ?? {});
+      if (!isUuid(id)) throw new ServiceError('not_found', 'No such credential.');
+      const deleted = await ctx.db.transaction(async (tx) => {
+        const credential = await findCredential(tx, id);
+        if (!credential) throw new ServiceError('not_found', 'No such credential.');
+        const found = await targetStanding(ctx, principal, credential.target, credential.target_id, tx);
+        const role = found?.role ?? null;
+        if (!roleAtLeast(role, secretsVisibleFrom(credential.target)))
+          throw new ServiceError('not_found', 'No such credential.');
+        if (!roleAtLeast(role, 'admin'))
+          throw new ServiceError('forbidden', `Deleting a credential needs admin on its ${credential.target}.`);
+        const deleted = await deleteCredential(tx, id);
+        if (!deleted) throw new ServiceError('not_found', 'No such credential.');
+        return deleted;
+      });
+      return ok({ credential: credentialRecord(deleted) });
+    },
+  );
 
-  app.get('/credentials/target/:target/:target_id', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'List the credentials of a target', params: listParams,
-      responses: { 200: success({ credentials: z.array(credentialSchema) }, 'The credentials.') }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const params = parseInput(listParams, request.params, 'path');
-    const visible = secretsVisibleFrom(params.target);
-    const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, { visibleFrom: visible });
-    const rows = await listCredentials(ctx.db, params.target, target.id);
-    return ok({ credentials: rows.map(credentialRecord) });
-  });
+  app.get(
+    '/credentials/target/:target/:target_id',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'List the credentials of a target',
+        params: listParams,
+        responses: { 200: success({ credentials: z.array(credentialSchema) }, 'The credentials.') },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(listParams, request.params, 'path');
+      const visible = secretsVisibleFrom(params.target);
+      const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, {
+        visibleFrom: visible,
+      });
+      const rows = await listCredentials(ctx.db, params.target, target.id);
+      return ok({ credentials: rows.map(credentialRecord) });
+    },
+  );
 }

@@ -17,7 +17,12 @@ import { deleteMembership, listMemberships, memberRecord, upsertMembership } fro
 import { findUser, type UserRow } from '../sql/users.ts';
 
 const memberTargetSchema = z.enum(['organization', 'blob']);
-const grantBody = z.strictObject({ target: memberTargetSchema, target_id: targetIdSchema, user_id: refSchema, role: z.enum(ROLES) });
+const grantBody = z.strictObject({
+  target: memberTargetSchema,
+  target_id: targetIdSchema,
+  user_id: refSchema,
+  role: z.enum(ROLES),
+});
 const revokeBody = z.strictObject({ target: memberTargetSchema, target_id: targetIdSchema, user_id: refSchema });
 const listParams = z.strictObject({ target: memberTargetSchema, target_id: targetIdSchema });
 
@@ -35,56 +40,79 @@ async function memberUser(q: Queryable, principal: Principal, ref: string): Prom
 export async function memberRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.post('/members', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Grant or change a membership (upsert)', description: '`admin` on the target; *perimeter*.',
-      body: grantBody, responses: { 200: memberReply }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const principal = request.principal;
-    requireHumanBehind(principal, 'grant a membership');
-    const body = parseInput(grantBody, request.body ?? {});
-    const member = await ctx.db.transaction(async (tx) => {
-      const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
-      markAudit(request, { target: { type: body.target, id: target.id } });
-      const user = await memberUser(tx, principal, body.user_id);
-      return whileTargetExists(() => upsertMembership(tx, body.target, target.id, user.id, body.role));
-    });
-    return ok({ member: memberRecord(member) });
-  });
+  app.post(
+    '/members',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Grant or change a membership (upsert)',
+        description: '`admin` on the target; *perimeter*.',
+        body: grantBody,
+        responses: { 200: memberReply },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const principal = request.principal;
+      requireHumanBehind(principal, 'grant a membership');
+      const body = parseInput(grantBody, request.body ?? {});
+      const member = await ctx.db.transaction(async (tx) => {
+        const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
+        markAudit(request, { target: { type: body.target, id: target.id } });
+        const user = await memberUser(tx, principal, body.user_id);
+        return whileTargetExists(() => upsertMembership(tx, body.target, target.id, user.id, body.role));
+      });
+      return ok({ member: memberRecord(member) });
+    },
+  );
 
-  app.delete('/members', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Revoke a membership', description: '`admin` on the target, or `read` to remove oneself; *perimeter*.',
-      body: revokeBody, responses: { 200: memberReply }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const principal = request.principal;
-    requireHumanBehind(principal, 'revoke a membership');
-    const body = parseInput(revokeBody, request.body ?? {});
-    const member = await ctx.db.transaction(async (tx) => {
-      const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'read', { q: tx });
-      markAudit(request, { target: { type: body.target, id: target.id } });
-      const user = await memberUser(tx, principal, body.user_id);
-      // Leaving needs no admin: anyone may give up their own membership.
-      const needed: Role = user.id === principal.userId ? 'read' : 'admin';
-      requireRole(target.role, needed, body.target);
-      const deleted = await deleteMembership(tx, body.target, target.id, user.id);
-      if (!deleted) throw new ServiceError('not_found', 'No such membership.');
-      return deleted;
-    });
-    return ok({ member: memberRecord(member) });
-  });
+  app.delete(
+    '/members',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'Revoke a membership',
+        description: '`admin` on the target, or `read` to remove oneself; *perimeter*.',
+        body: revokeBody,
+        responses: { 200: memberReply },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const principal = request.principal;
+      requireHumanBehind(principal, 'revoke a membership');
+      const body = parseInput(revokeBody, request.body ?? {});
+      const member = await ctx.db.transaction(async (tx) => {
+        const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'read', { q: tx });
+        markAudit(request, { target: { type: body.target, id: target.id } });
+        const user = await memberUser(tx, principal, body.user_id);
+        // Leaving needs no admin: anyone may give up their own membership.
+        const needed: Role = user.id === principal.userId ? 'read' : 'admin';
+        requireRole(target.role, needed, body.target);
+        const deleted = await deleteMembership(tx, body.target, target.id, user.id);
+        if (!deleted) throw new ServiceError('not_found', 'No such membership.');
+        return deleted;
+      });
+      return ok({ member: memberRecord(member) });
+    },
+  );
 
-  app.get('/members/target/:target/:target_id', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'List the memberships of an organization or blob', params: listParams,
-      responses: { 200: success({ members: z.array(memberSchema) }, 'The memberships.') }, errors: ['not_found'],
-    }),
-  }, async (request) => {
-    const params = parseInput(listParams, request.params, 'path');
-    const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, 'read');
-    const members = await listMemberships(ctx.db, params.target, target.id);
-    return ok({ members: members.map(memberRecord) });
-  });
+  app.get(
+    '/members/target/:target/:target_id',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: 'List the memberships of an organization or blob',
+        params: listParams,
+        responses: { 200: success({ members: z.array(memberSchema) }, 'The memberships.') },
+        errors: ['not_found'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(listParams, request.params, 'path');
+      const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, 'read');
+      const members = await listMemberships(ctx.db, params.target, target.id);
+      return ok({ members: members.map(memberRecord) });
+    },
+  );
 }

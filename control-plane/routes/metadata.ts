@@ -17,7 +17,9 @@ const revisionParams = z.strictObject({ id: refSchema, alias: refSchema });
 /** The alias grammar applies where a listing is written, never where one is read. */
 const putAlias = z.object({ alias: aliasSchema });
 const putBody = z.strictObject({
-  entries: z.array(z.unknown()).refine((entries) => depthWithin(entries, MAX_ENTRY_DEPTH), `entries nest deeper than ${MAX_ENTRY_DEPTH} levels`),
+  entries: z
+    .array(z.unknown())
+    .refine((entries) => depthWithin(entries, MAX_ENTRY_DEPTH), `entries nest deeper than ${MAX_ENTRY_DEPTH} levels`),
 });
 
 /** Iterative, so a hostile body cannot overflow the stack while it is being measured. */
@@ -44,45 +46,83 @@ function listing(row: MetadataRow | undefined): Record<string, unknown> {
 export async function metadataRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.get('/blobs/:org_id/:blob_id/metadata/:alias', {
-    schema: routeSchema({ tags: TAGS, summary: 'Get a blob\'s metadata listing', params: blobParams, responses: { 200: listingReply }, errors: ['not_found'] }),
-  }, async (request) => {
-    const params = parseInput(blobParams, request.params, 'path');
-    const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'read');
-    return ok(listing(await getMetadata(ctx.db, { kind: 'blob', id: blob.id }, params.alias)));
-  });
+  app.get(
+    '/blobs/:org_id/:blob_id/metadata/:alias',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: "Get a blob's metadata listing",
+        params: blobParams,
+        responses: { 200: listingReply },
+        errors: ['not_found'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(blobParams, request.params, 'path');
+      const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'read');
+      return ok(listing(await getMetadata(ctx.db, { kind: 'blob', id: blob.id }, params.alias)));
+    },
+  );
 
-  app.put('/blobs/:org_id/:blob_id/metadata/:alias', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Store a blob\'s metadata listing', description: '`write`.',
-      params: blobParams, body: putBody, responses: { 200: listingReply }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const params = parseInput(blobParams, request.params, 'path');
-    const { alias } = parseInput(putAlias, params, 'path');
-    const { entries } = parseInput(putBody, request.body ?? {});
-    const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'write');
-    return ok(listing(await putMetadata(ctx.db, { kind: 'blob', id: blob.id }, alias, entries)));
-  });
+  app.put(
+    '/blobs/:org_id/:blob_id/metadata/:alias',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: "Store a blob's metadata listing",
+        description: '`write`.',
+        params: blobParams,
+        body: putBody,
+        responses: { 200: listingReply },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(blobParams, request.params, 'path');
+      const { alias } = parseInput(putAlias, params, 'path');
+      const { entries } = parseInput(putBody, request.body ?? {});
+      const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'write');
+      return ok(listing(await putMetadata(ctx.db, { kind: 'blob', id: blob.id }, alias, entries)));
+    },
+  );
 
-  app.get('/revisions/:id/metadata/:alias', {
-    schema: routeSchema({ tags: TAGS, summary: 'Get a revision\'s metadata listing', params: revisionParams, responses: { 200: listingReply }, errors: ['not_found'] }),
-  }, async (request) => {
-    const params = parseInput(revisionParams, request.params, 'path');
-    const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'read');
-    return ok(listing(await getMetadata(ctx.db, { kind: 'revision', id: revision.id }, params.alias)));
-  });
+  app.get(
+    '/revisions/:id/metadata/:alias',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: "Get a revision's metadata listing",
+        params: revisionParams,
+        responses: { 200: listingReply },
+        errors: ['not_found'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(revisionParams, request.params, 'path');
+      const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'read');
+      return ok(listing(await getMetadata(ctx.db, { kind: 'revision', id: revision.id }, params.alias)));
+    },
+  );
 
-  app.put('/revisions/:id/metadata/:alias', {
-    schema: routeSchema({
-      tags: TAGS, summary: 'Store a revision\'s metadata listing', description: '`write` on its blob.',
-      params: revisionParams, body: putBody, responses: { 200: listingReply }, errors: ['not_found', 'forbidden'],
-    }),
-  }, async (request) => {
-    const params = parseInput(revisionParams, request.params, 'path');
-    const { alias } = parseInput(putAlias, params, 'path');
-    const { entries } = parseInput(putBody, request.body ?? {});
-    const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'write');
-    return ok(listing(await putMetadata(ctx.db, { kind: 'revision', id: revision.id }, alias, entries)));
-  });
+  app.put(
+    '/revisions/:id/metadata/:alias',
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: "Store a revision's metadata listing",
+        description: '`write` on its blob.',
+        params: revisionParams,
+        body: putBody,
+        responses: { 200: listingReply },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(revisionParams, request.params, 'path');
+      const { alias } = parseInput(putAlias, params, 'path');
+      const { entries } = parseInput(putBody, request.body ?? {});
+      const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'write');
+      return ok(listing(await putMetadata(ctx.db, { kind: 'revision', id: revision.id }, alias, entries)));
+    },
+  );
 }

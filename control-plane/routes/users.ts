@@ -43,48 +43,73 @@ function roleOverSelf(principal: Principal): Role | null {
 export async function userRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
 
-  app.get('/users/:user_id', {
-    schema: routeSchema({
-      tags: ['Users'], summary: 'Get a user', description: '`me` is the caller. The full profile for oneself, the public fields otherwise.',
-      params: userParams, responses: { 200: success({ user: userSchema }, 'The user.') }, errors: ['not_found'],
-    }),
-  }, async (request) => {
-    const { user_id } = parseInput(userParams, request.params, 'params');
-    const user = await resolveUser(ctx.db, request.principal, user_id);
-    return ok({ user: userProfile(user, user.id === request.principal.userId) });
-  });
+  app.get(
+    '/users/:user_id',
+    {
+      schema: routeSchema({
+        tags: ['Users'],
+        summary: 'Get a user',
+        description: '`me` is the caller. The full profile for oneself, the public fields otherwise.',
+        params: userParams,
+        responses: { 200: success({ user: userSchema }, 'The user.') },
+        errors: ['not_found'],
+      }),
+    },
+    async (request) => {
+      const { user_id } = parseInput(userParams, request.params, 'params');
+      const user = await resolveUser(ctx.db, request.principal, user_id);
+      return ok({ user: userProfile(user, user.id === request.principal.userId) });
+    },
+  );
 
-  app.patch('/users/:user_id', {
-    schema: routeSchema({
-      tags: ['Users'], summary: 'Update one\'s own profile', description: '`alias: null` removes the alias. A user key needs `write` for `name`, `admin` for `alias`.',
-      params: userParams, body: patchBody, responses: { 200: success({ user: userSchema }, 'The updated profile.') },
-      errors: ['not_found', 'forbidden', 'alias_taken'],
-    }),
-  }, async (request) => {
-    const { user_id } = parseInput(userParams, request.params, 'params');
-    const principal = request.principal;
-    const target = await resolveUser(ctx.db, principal, user_id);
-    if (target.id !== principal.userId) throw new ServiceError('forbidden', 'Only the user itself may change its profile.');
-    const body = parseInput(patchBody, request.body ?? {});
-    // Renaming needs write; an alias change needs admin, as for organizations and blobs.
-    const needed: Role = body.alias !== undefined ? 'admin' : 'write';
-    if (!roleAtLeast(roleOverSelf(principal), needed)) {
-      throw new ServiceError('forbidden', `This API key cannot change the profile (needs ${needed} on the user).`);
-    }
-    const user = await updateUser(ctx.db, target.id, body);
-    if (!user) throw new ServiceError('not_found', 'No such user.');
-    return ok({ user: userProfile(user, true) });
-  });
+  app.patch(
+    '/users/:user_id',
+    {
+      schema: routeSchema({
+        tags: ['Users'],
+        summary: "Update one's own profile",
+        description: '`alias: null` removes the alias. A user key needs `write` for `name`, `admin` for `alias`.',
+        params: userParams,
+        body: patchBody,
+        responses: { 200: success({ user: userSchema }, 'The updated profile.') },
+        errors: ['not_found', 'forbidden', 'alias_taken'],
+      }),
+    },
+    async (request) => {
+      const { user_id } = parseInput(userParams, request.params, 'params');
+      const principal = request.principal;
+      const target = await resolveUser(ctx.db, principal, user_id);
+      if (target.id !== principal.userId)
+        throw new ServiceError('forbidden', 'Only the user itself may change its profile.');
+      const body = parseInput(patchBody, request.body ?? {});
+      // Renaming needs write; an alias change needs admin, as for organizations and blobs.
+      const needed: Role = body.alias !== undefined ? 'admin' : 'write';
+      if (!roleAtLeast(roleOverSelf(principal), needed)) {
+        throw new ServiceError('forbidden', `This API key cannot change the profile (needs ${needed} on the user).`);
+      }
+      const user = await updateUser(ctx.db, target.id, body);
+      if (!user) throw new ServiceError('not_found', 'No such user.');
+      return ok({ user: userProfile(user, true) });
+    },
+  );
 
-  app.get('/users/:user_id/orgs', {
-    schema: routeSchema({
-      tags: ['Users'], summary: 'List the organizations a user owns', description: 'Unpaginated; others see the public ones only.',
-      params: userParams, responses: { 200: success({ orgs: z.array(orgSchema) }, 'The organizations.') }, errors: ['not_found'],
-    }),
-  }, async (request) => {
-    const { user_id } = parseInput(userParams, request.params, 'params');
-    const user = await resolveUser(ctx.db, request.principal, user_id);
-    const orgs = await userOrgs(ctx.db, user.id, user.id === request.principal.userId);
-    return ok({ orgs: orgs.map(orgRecord) });
-  });
+  app.get(
+    '/users/:user_id/orgs',
+    {
+      schema: routeSchema({
+        tags: ['Users'],
+        summary: 'List the organizations a user owns',
+        description: 'Unpaginated; others see the public ones only.',
+        params: userParams,
+        responses: { 200: success({ orgs: z.array(orgSchema) }, 'The organizations.') },
+        errors: ['not_found'],
+      }),
+    },
+    async (request) => {
+      const { user_id } = parseInput(userParams, request.params, 'params');
+      const user = await resolveUser(ctx.db, request.principal, user_id);
+      const orgs = await userOrgs(ctx.db, user.id, user.id === request.principal.userId);
+      return ok({ orgs: orgs.map(orgRecord) });
+    },
+  );
 }

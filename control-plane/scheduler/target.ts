@@ -43,7 +43,8 @@ export async function resolveTarget(ctx: AppContext, principal: Principal, targe
     }
     throw error;
   }
-  if (scope.blob.type !== 'svc.compute.workflow') throw badTarget('revision_id', `a schedule targets a workflow revision, not a ${scope.blob.type} one`);
+  if (scope.blob.type !== 'svc.compute.workflow')
+    throw badTarget('revision_id', `a schedule targets a workflow revision, not a ${scope.blob.type} one`);
   let session;
   try {
     session = await findSession(ctx.db, scope.revision.id, target.session_id);
@@ -65,6 +66,7 @@ export async function checkedInput(ctx: AppContext, target: ResolvedTarget, inpu
   if (input === undefined || input === null) return null;
   const json = JSON.stringify(input);
   const inForce = await limitInForce(ctx.db, { blobId: target.blobId }, 'workflow.execution_input_bytes');
-  if (typeof inForce.value === 'number' && Buffer.byteLength(json, 'utf8') > inForce.value) throw limitExceeded(inForce);
+  if (typeof inForce.value === 'number' && Buffer.byteLength(json, 'utf8') > inForce.value)
+    throw limitExceeded(inForce);
   return json;
 }

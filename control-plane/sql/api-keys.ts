@@ -22,9 +22,16 @@ const COLUMNS = `k.id, k.public_id, k.name, k.target, COALESCE(k.org_id, k.blob_
 /** The key record as listings show it; the secret is never part of it (docs/access.md, "Minting"). */
 export function apiKeyRecord(row: ApiKeyRow): Record<string, unknown> {
   return {
-    id: row.id, name: row.name, target: row.target, target_id: row.target_id, role: row.role,
-    user_id: row.user_id, prefix: API_KEY_PREFIX + row.public_id, created_by: row.created_by,
-    created_at: row.created_at, last_used_at: row.last_used_at,
+    id: row.id,
+    name: row.name,
+    target: row.target,
+    target_id: row.target_id,
+    role: row.role,
+    user_id: row.user_id,
+    prefix: API_KEY_PREFIX + row.public_id,
+    created_by: row.created_by,
+    created_at: row.created_at,
+    last_used_at: row.last_used_at,
   };
 }
 

@@ -22,8 +22,14 @@ const BLOB_COLUMNS = BLOB_FIELDS.map((f) => `b.${f}`).join(', ');
 /** The blob record as every response shows it (docs/resources.md, "Blobs"). */
 export function blobRecord(row: BlobRow): Record<string, unknown> {
   return {
-    id: row.id, alias: row.alias, org_id: row.org_id, type: row.type, name: row.name,
-    visibility: row.visibility, status: row.status, created_at: row.created_at,
+    id: row.id,
+    alias: row.alias,
+    org_id: row.org_id,
+    type: row.type,
+    name: row.name,
+    visibility: row.visibility,
+    status: row.status,
+    created_at: row.created_at,
   };
 }
 
@@ -41,7 +47,10 @@ export async function lockBlobByRef(q: Queryable, orgRef: string, blobRef: strin
   );
 }
 
-export async function insertBlob(q: Queryable, blob: { orgId: string; type: BlobType; alias: string; name: string; visibility: BlobRow['visibility'] }): Promise<BlobRow> {
+export async function insertBlob(
+  q: Queryable,
+  blob: { orgId: string; type: BlobType; alias: string; name: string; visibility: BlobRow['visibility'] },
+): Promise<BlobRow> {
   const { rows } = await q.query<BlobRow>(
     `INSERT INTO blobs AS b (org_id, type, alias, name, visibility) VALUES ($1::uuid, $2, $3, $4, $5) RETURNING ${BLOB_COLUMNS}`,
     [blob.orgId, blob.type, blob.alias, blob.name, blob.visibility],

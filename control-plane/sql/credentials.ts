@@ -16,7 +16,14 @@ const COLUMNS = `c.id, c.name, c.target, COALESCE(c.org_id, c.blob_id, c.target_
 
 /** The credential record, metadata only (docs/access.md, "Credentials"). */
 export function credentialRecord(row: CredentialRow): Record<string, unknown> {
-  return { id: row.id, name: row.name, target: row.target, target_id: row.target_id, created_by: row.created_by, created_at: row.created_at };
+  return {
+    id: row.id,
+    name: row.name,
+    target: row.target,
+    target_id: row.target_id,
+    created_by: row.created_by,
+    created_at: row.created_at,
+  };
 }
 
 export interface NewCredential {
@@ -44,7 +51,10 @@ export async function findCredential(q: Queryable, id: string): Promise<Credenti
 }
 
 export async function deleteCredential(q: Queryable, id: string): Promise<CredentialRow | undefined> {
-  const { rows } = await q.query<CredentialRow>(`DELETE FROM credentials c WHERE c.id = $1::uuid RETURNING ${COLUMNS}`, [id]);
+  const { rows } = await q.query<CredentialRow>(
+    `DELETE FROM credentials c WHERE c.id = $1::uuid RETURNING ${COLUMNS}`,
+    [id],
+  );
   return rows[0];
 }
 
@@ -61,7 +71,12 @@ export async function listCredentials(q: Queryable, target: Target, targetId: st
  * The sealed secret of the credential named `name` on a target, for the runner to open with
  * `CredentialCipher.decrypt(sealed, id)`. Never used by a route.
  */
-export async function findSealedCredential(q: Queryable, target: Target, targetId: string, name: string): Promise<{ id: string; sealed: SealedSecret } | undefined> {
+export async function findSealedCredential(
+  q: Queryable,
+  target: Target,
+  targetId: string,
+  name: string,
+): Promise<{ id: string; sealed: SealedSecret } | undefined> {
   const { rows } = await q.query<{ id: string; iv: Buffer; auth_tag: Buffer; ciphertext: Buffer }>(
     `SELECT id, iv, auth_tag, ciphertext FROM credentials WHERE ${TARGET_COLUMN[target]} = $1::uuid AND name = $2`,
     [targetId, name],

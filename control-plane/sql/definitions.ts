@@ -17,7 +17,14 @@ const DEFINITION_COLUMNS = 'd.id, d.alias, d.revision_id, d.category, d.graph, d
 
 /** The definition record (docs/workflow.md, "The definition record"). */
 export function definitionRecord(row: DefinitionRow): Record<string, unknown> {
-  return { id: row.id, alias: row.alias, category: row.category, revision_id: row.revision_id, graph: row.graph, created_at: row.created_at };
+  return {
+    id: row.id,
+    alias: row.alias,
+    category: row.category,
+    revision_id: row.revision_id,
+    graph: row.graph,
+    created_at: row.created_at,
+  };
 }
 
 /** Every definition of the revision, oldest first (`list_definitions` is unpaginated). */
@@ -33,7 +40,10 @@ export async function listDefinitions(q: Queryable, revisionId: string): Promise
  * Inserts a definition. Call it after taking the category's slot in the same transaction; a
  * duplicate alias violates `definitions_alias_key` (wrap in `claimingAlias`).
  */
-export async function insertDefinition(q: Queryable, fields: { revisionId: string; alias: string | null; category: DefinitionCategory; graph: unknown }): Promise<DefinitionRow> {
+export async function insertDefinition(
+  q: Queryable,
+  fields: { revisionId: string; alias: string | null; category: DefinitionCategory; graph: unknown },
+): Promise<DefinitionRow> {
   const { rows } = await q.query<DefinitionRow>(
     `INSERT INTO definitions AS d (revision_id, alias, category, graph) VALUES ($1::uuid, $2::text, $3::text, $4::jsonb)
      RETURNING ${DEFINITION_COLUMNS}`,
@@ -43,7 +53,12 @@ export async function insertDefinition(q: Queryable, fields: { revisionId: strin
 }
 
 /** The revision's definition named by id or alias; `lock` takes its row lock (delete). */
-export async function findDefinition(q: Queryable, revisionId: string, ref: string, lock = false): Promise<DefinitionRow | undefined> {
+export async function findDefinition(
+  q: Queryable,
+  revisionId: string,
+  ref: string,
+  lock = false,
+): Promise<DefinitionRow | undefined> {
   const { rows } = await q.query<DefinitionRow>(
     `SELECT ${DEFINITION_COLUMNS} FROM definitions d WHERE d.revision_id = $1::uuid AND d.${refColumn(ref)} = $2${lock ? ' FOR UPDATE' : ''}`,
     [revisionId, ref],
@@ -53,7 +68,10 @@ export async function findDefinition(q: Queryable, revisionId: string, ref: stri
 
 /** Deletes a definition; removing the row frees its slot (quotas count rows). */
 export async function deleteDefinition(q: Queryable, id: string): Promise<DefinitionRow | undefined> {
-  const { rows } = await q.query<DefinitionRow>(`DELETE FROM definitions d WHERE d.id = $1::uuid RETURNING ${DEFINITION_COLUMNS}`, [id]);
+  const { rows } = await q.query<DefinitionRow>(
+    `DELETE FROM definitions d WHERE d.id = $1::uuid RETURNING ${DEFINITION_COLUMNS}`,
+    [id],
+  );
   return rows[0];
 }
 

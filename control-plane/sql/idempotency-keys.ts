@@ -36,24 +36,55 @@ const CLAIM_SQL = `
  * findStoredKey). Waits while another transaction holds the same key uncommitted.
  */
 export async function claimKey(tx: Queryable, claim: KeyClaim): Promise<boolean> {
-  const { rows } = await tx.query(CLAIM_SQL, [claim.caller, claim.key, claim.operation, claim.fingerprint, claim.ttlSeconds]);
+  const { rows } = await tx.query(CLAIM_SQL, [
+    claim.caller,
+    claim.key,
+    claim.operation,
+    claim.fingerprint,
+    claim.ttlSeconds,
+  ]);
   return rows.length === 1;
 }
 
 /** The live, committed row of `(caller, key)`; undefined if there is none (it expired since). */
-export async function findStoredKey(q: Queryable, caller: string, key: string, ttlSeconds: number): Promise<StoredKeyRow | undefined> {
-  const { rows } = await q.query<{ operation: string; fingerprint: Buffer; status: number; iv: Buffer; auth_tag: Buffer; response: Buffer }>(
+export async function findStoredKey(
+  q: Queryable,
+  caller: string,
+  key: string,
+  ttlSeconds: number,
+): Promise<StoredKeyRow | undefined> {
+  const { rows } = await q.query<{
+    operation: string;
+    fingerprint: Buffer;
+    status: number;
+    iv: Buffer;
+    auth_tag: Buffer;
+    response: Buffer;
+  }>(
     `SELECT operation, fingerprint, status, iv, auth_tag, response FROM idempotency_keys
       WHERE caller = $1::text AND key = $2::text AND status IS NOT NULL
         AND created_at >= now() - make_interval(secs => $3::int)`,
     [caller, key, ttlSeconds],
   );
   const row = rows[0];
-  return row && { operation: row.operation, fingerprint: row.fingerprint, status: row.status, sealed: { iv: row.iv, authTag: row.auth_tag, ciphertext: row.response } };
+  return (
+    row && {
+      operation: row.operation,
+      fingerprint: row.fingerprint,
+      status: row.status,
+      sealed: { iv: row.iv, authTag: row.auth_tag, ciphertext: row.response },
+    }
+  );
 }
 
 /** Stores the answer of the claiming transaction, before it commits. */
-export async function storeAnswer(tx: Queryable, caller: string, key: string, status: number, sealed: SealedSecret): Promise<void> {
+export async function storeAnswer(
+  tx: Queryable,
+  caller: string,
+  key: string,
+  status: number,
+  sealed: SealedSecret,
+): Promise<void> {
   await tx.query(
     'UPDATE idempotency_keys SET status = $3::smallint, iv = $4::bytea, auth_tag = $5::bytea, response = $6::bytea WHERE caller = $1::text AND key = $2::text',
     [caller, key, status, sealed.iv, sealed.authTag, sealed.ciphertext],

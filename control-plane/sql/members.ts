@@ -20,14 +20,27 @@ const COLUMN: Record<MemberTarget, 'org_id' | 'blob_id'> = { organization: 'org_
 
 /** The membership record (docs/access.md, "Memberships"). */
 export function memberRecord(row: MemberRow): Record<string, unknown> {
-  return { target: row.target, target_id: row.target_id, user_id: row.user_id, role: row.role, created_at: row.created_at, updated_at: row.updated_at };
+  return {
+    target: row.target,
+    target_id: row.target_id,
+    user_id: row.user_id,
+    role: row.role,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
 }
 
 /**
  * Grants `role`, or changes the role of an existing membership (it keeps its `created_at`). The
  * partial unique index is the arbiter, so two simultaneous grants end in one membership.
  */
-export async function upsertMembership(q: Queryable, target: MemberTarget, targetId: string, userId: string, role: Role): Promise<MemberRow> {
+export async function upsertMembership(
+  q: Queryable,
+  target: MemberTarget,
+  targetId: string,
+  userId: string,
+  role: Role,
+): Promise<MemberRow> {
   const column = COLUMN[target];
   const { rows } = await q.query<MemberRow>(
     `INSERT INTO memberships AS m (${column}, user_id, role) VALUES ($1::uuid, $2::uuid, $3)
@@ -40,7 +53,12 @@ export async function upsertMembership(q: Queryable, target: MemberTarget, targe
   return rows[0]!;
 }
 
-export async function deleteMembership(q: Queryable, target: MemberTarget, targetId: string, userId: string): Promise<MemberRow | undefined> {
+export async function deleteMembership(
+  q: Queryable,
+  target: MemberTarget,
+  targetId: string,
+  userId: string,
+): Promise<MemberRow | undefined> {
   const { rows } = await q.query<MemberRow>(
     `DELETE FROM memberships m WHERE m.${COLUMN[target]} = $1::uuid AND m.user_id = $2::uuid RETURNING ${COLUMNS}`,
     [targetId, userId],

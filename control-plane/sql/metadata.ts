@@ -32,16 +32,24 @@ export async function getMetadata(q: Queryable, owner: MetadataOwner, alias: str
  * Replaces the listing under `alias` (creating it when absent) in one statement. A blob or
  * revision deleted since it was resolved fails the foreign key: that is `not_found`.
  */
-export async function putMetadata(q: Queryable, owner: MetadataOwner, alias: string, entries: unknown[]): Promise<MetadataRow> {
+export async function putMetadata(
+  q: Queryable,
+  owner: MetadataOwner,
+  alias: string,
+  entries: unknown[],
+): Promise<MetadataRow> {
   const { table, key } = TABLES[owner.kind];
-  const { rows } = await q.query<MetadataRow>(
-    `INSERT INTO ${table} (${key}, alias, entries) VALUES ($1::uuid, $2, $3::jsonb)
+  const { rows } = await q
+    .query<MetadataRow>(
+      `INSERT INTO ${table} (${key}, alias, entries) VALUES ($1::uuid, $2, $3::jsonb)
      ON CONFLICT (${key}, alias) DO UPDATE SET entries = EXCLUDED.entries, updated_at = now()
      RETURNING alias, entries, updated_at`,
-    [owner.id, alias, JSON.stringify(entries)],
-  ).catch((error: unknown) => {
-    if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) throw new ServiceError('not_found', `No such ${owner.kind}.`, {}, { cause: error });
-    throw error;
-  });
+      [owner.id, alias, JSON.stringify(entries)],
+    )
+    .catch((error: unknown) => {
+      if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION)
+        throw new ServiceError('not_found', `No such ${owner.kind}.`, {}, { cause: error });
+      throw error;
+    });
   return rows[0]!;
 }

@@ -26,19 +26,33 @@ export function nlpRecord(row: NlpRecordRow): Record<string, unknown> {
  * revision's row lock, so `seq` follows commit order within the revision and a keyset page never
  * skips a record committed late.
  */
-export async function insertRecords(q: Queryable, revisionId: string, records: readonly NewNlpRecord[]): Promise<number> {
+export async function insertRecords(
+  q: Queryable,
+  revisionId: string,
+  records: readonly NewNlpRecord[],
+): Promise<number> {
   const { rowCount } = await q.query(
     `INSERT INTO nlp_records (revision_id, text, labels, meta)
      SELECT $1::uuid, r.text, r.labels, r.meta
        FROM unnest($2::text[], $3::jsonb[], $4::jsonb[]) WITH ORDINALITY AS r (text, labels, meta, ord)
       ORDER BY r.ord`,
-    [revisionId, records.map((r) => r.text), records.map((r) => JSON.stringify(r.labels)), records.map((r) => (r.meta === null ? null : JSON.stringify(r.meta)))],
+    [
+      revisionId,
+      records.map((r) => r.text),
+      records.map((r) => JSON.stringify(r.labels)),
+      records.map((r) => (r.meta === null ? null : JSON.stringify(r.meta))),
+    ],
   );
   return rowCount ?? 0;
 }
 
 /** One page of the revision's records after `after` (a `seq`), in upload order. */
-export async function listRecords(q: Queryable, revisionId: string, after: number, limit: number): Promise<NlpRecordRow[]> {
+export async function listRecords(
+  q: Queryable,
+  revisionId: string,
+  after: number,
+  limit: number,
+): Promise<NlpRecordRow[]> {
   const { rows } = await q.query<NlpRecordRow>(
     `SELECT seq, text, labels, meta, created_at FROM nlp_records
       WHERE revision_id = $1::uuid AND seq > $2::bigint ORDER BY seq LIMIT $3::int`,
@@ -49,6 +63,9 @@ export async function listRecords(q: Queryable, revisionId: string, after: numbe
 
 /** How many records the revision holds (Get Revision's `counts.records`). */
 export async function recordCount(q: Queryable, revisionId: string): Promise<number> {
-  const { rows } = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM nlp_records WHERE revision_id = $1::uuid', [revisionId]);
+  const { rows } = await q.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM nlp_records WHERE revision_id = $1::uuid',
+    [revisionId],
+  );
   return rows[0]!.n;
 }

@@ -20,7 +20,14 @@ export type Visibility = OrgRow['visibility'];
 
 /** The organization record as every response shows it (docs/resources.md, "Organizations"). */
 export function orgRecord(row: OrgRow): Record<string, unknown> {
-  return { id: row.id, alias: row.alias, name: row.name, visibility: row.visibility, owner_id: row.owner_id, created_at: row.created_at };
+  return {
+    id: row.id,
+    alias: row.alias,
+    name: row.name,
+    visibility: row.visibility,
+    owner_id: row.owner_id,
+    created_at: row.created_at,
+  };
 }
 
 /**
@@ -44,7 +51,10 @@ export async function lockOrgByRef(q: Queryable, ref: string): Promise<void> {
   await q.query(`SELECT 1 FROM orgs WHERE ${refColumn(ref)} = $1 FOR NO KEY UPDATE`, [ref]);
 }
 
-export async function insertOrg(q: Queryable, org: { alias: string; name: string; visibility: Visibility; ownerId: string }): Promise<OrgRow> {
+export async function insertOrg(
+  q: Queryable,
+  org: { alias: string; name: string; visibility: Visibility; ownerId: string },
+): Promise<OrgRow> {
   const { rows } = await q.query<OrgRow>(
     `INSERT INTO orgs AS o (alias, name, visibility, owner_id) VALUES ($1, $2, $3, $4::uuid) RETURNING ${ORG_COLUMNS}`,
     [org.alias, org.name, org.visibility, org.ownerId],

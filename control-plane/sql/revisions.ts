@@ -21,7 +21,9 @@ export function revisionRecord(row: RevisionRow): Record<string, unknown> {
 
 /** How many revisions the blob holds now. */
 export async function countRevisions(q: Queryable, blobId: string): Promise<number> {
-  const { rows } = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', [blobId]);
+  const { rows } = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', [
+    blobId,
+  ]);
   return rows[0]!.n;
 }
 
@@ -56,7 +58,12 @@ export async function findBlobRevision(q: Queryable, blobId: string, id: string)
  * A keyset page of the blob's revisions in ascending number, after `afterNumber` (exclusive).
  * Reads `limit + 1` rows so the caller knows whether another page follows.
  */
-export async function listRevisions(q: Queryable, blobId: string, afterNumber: number, limit: number): Promise<RevisionRow[]> {
+export async function listRevisions(
+  q: Queryable,
+  blobId: string,
+  afterNumber: number,
+  limit: number,
+): Promise<RevisionRow[]> {
   const { rows } = await q.query<RevisionRow>(
     `SELECT ${REVISION_COLUMNS} FROM revisions r
       WHERE r.blob_id = $1::uuid AND r.number > $2::int
@@ -68,7 +75,10 @@ export async function listRevisions(q: Queryable, blobId: string, afterNumber: n
 
 /** Deletes the revision; its metadata and everything under it go by FK cascade. */
 export async function deleteRevision(q: Queryable, id: string): Promise<RevisionRow | undefined> {
-  const { rows } = await q.query<RevisionRow>(`DELETE FROM revisions r WHERE r.id = $1::uuid RETURNING ${REVISION_COLUMNS}`, [id]);
+  const { rows } = await q.query<RevisionRow>(
+    `DELETE FROM revisions r WHERE r.id = $1::uuid RETURNING ${REVISION_COLUMNS}`,
+    [id],
+  );
   return rows[0];
 }
 
@@ -77,14 +87,22 @@ export async function deleteRevision(q: Queryable, id: string): Promise<Revision
  * its blob type has (a workflow revision's definitions, playgrounds and sessions; a scheduler
  * revision's schedules).
  */
-export async function revisionHeld(q: Queryable, revisionId: string, blobType: string): Promise<Record<string, number>> {
+export async function revisionHeld(
+  q: Queryable,
+  revisionId: string,
+  blobType: string,
+): Promise<Record<string, number>> {
   const quotas = REVISION_QUOTAS[blobType] ?? [];
   const counts = await Promise.all(quotas.map((id) => heldCount(q, id, revisionId)));
   return Object.fromEntries(quotas.map((id, i) => [id, counts[i]!]));
 }
 
 const REVISION_QUOTAS: Record<string, readonly QuotaId[]> = {
-  'svc.compute.workflow': ['workflow.definitions_per_revision', 'workflow.playgrounds_per_revision', 'workflow.sessions_per_revision'],
+  'svc.compute.workflow': [
+    'workflow.definitions_per_revision',
+    'workflow.playgrounds_per_revision',
+    'workflow.sessions_per_revision',
+  ],
   'svc.compute.scheduler': ['scheduler.schedules_per_revision'],
 };
 

@@ -1,7 +1,12 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { refColumn } from '../../shared/ids.ts';
-import { RUN_COLUMNS, SCHEDULE_COLUMNS, type ScheduleRow, type ScheduleRunRow } from '../../shared/scheduler/schedule-record.ts';
+import {
+  RUN_COLUMNS,
+  SCHEDULE_COLUMNS,
+  type ScheduleRow,
+  type ScheduleRunRow,
+} from '../../shared/scheduler/schedule-record.ts';
 import { tableListing, type RecordSource } from './table-listing.ts';
 
 /** The fields of a schedule a write sets (create: all; update: the row after the change). */
@@ -19,11 +24,26 @@ export interface ScheduleFields {
 }
 
 function values(f: ScheduleFields): unknown[] {
-  return [f.alias, f.cron, f.timezone, f.targetRevisionId, f.targetSessionId, f.targetDefinitionId, f.inputJson, f.enabled, f.nextFireAt];
+  return [
+    f.alias,
+    f.cron,
+    f.timezone,
+    f.targetRevisionId,
+    f.targetSessionId,
+    f.targetDefinitionId,
+    f.inputJson,
+    f.enabled,
+    f.nextFireAt,
+  ];
 }
 
 /** Inserts a schedule; a taken alias fails on `schedules_alias_key` (wrap in `claimingAlias`). */
-export async function insertSchedule(q: Queryable, revisionId: string, createdBy: string, fields: ScheduleFields): Promise<ScheduleRow> {
+export async function insertSchedule(
+  q: Queryable,
+  revisionId: string,
+  createdBy: string,
+  fields: ScheduleFields,
+): Promise<ScheduleRow> {
   const { rows } = await q.query<ScheduleRow>(
     `INSERT INTO schedules AS sc (alias, cron, timezone, target_revision_id, target_session_id, target_definition_id, input_data, enabled, next_fire_at, revision_id, created_by)
      VALUES ($1, $2, $3, $4::uuid, $5::uuid, $6::uuid, $7::jsonb, $8, $9::timestamptz, $10::uuid, $11::uuid)
@@ -56,7 +76,10 @@ export async function findSchedule(q: Queryable, revisionId: string, ref: string
 
 /** Deletes a schedule and, by cascade, its runs; its pending fire job then finds nothing to fire. */
 export async function deleteSchedule(q: Queryable, id: string): Promise<ScheduleRow | undefined> {
-  const { rows } = await q.query<ScheduleRow>(`DELETE FROM schedules sc WHERE sc.id = $1::uuid RETURNING ${SCHEDULE_COLUMNS}`, [id]);
+  const { rows } = await q.query<ScheduleRow>(
+    `DELETE FROM schedules sc WHERE sc.id = $1::uuid RETURNING ${SCHEDULE_COLUMNS}`,
+    [id],
+  );
   return rows[0];
 }
 
@@ -71,10 +94,22 @@ export async function lastRun(q: Queryable, scheduleId: string): Promise<Schedul
 
 /** `list_schedules`: the revision's schedules, newest first (the record cursor). */
 export function scheduleListing(q: Queryable, revisionId: string): RecordSource<ScheduleRow> {
-  return tableListing<ScheduleRow>(q, { table: 'schedules', alias: 'sc', columns: SCHEDULE_COLUMNS, scopeColumn: 'revision_id', scopeId: revisionId });
+  return tableListing<ScheduleRow>(q, {
+    table: 'schedules',
+    alias: 'sc',
+    columns: SCHEDULE_COLUMNS,
+    scopeColumn: 'revision_id',
+    scopeId: revisionId,
+  });
 }
 
 /** `list_executions` of a scheduler revision: the schedule's runs, newest first (the record cursor). */
 export function runListing(q: Queryable, scheduleId: string): RecordSource<ScheduleRunRow> {
-  return tableListing<ScheduleRunRow>(q, { table: 'schedule_runs', alias: 'sr', columns: RUN_COLUMNS, scopeColumn: 'schedule_id', scopeId: scheduleId });
+  return tableListing<ScheduleRunRow>(q, {
+    table: 'schedule_runs',
+    alias: 'sr',
+    columns: RUN_COLUMNS,
+    scopeColumn: 'schedule_id',
+    scopeId: scheduleId,
+  });
 }

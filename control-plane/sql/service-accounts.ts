@@ -9,12 +9,17 @@ const USER_COLUMNS = 'u.id, u.alias, u.name, u.kind, u.email, u.anonymous, u.own
 const MAX_OWNERSHIP_DEPTH = 32;
 
 /** Creates a service account owned by `ownerId`. A taken alias is 409 `alias_taken`. */
-export async function insertServiceAccount(q: Queryable, account: { ownerId: string; name: string; alias: string | null }): Promise<UserRow> {
-  const { rows } = await claimingAlias('user', () => q.query<UserRow>(
-    `INSERT INTO users AS u (kind, name, alias, owner_id) VALUES ('service', $1, $2, $3::uuid)
+export async function insertServiceAccount(
+  q: Queryable,
+  account: { ownerId: string; name: string; alias: string | null },
+): Promise<UserRow> {
+  const { rows } = await claimingAlias('user', () =>
+    q.query<UserRow>(
+      `INSERT INTO users AS u (kind, name, alias, owner_id) VALUES ('service', $1, $2, $3::uuid)
      RETURNING ${USER_COLUMNS}`,
-    [account.name, account.alias, account.ownerId],
-  ));
+      [account.name, account.alias, account.ownerId],
+    ),
+  );
   return rows[0]!;
 }
 
@@ -44,7 +49,9 @@ export async function lockAccountTree(q: Queryable, userId: string): Promise<{ a
  * user-scoped credentials go by FK cascade in the same statement, so its keys stop working at once.
  */
 export async function deleteAccount(q: Queryable, userId: string): Promise<UserRow | undefined> {
-  const { rows } = await q.query<UserRow>(`DELETE FROM users u WHERE u.id = $1::uuid RETURNING ${USER_COLUMNS}`, [userId]);
+  const { rows } = await q.query<UserRow>(`DELETE FROM users u WHERE u.id = $1::uuid RETURNING ${USER_COLUMNS}`, [
+    userId,
+  ]);
   return rows[0];
 }
 

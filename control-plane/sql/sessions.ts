@@ -14,7 +14,6 @@ export interface SessionRow {
 /** The select list of a `SessionRow` from `sessions s`. */
 export const SESSION_COLUMNS = 's.id, s.alias, s.revision_id, s.status, s.created_at';
 
-
 /** Inserts an active session; a taken alias fails on `sessions_alias_key` (wrap in `claimingAlias`). */
 export async function insertSession(q: Queryable, revisionId: string, alias: string | null): Promise<SessionRow> {
   const { rows } = await q.query<SessionRow>(
@@ -30,7 +29,10 @@ export async function insertSession(q: Queryable, revisionId: string, alias: str
  * Waits for a background removal of the same session if one is running.
  */
 export async function removeDeletingHolder(q: Queryable, revisionId: string, alias: string): Promise<void> {
-  await q.query(`DELETE FROM sessions WHERE revision_id = $1::uuid AND alias = $2 AND status = 'deleting'`, [revisionId, alias]);
+  await q.query(`DELETE FROM sessions WHERE revision_id = $1::uuid AND alias = $2 AND status = 'deleting'`, [
+    revisionId,
+    alias,
+  ]);
 }
 
 /**
@@ -71,14 +73,24 @@ export async function removeOneDeleting(q: Queryable): Promise<string | undefine
 
 /** `list_sessions`: the revision's sessions, newest first, `deleting` ones included until removed. */
 export function sessionListing(q: Queryable, revisionId: string): RecordSource<SessionRow> {
-  return tableListing<SessionRow>(q, { table: 'sessions', alias: 's', columns: SESSION_COLUMNS, scopeColumn: 'revision_id', scopeId: revisionId });
+  return tableListing<SessionRow>(q, {
+    table: 'sessions',
+    alias: 's',
+    columns: SESSION_COLUMNS,
+    scopeColumn: 'revision_id',
+    scopeId: revisionId,
+  });
 }
 
 /**
  * The execution `executionId` if it ran in a session of `revisionId` (404 otherwise, including
  * for a value that is not an id: executions have no aliases).
  */
-export async function findRevisionExecution(q: Queryable, revisionId: string, executionId: string): Promise<{ id: string; session_id: string }> {
+export async function findRevisionExecution(
+  q: Queryable,
+  revisionId: string,
+  executionId: string,
+): Promise<{ id: string; session_id: string }> {
   if (!isUuid(executionId)) throw new ServiceError('not_found', 'No such execution.');
   const { rows } = await q.query<{ id: string; session_id: string }>(
     `SELECT e.id, e.session_id FROM executions e JOIN sessions s ON s.id = e.session_id

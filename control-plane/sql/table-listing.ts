@@ -36,7 +36,11 @@ export function positionColumnsSql(alias: string): string {
  * numbered from `$firstParam`; `TRUE` without parameters for a first page. Pair it with
  * `newestFirstSql(alias)`; an index on `(scope, created_at DESC, id DESC)` serves both.
  */
-export function olderThanSql(alias: string, after: RecordPosition | undefined, firstParam: number): { sql: string; params: unknown[] } {
+export function olderThanSql(
+  alias: string,
+  after: RecordPosition | undefined,
+  firstParam: number,
+): { sql: string; params: unknown[] } {
   if (after === undefined) return { sql: 'TRUE', params: [] };
   return {
     sql: `(${alias}.created_at, ${alias}.id) < ($${firstParam}::timestamptz, $${firstParam + 1}::uuid)`,

@@ -20,7 +20,12 @@ const COLUMNS = 'id, alias, name, kind, email, anonymous, owner_id, created_at';
 export function userProfile(row: UserRow, full: boolean): Record<string, unknown> {
   const pub = { id: row.id, alias: row.alias, name: row.name, kind: row.kind, created_at: row.created_at };
   if (!full) return pub;
-  return { ...pub, email: row.email, anonymous: row.anonymous, ...(row.kind === 'service' ? { owner_id: row.owner_id } : {}) };
+  return {
+    ...pub,
+    email: row.email,
+    anonymous: row.anonymous,
+    ...(row.kind === 'service' ? { owner_id: row.owner_id } : {}),
+  };
 }
 
 /**
@@ -43,7 +48,10 @@ export async function createAnonymousUser(q: Queryable): Promise<UserRow> {
  * Finds or creates the human keyed by issuer + subject. The upsert keeps two simultaneous first
  * sign-ins from creating two accounts.
  */
-export async function upsertOidcUser(q: Queryable, identity: { issuer: string; subject: string; email: string | null; name: string | null }): Promise<UserRow> {
+export async function upsertOidcUser(
+  q: Queryable,
+  identity: { issuer: string; subject: string; email: string | null; name: string | null },
+): Promise<UserRow> {
   const { rows } = await q.query<UserRow>(
     `INSERT INTO users (kind, name, email, oidc_issuer, oidc_subject)
      VALUES ('human', $3, $4, $1, $2)
@@ -66,12 +74,14 @@ export interface UserPatch {
  * Undefined when the user is gone.
  */
 export async function updateUser(q: Queryable, id: string, patch: UserPatch): Promise<UserRow | undefined> {
-  const { rows } = await claimingAlias('user', () => q.query<UserRow>(
-    `UPDATE users SET name = COALESCE($2, name),
+  const { rows } = await claimingAlias('user', () =>
+    q.query<UserRow>(
+      `UPDATE users SET name = COALESCE($2, name),
             alias = CASE WHEN $3::boolean THEN $4 ELSE alias END
       WHERE id = $1::uuid RETURNING ${COLUMNS}`,
-    [id, patch.name ?? null, patch.alias !== undefined, patch.alias ?? null],
-  ));
+      [id, patch.name ?? null, patch.alias !== undefined, patch.alias ?? null],
+    ),
+  );
   return rows[0];
 }
 

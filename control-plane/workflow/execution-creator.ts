@@ -13,10 +13,21 @@
  */
 import { Batcher } from '../../shared/batcher.ts';
 import type { Db, Tx } from '../../shared/db/db.ts';
-import { enqueueExecution, enqueueExecutions, fairPriority, type BatchJobQueue } from '../../shared/queue/execution-jobs.ts';
+import {
+  enqueueExecution,
+  enqueueExecutions,
+  fairPriority,
+  type BatchJobQueue,
+} from '../../shared/queue/execution-jobs.ts';
 import type { ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import { executionsCreated } from '../../shared/metrics.ts';
-import { createExecutionRow, createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../../shared/workflow/create-execution.ts';
+import {
+  createExecutionRow,
+  createExecutionRows,
+  type CreatedExecution,
+  type CreateRefusal,
+  type NewExecution,
+} from '../../shared/workflow/create-execution.ts';
 
 type Created = ExecutionRecordRow | CreateRefusal;
 type Settled = { ok: Created } | { error: unknown };
@@ -36,20 +47,29 @@ function isCreated(result: Created): result is ExecutionRecordRow {
   return !('refusal' in result);
 }
 
-export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { maxBatch?: number; maxInFlight?: number } = {}): ExecutionCreator {
+export function createExecutionCreator(
+  db: Db,
+  queue: BatchJobQueue,
+  options: { maxBatch?: number; maxInFlight?: number } = {},
+): ExecutionCreator {
   async function createOn(tx: Tx, fields: NewExecution): Promise<Created> {
     const created = await createExecutionRow(tx, fields);
-    if (isCreated(created)) await enqueueExecution(queue, tx, created.id, { priority: fairPriority((created as CreatedExecution).orgInFlight) });
+    if (isCreated(created))
+      await enqueueExecution(queue, tx, created.id, {
+        priority: fairPriority((created as CreatedExecution).orgInFlight),
+      });
     return created;
   }
 
   async function alone(fields: NewExecution): Promise<Settled> {
     try {
       return {
-        ok: await db.transaction((tx) => createOn(tx, fields)).then((created) => {
-          if (isCreated(created)) executionsCreated.inc({ source: 'api' });
-          return created;
-        }),
+        ok: await db
+          .transaction((tx) => createOn(tx, fields))
+          .then((created) => {
+            if (isCreated(created)) executionsCreated.inc({ source: 'api' });
+            return created;
+          }),
       };
     } catch (error) {
       return { error };
@@ -58,15 +78,24 @@ export function createExecutionCreator(db: Db, queue: BatchJobQueue, options: { 
 
   async function together(items: NewExecution[]): Promise<Settled[]> {
     if (items.length === 1) return [await alone(items[0]!)];
-    const order = items.map((_, at) => at).sort((a, b) => {
-      const x = items[a]!;
-      const y = items[b]!;
-      return x.orgId < y.orgId ? -1 : x.orgId > y.orgId ? 1 : 0;
-    });
+    const order = items
+      .map((_, at) => at)
+      .sort((a, b) => {
+        const x = items[a]!;
+        const y = items[b]!;
+        return x.orgId < y.orgId ? -1 : x.orgId > y.orgId ? 1 : 0;
+      });
     try {
       const results = await db.transaction(async (tx) => {
-        const rows = await createExecutionRows(tx, order.map((at) => items[at]!));
-        await enqueueExecutions(queue, tx, rows.filter(isCreated).map((row) => ({ id: row.id, orgInFlight: (row as CreatedExecution).orgInFlight })));
+        const rows = await createExecutionRows(
+          tx,
+          order.map((at) => items[at]!),
+        );
+        await enqueueExecutions(
+          queue,
+          tx,
+          rows.filter(isCreated).map((row) => ({ id: row.id, orgInFlight: (row as CreatedExecution).orgInFlight })),
+        );
         return rows;
       });
       executionsCreated.inc({ source: 'api' }, results.filter(isCreated).length);

@@ -22,8 +22,13 @@ export const RECORD_PAGE_SIZE = 10;
  * only ids are handed out; `limit` is named so that sending it fails with a message saying why.
  */
 export const recordCursorParams = {
-  start_session_id: z.string().regex(UUID_RE, 'start_session_id must be the last_session_id of a previous page').optional(),
-  limit: z.never({ error: `limit is not accepted: this listing returns pages of ${RECORD_PAGE_SIZE}, newest first` }).optional(),
+  start_session_id: z
+    .string()
+    .regex(UUID_RE, 'start_session_id must be the last_session_id of a previous page')
+    .optional(),
+  limit: z
+    .never({ error: `limit is not accepted: this listing returns pages of ${RECORD_PAGE_SIZE}, newest first` })
+    .optional(),
 };
 
 /** A page: the rows, and the id to resume from (null when nothing older remains). */
@@ -38,12 +43,18 @@ export interface RecordPage<R> {
  * The position is located once and then used by value, so the record being deleted after it was
  * located does not change the page.
  */
-export async function readRecordPage<R extends { id: string }>(source: RecordSource<R>, startId: string | undefined): Promise<RecordPage<R>> {
+export async function readRecordPage<R extends { id: string }>(
+  source: RecordSource<R>,
+  startId: string | undefined,
+): Promise<RecordPage<R>> {
   let after: RecordPosition | undefined;
   if (startId !== undefined) {
     after = await source.locate(startId);
     if (after === undefined) {
-      throw new ServiceError('cursor_record_deleted', 'The record start_session_id names no longer exists in this listing; start again without it.');
+      throw new ServiceError(
+        'cursor_record_deleted',
+        'The record start_session_id names no longer exists in this listing; start again without it.',
+      );
     }
   }
   const rows = await source.read(after, RECORD_PAGE_SIZE + 1);

@@ -22,7 +22,12 @@ export async function findSession(q: Queryable, revisionId: string, ref: string,
 }
 
 /** As findSession, but a session being deleted refuses new content with 409 `conflict`. */
-export async function findActiveSession(q: Queryable, revisionId: string, ref: string, lock = false): Promise<SessionRow> {
+export async function findActiveSession(
+  q: Queryable,
+  revisionId: string,
+  ref: string,
+  lock = false,
+): Promise<SessionRow> {
   const session = await findSession(q, revisionId, ref, lock);
   if (session.status !== 'active') throw new ServiceError('conflict', 'The session is being deleted.');
   return session;

@@ -86,10 +86,13 @@ export function serveConnection(options: ServeOptions): CommandConnection {
 
   const expiresAt = expiryOf(credential);
   function armExpiry(at: number): void {
-    expiryTimer = setTimeout(() => {
-      if (Date.now() >= at) socket.close(CLOSE_CREDENTIAL, 'The token expired.');
-      else armExpiry(at);
-    }, Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS));
+    expiryTimer = setTimeout(
+      () => {
+        if (Date.now() >= at) socket.close(CLOSE_CREDENTIAL, 'The token expired.');
+        else armExpiry(at);
+      },
+      Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS),
+    );
     expiryTimer.unref();
   }
   if (expiresAt !== undefined) armExpiry(expiresAt);

@@ -25,7 +25,9 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 function decodeCredential(value: string): string {
   const unpadded = value.replace(/=+$/, '');
-  const shaped = (BASE64URL.test(value) || BASE64.test(value)) && unpadded.length % 4 !== 1 &&
+  const shaped =
+    (BASE64URL.test(value) || BASE64.test(value)) &&
+    unpadded.length % 4 !== 1 &&
     (unpadded.length === value.length || value.length % 4 === 0);
   let text: string | undefined;
   if (shaped) {
@@ -37,7 +39,10 @@ function decodeCredential(value: string): string {
   }
   // A token or key is printable ASCII without spaces; anything else is not one, whatever it decodes to.
   if (text === undefined || !/^[\x21-\x7e]+$/.test(text)) {
-    throw new ServiceError('unauthorized', 'The credential in Sec-WebSocket-Protocol is not base64 (base64url without padding, or standard base64).');
+    throw new ServiceError(
+      'unauthorized',
+      'The credential in Sec-WebSocket-Protocol is not base64 (base64url without padding, or standard base64).',
+    );
   }
   return text;
 }
@@ -53,13 +58,21 @@ export function readHandshake(headers: IncomingHttpHeaders): Handshake {
   const native = credentialFromHeaders(headers);
   const offer = headers['sec-websocket-protocol'];
   if (offer === undefined) {
-    if (!native) throw new ServiceError('unauthorized', 'A credential is required: Authorization, X-API-Key, or a credential sub-protocol.');
+    if (!native)
+      throw new ServiceError(
+        'unauthorized',
+        'A credential is required: Authorization, X-API-Key, or a credential sub-protocol.',
+      );
     return { credential: native, protocol: null };
   }
   const protocols = offer.split(',').map((p) => p.trim());
-  const carrier = protocols.length === 2 && Object.hasOwn(CARRIERS, protocols[0]!) ? CARRIERS[protocols[0]!] : undefined;
+  const carrier =
+    protocols.length === 2 && Object.hasOwn(CARRIERS, protocols[0]!) ? CARRIERS[protocols[0]!] : undefined;
   if (carrier === undefined) {
-    throw new ServiceError('unauthorized', `Sec-WebSocket-Protocol must be "${BEARER_PROTOCOL}, <token>" or "${API_KEY_PROTOCOL}, <key>".`);
+    throw new ServiceError(
+      'unauthorized',
+      `Sec-WebSocket-Protocol must be "${BEARER_PROTOCOL}, <token>" or "${API_KEY_PROTOCOL}, <key>".`,
+    );
   }
   if (native) throw new ServiceError('unauthorized', 'Send one credential: a header or a sub-protocol, not both.');
   const secret = decodeCredential(protocols[1]!);

@@ -59,7 +59,13 @@ export function toRpcError(error: unknown, onInternal: OnInternalError): RpcErro
   return {
     code: RPC_CODE_OF[known.code] ?? RPC_ERROR.refused,
     message: known.message,
-    data: { error: known.code, message: known.message, ...known.extras, http_status: known.status, ...(known.code === 'unavailable' ? { retry_after: RETRY_AFTER_SECONDS } : {}) },
+    data: {
+      error: known.code,
+      message: known.message,
+      ...known.extras,
+      http_status: known.status,
+      ...(known.code === 'unavailable' ? { retry_after: RETRY_AFTER_SECONDS } : {}),
+    },
   };
 }
 
@@ -86,7 +92,11 @@ const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
  * is not valid JSON-RPC always gets an answer (id echoed when it is a valid id, else null), even
  * without an `id`: it was never a valid notification.
  */
-async function handleCall(value: unknown, dispatch: Dispatch, onInternal: OnInternalError): Promise<string | undefined> {
+async function handleCall(
+  value: unknown,
+  dispatch: Dispatch,
+  onInternal: OnInternalError,
+): Promise<string | undefined> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return invalidRequest(null, 'a request is a JSON object.');
   }
@@ -94,7 +104,8 @@ async function handleCall(value: unknown, dispatch: Dispatch, onInternal: OnInte
   const id = Object.hasOwn(request, 'id') && isId(request.id) ? request.id : null;
   if (request.jsonrpc !== '2.0') return invalidRequest(id, 'jsonrpc must be "2.0".');
   if (typeof request.method !== 'string') return invalidRequest(id, 'method must be a string.');
-  if (Object.hasOwn(request, 'id') && !isId(request.id)) return invalidRequest(null, 'id must be a string, a number or null.');
+  if (Object.hasOwn(request, 'id') && !isId(request.id))
+    return invalidRequest(null, 'id must be a string, a number or null.');
   if (Object.hasOwn(request, 'params') && (typeof request.params !== 'object' || request.params === null)) {
     return invalidRequest(id, 'params must be an object or an array.');
   }
@@ -118,18 +129,28 @@ async function handleCall(value: unknown, dispatch: Dispatch, onInternal: OnInte
  * after another in array order and whose responses come back in that order (notifications
  * leave no entry). Resolves to the reply text, or undefined when nothing is owed. Never rejects.
  */
-export async function handleRpcMessage(text: string, dispatch: Dispatch, onInternal: OnInternalError): Promise<string | undefined> {
+export async function handleRpcMessage(
+  text: string,
+  dispatch: Dispatch,
+  onInternal: OnInternalError,
+): Promise<string | undefined> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    return errorResponse(null, envelopeError(RPC_ERROR.parse, 'invalid_request_body', 'Parse error: the message is not valid JSON.'));
+    return errorResponse(
+      null,
+      envelopeError(RPC_ERROR.parse, 'invalid_request_body', 'Parse error: the message is not valid JSON.'),
+    );
   }
   // The bounds every JSON the API accepts is held to (shared/json-guard.ts): depth, storable text.
   // A call's params are named as REST names its body, so both transports answer alike.
   const problem = jsonProblem(parsed);
   if (problem !== null) {
-    const single = !Array.isArray(parsed) && typeof parsed === 'object' && parsed !== null ? (parsed as { id?: unknown; params?: unknown }) : null;
+    const single =
+      !Array.isArray(parsed) && typeof parsed === 'object' && parsed !== null
+        ? (parsed as { id?: unknown; params?: unknown })
+        : null;
     const id = single && (typeof single.id === 'string' || typeof single.id === 'number') ? single.id : null;
     const inParams = single ? jsonProblem(single.params) : null;
     const message = inParams !== null ? `Invalid body: ${inParams}.` : `Invalid params: ${problem}.`;
@@ -153,5 +174,12 @@ export function notificationText(method: string, params: Record<string, unknown>
 
 /** The answer to a binary frame: requests are JSON text, so it is a parse error like any non-JSON. */
 export function binaryFrameReply(): string {
-  return errorResponse(null, envelopeError(RPC_ERROR.parse, 'invalid_request_body', 'Parse error: binary frames are not accepted; send JSON-RPC as text frames.'));
+  return errorResponse(
+    null,
+    envelopeError(
+      RPC_ERROR.parse,
+      'invalid_request_body',
+      'Parse error: binary frames are not accepted; send JSON-RPC as text frames.',
+    ),
+  );
 }

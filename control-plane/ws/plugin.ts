@@ -55,7 +55,8 @@ export async function websocketPlugin(app: FastifyInstance, options: WebsocketPl
     schema: routeSchema({
       tags: ['WebSocket'],
       summary: 'The JSON-RPC 2.0 WebSocket (an upgrade)',
-      description: 'Send `Upgrade: websocket`. The credential goes in a header, or as the sub-protocol pair `authorization.bearer.base64` / `x-api-key.base64` + the base64url credential (docs/commands.md). The methods are in the OpenRPC document at /v1/openrpc.json. Without the upgrade the answer is 404 `not_found`.',
+      description:
+        'Send `Upgrade: websocket`. The credential goes in a header, or as the sub-protocol pair `authorization.bearer.base64` / `x-api-key.base64` + the base64url credential (docs/commands.md). The methods are in the OpenRPC document at /v1/openrpc.json. Without the upgrade the answer is 404 `not_found`.',
       responses: { 101: z.null().meta({ description: 'Switching Protocols: the socket speaks JSON-RPC 2.0.' }) },
       errors: ['not_found'],
     }),
@@ -86,7 +87,14 @@ export async function websocketPlugin(app: FastifyInstance, options: WebsocketPl
       socket.once('close', () => websocketConnections.dec());
       const handshake = handshakes.get(request)!;
       handshakes.delete(request);
-      serveConnection({ ctx, registry, socket, credential: handshake.credential, principal: request.principal, log: request.log });
+      serveConnection({
+        ctx,
+        registry,
+        socket,
+        credential: handshake.credential,
+        principal: request.principal,
+        log: request.log,
+      });
     },
   });
 }

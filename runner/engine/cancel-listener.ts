@@ -43,7 +43,10 @@ export class CancelListener {
 
   async #connect(): Promise<void> {
     if (this.#stopped) return;
-    const client = new pg.Client({ connectionString: this.#o.databaseUrl, application_name: 'workspace-runner-cancels' });
+    const client = new pg.Client({
+      connectionString: this.#o.databaseUrl,
+      application_name: 'workspace-runner-cancels',
+    });
     this.#client = client;
     let failed = false;
     const fail = (error: unknown) => {

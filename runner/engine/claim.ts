@@ -48,9 +48,17 @@ export interface ClaimedExecution {
  * would start it at once — a node to run that the graph has, within the poison bound, the run
  * ceiling (a well-formed number) and the deadline. Otherwise the interpreter decides as before.
  */
-export async function claimExecutions(q: Queryable, runnerId: string, ids: readonly string[], leaseSeconds: number, maxRecoveries: number | null = null): Promise<ClaimedExecution[]> {
+export async function claimExecutions(
+  q: Queryable,
+  runnerId: string,
+  ids: readonly string[],
+  leaseSeconds: number,
+  maxRecoveries: number | null = null,
+): Promise<ClaimedExecution[]> {
   if (ids.length === 0) return [];
-  const { rows } = await preparedQuery<ClaimedExecution>(q, 'ws_claim',
+  const { rows } = await preparedQuery<ClaimedExecution>(
+    q,
+    'ws_claim',
     `WITH prev AS (
        SELECT id, status, started_at, lease_owner, attempts_now, deadline_now, processor,
               $5::int IS NOT NULL AND processor IS NOT NULL AND attempts_now <= $5::int

@@ -26,7 +26,11 @@ export class CooldownKeeper {
   }
 
   start(): void {
-    this.#periodic ??= startPeriodic(() => this.refresh(), { everyMs: this.#o.everyMs, firstMs: 0, onError: this.#o.onError });
+    this.#periodic ??= startPeriodic(() => this.refresh(), {
+      everyMs: this.#o.everyMs,
+      firstMs: 0,
+      onError: this.#o.onError,
+    });
   }
 
   async stop(): Promise<void> {

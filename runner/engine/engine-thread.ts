@@ -36,7 +36,20 @@ import { runExecution, type EngineContext, type RunControl } from './interpreter
 import { engineMetrics } from '../metrics.ts';
 import { createStepWriter } from './step-writes.ts';
 import { processorRegistry } from '../processors/registry.ts';
-import { MAX_SNAPSHOT_TENANTS, SNAPSHOT_EVERY_MS, type CodeRunner, type CodeTask, type CodeTaskResult, type EngineWorkerData, type ExecutionTask, type ExecutionTaskResult, type SandboxSnapshot, type WorkerNotice, type WorkerSignal, type WorkerTask } from '../messages.ts';
+import {
+  MAX_SNAPSHOT_TENANTS,
+  SNAPSHOT_EVERY_MS,
+  type CodeRunner,
+  type CodeTask,
+  type CodeTaskResult,
+  type EngineWorkerData,
+  type ExecutionTask,
+  type ExecutionTaskResult,
+  type SandboxSnapshot,
+  type WorkerNotice,
+  type WorkerSignal,
+  type WorkerTask,
+} from '../messages.ts';
 
 interface Flight {
   readonly controller: AbortController;
@@ -78,10 +91,19 @@ function cooledDown(cooldowns: ReadonlyMap<string, number>, tenant: string | und
   const until = tenant === undefined ? undefined : cooldowns.get(tenant);
   if (until === undefined || until <= Date.now()) return null;
   const message = `This organization's code is cooled down until ${new Date(until).toISOString()}: its code made the sandbox lose an isolate (a memory bomb). Each further one doubles the cool-down, up to an hour.`;
-  return { kind: 'error', error: { code: 'code_cooldown', message }, stats: { wallMs: 0, cpuMs: 0, hostCalls: 0, logs: 0, logsDropped: 0 } };
+  return {
+    kind: 'error',
+    error: { code: 'code_cooldown', message },
+    stats: { wallMs: 0, cpuMs: 0, hostCalls: 0, logs: 0, logsDropped: 0 },
+  };
 }
 
-async function runCodeTask(db: Db, sandbox: ProcessSandbox, task: CodeTask, signal?: AbortSignal): Promise<CodeTaskResult> {
+async function runCodeTask(
+  db: Db,
+  sandbox: ProcessSandbox,
+  task: CodeTask,
+  signal?: AbortSignal,
+): Promise<CodeTaskResult> {
   const logs = createLogSink();
   const host = sessionHost(db, task.scope, logs, (error) => notify({ type: 'host_error', message: describe(error) }));
   const result = await sandbox.run(task.request, host, signal);
@@ -130,7 +152,12 @@ async function open(): Promise<WorkerState> {
   // A ctx call waits on the database at most HOST_STATEMENT_MS (a lock held elsewhere, a slow
   // graph query), far less than workflow.code_run_seconds: a run waiting on host calls holds its
   // isolate only that long per call (docs/sandbox.md, "Hostile code").
-  const db = createDb({ connectionString: data.databaseUrl, max: data.connections, applicationName: 'workspace-runner-worker', statementTimeoutMs: HOST_STATEMENT_MS });
+  const db = createDb({
+    connectionString: data.databaseUrl,
+    max: data.connections,
+    applicationName: 'workspace-runner-worker',
+    statementTimeoutMs: HOST_STATEMENT_MS,
+  });
   const cooldowns = new Map<string, number>();
   // Set here the moment a strike happens, before the runner has recorded it and broadcast the
   // cool-downs (the broadcast replaces `cooldowns`); expires by itself.
@@ -162,7 +189,14 @@ async function open(): Promise<WorkerState> {
     code,
     leaseSeconds: data.leaseSeconds,
     maxRecoveries: data.maxRecoveries,
-    onProcessorError: (error, node, execution) => notify({ type: 'processor_error', node, message: describe(error), execution_id: execution.id, traceparent: execution.traceparent }),
+    onProcessorError: (error, node, execution) =>
+      notify({
+        type: 'processor_error',
+        node,
+        message: describe(error),
+        execution_id: execution.id,
+        traceparent: execution.traceparent,
+      }),
     observe: metrics.observe,
     tracing,
   };
@@ -224,7 +258,12 @@ async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promi
     },
   };
   let wakeAt: Date | undefined;
-  const engine: EngineContext = { ...worker.engine, onParked: (at) => { wakeAt = at; } };
+  const engine: EngineContext = {
+    ...worker.engine,
+    onParked: (at) => {
+      wakeAt = at;
+    },
+  };
   try {
     // A database failure rejects the task: the runner gives the execution back, as it does when
     // this thread dies under it.
@@ -237,14 +276,33 @@ async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promi
 
 /** What the ops API shows of this thread's sandbox: isolates, and the organizations holding or waiting for them. */
 function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
-  const stats = sandbox.stats().pool ?? { live: 0, busy: 0, idle: 0, waiting: 0, contexts: 0, contextsCreated: 0, contextsReused: 0, recycled: 0, tenants: [] };
+  const stats = sandbox.stats().pool ?? {
+    live: 0,
+    busy: 0,
+    idle: 0,
+    waiting: 0,
+    contexts: 0,
+    contextsCreated: 0,
+    contextsReused: 0,
+    recycled: 0,
+    tenants: [],
+  };
   const tenants = stats.tenants
     .filter((row) => row.tenant !== '')
     .sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy))
     .slice(0, MAX_SNAPSHOT_TENANTS)
     .map((row) => ({ orgId: row.tenant, waiting: row.waiting, busy: row.busy }));
-  return { isolatesLive: stats.live, isolatesBusy: stats.busy, isolatesIdle: stats.idle, runsWaiting: stats.waiting, contexts: stats.contexts,
-    contextsMade: stats.contextsCreated, contextsReused: stats.contextsReused, isolatesRecycled: stats.recycled, tenants };
+  return {
+    isolatesLive: stats.live,
+    isolatesBusy: stats.busy,
+    isolatesIdle: stats.idle,
+    runsWaiting: stats.waiting,
+    contexts: stats.contexts,
+    contextsMade: stats.contextsCreated,
+    contextsReused: stats.contextsReused,
+    isolatesRecycled: stats.recycled,
+    tenants,
+  };
 }
 
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */

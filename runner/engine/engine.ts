@@ -12,7 +12,13 @@ import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { RUNNER_TIMING_DEFAULTS } from '../../shared/runner-timings.ts';
 import { EngineThreadPool } from './thread-pool.ts';
-import { MAX_SNAPSHOT_TENANTS, type CodeRunner, type ExecutionTaskResult, type SandboxSnapshot, type WorkerTracingSettings } from '../messages.ts';
+import {
+  MAX_SNAPSHOT_TENANTS,
+  type CodeRunner,
+  type ExecutionTaskResult,
+  type SandboxSnapshot,
+  type WorkerTracingSettings,
+} from '../messages.ts';
 import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
 import { CooldownKeeper } from './cooldown-keeper.ts';
 import { CancelListener } from './cancel-listener.ts';
@@ -149,7 +155,17 @@ function sumSnapshots(list: SandboxSnapshot[]): SandboxSnapshot | null {
       tenants.set(row.orgId, sum);
     }
   }
-  const total = (key: 'isolatesLive' | 'isolatesBusy' | 'isolatesIdle' | 'runsWaiting' | 'contexts' | 'contextsMade' | 'contextsReused' | 'isolatesRecycled') => list.reduce((n, s) => n + s[key], 0);
+  const total = (
+    key:
+      | 'isolatesLive'
+      | 'isolatesBusy'
+      | 'isolatesIdle'
+      | 'runsWaiting'
+      | 'contexts'
+      | 'contextsMade'
+      | 'contextsReused'
+      | 'isolatesRecycled',
+  ) => list.reduce((n, s) => n + s[key], 0);
   return {
     isolatesLive: total('isolatesLive'),
     isolatesBusy: total('isolatesBusy'),
@@ -159,7 +175,9 @@ function sumSnapshots(list: SandboxSnapshot[]): SandboxSnapshot | null {
     contextsMade: total('contextsMade'),
     contextsReused: total('contextsReused'),
     isolatesRecycled: total('isolatesRecycled'),
-    tenants: [...tenants.values()].sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy)).slice(0, MAX_SNAPSHOT_TENANTS),
+    tenants: [...tenants.values()]
+      .sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy))
+      .slice(0, MAX_SNAPSHOT_TENANTS),
   };
 }
 
@@ -217,14 +235,25 @@ export function createEngine(options: EngineOptions): Engine {
           log.info({ runner_id: runnerId, ...(JSON.parse(notice.fields) as Record<string, unknown>) }, notice.message);
           return;
         case 'strike':
-          log.error({ runner_id: runnerId, org_id: notice.tenant, reason: notice.reason }, "an organization's code made the sandbox lose an isolate; cooling the organization down");
+          log.error(
+            { runner_id: runnerId, org_id: notice.tenant, reason: notice.reason },
+            "an organization's code made the sandbox lose an isolate; cooling the organization down",
+          );
           if (notice.tenant !== null) cooldowns.strike(notice.tenant, notice.reason);
           return;
         case 'host_error':
           log.warn({ runner_id: runnerId, error: notice.message }, 'a logic.code host call failed');
           return;
         case 'processor_error':
-          log.error({ err: notice.message, node: notice.node, ...executionLogFields({ id: notice.execution_id, traceparent: notice.traceparent }), runner_id: runnerId }, 'processor failed unexpectedly');
+          log.error(
+            {
+              err: notice.message,
+              node: notice.node,
+              ...executionLogFields({ id: notice.execution_id, traceparent: notice.traceparent }),
+              runner_id: runnerId,
+            },
+            'processor failed unexpectedly',
+          );
           return;
       }
     },
@@ -246,7 +275,11 @@ export function createEngine(options: EngineOptions): Engine {
     db,
     everyMs: COOLDOWN_REFRESH_MS,
     broadcast: (until) => pool.signal({ type: 'cooldowns', until }),
-    onStrike: (cooldown) => log.warn({ runner_id: runnerId, org_id: cooldown.orgId, strikes: cooldown.strikes, until: cooldown.until }, 'organization cooled down'),
+    onStrike: (cooldown) =>
+      log.warn(
+        { runner_id: runnerId, org_id: cooldown.orgId, strikes: cooldown.strikes, until: cooldown.until },
+        'organization cooled down',
+      ),
     onError: (err) => log.warn({ err, runner_id: runnerId }, 'reading or recording cool-downs failed; retrying'),
   });
 
@@ -260,10 +293,13 @@ export function createEngine(options: EngineOptions): Engine {
   function onParked(wakeAt: Date): void {
     if (draining || abandoned || wakeTimers.size >= MAX_WAKE_TIMERS) return;
     // The delayed job is due at wakeAt; fetch then rather than at the next poll.
-    const timer = setTimeout(() => {
-      wakeTimers.delete(timer);
-      workLoop.wake();
-    }, Math.max(0, wakeAt.getTime() - Date.now()) + 20);
+    const timer = setTimeout(
+      () => {
+        wakeTimers.delete(timer);
+        workLoop.wake();
+      },
+      Math.max(0, wakeAt.getTime() - Date.now()) + 20,
+    );
     timer.unref();
     wakeTimers.add(timer);
   }
@@ -275,17 +311,18 @@ export function createEngine(options: EngineOptions): Engine {
     return result;
   }
 
-  const interpret: Interpret = options.interpreter?.({
-    db,
-    boss,
-    runnerId,
-    leaseSeconds,
-    maxRecoveries,
-    code: pool,
-    onParked,
-    log,
-    tracing: options.tracing ?? null,
-  }) ?? interpretOnThreads;
+  const interpret: Interpret =
+    options.interpreter?.({
+      db,
+      boss,
+      runnerId,
+      leaseSeconds,
+      maxRecoveries,
+      code: pool,
+      onParked,
+      log,
+      tracing: options.tracing ?? null,
+    }) ?? interpretOnThreads;
 
   async function execute(execution: ClaimedExecution): Promise<void> {
     const controller = new AbortController();
@@ -312,11 +349,18 @@ export function createEngine(options: EngineOptions): Engine {
       try {
         outcome = (await interpret(execution, control)).outcome;
       } catch (err) {
-        log.error({ err, ...executionLogFields(execution), runner_id: runnerId }, 'execution run failed; giving it back');
+        log.error(
+          { err, ...executionLogFields(execution), runner_id: runnerId },
+          'execution run failed; giving it back',
+        );
         if (!flight.dead && !abandoned) {
           const holder = { executionId: execution.id, runnerId, leaseSeconds };
           // If even this fails, the lease runs out and the recovery sweep takes over.
-          await db.transaction((tx) => giveUp(tx, boss, holder)).catch((giveUpError: unknown) => log.warn({ err: giveUpError, ...executionLogFields(execution) }, 'giving the execution back failed'));
+          await db
+            .transaction((tx) => giveUp(tx, boss, holder))
+            .catch((giveUpError: unknown) =>
+              log.warn({ err: giveUpError, ...executionLogFields(execution) }, 'giving the execution back failed'),
+            );
         }
       } finally {
         leases.release(execution.id, onLost);
@@ -352,13 +396,16 @@ export function createEngine(options: EngineOptions): Engine {
   });
 
   // The scheduler's fires ride on the same runner (docs/scheduler.md); tests of the engine alone turn them off.
-  const fires = options.fires === false ? null : new FireLoop({
-    db,
-    boss,
-    log,
-    tracing: options.tracing ?? null,
-    ...(options.fireReconcileSeconds !== undefined ? { reconcileSeconds: options.fireReconcileSeconds } : {}),
-  });
+  const fires =
+    options.fires === false
+      ? null
+      : new FireLoop({
+          db,
+          boss,
+          log,
+          tracing: options.tracing ?? null,
+          ...(options.fireReconcileSeconds !== undefined ? { reconcileSeconds: options.fireReconcileSeconds } : {}),
+        });
 
   const recovery = new RecoverySweep({
     db,
@@ -412,8 +459,11 @@ export function createEngine(options: EngineOptions): Engine {
             flight.dead = true;
             flight.controller.abort();
             const holder = { executionId: flight.execution.id, runnerId, leaseSeconds };
-            await db.transaction((tx) => handBack(tx, boss, holder))
-              .catch((err: unknown) => log.warn({ err, ...executionLogFields(flight.execution) }, 'hand-back failed; the lease will run out'));
+            await db
+              .transaction((tx) => handBack(tx, boss, holder))
+              .catch((err: unknown) =>
+                log.warn({ err, ...executionLogFields(flight.execution) }, 'hand-back failed; the lease will run out'),
+              );
           }
         }
         await leases.stop();

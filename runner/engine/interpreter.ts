@@ -53,10 +53,12 @@ export interface EngineContext {
   /** Spans of the executions (shared/tracing/); null or absent while tracing is off. */
   tracing?: Tracing | null | undefined;
   /** Told of each node run and each execution this runner ended (metrics: shared/metrics.ts). */
-  observe?: {
-    nodeRun(processor: string, outcome: 'finished' | 'failed', seconds: number): void;
-    executionEnded(status: TerminalStatus): void;
-  } | undefined;
+  observe?:
+    | {
+        nodeRun(processor: string, outcome: 'finished' | 'failed', seconds: number): void;
+        executionEnded(status: TerminalStatus): void;
+      }
+    | undefined;
 }
 
 /** What the runner tells one execution in flight. */
@@ -72,7 +74,10 @@ export interface RunControl {
 /** `workflow.sleep_seconds` is fixed: the same for every account, so the catalog's value. */
 const SLEEP_SECONDS_LIMIT: LimitObject = { id: 'workflow.sleep_seconds', value: defaultOf('workflow.sleep_seconds') };
 
-function limitOf(execution: ClaimedExecution, id: 'workflow.processor_runs_per_execution' | 'workflow.execution_seconds'): LimitObject {
+function limitOf(
+  execution: ClaimedExecution,
+  id: 'workflow.processor_runs_per_execution' | 'workflow.execution_seconds',
+): LimitObject {
   return { id, value: execution.limits[id] };
 }
 
@@ -92,13 +97,21 @@ function elapsedMs(since: number): number {
  * that fails, lets the lease run out), so it is recovered like after a crash, within the poison
  * bound.
  */
-export async function runExecution(ctx: EngineContext, execution: ClaimedExecution, control: RunControl): Promise<TurnOutcome> {
+export async function runExecution(
+  ctx: EngineContext,
+  execution: ClaimedExecution,
+  control: RunControl,
+): Promise<TurnOutcome> {
   if (!ctx.tracing) return interpret(ctx, execution, control, undefined);
   // One span per turn on a runner (a claim until the execution leaves), child of the span that
   // created the execution: a sleep, a hand-back or a recovery adds a turn to the same trace.
   const turn = ctx.tracing.startSpan('execution', {
     parent: execution.traceparent,
-    attributes: { 'workflow.execution.id': execution.id, 'workflow.claim.reason': execution.reason, 'workflow.attempts': execution.attempts },
+    attributes: {
+      'workflow.execution.id': execution.id,
+      'workflow.claim.reason': execution.reason,
+      'workflow.attempts': execution.attempts,
+    },
   });
   try {
     const outcome = await interpret(ctx, execution, control, turn);
@@ -112,7 +125,12 @@ export async function runExecution(ctx: EngineContext, execution: ClaimedExecuti
 }
 
 /** runExecution's work; `turn` is its span when tracing is on. */
-async function interpret(ctx: EngineContext, execution: ClaimedExecution, control: RunControl, turn: TraceSpan | undefined): Promise<TurnOutcome> {
+async function interpret(
+  ctx: EngineContext,
+  execution: ClaimedExecution,
+  control: RunControl,
+  turn: TraceSpan | undefined,
+): Promise<TurnOutcome> {
   const holder: Holder = { executionId: execution.id, runnerId: ctx.runnerId, leaseSeconds: ctx.leaseSeconds };
 
   if (execution.attempts > ctx.maxRecoveries) {
@@ -124,7 +142,7 @@ async function interpret(ctx: EngineContext, execution: ClaimedExecution, contro
   }
 
   if (!wellFormed(execution)) {
-    const error = { code: 'internal_error', message: 'The execution\'s stored state or limits are malformed.' };
+    const error = { code: 'internal_error', message: "The execution's stored state or limits are malformed." };
     return (await end(ctx, holder, [], 'failed', undefined, error)) ? 'ended' : 'lost';
   }
 
@@ -150,45 +168,77 @@ async function interpret(ctx: EngineContext, execution: ClaimedExecution, contro
       return (await end(ctx, holder, [], 'failed', undefined, error)) ? 'ended' : 'lost';
     }
 
-    const running = prestarted ?? (await ctx.writes.start({ executionId: execution.id, node: name, processor: node.processor })) !== null;
+    const running =
+      prestarted ??
+      (await ctx.writes.start({ executionId: execution.id, node: name, processor: node.processor })) !== null;
     prestarted = null;
     if (!running) {
       const why = await whyNotStarted(ctx.db, holder);
       if (why === 'lost') return 'lost';
       if (control.dead) return 'abandoned';
-      const limit = why === 'processor_runs' ? limitOf(execution, 'workflow.processor_runs_per_execution') : limitOf(execution, 'workflow.execution_seconds');
-      const message = why === 'processor_runs'
-        ? `The execution reached workflow.processor_runs_per_execution (${String(limit.value)} node runs); node "${name}" was not started.`
-        : `The execution ran past workflow.execution_seconds (${String(limit.value)} s); node "${name}" was not started.`;
+      const limit =
+        why === 'processor_runs'
+          ? limitOf(execution, 'workflow.processor_runs_per_execution')
+          : limitOf(execution, 'workflow.execution_seconds');
+      const message =
+        why === 'processor_runs'
+          ? `The execution reached workflow.processor_runs_per_execution (${String(limit.value)} node runs); node "${name}" was not started.`
+          : `The execution ran past workflow.execution_seconds (${String(limit.value)} s); node "${name}" was not started.`;
       return (await flowError(ctx, holder, name, limit, message)) ? 'ended' : 'lost';
     }
 
     const started = performance.now();
     // A span per node run: ids, the processor and how it ended; never its input or output.
-    const span = turn && ctx.tracing?.startSpan(`node ${bounded(node.processor)}`, {
-      parent: turn.traceparent,
-      attributes: { 'workflow.execution.id': execution.id, 'workflow.node.id': bounded(name), 'workflow.processor': bounded(node.processor) },
-    });
+    const span =
+      turn &&
+      ctx.tracing?.startSpan(`node ${bounded(node.processor)}`, {
+        parent: turn.traceparent,
+        attributes: {
+          'workflow.execution.id': execution.id,
+          'workflow.node.id': bounded(name),
+          'workflow.processor': bounded(node.processor),
+        },
+      });
     const result = await runNode(ctx, execution, name, node, state.input, control);
     if (span) {
-      span.setAttributes(result.kind === 'route'
-        ? { 'workflow.node.status': 'finished', 'workflow.node.route': bounded(result.route) }
-        : { 'workflow.node.status': result.kind === 'sleep' ? 'sleeping' : 'failed' });
+      span.setAttributes(
+        result.kind === 'route'
+          ? { 'workflow.node.status': 'finished', 'workflow.node.route': bounded(result.route) }
+          : { 'workflow.node.status': result.kind === 'sleep' ? 'sleeping' : 'failed' },
+      );
       span.end(result.kind === 'failure' ? bounded(result.error.code) : undefined);
     }
     if (control.dead) return 'abandoned';
     const duration_ms = elapsedMs(started);
-    ctx.observe?.nodeRun(node.processor, result.kind === 'failure' ? 'failed' : 'finished', (performance.now() - started) / 1000);
+    ctx.observe?.nodeRun(
+      node.processor,
+      result.kind === 'failure' ? 'failed' : 'finished',
+      (performance.now() - started) / 1000,
+    );
 
     if (result.kind === 'sleep') {
       const next: ExecutionState = { node: targetOf(node, SUCCESS), input: result.output };
-      const finished: NewExecutionEvent = { kind: 'node.finished', node: name, attributes: { route: SUCCESS, duration_ms } };
+      const finished: NewExecutionEvent = {
+        kind: 'node.finished',
+        node: name,
+        attributes: { route: SUCCESS, duration_ms },
+      };
       if (result.seconds > (SLEEP_SECONDS_LIMIT.value as number)) {
         const message = `logic.sleep of ${result.seconds} s in node "${name}" is longer than workflow.sleep_seconds (${String(SLEEP_SECONDS_LIMIT.value)} s).`;
         return (await flowError(ctx, holder, name, SLEEP_SECONDS_LIMIT, message)) ? 'ended' : 'lost';
       }
       if (result.seconds === 0) {
-        if (!(await ctx.writes.advance({ executionId: execution.id, state: next, events: [finished], startProcessor: null })).owned) return 'lost';
+        if (
+          !(
+            await ctx.writes.advance({
+              executionId: execution.id,
+              state: next,
+              events: [finished],
+              startProcessor: null,
+            })
+          ).owned
+        )
+          return 'lost';
         state = next;
         continue;
       }
@@ -199,16 +249,31 @@ async function interpret(ctx: EngineContext, execution: ClaimedExecution, contro
     let next: ExecutionState;
     let endAs: { status: TerminalStatus; output?: unknown; error?: ExecutionError } | null = null;
     if (result.kind === 'route') {
-      events.push({ kind: 'node.finished', node: name, attributes: { ...result.attributes, route: result.route, duration_ms } });
+      events.push({
+        kind: 'node.finished',
+        node: name,
+        attributes: { ...result.attributes, route: result.route, duration_ms },
+      });
       const target = targetOf(node, result.route);
       next = { node: target, input: result.output };
       if (target === null) {
-        endAs = result.route === FAILURE
-          ? { status: 'failed', error: { code: 'failure_route', message: `Node "${name}" took the failure route, which leads nowhere.` } }
-          : { status: 'succeeded', output: result.output };
+        endAs =
+          result.route === FAILURE
+            ? {
+                status: 'failed',
+                error: {
+                  code: 'failure_route',
+                  message: `Node "${name}" took the failure route, which leads nowhere.`,
+                },
+              }
+            : { status: 'succeeded', output: result.output };
       }
     } else {
-      events.push({ kind: 'node.failed', node: name, attributes: { ...result.attributes, error: result.error, duration_ms } });
+      events.push({
+        kind: 'node.failed',
+        node: name,
+        attributes: { ...result.attributes, error: result.error, duration_ms },
+      });
       const target = targetOf(node, FAILURE);
       // The failure route's node gets what failed and on what input (docs/architecture.md).
       next = { node: target, input: { error: result.error, input: state.input } };
@@ -230,40 +295,71 @@ async function interpret(ctx: EngineContext, execution: ClaimedExecution, contro
 function wellFormed(execution: ClaimedExecution): boolean {
   const { state, limits, graph } = execution;
   const number = (value: unknown) => typeof value === 'number' && Number.isFinite(value);
-  return typeof state === 'object' && state !== null && Object.hasOwn(state, 'node') && (state.node === null || typeof state.node === 'string')
-    && typeof graph === 'object' && graph !== null && typeof graph.nodes === 'object' && graph.nodes !== null
-    && typeof limits === 'object' && limits !== null
-    && number(limits['workflow.processor_runs_per_execution']) && number(limits['workflow.execution_seconds'])
-    && number(limits['workflow.code_run_seconds']) && number(limits['workflow.session_objects_per_session'])
-    && Array.isArray(limits['workflow.code_imports']);
+  return (
+    typeof state === 'object' &&
+    state !== null &&
+    Object.hasOwn(state, 'node') &&
+    (state.node === null || typeof state.node === 'string') &&
+    typeof graph === 'object' &&
+    graph !== null &&
+    typeof graph.nodes === 'object' &&
+    graph.nodes !== null &&
+    typeof limits === 'object' &&
+    limits !== null &&
+    number(limits['workflow.processor_runs_per_execution']) &&
+    number(limits['workflow.execution_seconds']) &&
+    number(limits['workflow.code_run_seconds']) &&
+    number(limits['workflow.session_objects_per_session']) &&
+    Array.isArray(limits['workflow.code_imports'])
+  );
 }
 
 /** Runs one node's processor; every way it can end becomes a NodeResult. */
-async function runNode(ctx: EngineContext, execution: ClaimedExecution, name: string, node: GraphNode, input: unknown, control: RunControl): Promise<NodeResult> {
+async function runNode(
+  ctx: EngineContext,
+  execution: ClaimedExecution,
+  name: string,
+  node: GraphNode,
+  input: unknown,
+  control: RunControl,
+): Promise<NodeResult> {
   const processor = ctx.processors.get(node.processor);
   const spec = processorByName(node.processor);
   if (!processor || !spec) {
-    return { kind: 'failure', error: { code: 'processor_unavailable', message: `This runner cannot run processor "${node.processor}".` } };
+    return {
+      kind: 'failure',
+      error: { code: 'processor_unavailable', message: `This runner cannot run processor "${node.processor}".` },
+    };
   }
   const config = spec.config.safeParse(node.config ?? {});
   if (!config.success) {
-    return { kind: 'failure', error: { code: 'invalid_config', message: `The config of node "${name}" does not fit ${node.processor}: ${config.error.issues[0]?.message ?? 'invalid'}.` } };
+    return {
+      kind: 'failure',
+      error: {
+        code: 'invalid_config',
+        message: `The config of node "${name}" does not fit ${node.processor}: ${config.error.issues[0]?.message ?? 'invalid'}.`,
+      },
+    };
   }
   try {
-    return await processor.run({
-      db: ctx.db,
-      execution: {
-        id: execution.id,
-        sessionId: execution.session_id,
-        orgId: execution.org_id,
-        blobId: execution.blob_id,
-        revisionId: execution.revision_id,
-        limits: execution.limits,
+    return await processor.run(
+      {
+        db: ctx.db,
+        execution: {
+          id: execution.id,
+          sessionId: execution.session_id,
+          orgId: execution.org_id,
+          blobId: execution.blob_id,
+          revisionId: execution.revision_id,
+          limits: execution.limits,
+        },
+        node: name,
+        signal: control.signal,
+        code: ctx.code,
       },
-      node: name,
-      signal: control.signal,
-      code: ctx.code,
-    }, config.data, input);
+      config.data,
+      input,
+    );
   } catch (error) {
     if (isServiceError(error)) {
       const failure: NodeError = { code: error.code, message: error.message };
@@ -271,7 +367,10 @@ async function runNode(ctx: EngineContext, execution: ClaimedExecution, name: st
       return { kind: 'failure', error: failure };
     }
     ctx.onProcessorError?.(error, name, execution);
-    return { kind: 'failure', error: { code: 'internal_error', message: `Processor ${node.processor} failed unexpectedly.` } };
+    return {
+      kind: 'failure',
+      error: { code: 'internal_error', message: `Processor ${node.processor} failed unexpectedly.` },
+    };
   }
 }
 
@@ -279,7 +378,15 @@ async function runNode(ctx: EngineContext, execution: ClaimedExecution, name: st
  * A `logic.sleep` of `seconds` > 0: fails the execution at once when it would end past the
  * deadline, else parks it (status `sleeping`, the lease released, a delayed wake-up job).
  */
-async function sleep(ctx: EngineContext, execution: ClaimedExecution, holder: Holder, name: string, next: ExecutionState, finished: NewExecutionEvent, seconds: number): Promise<TurnOutcome> {
+async function sleep(
+  ctx: EngineContext,
+  execution: ClaimedExecution,
+  holder: Holder,
+  name: string,
+  next: ExecutionState,
+  finished: NewExecutionEvent,
+  seconds: number,
+): Promise<TurnOutcome> {
   const limit = limitOf(execution, 'workflow.execution_seconds');
   const outcome = await ctx.db.transaction(async (tx): Promise<TurnOutcome | Date> => {
     const row = await lockHeld(tx, holder);
@@ -305,8 +412,17 @@ async function sleep(ctx: EngineContext, execution: ClaimedExecution, holder: Ho
 }
 
 /** Appends `flow.error` and ends the execution failed with `limit_exceeded`, inside `tx`. */
-async function failWithLimit(tx: Tx, holder: Holder, sessionId: string, node: string, limit: LimitObject, message: string): Promise<boolean> {
-  await appendEvents(tx, holder.executionId, sessionId, [{ kind: 'flow.error', node, attributes: { error: 'limit_exceeded', limit } }]);
+async function failWithLimit(
+  tx: Tx,
+  holder: Holder,
+  sessionId: string,
+  node: string,
+  limit: LimitObject,
+  message: string,
+): Promise<boolean> {
+  await appendEvents(tx, holder.executionId, sessionId, [
+    { kind: 'flow.error', node, attributes: { error: 'limit_exceeded', limit } },
+  ]);
   return endExecution(tx, {
     executionId: holder.executionId,
     status: 'failed',
@@ -316,7 +432,13 @@ async function failWithLimit(tx: Tx, holder: Holder, sessionId: string, node: st
 }
 
 /** A run ceiling stopped the execution: `flow.error`, then failed; no failure route applies. */
-async function flowError(ctx: EngineContext, holder: Holder, node: string, limit: LimitObject, message: string): Promise<boolean> {
+async function flowError(
+  ctx: EngineContext,
+  holder: Holder,
+  node: string,
+  limit: LimitObject,
+  message: string,
+): Promise<boolean> {
   return ctx.db.transaction(async (tx) => {
     const row = await lockHeld(tx, holder);
     if (!row) return false;
@@ -325,7 +447,14 @@ async function flowError(ctx: EngineContext, holder: Holder, node: string, limit
 }
 
 /** Appends the last node's events and ends the execution, if this runner still holds it. */
-async function end(ctx: EngineContext, holder: Holder, events: readonly NewExecutionEvent[], status: TerminalStatus, output?: unknown, error?: ExecutionError): Promise<boolean> {
+async function end(
+  ctx: EngineContext,
+  holder: Holder,
+  events: readonly NewExecutionEvent[],
+  status: TerminalStatus,
+  output?: unknown,
+  error?: ExecutionError,
+): Promise<boolean> {
   const ended = await ctx.writes.end({ executionId: holder.executionId, status, output, error: error ?? null, events });
   if (ended) ctx.observe?.executionEnded(status);
   return ended;

@@ -30,7 +30,10 @@ export class LeaseKeeper {
   /** Starts renewing. */
   start(): void {
     // Renewal errors are handled inside renew(); onError only hears what escapes it.
-    this.#loop ??= startPeriodic(() => this.renew(), { everyMs: this.#options.renewSeconds * 1000, onError: this.#options.onError });
+    this.#loop ??= startPeriodic(() => this.renew(), {
+      everyMs: this.#options.renewSeconds * 1000,
+      onError: this.#options.onError,
+    });
   }
 
   /** Renews `executionId` from now on; `onLost` is called once if it stops being ours. */

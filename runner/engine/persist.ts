@@ -44,7 +44,9 @@ const INSERT_EVENTS = (source: string, executionParam: string, eventsParam: stri
   notified AS (SELECT count(pg_notify(${channelParam}, 'execution:' || execution_id || ':' || id)) AS n FROM ins)`;
 
 function eventsJson(events: readonly NewExecutionEvent[]): string {
-  return JSON.stringify(events.map((event) => ({ kind: event.kind, node: event.node ?? null, attributes: event.attributes ?? {} })));
+  return JSON.stringify(
+    events.map((event) => ({ kind: event.kind, node: event.node ?? null, attributes: event.attributes ?? {} })),
+  );
 }
 
 /** Why a node start (step-writes.ts) wrote nothing: the execution is no longer ours, or which run ceiling holds it back. */
@@ -73,7 +75,9 @@ export interface HeldRow {
 
 /** Locks the execution if this runner still holds it; undefined otherwise. */
 export async function lockHeld(tx: Tx, holder: Holder): Promise<HeldRow | undefined> {
-  const { rows } = await preparedQuery<HeldRow>(tx, 'ws_lock_held',
+  const { rows } = await preparedQuery<HeldRow>(
+    tx,
+    'ws_lock_held',
     `SELECT session_id, deadline_at, extract(epoch FROM deadline_at - now())::float8 AS seconds_left
        FROM executions WHERE id = $1::uuid AND lease_owner = $2::uuid AND status = 'running' FOR UPDATE`,
     [holder.executionId, holder.runnerId],
@@ -82,9 +86,16 @@ export async function lockHeld(tx: Tx, holder: Holder): Promise<HeldRow | undefi
 }
 
 /** Appends events in the caller's transaction (for the paths that also end or park the execution). */
-export async function appendEvents(tx: Tx, executionId: string, sessionId: string, events: readonly NewExecutionEvent[]): Promise<void> {
+export async function appendEvents(
+  tx: Tx,
+  executionId: string,
+  sessionId: string,
+  events: readonly NewExecutionEvent[],
+): Promise<void> {
   if (events.length === 0) return;
-  await preparedQuery(tx, 'ws_execution_events_append',
+  await preparedQuery(
+    tx,
+    'ws_execution_events_append',
     `WITH src AS (SELECT $2::uuid AS session_id),
      ${INSERT_EVENTS('src', '$1', '$3', '$4')}
      SELECT notified.n FROM notified`,
@@ -98,7 +109,13 @@ export async function appendEvents(tx: Tx, executionId: string, sessionId: strin
  * milliseconds so the job's `startAfter` (a Date) is exactly it: the job is never due before the
  * execution is. Returns `wake_at`.
  */
-export async function park(tx: Tx, queue: JobQueue, holder: Holder, state: ExecutionState, seconds: number): Promise<Date | null> {
+export async function park(
+  tx: Tx,
+  queue: JobQueue,
+  holder: Holder,
+  state: ExecutionState,
+  seconds: number,
+): Promise<Date | null> {
   const { rows } = await tx.query<{ wake_at: string }>(
     `UPDATE executions
         SET status = 'sleeping', state = $3::jsonb, attempts = 0,

@@ -64,10 +64,12 @@ export class QueueStatistics {
 
   #run(): void {
     this.#jobs = 0;
-    this.#analyzing = this.analyze().then(() => {}, this.#options.onError).finally(() => {
-      this.#analyzing = null;
-      if (this.#running) this.#schedule();
-    });
+    this.#analyzing = this.analyze()
+      .then(() => {}, this.#options.onError)
+      .finally(() => {
+        this.#analyzing = null;
+        if (this.#running) this.#schedule();
+      });
   }
 
   /** One ANALYZE of the queue's job table, unless another runner just did it. Returns whether it ran. */
@@ -77,9 +79,15 @@ export class QueueStatistics {
     // Written into SQL: accept only what pg-boss names its tables.
     if (!table || !/^[a-z_][a-z0-9_]*$/.test(table)) return false;
     const ran = await this.#options.db.transaction(async (tx) => {
-      const { rows: [lock] } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS locked', [ANALYZE_LOCK.toString()]);
+      const {
+        rows: [lock],
+      } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS locked', [
+        ANALYZE_LOCK.toString(),
+      ]);
       if (!lock?.locked) return false;
-      const { rows: [recent] } = await tx.query<{ fresh: boolean }>(
+      const {
+        rows: [recent],
+      } = await tx.query<{ fresh: boolean }>(
         `SELECT coalesce(greatest(last_analyze, last_autoanalyze) > now() - make_interval(secs => $3::int), false) AS fresh
            FROM pg_stat_all_tables WHERE schemaname = $1 AND relname = $2`,
         [SCHEMA, table, Math.max(1, Math.floor(this.#options.everySeconds / 2))],

@@ -60,7 +60,11 @@ export class RecoverySweep {
   /** One sweep: sends a wake-up to every stranded execution found; returns how many. */
   async sweep(): Promise<number> {
     const ids = await this.#options.db.transaction(async (tx) => {
-      const { rows: [lock] } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS locked', [SWEEP_LOCK.toString()]);
+      const {
+        rows: [lock],
+      } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS locked', [
+        SWEEP_LOCK.toString(),
+      ]);
       if (!lock?.locked) return [];
       await tx.query('SELECT compact_execution_ends()');
       const { rows } = await tx.query<{ id: string }>(

@@ -38,7 +38,9 @@ const LEASE = `CASE WHEN e.lease_until < now() + make_interval(secs => $3::int) 
   THEN now() + make_interval(secs => $3::int) ELSE e.lease_until END`;
 
 function eventsJson(events: readonly NewExecutionEvent[]): string {
-  return JSON.stringify(events.map((event) => ({ kind: event.kind, node: event.node ?? null, attributes: event.attributes ?? {} })));
+  return JSON.stringify(
+    events.map((event) => ({ kind: event.kind, node: event.node ?? null, attributes: event.attributes ?? {} })),
+  );
 }
 
 // Whether the row may count one more node run: the run that would pass
@@ -199,11 +201,27 @@ const STEPS_SQL = `WITH
  */
 export async function writeSteps(q: Queryable, writer: Writer, batch: StepBatch): Promise<StepResults> {
   const { starts, advances, ends } = batch;
-  const { rows } = await preparedQuery<{ kind: 's' | 'a' | 'e'; id: string; runs: number | null; started: boolean | null }>(q, 'ws_steps', STEPS_SQL, [
-    writer.runnerId, EVENTS_CHANNEL, writer.leaseSeconds,
-    starts.map((i) => i.executionId), starts.map((i) => i.node), starts.map((i) => i.processor),
-    advances.map((i) => i.executionId), advances.map((i) => JSON.stringify(i.state)), advances.map((i) => eventsJson(i.events)), advances.map((i) => i.startProcessor),
-    ends.map((i) => i.executionId), ends.map((i) => i.status), ends.map((i) => toJson(i.output)), ends.map((i) => toJson(i.error)), ends.map((i) => eventsJson(i.events)),
+  const { rows } = await preparedQuery<{
+    kind: 's' | 'a' | 'e';
+    id: string;
+    runs: number | null;
+    started: boolean | null;
+  }>(q, 'ws_steps', STEPS_SQL, [
+    writer.runnerId,
+    EVENTS_CHANNEL,
+    writer.leaseSeconds,
+    starts.map((i) => i.executionId),
+    starts.map((i) => i.node),
+    starts.map((i) => i.processor),
+    advances.map((i) => i.executionId),
+    advances.map((i) => JSON.stringify(i.state)),
+    advances.map((i) => eventsJson(i.events)),
+    advances.map((i) => i.startProcessor),
+    ends.map((i) => i.executionId),
+    ends.map((i) => i.status),
+    ends.map((i) => toJson(i.output)),
+    ends.map((i) => toJson(i.error)),
+    ends.map((i) => eventsJson(i.events)),
   ]);
   const started = new Map<string, number>();
   const advanced = new Map<string, { runs: number; started: boolean }>();
@@ -225,7 +243,11 @@ export async function writeSteps(q: Queryable, writer: Writer, batch: StepBatch)
 }
 
 /** Node starts alone: per item the new run count, or null when nothing was written. */
-export async function startNodes(q: Queryable, writer: Writer, items: readonly StartItem[]): Promise<Array<number | null>> {
+export async function startNodes(
+  q: Queryable,
+  writer: Writer,
+  items: readonly StartItem[],
+): Promise<Array<number | null>> {
   return (await writeSteps(q, writer, { starts: items, advances: [], ends: [] })).starts;
 }
 
@@ -260,7 +282,8 @@ async function retryingVictims<T>(write: () => Promise<T>): Promise<T> {
   }
 }
 
-type StepItem = { kind: 'start'; item: StartItem } | { kind: 'advance'; item: AdvanceItem } | { kind: 'end'; item: EndItem };
+type StepItem =
+  { kind: 'start'; item: StartItem } | { kind: 'advance'; item: AdvanceItem } | { kind: 'end'; item: EndItem };
 type StepResult = number | null | Advanced | boolean;
 
 /** The per-node writes of one runner, batched across its executions (shared/batcher.ts). */

@@ -106,14 +106,21 @@ export class EngineThreadPool implements CodeRunner {
       if (notice.success) options.onNotice(notice.data);
     });
     // A worker that throws outside a task dies; piscina replaces it. Its tasks reject.
-    piscina.on('error', (error: unknown) => options.onNotice({ type: 'host_error', message: error instanceof Error ? error.message : String(error) }));
+    piscina.on('error', (error: unknown) =>
+      options.onNotice({ type: 'host_error', message: error instanceof Error ? error.message : String(error) }),
+    );
     this.#piscina = piscina;
   }
 
   #run<R>(task: WorkerTask): Promise<R> {
     if (!this.#piscina) return Promise.reject(new Error('The worker pool is not running.'));
     const run = this.#piscina.run(task) as Promise<R>;
-    const tracked = run.then(() => {}, () => {}).finally(() => this.#running.delete(tracked));
+    const tracked = run
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => this.#running.delete(tracked));
     this.#running.add(tracked);
     return run;
   }

@@ -135,13 +135,21 @@ export class WorkLoop {
     if (claimed.length < ids.length) {
       const taken = new Set(claimed.map((execution) => execution.id));
       const unclaimed = ids.filter((id) => !taken.has(id));
-      await this.#options.db.transaction((tx) => rescheduleEarly(tx, this.#options.boss, unclaimed)).catch(this.#options.onError);
+      await this.#options.db
+        .transaction((tx) => rescheduleEarly(tx, this.#options.boss, unclaimed))
+        .catch(this.#options.onError);
     }
     await this.#roomForBatch();
   }
 
   #claim(ids: string[]): Promise<ClaimedExecution[]> {
-    return claimExecutions(this.#options.db, this.#options.runnerId, ids, this.#options.leaseSeconds, this.#options.maxRecoveries);
+    return claimExecutions(
+      this.#options.db,
+      this.#options.runnerId,
+      ids,
+      this.#options.leaseSeconds,
+      this.#options.maxRecoveries,
+    );
   }
 
   #launch(execution: ClaimedExecution): void {
@@ -190,17 +198,29 @@ export class WorkLoop {
     if (this.#inFlight >= concurrency + this.#batchSize) return;
     this.#probing = true;
     try {
-      const jobs = await boss.fetch<ExecutionJobData>(QUEUES.executions.name, { batchSize: PROBE_BATCH, includeMetadata: true }) as JobWithMetadata<ExecutionJobData>[];
+      const jobs = (await boss.fetch<ExecutionJobData>(QUEUES.executions.name, {
+        batchSize: PROBE_BATCH,
+        includeMetadata: true,
+      })) as JobWithMetadata<ExecutionJobData>[];
       if (jobs.length === 0) return;
       const byId = new Map<string, JobWithMetadata<ExecutionJobData>>();
-      for (const job of jobs) if (typeof job.data?.execution_id === 'string' && isUuid(job.data.execution_id)) byId.set(job.data.execution_id, job);
-      const { rows } = await db.query<{ id: string; org_id: string }>('SELECT id, org_id FROM executions WHERE id = ANY($1::uuid[])', [[...byId.keys()]]);
+      for (const job of jobs)
+        if (typeof job.data?.execution_id === 'string' && isUuid(job.data.execution_id))
+          byId.set(job.data.execution_id, job);
+      const { rows } = await db.query<{ id: string; org_id: string }>(
+        'SELECT id, org_id FROM executions WHERE id = ANY($1::uuid[])',
+        [[...byId.keys()]],
+      );
       const admit: string[] = [];
       const putBack: Array<{ id: string; priority: number }> = [];
       const admitted = new Set<string>();
       for (const row of rows) {
         if (this.#options.inFlight(row.id)) this.#deferred.add(row.id);
-        else if (!this.#orgs.has(row.org_id) && !admitted.has(row.org_id) && this.#inFlight + admit.length < concurrency + this.#batchSize) {
+        else if (
+          !this.#orgs.has(row.org_id) &&
+          !admitted.has(row.org_id) &&
+          this.#inFlight + admit.length < concurrency + this.#batchSize
+        ) {
           admit.push(row.id);
           admitted.add(row.org_id);
         } else {
@@ -214,7 +234,10 @@ export class WorkLoop {
       }
       const claimed = await this.#claim(admit);
       for (const execution of claimed) this.#launch(execution);
-      await boss.complete(QUEUES.executions.name, jobs.map((job) => job.id));
+      await boss.complete(
+        QUEUES.executions.name,
+        jobs.map((job) => job.id),
+      );
     } catch (error) {
       // The fetched jobs expire and are retried by pg-boss; the recovery sweep backs them up.
       this.#options.onError(error);

@@ -16,9 +16,16 @@ export const graphMutate: Processor<GraphMutateConfig> = {
   name: 'graph.mutate',
   run(ctx, config, input) {
     return writeThenPassOn(ctx, input, async (tx) => {
-      const mutations = parseInput(graphMutationsSchema, config.from_input === true ? input : config.mutations, 'mutations');
+      const mutations = parseInput(
+        graphMutationsSchema,
+        config.from_input === true ? input : config.mutations,
+        'mutations',
+      );
       const ceilings = await graphMutationCeilings(tx, ctx.execution.blobId);
-      await mutateGraph(tx, ctx.execution.sessionId, mutations, ceilings, { executionId: ctx.execution.id, node: ctx.node });
+      await mutateGraph(tx, ctx.execution.sessionId, mutations, ceilings, {
+        executionId: ctx.execution.id,
+        node: ctx.node,
+      });
     });
   },
 };

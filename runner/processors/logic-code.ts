@@ -13,7 +13,8 @@ import type { NodeEventAttributes, NodeResult, Processor } from './processor.ts'
 export const logicCode: Processor<{ code: string }> = {
   name: 'logic.code',
   async run(ctx, config, input): Promise<NodeResult> {
-    if (!ctx.code) return { kind: 'failure', error: { code: 'internal_error', message: 'This runner has no code sandbox.' } };
+    if (!ctx.code)
+      return { kind: 'failure', error: { code: 'internal_error', message: 'This runner has no code sandbox.' } };
     const { execution } = ctx;
     const task: CodeTask = {
       type: 'code',
@@ -41,11 +42,15 @@ export const logicCode: Processor<{ code: string }> = {
       answer = await ctx.code.run(task, ctx.signal);
     } catch {
       // The worker pool was shut down (drain) or a worker thread died under the run.
-      return { kind: 'failure', error: { code: 'internal_error', message: 'The code sandbox stopped during the run.' } };
+      return {
+        kind: 'failure',
+        error: { code: 'internal_error', message: 'The code sandbox stopped during the run.' },
+      };
     }
-    const attributes: NodeEventAttributes | undefined = answer.logs.length > 0 || answer.logsDropped > 0
-      ? { logs: answer.logs, logs_dropped: answer.logsDropped }
-      : undefined;
+    const attributes: NodeEventAttributes | undefined =
+      answer.logs.length > 0 || answer.logsDropped > 0
+        ? { logs: answer.logs, logs_dropped: answer.logsDropped }
+        : undefined;
     const { result } = answer;
     const extra = attributes ? { attributes } : {};
     switch (result.kind) {

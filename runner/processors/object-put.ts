@@ -13,8 +13,16 @@ import { writeThenPassOn } from './session-write.ts';
  */
 function executionObjectLimits(execution: ExecutionScope): ObjectWriteLimits {
   return {
-    objectsQuota: { id: 'workflow.session_objects_per_session', value: execution.limits['workflow.session_objects_per_session'], source: 'default' },
-    objectBytes: { id: 'workflow.session_object_bytes', value: defaultOf('workflow.session_object_bytes'), source: 'default' },
+    objectsQuota: {
+      id: 'workflow.session_objects_per_session',
+      value: execution.limits['workflow.session_objects_per_session'],
+      source: 'default',
+    },
+    objectBytes: {
+      id: 'workflow.session_object_bytes',
+      value: defaultOf('workflow.session_object_bytes'),
+      source: 'default',
+    },
   };
 }
 
@@ -28,12 +36,18 @@ export const objectPut: Processor<ObjectPutConfig> = {
   name: 'object.put',
   run(ctx, config, input) {
     const value = config.from_input === true ? input : config.value;
-    return writeThenPassOn(ctx, input, (tx) => writeSessionObject(tx, {
-      sessionId: ctx.execution.sessionId,
-      alias: config.alias,
-      value,
-      executionId: ctx.execution.id,
-      node: ctx.node,
-    }, executionObjectLimits(ctx.execution)));
+    return writeThenPassOn(ctx, input, (tx) =>
+      writeSessionObject(
+        tx,
+        {
+          sessionId: ctx.execution.sessionId,
+          alias: config.alias,
+          value,
+          executionId: ctx.execution.id,
+          node: ctx.node,
+        },
+        executionObjectLimits(ctx.execution),
+      ),
+    );
   },
 };

@@ -10,7 +10,11 @@ import type { NodeResult, Processor, RunContext } from './processor.ts';
 let host: ModelHost | null = null;
 
 function hostFor(ctx: RunContext): ModelHost {
-  host ??= new ModelHost({ databaseUrl: String(ctx.db.pool.options.connectionString), cacheBytes: 256 * 1024 * 1024, s3: s3SettingsFrom(process.env) });
+  host ??= new ModelHost({
+    databaseUrl: String(ctx.db.pool.options.connectionString),
+    cacheBytes: 256 * 1024 * 1024,
+    s3: s3SettingsFrom(process.env),
+  });
   return host;
 }
 
@@ -35,20 +39,35 @@ export const onnxRun: Processor<OnnxRunConfig> = {
     if (model === 'not_found' || (model !== 'no_model' && model.orgId !== ctx.execution.orgId)) {
       return fail('model_not_found', `No ONNX model revision ${config.revision_id} in this organization.`);
     }
-    if (model === 'no_model') return fail('model_unavailable', `Revision ${config.revision_id} holds no model that opened; upload one.`);
+    if (model === 'no_model')
+      return fail('model_unavailable', `Revision ${config.revision_id} holds no model that opened; upload one.`);
     const parsed = inputsSchema.safeParse(config.inputs ?? input);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      return fail('invalid_model_input', `The node's input must map input names to tensors {type, dims, data}: ${issue.path.join('.') || 'input'}: ${issue.message}`);
+      return fail(
+        'invalid_model_input',
+        `The node's input must map input names to tensors {type, dims, data}: ${issue.path.join('.') || 'input'}: ${issue.message}`,
+      );
     }
     const problems = inputProblems(model.inputs, parsed.data);
     const unknown = (config.outputs ?? []).filter((name) => !model.outputs.some((o) => o.name === name));
     for (const name of unknown) problems.push(`outputs: the model has no output ${JSON.stringify(name)}`);
     if (problems.length > 0) return fail('invalid_model_input', problems.slice(0, 5).join('; '));
     const seconds = ctx.execution.limits['workflow.code_run_seconds'];
-    const result = await hostFor(ctx).run({ revisionId: model.revisionId, sha256: model.sha256, inputs: parsed.data, ...(config.outputs ? { outputs: config.outputs } : {}) }, seconds * 1000);
+    const result = await hostFor(ctx).run(
+      {
+        revisionId: model.revisionId,
+        sha256: model.sha256,
+        inputs: parsed.data,
+        ...(config.outputs ? { outputs: config.outputs } : {}),
+      },
+      seconds * 1000,
+    );
     if ('error' in result) {
-      const message = result.error.code === 'model_timeout' ? `${result.error.message} (workflow.code_run_seconds is ${seconds})` : result.error.message;
+      const message =
+        result.error.code === 'model_timeout'
+          ? `${result.error.message} (workflow.code_run_seconds is ${seconds})`
+          : result.error.message;
       return fail(result.error.code, message);
     }
     return { kind: 'route', route: 'success', output: { outputs: result.outputs } };

@@ -23,4 +23,6 @@ const PROCESSORS: readonly Processor[] = [
 ];
 
 /** Processor name → processor. */
-export const processorRegistry: ReadonlyMap<string, Processor> = new Map(PROCESSORS.map((processor) => [processor.name, processor]));
+export const processorRegistry: ReadonlyMap<string, Processor> = new Map(
+  PROCESSORS.map((processor) => [processor.name, processor]),
+);

@@ -12,7 +12,9 @@ import type { NodeError, NodeResult, RunContext } from './processor.ts';
 /** A refusal as a node error: the code, the message and, for a ceiling or quota, the limit object. */
 function nodeErrorOf(error: { code: string; message: string; extras?: { limit?: NodeError['limit'] } }): NodeError {
   const limit = error.extras?.limit;
-  return limit === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, limit };
+  return limit === undefined
+    ? { code: error.code, message: error.message }
+    : { code: error.code, message: error.message, limit };
 }
 
 /**
@@ -23,7 +25,11 @@ function nodeErrorOf(error: { code: string; message: string; extras?: { limit?: 
  * Anything else (the database gone, a bug) is thrown as is: it is no refusal the graph can
  * handle, and the engine reports it (runner/engine/interpreter.ts: `internal_error`).
  */
-export async function writeThenPassOn(ctx: RunContext, input: unknown, write: (tx: Tx) => Promise<unknown>): Promise<NodeResult> {
+export async function writeThenPassOn(
+  ctx: RunContext,
+  input: unknown,
+  write: (tx: Tx) => Promise<unknown>,
+): Promise<NodeResult> {
   try {
     await ctx.db.transaction(write);
   } catch (error) {

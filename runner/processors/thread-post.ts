@@ -18,16 +18,20 @@ export const threadPost: Processor<ThreadPostConfig> = {
     return writeThenPassOn(ctx, input, async (tx) => {
       // Both ceilings are fixed, so these are the values an API call gets too.
       const limits = await threadItemLimits(tx, ctx.execution.blobId);
-      await postThreadItem(tx, {
-        sessionId: ctx.execution.sessionId,
-        thread: config.thread,
-        text: config.text,
-        data,
-        files: config.files,
-        authorId: null,
-        executionId: ctx.execution.id,
-        node: ctx.node,
-      }, limits);
+      await postThreadItem(
+        tx,
+        {
+          sessionId: ctx.execution.sessionId,
+          thread: config.thread,
+          text: config.text,
+          data,
+          files: config.files,
+          authorId: null,
+          executionId: ctx.execution.id,
+          node: ctx.node,
+        },
+        limits,
+      );
     });
   },
 };

@@ -106,16 +106,27 @@ export class FireLoop {
 
   async #handle(jobs: Job<FireJobData>[]): Promise<void> {
     const { db, boss } = this.#options;
-    const valid = jobs.filter((job) => typeof job.data?.schedule_id === 'string' && isUuid(job.data.schedule_id)
-      && typeof job.data.due_at === 'string' && !Number.isNaN(Date.parse(job.data.due_at)));
+    const valid = jobs.filter(
+      (job) =>
+        typeof job.data?.schedule_id === 'string' &&
+        isUuid(job.data.schedule_id) &&
+        typeof job.data.due_at === 'string' &&
+        !Number.isNaN(Date.parse(job.data.due_at)),
+    );
     // A burst (every schedule due the same second) leaves in a few transactions, side by side.
     const chunks: Job<FireJobData>[][] = [];
-    for (let i = 0; i < valid.length; i += FIRES_PER_TRANSACTION) chunks.push(valid.slice(i, i + FIRES_PER_TRANSACTION));
+    for (let i = 0; i < valid.length; i += FIRES_PER_TRANSACTION)
+      chunks.push(valid.slice(i, i + FIRES_PER_TRANSACTION));
     let failure: unknown;
     const worker = async () => {
       for (let chunk = chunks.shift(); chunk !== undefined; chunk = chunks.shift()) {
         try {
-          const outcomes = await fireSchedules(db, boss, chunk.map((job) => ({ scheduleId: job.data.schedule_id, dueAt: job.data.due_at })), this.#options.tracing ?? null);
+          const outcomes = await fireSchedules(
+            db,
+            boss,
+            chunk.map((job) => ({ scheduleId: job.data.schedule_id, dueAt: job.data.due_at })),
+            this.#options.tracing ?? null,
+          );
           for (const outcome of outcomes) if ('fired' in outcome && outcome.next !== null) this.#wakeAt(outcome.next);
         } catch (error) {
           failure ??= error;
@@ -133,10 +144,13 @@ export class FireLoop {
     if (this.#stopping || this.#timers.size >= MAX_TIMERS) return;
     const bucket = Math.ceil(at.getTime() / 100) * 100;
     if (this.#timers.has(bucket)) return;
-    const timer = setTimeout(() => {
-      this.#timers.delete(bucket);
-      if (this.#workerId !== null && !this.#stopping) this.#options.boss.notifyWorker(this.#workerId);
-    }, Math.max(0, bucket - Date.now() + 5));
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(bucket);
+        if (this.#workerId !== null && !this.#stopping) this.#options.boss.notifyWorker(this.#workerId);
+      },
+      Math.max(0, bucket - Date.now() + 5),
+    );
     timer.unref();
     this.#timers.set(bucket, timer);
   }

@@ -69,7 +69,10 @@ export function createDb(options: DbOptions): Db {
         return result;
       } catch (error) {
         // A connection that cannot even roll back is thrown away rather than returned to the pool.
-        lost = await client.query('ROLLBACK').then(() => false, () => true);
+        lost = await client.query('ROLLBACK').then(
+          () => false,
+          () => true,
+        );
         throw error;
       } finally {
         client.release(lost);
@@ -78,4 +81,3 @@ export function createDb(options: DbOptions): Db {
     close: () => pool.end(),
   };
 }
-

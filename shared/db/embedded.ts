@@ -51,7 +51,8 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     // We run as root on these machines; postgres refuses root, so the package creates a user.
     createPostgresUser: true,
     // fsync off only for throwaway test clusters, where durability across power loss is moot.
-    postgresFlags: options.ephemeral ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
+    postgresFlags: options.ephemeral
+      ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
       : ['-c', 'max_connections=200'],
     onLog: options.onLog ?? (() => {}),
     onError: (error: unknown) => options.onLog?.(String(error)),

@@ -62,7 +62,9 @@ async function stopLeftoverServer(clusterDir: string, log: (line: string) => voi
   const pid = await runningServer(clusterDir);
   if (pid === undefined) return;
   if ((await procStat(pid, 4)) !== '1') {
-    throw new Error(`PostgreSQL (pid ${pid}) already runs on ${clusterDir}: is another instance running? Stop it, or set DATA_DIR elsewhere.`);
+    throw new Error(
+      `PostgreSQL (pid ${pid}) already runs on ${clusterDir}: is another instance running? Stop it, or set DATA_DIR elsewhere.`,
+    );
   }
   log(`stopping PostgreSQL (pid ${pid}) left behind by a previous run`);
   process.kill(pid, 'SIGINT');
@@ -96,7 +98,8 @@ async function startLocalDatabase(options: LocalDatabaseOptions): Promise<Embedd
   const before = new Map(STOP_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
   const { startEmbeddedPostgres } = await import('./embedded.ts');
   for (const signal of STOP_SIGNALS) {
-    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    for (const listener of process.listeners(signal))
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
   }
   try {
     server = await startEmbeddedPostgres({
@@ -108,11 +111,14 @@ async function startLocalDatabase(options: LocalDatabaseOptions): Promise<Embedd
       },
       supervise: {
         onDeath: (detail) => (options.warn ?? options.log)(`embedded PostgreSQL died (${detail}); restarting it`),
-        onRestart: (attempt) => (options.warn ?? options.log)(`starting embedded PostgreSQL again (attempt ${attempt})`),
+        onRestart: (attempt) =>
+          (options.warn ?? options.log)(`starting embedded PostgreSQL again (attempt ${attempt})`),
       },
     });
   } catch (error) {
-    throw new Error(`embedded PostgreSQL did not start on port ${options.port}:\n${recent.join('\n')}`, { cause: error });
+    throw new Error(`embedded PostgreSQL did not start on port ${options.port}:\n${recent.join('\n')}`, {
+      cause: error,
+    });
   }
   try {
     await ensureDatabase(server.url, LOCAL_DATABASE);
@@ -140,7 +146,12 @@ export async function openDatabase(
   let url = config.databaseUrl;
   let embedded: EmbeddedDatabase | undefined;
   if (!url) {
-    embedded = await startLocalDatabase({ dataDir: config.dataDir, port: config.embeddedPgPort, log: (line) => log.info({ line }, 'postgres'), warn: (line) => log.warn({}, line) });
+    embedded = await startLocalDatabase({
+      dataDir: config.dataDir,
+      port: config.embeddedPgPort,
+      log: (line) => log.info({ line }, 'postgres'),
+      warn: (line) => log.warn({}, line),
+    });
     url = embedded.url;
     log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
   }

@@ -24,8 +24,10 @@ ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text`;
 /** A migration file whose text differs from the one applied: start-up stops on it. */
 export class ChangedMigrationError extends Error {
   constructor(files: string[]) {
-    super(`${files.length === 1 ? 'An applied migration was' : 'Applied migrations were'} changed after it was applied: ${files.join(', ')}. ` +
-      'Migrations are append-only: restore the file as it was and put the change in a new migration (npm run migrate -- status).');
+    super(
+      `${files.length === 1 ? 'An applied migration was' : 'Applied migrations were'} changed after it was applied: ${files.join(', ')}. ` +
+        'Migrations are append-only: restore the file as it was and put the change in a new migration (npm run migrate -- status).',
+    );
     this.name = 'ChangedMigrationError';
   }
 }
@@ -41,12 +43,22 @@ export async function migrationStatus(connectionString: string): Promise<Migrati
   const client = new pg.Client({ connectionString, application_name: 'workspace-migrate' });
   await client.connect();
   try {
-    const exists = (await client.query<{ ok: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS ok")).rows[0]!.ok;
-    const hasChecksum = exists && (await client.query("SELECT 1 FROM information_schema.columns WHERE table_name = 'schema_migrations' AND column_name = 'checksum'")).rows.length > 0;
+    const exists = (await client.query<{ ok: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS ok"))
+      .rows[0]!.ok;
+    const hasChecksum =
+      exists &&
+      (
+        await client.query(
+          "SELECT 1 FROM information_schema.columns WHERE table_name = 'schema_migrations' AND column_name = 'checksum'",
+        )
+      ).rows.length > 0;
     const applied = new Map<string, { appliedAt: string; checksum: string | null }>();
     if (exists) {
-      const { rows } = await client.query<{ name: string; applied_at: Date; checksum: string | null }>(`SELECT name, applied_at, ${hasChecksum ? 'checksum' : 'NULL::text AS checksum'} FROM schema_migrations`);
-      for (const row of rows) applied.set(row.name, { appliedAt: new Date(row.applied_at).toISOString(), checksum: row.checksum });
+      const { rows } = await client.query<{ name: string; applied_at: Date; checksum: string | null }>(
+        `SELECT name, applied_at, ${hasChecksum ? 'checksum' : 'NULL::text AS checksum'} FROM schema_migrations`,
+      );
+      for (const row of rows)
+        applied.set(row.name, { appliedAt: new Date(row.applied_at).toISOString(), checksum: row.checksum });
     }
     const status: MigrationStatus[] = [];
     for (const file of await migrationFiles()) {
@@ -78,14 +90,19 @@ export async function migrate(connectionString: string): Promise<string[]> {
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
     await client.query(TABLE);
-    const done = new Map((await client.query<{ name: string; checksum: string | null }>('SELECT name, checksum FROM schema_migrations')).rows.map((r) => [r.name, r.checksum]));
+    const done = new Map(
+      (
+        await client.query<{ name: string; checksum: string | null }>('SELECT name, checksum FROM schema_migrations')
+      ).rows.map((r) => [r.name, r.checksum]),
+    );
     const files = await migrationFiles();
     const changed: string[] = [];
     for (const file of files) {
       if (!done.has(file)) continue;
       const sum = checksum(await readFile(MIGRATIONS_DIR + file, 'utf8'));
       const stored = done.get(file);
-      if (stored === null) await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [file, sum]);
+      if (stored === null)
+        await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [file, sum]);
       else if (stored !== sum) changed.push(file);
     }
     if (changed.length > 0) throw new ChangedMigrationError(changed);

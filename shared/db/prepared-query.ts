@@ -9,7 +9,12 @@ import type { Queryable } from './db.ts';
  * gets a plain query. `name` must belong to one constant SQL text: node-postgres refuses a name
  * reused with another text on the same connection.
  */
-export function preparedQuery<R extends QueryResultRow = QueryResultRow>(q: Queryable, name: string, text: string, values: unknown[]): Promise<QueryResult<R>> {
+export function preparedQuery<R extends QueryResultRow = QueryResultRow>(
+  q: Queryable,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<QueryResult<R>> {
   const config = { name, text, values };
   if ('client' in q) return (q.client as pg.PoolClient).query<R>(config);
   if ('pool' in q) return (q.pool as pg.Pool).query<R>(config);

@@ -10,7 +10,16 @@ import { ServiceError } from '../errors.ts';
 export const RETRY_AFTER_SECONDS = 2;
 
 /** Socket-level failures of reaching a server (Node's codes): the database's only when aimed at it. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 /**
  * SQLSTATEs that mean the server is going away or not there yet: class 08 (connection
@@ -22,7 +31,8 @@ function unavailableState(code: string): boolean {
 }
 
 /** Messages only node-postgres throws, when a connection drops or cannot be made in time. */
-const DROPPED = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end)/;
+const DROPPED =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end)/;
 
 /** Hosts and ports of the databases this process opened pools to (shared/db/db.ts notes each). */
 const endpoints = { hosts: new Set<string>(), ports: new Set<number>() };
@@ -40,7 +50,8 @@ export function noteDatabaseEndpoint(connectionString: string): void {
 
 function aimedAtDatabase(e: { port?: unknown; address?: unknown; hostname?: unknown; host?: unknown }): boolean {
   if (typeof e.port === 'number') return endpoints.ports.has(e.port);
-  for (const host of [e.hostname, e.host, e.address]) if (typeof host === 'string' && endpoints.hosts.has(host)) return true;
+  for (const host of [e.hostname, e.host, e.address])
+    if (typeof host === 'string' && endpoints.hosts.has(host)) return true;
   return false;
 }
 
@@ -53,7 +64,8 @@ function aimedAtDatabase(e: { port?: unknown; address?: unknown; hostname?: unkn
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && unavailableState(code) && 'severity' in e) return true;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && unavailableState(code) && 'severity' in e)
+      return true;
     if (typeof code === 'string' && NETWORK_CODES.has(code) && aimedAtDatabase(e as never)) return true;
     if (DROPPED.test(e.message)) return true;
     if (e instanceof AggregateError && e.errors.some((inner) => isDatabaseUnavailable(inner))) return true;

@@ -35,7 +35,15 @@ export interface EventRow {
 
 /** The event record (docs/sessions-and-events.md, "Event listings"); ids are strings so clients never depend on their numeric form. */
 export function eventRecord(row: EventRow): EventRecord {
-  return { id: String(row.id), kind: row.kind, at: row.at, session_id: row.session_id, execution_id: row.execution_id, node: row.node, attributes: row.attributes };
+  return {
+    id: String(row.id),
+    kind: row.kind,
+    at: row.at,
+    session_id: row.session_id,
+    execution_id: row.execution_id,
+    node: row.node,
+    attributes: row.attributes,
+  };
 }
 
 /**
@@ -43,26 +51,47 @@ export function eventRecord(row: EventRow): EventRecord {
  * PostgreSQL delivers only if the transaction commits, so subscribers never see a rolled-back event.
  */
 export async function appendSessionEvent(q: Queryable, event: NewEvent): Promise<EventRecord> {
-  const { rows } = await preparedQuery<EventRow>(q, 'ws_session_event_append',
+  const { rows } = await preparedQuery<EventRow>(
+    q,
+    'ws_session_event_append',
     `WITH e AS (
        INSERT INTO session_events (session_id, execution_id, kind, node, attributes)
        VALUES ($1::uuid, $2::uuid, $3, $4, $5::jsonb)
        RETURNING id, kind, at, session_id, execution_id, node, attributes)
      SELECT e.*, pg_notify($6, 'session:' || e.session_id || ':' || e.id) FROM e`,
-    [event.sessionId, event.executionId ?? null, event.kind, event.node ?? null, JSON.stringify(event.attributes ?? {}), EVENTS_CHANNEL],
+    [
+      event.sessionId,
+      event.executionId ?? null,
+      event.kind,
+      event.node ?? null,
+      JSON.stringify(event.attributes ?? {}),
+      EVENTS_CHANNEL,
+    ],
   );
   return eventRecord(rows[0]!);
 }
 
 /** Appends an execution event (same transaction and NOTIFY rules as session events). */
-export async function appendExecutionEvent(q: Queryable, event: NewEvent & { executionId: string }): Promise<EventRecord> {
-  const { rows } = await preparedQuery<EventRow>(q, 'ws_execution_event_append',
+export async function appendExecutionEvent(
+  q: Queryable,
+  event: NewEvent & { executionId: string },
+): Promise<EventRecord> {
+  const { rows } = await preparedQuery<EventRow>(
+    q,
+    'ws_execution_event_append',
     `WITH e AS (
        INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
        VALUES ($1::uuid, $2::uuid, $3, $4, $5::jsonb)
        RETURNING id, kind, at, session_id, execution_id, node, attributes)
      SELECT e.*, pg_notify($6, 'execution:' || e.execution_id || ':' || e.id) FROM e`,
-    [event.executionId, event.sessionId, event.kind, event.node ?? null, JSON.stringify(event.attributes ?? {}), EVENTS_CHANNEL],
+    [
+      event.executionId,
+      event.sessionId,
+      event.kind,
+      event.node ?? null,
+      JSON.stringify(event.attributes ?? {}),
+      EVENTS_CHANNEL,
+    ],
   );
   return eventRecord(rows[0]!);
 }
@@ -80,7 +109,13 @@ const STREAMS = {
  * Up to `count` events of one session or execution with an id above `afterId`, in id order: a
  * keyset read, so rows inserted meanwhile are neither repeated nor shift the page.
  */
-export async function readEvents(q: Queryable, stream: EventStream, ownerId: string, afterId: number, count: number): Promise<EventRow[]> {
+export async function readEvents(
+  q: Queryable,
+  stream: EventStream,
+  ownerId: string,
+  afterId: number,
+  count: number,
+): Promise<EventRow[]> {
   const { table, owner } = STREAMS[stream];
   const { rows } = await q.query<EventRow>(
     `SELECT id, kind, at, session_id, execution_id, node, attributes FROM ${table}
@@ -93,6 +128,9 @@ export async function readEvents(q: Queryable, stream: EventStream, ownerId: str
 /** The id of the newest event of one session or execution (0 when it has none). */
 export async function lastEventId(q: Queryable, stream: EventStream, ownerId: string): Promise<number> {
   const { table, owner } = STREAMS[stream];
-  const { rows } = await q.query<{ id: number }>(`SELECT coalesce(max(id), 0)::bigint AS id FROM ${table} WHERE ${owner} = $1::uuid`, [ownerId]);
+  const { rows } = await q.query<{ id: number }>(
+    `SELECT coalesce(max(id), 0)::bigint AS id FROM ${table} WHERE ${owner} = $1::uuid`,
+    [ownerId],
+  );
   return rows[0]!.id;
 }

@@ -58,10 +58,19 @@ export function revisionGraphStore(revisionId: string): GraphStore {
 const E_COLUMNS = 'e.id, e.kind, e.label, e.source, e.target, e.properties, e.seq';
 
 /** The element record of a row: the documented fields in their documented order, nothing else (docs/graph.md, "Elements"). */
-export function elementRecord(row: Pick<ElementRow, 'id' | 'kind' | 'label' | 'source' | 'target' | 'properties'>): GraphElement {
+export function elementRecord(
+  row: Pick<ElementRow, 'id' | 'kind' | 'label' | 'source' | 'target' | 'properties'>,
+): GraphElement {
   return row.kind === 'node'
     ? { id: row.id, kind: 'node', label: row.label, properties: row.properties }
-    : { id: row.id, kind: 'edge', label: row.label, source: row.source!, target: row.target!, properties: row.properties };
+    : {
+        id: row.id,
+        kind: 'edge',
+        label: row.label,
+        source: row.source!,
+        target: row.target!,
+        properties: row.properties,
+      };
 }
 
 /**
@@ -70,13 +79,23 @@ export function elementRecord(row: Pick<ElementRow, 'id' | 'kind' | 'label' | 's
  * in commit order within one session (see listElements) and endpoints checked against a graph
  * nobody else is changing.
  */
-export async function lockSessionForGraph(tx: Queryable, sessionId: string): Promise<'active' | 'deleting' | undefined> {
-  const { rows } = await tx.query<{ status: 'active' | 'deleting' }>('SELECT status FROM sessions WHERE id = $1::uuid FOR UPDATE', [sessionId]);
+export async function lockSessionForGraph(
+  tx: Queryable,
+  sessionId: string,
+): Promise<'active' | 'deleting' | undefined> {
+  const { rows } = await tx.query<{ status: 'active' | 'deleting' }>(
+    'SELECT status FROM sessions WHERE id = $1::uuid FOR UPDATE',
+    [sessionId],
+  );
   return rows[0]?.status;
 }
 
 /** The kind of each of `ids` that exists in the graph. */
-export async function elementKinds(q: Queryable, store: GraphStore, ids: readonly string[]): Promise<Map<string, 'node' | 'edge'>> {
+export async function elementKinds(
+  q: Queryable,
+  store: GraphStore,
+  ids: readonly string[],
+): Promise<Map<string, 'node' | 'edge'>> {
   const { rows } = await q.query<{ id: string; kind: 'node' | 'edge' }>(
     `SELECT id, kind FROM ${store.table} WHERE ${store.scopeColumn} = $1::uuid AND id = ANY($2::text[])`,
     [store.scopeId, ids],
@@ -86,7 +105,10 @@ export async function elementKinds(q: Queryable, store: GraphStore, ids: readonl
 
 /** One element by id, or undefined. */
 export async function findElement(q: Queryable, sessionId: string, id: string): Promise<ElementRow | undefined> {
-  const { rows } = await q.query<ElementRow>(`SELECT ${COLUMNS} FROM graph_elements WHERE session_id = $1::uuid AND id = $2`, [sessionId, id]);
+  const { rows } = await q.query<ElementRow>(
+    `SELECT ${COLUMNS} FROM graph_elements WHERE session_id = $1::uuid AND id = $2`,
+    [sessionId, id],
+  );
   return rows[0];
 }
 
@@ -94,7 +116,11 @@ export async function findElement(q: Queryable, sessionId: string, id: string): 
  * Creates or replaces a node. An existing element keeps its `seq` (its place in listings). No
  * row comes back when the id belongs to an edge: the caller refuses that.
  */
-export async function upsertNode(tx: Queryable, store: GraphStore, node: { id: string; label: string; properties: Record<string, unknown> }): Promise<ElementRow | undefined> {
+export async function upsertNode(
+  tx: Queryable,
+  store: GraphStore,
+  node: { id: string; label: string; properties: Record<string, unknown> },
+): Promise<ElementRow | undefined> {
   const { rows } = await tx.query<ElementRow>(
     `INSERT INTO ${store.table} AS g (${store.scopeColumn}, id, kind, label, properties)
      VALUES ($1::uuid, $2, 'node', $3, $4::jsonb)
@@ -108,7 +134,11 @@ export async function upsertNode(tx: Queryable, store: GraphStore, node: { id: s
 }
 
 /** As upsertNode, for an edge; the caller has checked that both endpoints are nodes. */
-export async function upsertEdge(tx: Queryable, store: GraphStore, edge: { id: string; label: string; source: string; target: string; properties: Record<string, unknown> }): Promise<ElementRow | undefined> {
+export async function upsertEdge(
+  tx: Queryable,
+  store: GraphStore,
+  edge: { id: string; label: string; source: string; target: string; properties: Record<string, unknown> },
+): Promise<ElementRow | undefined> {
   const { rows } = await tx.query<ElementRow>(
     `INSERT INTO ${store.table} AS g (${store.scopeColumn}, id, kind, label, source, target, properties)
      VALUES ($1::uuid, $2, 'edge', $3, $4, $5, $6::jsonb)
@@ -126,7 +156,11 @@ export async function upsertEdge(tx: Queryable, store: GraphStore, edge: { id: s
  * Deletes an element and, when it is a node, every edge that starts or ends at it (ids are unique
  * across kinds, so only a node can be some edge's endpoint). Returns what was removed.
  */
-export async function deleteElement(tx: Queryable, store: GraphStore, id: string): Promise<Array<{ id: string; kind: 'node' | 'edge' }>> {
+export async function deleteElement(
+  tx: Queryable,
+  store: GraphStore,
+  id: string,
+): Promise<Array<{ id: string; kind: 'node' | 'edge' }>> {
   const { rows } = await tx.query<{ id: string; kind: 'node' | 'edge' }>(
     `DELETE FROM ${store.table}
       WHERE ${store.scopeColumn} = $1::uuid AND (id = $2 OR (kind = 'edge' AND (source = $2 OR target = $2)))
@@ -147,7 +181,13 @@ export interface ElementFilter {
  * writers hold the session lock from before they draw a `seq` until they commit, so a reader
  * never sees a later `seq` commit before an earlier one of the same session.
  */
-export async function listElements(q: Queryable, sessionId: string, filter: ElementFilter, after: number, limit: number): Promise<ElementRow[]> {
+export async function listElements(
+  q: Queryable,
+  sessionId: string,
+  filter: ElementFilter,
+  after: number,
+  limit: number,
+): Promise<ElementRow[]> {
   const { rows } = await q.query<ElementRow>(
     `SELECT ${COLUMNS} FROM graph_elements
       WHERE session_id = $1::uuid AND seq > $2::bigint
@@ -178,10 +218,20 @@ interface JoinedRow extends ElementRow {
  * label), each with the node at its far end, in the edge's `seq` order after `after`. A
  * self-loop is one row (direction `out` when both are asked for).
  */
-export async function listNeighbors(q: Queryable, sessionId: string, nodeId: string, direction: Direction, edgeLabel: string | null, after: number, limit: number): Promise<NeighborRow[]> {
+export async function listNeighbors(
+  q: Queryable,
+  sessionId: string,
+  nodeId: string,
+  direction: Direction,
+  edgeLabel: string | null,
+  after: number,
+  limit: number,
+): Promise<NeighborRow[]> {
   const at = { out: 'e.source = $2', in: 'e.target = $2', both: '(e.source = $2 OR e.target = $2)' }[direction];
   const dir = { out: `'out'`, in: `'in'`, both: `CASE WHEN e.source = $2 THEN 'out' ELSE 'in' END` }[direction];
-  const far = { out: 'e.target', in: 'e.source', both: 'CASE WHEN e.source = $2 THEN e.target ELSE e.source END' }[direction];
+  const far = { out: 'e.target', in: 'e.source', both: 'CASE WHEN e.source = $2 THEN e.target ELSE e.source END' }[
+    direction
+  ];
   const { rows } = await q.query<JoinedRow>(
     `SELECT ${E_COLUMNS}, ${dir} AS direction,
             n.id AS n_id, n.kind AS n_kind, n.label AS n_label, n.properties AS n_properties, n.seq AS n_seq
@@ -193,8 +243,24 @@ export async function listNeighbors(q: Queryable, sessionId: string, nodeId: str
     [sessionId, nodeId, edgeLabel, after, limit],
   );
   return rows.map((row) => ({
-    edge: { id: row.id, kind: row.kind, label: row.label, source: row.source, target: row.target, properties: row.properties, seq: row.seq },
-    node: { id: row.n_id, kind: row.n_kind, label: row.n_label, source: null, target: null, properties: row.n_properties, seq: row.n_seq },
+    edge: {
+      id: row.id,
+      kind: row.kind,
+      label: row.label,
+      source: row.source,
+      target: row.target,
+      properties: row.properties,
+      seq: row.seq,
+    },
+    node: {
+      id: row.n_id,
+      kind: row.n_kind,
+      label: row.n_label,
+      source: null,
+      target: null,
+      properties: row.n_properties,
+      seq: row.n_seq,
+    },
     direction: row.direction,
   }));
 }

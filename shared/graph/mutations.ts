@@ -65,7 +65,10 @@ export interface GraphMutationCeilings {
  */
 export async function graphMutationCeilings(q: Queryable, blobId: string): Promise<GraphMutationCeilings> {
   const limits = await limitsInForce(q, { blobId });
-  return { mutationsPerCall: limits['workflow.graph_mutations_per_call'], elementBytes: limits['workflow.graph_element_bytes'] };
+  return {
+    mutationsPerCall: limits['workflow.graph_mutations_per_call'],
+    elementBytes: limits['workflow.graph_element_bytes'],
+  };
 }
 
 /** Who caused a mutation, for the `graph.mutated` event: an execution's node, or nobody (a command). */
@@ -90,21 +93,36 @@ function storedRecord(mutation: Exclude<GraphMutation, { op: 'delete' }>): Graph
   const properties = mutation.properties ?? {};
   return mutation.op === 'upsert_node'
     ? { id: mutation.id, kind: 'node', label: mutation.label, properties }
-    : { id: mutation.id, kind: 'edge', label: mutation.label, source: mutation.source, target: mutation.target, properties };
+    : {
+        id: mutation.id,
+        kind: 'edge',
+        label: mutation.label,
+        source: mutation.source,
+        target: mutation.target,
+        properties,
+      };
 }
 
 /** Refuses a call past either ceiling, before anything is read or written. */
 function checkCeilings(mutations: readonly GraphMutation[], ceilings: GraphMutationCeilings): void {
   if (mutations.length > ceilings.mutationsPerCall.value) {
-    throw limitRefusal('graph_mutation_too_large', ceilings.mutationsPerCall, undefined,
-      `${mutations.length} mutations in one call; limit workflow.graph_mutations_per_call is ${ceilings.mutationsPerCall.value}.`);
+    throw limitRefusal(
+      'graph_mutation_too_large',
+      ceilings.mutationsPerCall,
+      undefined,
+      `${mutations.length} mutations in one call; limit workflow.graph_mutations_per_call is ${ceilings.mutationsPerCall.value}.`,
+    );
   }
   mutations.forEach((mutation, index) => {
     if (mutation.op === 'delete') return;
     const bytes = Buffer.byteLength(JSON.stringify(storedRecord(mutation)), 'utf8');
     if (bytes > ceilings.elementBytes.value) {
-      throw limitRefusal('graph_element_too_large', ceilings.elementBytes, undefined,
-        `mutations[${index}]: element ${JSON.stringify(mutation.id)} is ${bytes} bytes; limit workflow.graph_element_bytes is ${ceilings.elementBytes.value}.`);
+      throw limitRefusal(
+        'graph_element_too_large',
+        ceilings.elementBytes,
+        undefined,
+        `mutations[${index}]: element ${JSON.stringify(mutation.id)} is ${bytes} bytes; limit workflow.graph_element_bytes is ${ceilings.elementBytes.value}.`,
+      );
     }
   });
 }
@@ -129,7 +147,11 @@ interface MutationCounts {
  *   in the call and not deleted since), else `conflict`.
  * - `delete` removes the element and, for a node, every edge at it; an absent id is a no-op.
  */
-async function applyMutations(tx: Tx, store: GraphStore, mutations: readonly GraphMutation[]): Promise<MutationOutcome & { counts: MutationCounts }> {
+async function applyMutations(
+  tx: Tx,
+  store: GraphStore,
+  mutations: readonly GraphMutation[],
+): Promise<MutationOutcome & { counts: MutationCounts }> {
   // Map order is first-upsert order; a delete removes the entry, a later upsert re-adds it last.
   const written = new Map<string, GraphElement>();
   const deleted = new Set<string>();
@@ -149,13 +171,24 @@ async function applyMutations(tx: Tx, store: GraphStore, mutations: readonly Gra
       const kinds = await elementKinds(tx, store, [record.source, record.target]);
       for (const end of ['source', 'target'] as const) {
         const kind = kinds.get(record[end]);
-        if (kind === undefined) throw conflict(index, `edge ${JSON.stringify(record.id)}: ${end} node ${JSON.stringify(record[end])} does not exist.`);
-        if (kind !== 'node') throw conflict(index, `edge ${JSON.stringify(record.id)}: ${end} ${JSON.stringify(record[end])} is an edge, not a node.`);
+        if (kind === undefined)
+          throw conflict(
+            index,
+            `edge ${JSON.stringify(record.id)}: ${end} node ${JSON.stringify(record[end])} does not exist.`,
+          );
+        if (kind !== 'node')
+          throw conflict(
+            index,
+            `edge ${JSON.stringify(record.id)}: ${end} ${JSON.stringify(record[end])} is an edge, not a node.`,
+          );
       }
     }
     const row = record.kind === 'node' ? await upsertNode(tx, store, record) : await upsertEdge(tx, store, record);
     if (row === undefined) {
-      throw conflict(index, `${JSON.stringify(record.id)} is ${record.kind === 'node' ? 'an edge' : 'a node'}; an element cannot change kind (delete it first).`);
+      throw conflict(
+        index,
+        `${JSON.stringify(record.id)} is ${record.kind === 'node' ? 'an edge' : 'a node'}; an element cannot change kind (delete it first).`,
+      );
     }
     written.set(row.id, elementRecord(row));
     deleted.delete(row.id);
@@ -172,7 +205,13 @@ async function applyMutations(tx: Tx, store: GraphStore, mutations: readonly Gra
  * serialises writers of one graph. Appends one `graph.mutated` session event with the counts, in
  * the same transaction.
  */
-export async function mutateGraph(tx: Tx, sessionId: string, mutations: readonly GraphMutation[], ceilings: GraphMutationCeilings, origin: MutationOrigin = {}): Promise<MutationOutcome> {
+export async function mutateGraph(
+  tx: Tx,
+  sessionId: string,
+  mutations: readonly GraphMutation[],
+  ceilings: GraphMutationCeilings,
+  origin: MutationOrigin = {},
+): Promise<MutationOutcome> {
   checkCeilings(mutations, ceilings);
   const status = await lockSessionForGraph(tx, sessionId);
   if (status === undefined) throw new ServiceError('not_found', 'No such session.');
@@ -192,7 +231,12 @@ export async function mutateGraph(tx: Tx, sessionId: string, mutations: readonly
  * Applies `mutations` to a graph blob revision's graph (`mutate_graph`), under the same ceilings
  * and rules as a session graph; the revision row's lock serialises its writers.
  */
-export async function mutateRevisionGraph(tx: Tx, revisionId: string, mutations: readonly GraphMutation[], ceilings: GraphMutationCeilings): Promise<MutationOutcome> {
+export async function mutateRevisionGraph(
+  tx: Tx,
+  revisionId: string,
+  mutations: readonly GraphMutation[],
+  ceilings: GraphMutationCeilings,
+): Promise<MutationOutcome> {
   checkCeilings(mutations, ceilings);
   const { rowCount } = await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [revisionId]);
   if (!rowCount) throw new ServiceError('not_found', 'No such revision.');

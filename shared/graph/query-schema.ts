@@ -17,7 +17,9 @@ const ELEMENT_ID_RE = /^[\x21-\x7e]{1,128}$/;
 /** A node or edge label: 1–64 printable ASCII characters without spaces. */
 const LABEL_RE = /^[\x21-\x7e]{1,64}$/;
 
-export const elementIdSchema = z.string().regex(ELEMENT_ID_RE, 'element ids are 1-128 printable ASCII characters without spaces');
+export const elementIdSchema = z
+  .string()
+  .regex(ELEMENT_ID_RE, 'element ids are 1-128 printable ASCII characters without spaces');
 
 export const labelSchema = z.string().regex(LABEL_RE, 'labels are 1-64 printable ASCII characters without spaces');
 
@@ -25,7 +27,8 @@ export const labelSchema = z.string().regex(LABEL_RE, 'labels are 1-64 printable
  * A JSON object of properties (or of the properties a `where` must contain). PostgreSQL's jsonb
  * cannot hold U+0000, so it is refused here as a bad body rather than failing in the database.
  */
-export const propertiesSchema = z.record(z.string(), z.unknown())
+export const propertiesSchema = z
+  .record(z.string(), z.unknown())
   .refine((value) => !JSON.stringify(value).includes('\\u0000'), 'properties may not contain the character U+0000');
 
 export const DIRECTIONS = ['out', 'in', 'both'] as const;
@@ -42,14 +45,16 @@ const startSchema = z.union([
  * step are not filtered. `min` defaults to 1 and `max` to `max(min, 1)`, so `{}` is one hop,
  * `{max: 3}` is 1..3, `{min: 0}` is 0..1 (an optional hop) and `{min: 2}` exactly 2.
  */
-const stepSchema = z.strictObject({
-  direction: z.enum(DIRECTIONS),
-  edge_label: labelSchema.optional(),
-  node_label: labelSchema.optional(),
-  where: propertiesSchema.optional(),
-  min: z.int().min(0).optional(),
-  max: z.int().min(1).optional(),
-}).refine((step) => step.min === undefined || step.max === undefined || step.min <= step.max, 'min may not exceed max');
+const stepSchema = z
+  .strictObject({
+    direction: z.enum(DIRECTIONS),
+    edge_label: labelSchema.optional(),
+    node_label: labelSchema.optional(),
+    where: propertiesSchema.optional(),
+    min: z.int().min(0).optional(),
+    max: z.int().min(1).optional(),
+  })
+  .refine((step) => step.min === undefined || step.max === undefined || step.min <= step.max, 'min may not exceed max');
 
 /** The graph query (docs/graph.md, "`query_session_graph`"): a start set and the steps that walk from it. */
 export const graphQuerySchema = z.strictObject({

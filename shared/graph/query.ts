@@ -1,7 +1,14 @@
 import type { Db, Queryable, Tx } from '../db/db.ts';
 import { limitRefusal, type LimitInForce } from '../limits/index.ts';
 import { limitsInForce } from '../limits/in-force.ts';
-import { elementRecord, sessionGraphStore, type ElementRow, type GraphEdge, type GraphNode, type GraphStore } from './graph-elements-sql.ts';
+import {
+  elementRecord,
+  sessionGraphStore,
+  type ElementRow,
+  type GraphEdge,
+  type GraphNode,
+  type GraphStore,
+} from './graph-elements-sql.ts';
 
 export { sessionGraphStore, type GraphStore };
 import { queryDepth, resolveStep, type GraphQuery, type ResolvedStep } from './query-schema.ts';
@@ -27,7 +34,6 @@ import { queryDepth, resolveStep, type GraphQuery, type ResolvedStep } from './q
  * Hops fetch ids only; the result's elements are read whole once at the end. Run it inside one
  * REPEATABLE READ transaction (see inSnapshot) so every statement sees the same graph.
  */
-
 
 type Cap = LimitInForce & { readonly value: number };
 
@@ -55,7 +61,12 @@ export async function graphQueryCaps(q: Queryable, blobId: string): Promise<Grap
  * snapshot: what `query_session_graph` and `ctx.graph.query` in a run both do. The query must
  * already have passed `graphQuerySchema`.
  */
-export async function runSessionGraphQuery(db: Db, sessionId: string, blobId: string, query: GraphQuery): Promise<GraphQueryResult> {
+export async function runSessionGraphQuery(
+  db: Db,
+  sessionId: string,
+  blobId: string,
+  query: GraphQuery,
+): Promise<GraphQueryResult> {
   const caps = await graphQueryCaps(db, blobId);
   return inSnapshot(db, (tx) => runGraphQuery(tx, sessionGraphStore(sessionId), query, caps));
 }
@@ -135,14 +146,20 @@ function statements(store: GraphStore) {
   };
 }
 
-const json = (value: Record<string, unknown> | null | undefined): string | null => (value == null ? null : JSON.stringify(value));
+const json = (value: Record<string, unknown> | null | undefined): string | null =>
+  value == null ? null : JSON.stringify(value);
 
 /**
  * Runs `query` against the graph in `store` under `caps` (see the module comment). Statements
  * issued: one for the start set, one per hop (a hop over an empty frontier is skipped), one per
  * step with `min` 0 and a node filter (to filter the step's input), one to read the result.
  */
-export async function runGraphQuery(q: Queryable, store: GraphStore, query: GraphQuery, caps: GraphQueryCaps): Promise<GraphQueryResult> {
+export async function runGraphQuery(
+  q: Queryable,
+  store: GraphStore,
+  query: GraphQuery,
+  caps: GraphQueryCaps,
+): Promise<GraphQueryResult> {
   const steps = (query.steps ?? []).map(resolveStep);
   const depth = queryDepth(steps);
   if (depth > caps.depth.value) refuse(caps.depth, `The query may take ${depth} hops`);
@@ -151,15 +168,24 @@ export async function runGraphQuery(q: Queryable, store: GraphStore, query: Grap
   let fetched = 0;
   const count = (n: number, what: string) => {
     fetched += n;
-    if (fetched > caps.elements.value) refuse(caps.elements, `The query fetched more than ${caps.elements.value} elements (${what})`);
+    if (fetched > caps.elements.value)
+      refuse(caps.elements, `The query fetched more than ${caps.elements.value} elements (${what})`);
   };
   const bound = (size: number, what: string) => {
     if (size > caps.results.value) refuse(caps.results, `${what} holds more than ${caps.results.value} nodes`);
   };
 
-  const startRows = 'ids' in query.start
-    ? (await q.query<{ id: string }>(sql.startByIds, [store.scopeId, query.start.ids, caps.results.value + 1])).rows
-    : (await q.query<{ id: string }>(sql.startByLabel, [store.scopeId, query.start.label, json(query.start.where), caps.results.value + 1])).rows;
+  const startRows =
+    'ids' in query.start
+      ? (await q.query<{ id: string }>(sql.startByIds, [store.scopeId, query.start.ids, caps.results.value + 1])).rows
+      : (
+          await q.query<{ id: string }>(sql.startByLabel, [
+            store.scopeId,
+            query.start.label,
+            json(query.start.where),
+            caps.results.value + 1,
+          ])
+        ).rows;
   bound(startRows.length, 'The start set');
   count(startRows.length, 'start');
   const start = new Set(startRows.map((row) => row.id));
@@ -175,7 +201,12 @@ export async function runGraphQuery(q: Queryable, store: GraphStore, query: Grap
     if (step.min === 0) {
       if (!filtered) for (const id of input) passing.add(id);
       else {
-        const { rows } = await q.query<{ id: string }>(sql.filter, [store.scopeId, [...input], step.nodeLabel, json(step.where)]);
+        const { rows } = await q.query<{ id: string }>(sql.filter, [
+          store.scopeId,
+          [...input],
+          step.nodeLabel,
+          json(step.where),
+        ]);
         for (const row of rows) passing.add(row.id);
       }
     }
@@ -186,7 +217,8 @@ export async function runGraphQuery(q: Queryable, store: GraphStore, query: Grap
         sql.hop(step.direction),
         [store.scopeId, [...frontier], step.edgeLabel, caps.fanout.value + 1, step.nodeLabel, json(step.where)],
       );
-      if (rows.length > caps.fanout.value) refuse(caps.fanout, `Hop ${k} of step ${index} expands more than ${caps.fanout.value} edges`);
+      if (rows.length > caps.fanout.value)
+        refuse(caps.fanout, `Hop ${k} of step ${index} expands more than ${caps.fanout.value} edges`);
       const reached = new Set<string>();
       for (const row of rows) {
         reached.add(row.to_id);
@@ -230,7 +262,10 @@ export async function runGraphQuery(q: Queryable, store: GraphStore, query: Grap
  * the node it came from. Layers make this exact for repeated steps and cycles: a node alive
  * after 2 hops is not thereby alive after 1.
  */
-function matchedPaths(traces: readonly StepTrace[], ends: ReadonlySet<string>): { nodes: Set<string>; edges: Set<string> } {
+function matchedPaths(
+  traces: readonly StepTrace[],
+  ends: ReadonlySet<string>,
+): { nodes: Set<string>; edges: Set<string> } {
   const nodes = new Set<string>(ends);
   const edges = new Set<string>();
   let aliveOut: ReadonlySet<string> = ends;

@@ -17,17 +17,38 @@ interface Holding {
 const HOLDINGS = {
   'platform.orgs_per_user': { holder: 'user', count: 'SELECT count(*)::int AS n FROM orgs WHERE owner_id = $1::uuid' },
   'platform.blobs_per_org': { holder: 'org', count: 'SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid' },
-  'platform.revisions_per_blob': { holder: 'blob', count: 'SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid' },
-  'workflow.definitions_per_revision': { holder: 'revision', count: `SELECT count(*)::int AS n FROM definitions WHERE revision_id = $1::uuid AND category = 'workflow'` },
-  'workflow.playgrounds_per_revision': { holder: 'revision', count: `SELECT count(*)::int AS n FROM definitions WHERE revision_id = $1::uuid AND category = 'playground'` },
+  'platform.revisions_per_blob': {
+    holder: 'blob',
+    count: 'SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid',
+  },
+  'workflow.definitions_per_revision': {
+    holder: 'revision',
+    count: `SELECT count(*)::int AS n FROM definitions WHERE revision_id = $1::uuid AND category = 'workflow'`,
+  },
+  'workflow.playgrounds_per_revision': {
+    holder: 'revision',
+    count: `SELECT count(*)::int AS n FROM definitions WHERE revision_id = $1::uuid AND category = 'playground'`,
+  },
   // A session entering `deleting` frees its slot at that moment.
-  'workflow.sessions_per_revision': { holder: 'revision', count: `SELECT count(*)::int AS n FROM sessions WHERE revision_id = $1::uuid AND status = 'active'` },
+  'workflow.sessions_per_revision': {
+    holder: 'revision',
+    count: `SELECT count(*)::int AS n FROM sessions WHERE revision_id = $1::uuid AND status = 'active'`,
+  },
   // Kept on the session row by triggers on executions (migration 014): a create reads it in O(1).
-  'workflow.executions_per_session': { holder: 'session', count: 'SELECT executions_count AS n FROM sessions WHERE id = $1::uuid' },
+  'workflow.executions_per_session': {
+    holder: 'session',
+    count: 'SELECT executions_count AS n FROM sessions WHERE id = $1::uuid',
+  },
   // Two totals kept by triggers on executions (migration 015): O(1) whatever the backlog.
   'workflow.running_executions_per_org': { holder: 'org', count: 'SELECT org_running_executions($1::uuid) AS n' },
-  'workflow.session_objects_per_session': { holder: 'session', count: 'SELECT count(*)::int AS n FROM session_objects WHERE session_id = $1::uuid' },
-  'scheduler.schedules_per_revision': { holder: 'revision', count: 'SELECT count(*)::int AS n FROM schedules WHERE revision_id = $1::uuid' },
+  'workflow.session_objects_per_session': {
+    holder: 'session',
+    count: 'SELECT count(*)::int AS n FROM session_objects WHERE session_id = $1::uuid',
+  },
+  'scheduler.schedules_per_revision': {
+    holder: 'revision',
+    count: 'SELECT count(*)::int AS n FROM schedules WHERE revision_id = $1::uuid',
+  },
 } as const satisfies Record<string, Holding>;
 
 export type QuotaId = keyof typeof HOLDINGS;
@@ -57,7 +78,12 @@ export async function heldCount(q: Queryable, quota: QuotaId, holderId: string):
  * committed: nobody can take the holder past its value. The caller inserts the counted row in
  * the same transaction; a refusal rolls back and takes nothing.
  */
-export async function takeSlot(tx: Queryable, quota: QuotaId, holderId: string, inForce: LimitInForce): Promise<number> {
+export async function takeSlot(
+  tx: Queryable,
+  quota: QuotaId,
+  holderId: string,
+  inForce: LimitInForce,
+): Promise<number> {
   await tx.query(LOCKS[HOLDINGS[quota].holder], [holderId]);
   const held = await heldCount(tx, quota, holderId);
   const value = inForce.value;
@@ -66,7 +92,11 @@ export async function takeSlot(tx: Queryable, quota: QuotaId, holderId: string, 
 }
 
 /** The counts of every quota `kind` holds, for limits reads and `held` maps. */
-export async function heldBy<K extends HolderKind>(q: Queryable, kind: K, holderId: string): Promise<Record<Extract<QuotaId, QuotaIdHeldBy<PerOf<K>>>, number>> {
+export async function heldBy<K extends HolderKind>(
+  q: Queryable,
+  kind: K,
+  holderId: string,
+): Promise<Record<Extract<QuotaId, QuotaIdHeldBy<PerOf<K>>>, number>> {
   const quotas = (Object.keys(HOLDINGS) as QuotaId[]).filter((id) => HOLDINGS[id].holder === kind);
   const counts = await Promise.all(quotas.map((id) => heldCount(q, id, holderId)));
   return Object.fromEntries(quotas.map((id, i) => [id, counts[i]])) as never;

@@ -72,6 +72,7 @@ export async function loadOverrides(q: Queryable, target: OverrideTarget): Promi
   for (const row of rows) {
     if (row.target_type !== null && row.limit_id !== null) maps[row.target_type][row.limit_id] = row.value;
   }
-  const overrides: OverrideSet = first.blob_id !== null ? { user, org, blob } : first.org_id !== null ? { user, org } : { user };
+  const overrides: OverrideSet =
+    first.blob_id !== null ? { user, org, blob } : first.org_id !== null ? { user, org } : { user };
   return { chain: { userId: first.user_id, orgId: first.org_id, blobId: first.blob_id }, overrides };
 }

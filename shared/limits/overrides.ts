@@ -47,7 +47,9 @@ function typeProblem(limit: CatalogEntry, value: unknown): string | null {
     case 'ceiling':
       return Number.isSafeInteger(value) && (value as number) >= 0 ? null : 'a non-negative integer';
     case 'retention':
-      return value === null || (Number.isSafeInteger(value) && (value as number) >= 0) ? null : 'a non-negative integer of days, or null (kept forever)';
+      return value === null || (Number.isSafeInteger(value) && (value as number) >= 0)
+        ? null
+        : 'a non-negative integer of days, or null (kept forever)';
     case 'entitlement':
       if (limit.unit === 'flag') return typeof value === 'boolean' ? null : 'true or false';
       if (!Array.isArray(value)) return 'a list of module names';
@@ -83,7 +85,10 @@ export function validateOverride(limitId: string, level: string, value: unknown)
   if (problem) return refuse('invalid_value_type', `${limit.id} takes ${problem}; got ${describe(value)}.`);
   if (isPastMostPermissive(limit, value)) {
     const bound = limit.more_permissive === 'lower' ? 'at least' : 'at most';
-    return refuse('past_most_permissive', `${limit.id} can be ${bound} ${limit.most_permissive}; got ${describe(value)}.`);
+    return refuse(
+      'past_most_permissive',
+      `${limit.id} can be ${bound} ${limit.most_permissive}; got ${describe(value)}.`,
+    );
   }
   return {
     ok: true,

@@ -76,7 +76,11 @@ export interface ResolveOptions {
  * any other invalid one (fixed limit, level outside Set on, wrong type) is skipped as though it
  * were absent, so the next farther level or the default applies. Either way `onIgnored` hears of it.
  */
-export function resolveLimit<I extends LimitId>(id: I, overrides: OverrideSet, options: ResolveOptions = {}): ResolvedLimit<I> {
+export function resolveLimit<I extends LimitId>(
+  id: I,
+  overrides: OverrideSet,
+  options: ResolveOptions = {},
+): ResolvedLimit<I> {
   const limit: CatalogEntry = limitById(id);
   for (let i = OVERRIDE_LEVELS.length - 1; i >= 0; i--) {
     const level = OVERRIDE_LEVELS[i] as OverrideLevel;
@@ -190,21 +194,35 @@ export function shapeLimitGroups(
     }
     if (limits.length > 0) groups.push({ id: group.id, label: group.label, family: group.family, limits });
   }
-  if (unused.size > 0) throw new Error(`held given for limits this read does not show as held: ${[...unused].join(', ')}`);
+  if (unused.size > 0)
+    throw new Error(`held given for limits this read does not show as held: ${[...unused].join(', ')}`);
   return groups;
 }
 
 /** Get User Limits (`GET /v1/users/:user_id/limits`): pass the user's overrides only. */
-export function userLimitsReply(overrides: OverrideSet, held: Record<QuotaIdHeldBy<'user'>, number>, options?: ResolveOptions): LimitGroupReply[] {
+export function userLimitsReply(
+  overrides: OverrideSet,
+  held: Record<QuotaIdHeldBy<'user'>, number>,
+  options?: ResolveOptions,
+): LimitGroupReply[] {
   return shapeLimitGroups(overrides, LIMIT_READS.user, held, options);
 }
 
 /** Get Organization Limits (`GET /v1/orgs/:id/limits`): pass the owner's and the organization's overrides. */
-export function orgLimitsReply(overrides: OverrideSet, held: Record<QuotaIdHeldBy<'org'>, number>, options?: ResolveOptions): LimitGroupReply[] {
+export function orgLimitsReply(
+  overrides: OverrideSet,
+  held: Record<QuotaIdHeldBy<'org'>, number>,
+  options?: ResolveOptions,
+): LimitGroupReply[] {
   return shapeLimitGroups(overrides, LIMIT_READS.org, held, options);
 }
 
 /** Get Blob Limits (`GET /v1/blobs/:org_id/:blob_id/limits`): pass all three levels. */
-export function blobLimitsReply(type: TypeGroupId, overrides: OverrideSet, held: Record<QuotaIdHeldBy<'blob'>, number>, options?: ResolveOptions): LimitGroupReply[] {
+export function blobLimitsReply(
+  type: TypeGroupId,
+  overrides: OverrideSet,
+  held: Record<QuotaIdHeldBy<'blob'>, number>,
+  options?: ResolveOptions,
+): LimitGroupReply[] {
   return shapeLimitGroups(overrides, LIMIT_READS.blob(type), held, options);
 }

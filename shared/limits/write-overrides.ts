@@ -85,10 +85,23 @@ function isOverrideLevel(value: string): value is OverrideLevel {
  * change lands between two requests, never inside one. Inserting an override row only takes a
  * key-share lock on the target, which this lock does not block.
  */
-export async function findOverrideTarget(q: Queryable, targetType: OverrideLevel, ref: string, lock = false): Promise<FoundTarget | undefined> {
+export async function findOverrideTarget(
+  q: Queryable,
+  targetType: OverrideLevel,
+  ref: string,
+  lock = false,
+): Promise<FoundTarget | undefined> {
   const match = refColumn(ref) === 'id' ? 'id = $1::uuid' : 'alias = $1::text';
-  const sql = FIND_SQL[targetType].replace('$match', match) + (lock ? ` FOR NO KEY UPDATE OF ${LOCK_OF[targetType]}` : '');
-  const { rows } = await q.query<{ id: string; alias: string | null; type: string | null; user_id: string; org_id: string | null; blob_id: string | null }>(sql, [ref]);
+  const sql =
+    FIND_SQL[targetType].replace('$match', match) + (lock ? ` FOR NO KEY UPDATE OF ${LOCK_OF[targetType]}` : '');
+  const { rows } = await q.query<{
+    id: string;
+    alias: string | null;
+    type: string | null;
+    user_id: string;
+    org_id: string | null;
+    blob_id: string | null;
+  }>(sql, [ref]);
   const row = rows[0];
   if (!row) return undefined;
   return {
@@ -126,7 +139,14 @@ interface ChangeRow {
 const OVERRIDE_COLUMNS = 'limit_id, target_type, target_id, value, set_by, set_at';
 
 function storedOverride(row: OverrideRow): StoredOverride {
-  return { limitId: row.limit_id, targetType: row.target_type, targetId: row.target_id, value: row.value, setBy: row.set_by, setAt: row.set_at };
+  return {
+    limitId: row.limit_id,
+    targetType: row.target_type,
+    targetId: row.target_id,
+    value: row.value,
+    setBy: row.set_by,
+    setAt: row.set_at,
+  };
 }
 
 // pg parses both SQL NULL and the jsonb value null to JS null; the history columns need them told
@@ -148,7 +168,12 @@ function changeFromRow(row: ChangeRow): OverrideChange {
   };
 }
 
-async function currentOverride(tx: Tx, limitId: string, targetType: OverrideLevel, targetId: string): Promise<StoredOverride | null> {
+async function currentOverride(
+  tx: Tx,
+  limitId: string,
+  targetType: OverrideLevel,
+  targetId: string,
+): Promise<StoredOverride | null> {
   const { rows } = await tx.query<OverrideRow>(
     `SELECT ${OVERRIDE_COLUMNS} FROM limit_overrides
       WHERE target_type = $1::text AND target_id = $2::uuid AND limit_id = $3::text`,
@@ -159,7 +184,15 @@ async function currentOverride(tx: Tx, limitId: string, targetType: OverrideLeve
 
 async function recordChange(
   tx: Tx,
-  input: { limitId: string; targetType: OverrideLevel; targetId: string; action: 'set' | 'clear'; oldValue: StoredOverride | null; newValue: unknown; actor: string },
+  input: {
+    limitId: string;
+    targetType: OverrideLevel;
+    targetId: string;
+    action: 'set' | 'clear';
+    oldValue: StoredOverride | null;
+    newValue: unknown;
+    actor: string;
+  },
 ): Promise<OverrideChange> {
   // JSON text, so JSON null is stored as the jsonb value null; SQL NULL stands for "no override".
   const oldJson = input.oldValue === null ? null : JSON.stringify(input.oldValue.value);
@@ -174,7 +207,11 @@ async function recordChange(
 }
 
 function notFound(targetType: OverrideLevel, ref: string): OverrideWriteResult {
-  return { ok: false, code: 'not_found', message: `No ${WHAT[targetType]} has the id or alias ${JSON.stringify(ref)}.` };
+  return {
+    ok: false,
+    code: 'not_found',
+    message: `No ${WHAT[targetType]} has the id or alias ${JSON.stringify(ref)}.`,
+  };
 }
 
 /**
@@ -200,7 +237,13 @@ export async function setLimitOverride(tx: Tx, input: SetOverrideInput): Promise
     [check.id, targetType, target.id, JSON.stringify(check.value), input.actor],
   );
   const change = await recordChange(tx, {
-    limitId: check.id, targetType, targetId: target.id, action: 'set', oldValue: previous, newValue: check.value, actor: input.actor,
+    limitId: check.id,
+    targetType,
+    targetId: target.id,
+    action: 'set',
+    oldValue: previous,
+    newValue: check.value,
+    actor: input.actor,
   });
   return { ok: true, override: storedOverride(rows[0]!), previous, change };
 }
@@ -233,7 +276,13 @@ export async function clearLimitOverride(tx: Tx, input: ClearOverrideInput): Pro
     return { ok: true, override: null, previous: null, change: null };
   }
   const change = await recordChange(tx, {
-    limitId: input.limitId, targetType, targetId: target.id, action: 'clear', oldValue: removed, newValue: undefined, actor: input.actor,
+    limitId: input.limitId,
+    targetType,
+    targetId: target.id,
+    action: 'clear',
+    oldValue: removed,
+    newValue: undefined,
+    actor: input.actor,
   });
   return { ok: true, override: null, previous: removed, change };
 }
@@ -272,7 +321,11 @@ export async function listOverrides(q: Queryable, filter: OverrideFilter, limit:
  * History rows matching `filter`, newest first, at most `limit`, before the row `beforeId`
  * (exclusive) when given: page on with the last row's id.
  */
-export async function listOverrideChanges(q: Queryable, filter: OverrideFilter & { beforeId?: number }, limit: number): Promise<OverrideChange[]> {
+export async function listOverrideChanges(
+  q: Queryable,
+  filter: OverrideFilter & { beforeId?: number },
+  limit: number,
+): Promise<OverrideChange[]> {
   const { rows } = await q.query<ChangeRow>(
     `SELECT ${CHANGE_SELECT} FROM limit_override_changes
       WHERE ($1::text IS NULL OR limit_id = $1::text)

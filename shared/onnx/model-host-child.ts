@@ -14,7 +14,11 @@ import type { JsonTensor } from './tensors.ts';
 import { s3SettingsFrom } from './s3-settings.ts';
 import { S3Objects } from './s3-objects.ts';
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2, application_name: 'workspace-model-host' });
+const pool = new pg.Pool({
+  connectionString: process.env.DATABASE_URL,
+  max: 2,
+  application_name: 'workspace-model-host',
+});
 pool.on('error', () => {});
 const budget = Number(process.env.MODEL_CACHE_BYTES) || 512 * 1024 * 1024;
 
@@ -39,15 +43,21 @@ async function readModel(revisionId: string, sha256: string): Promise<Buffer> {
   try {
     await client.query('BEGIN READ ONLY');
     const { rows } = await client.query<{ oid: number | null; object_key: string | null; sha256: string }>(
-      'SELECT oid, object_key, sha256 FROM models WHERE revision_id = $1::uuid AND (oid IS NOT NULL OR object_key IS NOT NULL)', [revisionId]);
-    if (!rows[0] || rows[0].sha256 !== sha256) throw Object.assign(new Error('The model changed or is gone; run again.'), { code: 'model_unavailable' });
+      'SELECT oid, object_key, sha256 FROM models WHERE revision_id = $1::uuid AND (oid IS NOT NULL OR object_key IS NOT NULL)',
+      [revisionId],
+    );
+    if (!rows[0] || rows[0].sha256 !== sha256)
+      throw Object.assign(new Error('The model changed or is gone; run again.'), { code: 'model_unavailable' });
     if (rows[0].object_key !== null) {
       await client.query('COMMIT');
-      if (objects === null) throw Object.assign(new Error('The model is in an S3 store this process is not configured with.'), { code: 'model_unavailable' });
+      if (objects === null)
+        throw Object.assign(new Error('The model is in an S3 store this process is not configured with.'), {
+          code: 'model_unavailable',
+        });
       return await readAll(await objects.get(rows[0].object_key));
     }
     const manager = new LargeObjectManager({ pg: client });
-    const [, stream] = await manager.openAndReadableStreamAsync(rows[0].oid!, 1024 * 1024) as [number, Readable];
+    const [, stream] = (await manager.openAndReadableStreamAsync(rows[0].oid!, 1024 * 1024)) as [number, Readable];
     const bytes = await readAll(stream);
     await client.query('COMMIT');
     return bytes;
@@ -90,13 +100,24 @@ async function sessionFor(revisionId: string, sha256: string): Promise<Cached> {
 
 function toOrt(tensor: JsonTensor): ort.Tensor {
   switch (tensor.type) {
-    case 'float32': return new ort.Tensor('float32', Float32Array.from(tensor.data as number[]), tensor.dims);
-    case 'float64': return new ort.Tensor('float64', Float64Array.from(tensor.data as number[]), tensor.dims);
-    case 'int32': return new ort.Tensor('int32', Int32Array.from(tensor.data as number[]), tensor.dims);
-    case 'int64': return new ort.Tensor('int64', BigInt64Array.from(tensor.data.map((v) => BigInt(v as number | string))), tensor.dims);
-    case 'bool': return new ort.Tensor('bool', Uint8Array.from((tensor.data as boolean[]).map((b) => (b ? 1 : 0))), tensor.dims);
-    case 'string': return new ort.Tensor('string', tensor.data as string[], tensor.dims);
-    default: throw Object.assign(new Error(`type ${tensor.type} is not supported`), { code: 'invalid_request_body' });
+    case 'float32':
+      return new ort.Tensor('float32', Float32Array.from(tensor.data as number[]), tensor.dims);
+    case 'float64':
+      return new ort.Tensor('float64', Float64Array.from(tensor.data as number[]), tensor.dims);
+    case 'int32':
+      return new ort.Tensor('int32', Int32Array.from(tensor.data as number[]), tensor.dims);
+    case 'int64':
+      return new ort.Tensor(
+        'int64',
+        BigInt64Array.from(tensor.data.map((v) => BigInt(v as number | string))),
+        tensor.dims,
+      );
+    case 'bool':
+      return new ort.Tensor('bool', Uint8Array.from((tensor.data as boolean[]).map((b) => (b ? 1 : 0))), tensor.dims);
+    case 'string':
+      return new ort.Tensor('string', tensor.data as string[], tensor.dims);
+    default:
+      throw Object.assign(new Error(`type ${tensor.type} is not supported`), { code: 'invalid_request_body' });
   }
 }
 
@@ -116,10 +137,19 @@ process.on('message', (message: HostRequest) => {
       const { session } = await sessionFor(message.revisionId, message.sha256);
       const feeds = Object.fromEntries(Object.entries(message.inputs).map(([name, tensor]) => [name, toOrt(tensor)]));
       const results = message.outputs ? await session.run(feeds, message.outputs) : await session.run(feeds);
-      reply = { id: message.id, outputs: Object.fromEntries(Object.entries(results).map(([name, tensor]) => [name, fromOrt(tensor)])) };
+      reply = {
+        id: message.id,
+        outputs: Object.fromEntries(Object.entries(results).map(([name, tensor]) => [name, fromOrt(tensor)])),
+      };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
-      reply = { id: message.id, error: { code: typeof code === 'string' ? code : 'model_run_failed', message: String((error as Error)?.message ?? error).slice(0, 2000) } };
+      reply = {
+        id: message.id,
+        error: {
+          code: typeof code === 'string' ? code : 'model_run_failed',
+          message: String((error as Error)?.message ?? error).slice(0, 2000),
+        },
+      };
     }
     // A parent gone meanwhile: the write fails quietly ('disconnect' below ends this process).
     if (process.connected) process.send?.(reply, (error: Error | null) => void error);

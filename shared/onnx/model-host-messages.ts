@@ -11,5 +11,4 @@ export interface HostRequest {
 }
 
 export type HostReply =
-  | { id: number; outputs: Record<string, JsonTensor> }
-  | { id: number; error: { code: string; message: string } };
+  { id: number; outputs: Record<string, JsonTensor> } | { id: number; error: { code: string; message: string } };

@@ -48,13 +48,18 @@ export class ModelHost {
 
   /** Runs the model of `revisionId` (as hashed `sha256`) on `inputs`, stopped after `timeoutMs`. */
   run(request: Omit<HostRequest, 'id'>, timeoutMs: number): Promise<ModelRunResult> {
-    if (this.#closed) return Promise.resolve({ error: { code: 'model_unavailable', message: 'The model host is shutting down.' } });
+    if (this.#closed)
+      return Promise.resolve({ error: { code: 'model_unavailable', message: 'The model host is shutting down.' } });
     const child = this.#spawn();
     const id = this.#nextId++;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         // The runtime cannot abandon a run: the process goes, with every run in it.
-        this.#fail(child, `The model ran for more than ${Math.round(timeoutMs / 1000)} s and was stopped.`, 'model_timeout');
+        this.#fail(
+          child,
+          `The model ran for more than ${Math.round(timeoutMs / 1000)} s and was stopped.`,
+          'model_timeout',
+        );
         if (this.#child === child) this.#child = null;
         child.kill('SIGKILL');
       }, timeoutMs);
@@ -74,7 +79,12 @@ export class ModelHost {
   #spawn(): ChildProcess {
     if (this.#child !== null && this.#child.connected) return this.#child;
     const child = fork(CHILD, [], {
-      env: { ...process.env, ...s3Env(this.#options.s3 ?? null), DATABASE_URL: this.#options.databaseUrl, MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024) },
+      env: {
+        ...process.env,
+        ...s3Env(this.#options.s3 ?? null),
+        DATABASE_URL: this.#options.databaseUrl,
+        MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024),
+      },
       execArgv: [],
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
       serialization: 'advanced',

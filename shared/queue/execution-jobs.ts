@@ -48,7 +48,9 @@ function statementName(text: string): string {
 
 /** pg-boss's `db` option on the caller's transaction, its statements prepared by name. */
 export function inTransaction(tx: Tx) {
-  return { executeSql: (text: string, values?: unknown[]) => preparedQuery(tx, statementName(text), text, values ?? []) };
+  return {
+    executeSql: (text: string, values?: unknown[]) => preparedQuery(tx, statementName(text), text, values ?? []),
+  };
 }
 
 /**
@@ -56,7 +58,12 @@ export function inTransaction(tx: Tx) {
  * job commits or rolls back with the row change it announces: no execution without its job, and
  * no job for an execution that was never written. Returns the job id.
  */
-export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: string, options: EnqueueOptions = {}): Promise<string> {
+export async function enqueueExecution(
+  queue: JobQueue,
+  tx: Tx,
+  executionId: string,
+  options: EnqueueOptions = {},
+): Promise<string> {
   const data: ExecutionJobData = { execution_id: executionId };
   const sendOptions: SendOptions = { db: inTransaction(tx) };
   if (options.startAfter !== undefined) sendOptions.startAfter = options.startAfter;
@@ -69,7 +76,11 @@ export async function enqueueExecution(queue: JobQueue, tx: Tx, executionId: str
 
 /** A queue that can also insert many jobs in one statement (pg-boss `insert`). */
 export interface BatchJobQueue extends JobQueue {
-  insert?(name: string, jobs: Array<{ data: object; priority?: number; startAfter?: Date }>, options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } }): Promise<string[] | null>;
+  insert?(
+    name: string,
+    jobs: Array<{ data: object; priority?: number; startAfter?: Date }>,
+    options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } },
+  ): Promise<string[] | null>;
 }
 
 /**
@@ -77,12 +88,20 @@ export interface BatchJobQueue extends JobQueue {
  * `insert` statement when the queue has it, else one `send` each. Same guarantee as
  * `enqueueExecution`: the jobs commit or roll back with the rows they announce.
  */
-export async function enqueueExecutions(queue: BatchJobQueue, tx: Tx, executions: ReadonlyArray<{ id: string; orgInFlight?: number | undefined }>): Promise<void> {
+export async function enqueueExecutions(
+  queue: BatchJobQueue,
+  tx: Tx,
+  executions: ReadonlyArray<{ id: string; orgInFlight?: number | undefined }>,
+): Promise<void> {
   if (executions.length === 0) return;
   if (executions.length === 1 || !queue.insert) {
-    for (const execution of executions) await enqueueExecution(queue, tx, execution.id, { priority: fairPriority(execution.orgInFlight) });
+    for (const execution of executions)
+      await enqueueExecution(queue, tx, execution.id, { priority: fairPriority(execution.orgInFlight) });
     return;
   }
-  const jobs = executions.map((execution) => ({ data: { execution_id: execution.id }, priority: fairPriority(execution.orgInFlight) }));
+  const jobs = executions.map((execution) => ({
+    data: { execution_id: execution.id },
+    priority: fairPriority(execution.orgInFlight),
+  }));
   await queue.insert(QUEUES.executions.name, jobs, { db: inTransaction(tx) });
 }

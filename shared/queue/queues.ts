@@ -14,9 +14,15 @@ export const QUEUES = {
    * long as a schedule can go between fires (29 February: 8 years across 2100); a done fire is
    * of no use after an hour (the run is in schedule_runs).
    */
-  scheduleFires: { name: 'schedule-fires', notify: false, retentionSeconds: 10 * 366 * 86_400, deleteAfterSeconds: 3_600, retryLimit: 5, retryDelay: 1 },
+  scheduleFires: {
+    name: 'schedule-fires',
+    notify: false,
+    retentionSeconds: 10 * 366 * 86_400,
+    deleteAfterSeconds: 3_600,
+    retryLimit: 5,
+    retryDelay: 1,
+  },
 } as const satisfies Record<string, Queue>;
-
 
 /**
  * Which process a pg-boss instance serves: runners also run pg-boss maintenance and cron; a
@@ -32,8 +38,21 @@ export function createBoss(connectionString: string, role: BossRole): PgBoss {
   const options: Record<BossRole, ConstructorOptions> = {
     runner: { connectionString, application_name: 'workspace-runner-queue', max: 5, useListenNotify: true },
     // The control plane only sends and reads counts: maintenance and cron stay with the runners.
-    'control-plane': { connectionString, application_name: 'workspace-control-plane-queue', max: 5, supervise: false, schedule: false },
-    sender: { connectionString, application_name: 'workspace-runner-worker-queue', max: 1, supervise: false, schedule: false, migrate: false },
+    'control-plane': {
+      connectionString,
+      application_name: 'workspace-control-plane-queue',
+      max: 5,
+      supervise: false,
+      schedule: false,
+    },
+    sender: {
+      connectionString,
+      application_name: 'workspace-runner-worker-queue',
+      max: 1,
+      supervise: false,
+      schedule: false,
+      migrate: false,
+    },
   };
   return new PgBoss(options[role]);
 }

@@ -26,7 +26,12 @@ const KEYS_BATCH_SQL = `
  * statement (each its own short transaction), checking `signal` between batches. `onBatch`
  * hears each batch's count.
  */
-export async function sweepIdempotencyKeys(q: Queryable, now: Date, options: { batchSize: number; signal?: AbortSignal | undefined }, onBatch: (removed: number) => void): Promise<void> {
+export async function sweepIdempotencyKeys(
+  q: Queryable,
+  now: Date,
+  options: { batchSize: number; signal?: AbortSignal | undefined },
+  onBatch: (removed: number) => void,
+): Promise<void> {
   for (;;) {
     options.signal?.throwIfAborted();
     const { rowCount } = await q.query(KEYS_BATCH_SQL, [now, IDEMPOTENCY_KEY_SECONDS, options.batchSize]);

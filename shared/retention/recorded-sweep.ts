@@ -28,9 +28,7 @@ export interface SweepRecord {
 }
 
 /** A sweep ran (whatever its outcome: see `sweep.status`), or it did not and why. */
-export type RecordedSweepResult =
-  | { ran: true; sweep: SweepRecord }
-  | { ran: false; reason: 'in_progress' | 'not_due' };
+export type RecordedSweepResult = { ran: true; sweep: SweepRecord } | { ran: false; reason: 'in_progress' | 'not_due' };
 
 export interface RecordedSweepOptions extends Pick<SweepOptions, 'now' | 'batchSize' | 'signal'> {
   trigger: SweepTrigger;
@@ -66,7 +64,10 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
   const q: Queryable = { query: (text, values) => client.query(text, values) };
   let locked = false;
   try {
-    const { rows: lock } = await q.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int, $2::int) AS locked', [...RETENTION_LOCK]);
+    const { rows: lock } = await q.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_lock($1::int, $2::int) AS locked',
+      [...RETENTION_LOCK],
+    );
     locked = lock[0]!.locked;
     if (!locked) return { ran: false, reason: 'in_progress' };
 
@@ -78,7 +79,10 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
       if (rows.length > 0) return { ran: false, reason: 'not_due' };
     }
 
-    const { rows: started } = await q.query<{ id: string }>('INSERT INTO retention_sweeps (trigger) VALUES ($1::text) RETURNING id::text AS id', [options.trigger]);
+    const { rows: started } = await q.query<{ id: string }>(
+      'INSERT INTO retention_sweeps (trigger) VALUES ($1::text) RETURNING id::text AS id',
+      [options.trigger],
+    );
     const id = started[0]!.id;
     let progress: SweepCounts = { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 };
     const finish = async (outcome: 'completed' | 'interrupted' | 'failed', error: string | null) => {
@@ -91,11 +95,18 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
       return rows[0]!;
     };
     try {
-      progress = await runRetentionSweep(q, { ...options, onProgress: (counts) => { progress = counts; } });
+      progress = await runRetentionSweep(q, {
+        ...options,
+        onProgress: (counts) => {
+          progress = counts;
+        },
+      });
     } catch (error) {
       const interrupted = options.signal?.aborted === true;
-      await finish(interrupted ? 'interrupted' : 'failed', interrupted ? null : error instanceof Error ? error.message : String(error))
-        .catch(() => {});
+      await finish(
+        interrupted ? 'interrupted' : 'failed',
+        interrupted ? null : error instanceof Error ? error.message : String(error),
+      ).catch(() => {});
       throw error;
     }
     return { ran: true, sweep: await finish('completed', null) };
@@ -104,8 +115,9 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
     // the lock, it would make every later sweep find one in progress.
     let unlockError: Error | undefined;
     if (locked) {
-      await q.query('SELECT pg_advisory_unlock($1::int, $2::int)', [...RETENTION_LOCK])
-        .catch((error: unknown) => { unlockError = error instanceof Error ? error : new Error(String(error)); });
+      await q.query('SELECT pg_advisory_unlock($1::int, $2::int)', [...RETENTION_LOCK]).catch((error: unknown) => {
+        unlockError = error instanceof Error ? error : new Error(String(error));
+      });
     }
     client.release(unlockError);
   }

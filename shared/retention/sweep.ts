@@ -107,7 +107,10 @@ type RetentionLimit = typeof EXECUTION_RETENTION | typeof RUN_RETENTION;
 
 /** Every blob that an override of `limitId` reaches, with its retention in force now. */
 async function overriddenRetentions(q: Queryable, limitId: RetentionLimit): Promise<BlobRetention[]> {
-  const { rows } = await q.query<{ blob_id: string; overrides: Record<string, unknown> | null }>(RETENTION_OVERRIDES_SQL, [limitId]);
+  const { rows } = await q.query<{ blob_id: string; overrides: Record<string, unknown> | null }>(
+    RETENTION_OVERRIDES_SQL,
+    [limitId],
+  );
   return rows.map((row) => {
     const levels = row.overrides ?? {};
     const set: { -readonly [L in keyof OverrideSet]: OverrideMap } = {};
@@ -194,7 +197,14 @@ const RUNS_BATCH_SQL = `
  * reaches; each batch is then one statement in its own transaction, read from the index after the
  * previous batch's last row, so the sweep never holds locks for long and can stop between batches.
  */
-async function sweepBatches(q: Queryable, limitId: RetentionLimit, batchSql: string, now: Date, options: { batchSize: number; signal: AbortSignal | undefined }, onBatch: (removed: number) => void): Promise<void> {
+async function sweepBatches(
+  q: Queryable,
+  limitId: RetentionLimit,
+  batchSql: string,
+  now: Date,
+  options: { batchSize: number; signal: AbortSignal | undefined },
+  onBatch: (removed: number) => void,
+): Promise<void> {
   const defaultDays = limitById(limitId).default as number;
   const overridden = await overriddenRetentions(q, limitId);
   let shortest = defaultDays;
@@ -206,7 +216,16 @@ async function sweepBatches(q: Queryable, limitId: RetentionLimit, batchSql: str
   let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
   for (;;) {
     options.signal?.throwIfAborted();
-    const { rows } = await q.query<BatchRow>(batchSql, [now, widestCutoff, defaultDays, blobIds, days, options.batchSize, after.at, after.id]);
+    const { rows } = await q.query<BatchRow>(batchSql, [
+      now,
+      widestCutoff,
+      defaultDays,
+      blobIds,
+      days,
+      options.batchSize,
+      after.at,
+      after.id,
+    ]);
     const batch = rows[0]!;
     onBatch(batch.removed);
     if (batch.scanned < options.batchSize || batch.last_ended_at === null || batch.last_id === null) break;

@@ -35,7 +35,13 @@ interface CooldownRow {
 }
 
 function cooldownOf(row: CooldownRow): Cooldown {
-  return { orgId: row.org_id, strikes: row.strikes, until: new Date(row.until), reason: row.reason, lastStrikeAt: new Date(row.last_strike_at) };
+  return {
+    orgId: row.org_id,
+    strikes: row.strikes,
+    until: new Date(row.until),
+    reason: row.reason,
+    lastStrikeAt: new Date(row.last_strike_at),
+  };
 }
 
 /**
@@ -60,7 +66,14 @@ export async function recordStrike(db: Queryable, orgId: string, reason: string)
        reason = EXCLUDED.reason,
        last_strike_at = CASE WHEN c.last_strike_at > now() - make_interval(secs => $5::int) THEN c.last_strike_at ELSE now() END
      RETURNING org_id, strikes, until, reason, last_strike_at`,
-    [orgId, reason.slice(0, 500), COOLDOWN_BASE_SECONDS, COOLDOWN_MAX_SECONDS, SAME_STRIKE_SECONDS, FORGIVE_AFTER_HOURS],
+    [
+      orgId,
+      reason.slice(0, 500),
+      COOLDOWN_BASE_SECONDS,
+      COOLDOWN_MAX_SECONDS,
+      SAME_STRIKE_SECONDS,
+      FORGIVE_AFTER_HOURS,
+    ],
   );
   return rows[0] ? cooldownOf(rows[0]) : null;
 }

@@ -49,11 +49,22 @@ function isTimeZone(name: string): boolean {
  */
 export function parseCron(expression: string, timezone: string = DEFAULT_TIMEZONE, now: Date = new Date()): ParsedCron {
   if (expression.length > MAX_EXPRESSION) throw invalid('cron', `at most ${MAX_EXPRESSION} characters`);
-  if (!isTimeZone(timezone)) throw invalid('timezone', `${JSON.stringify(timezone.slice(0, MAX_ZONE))} is not an IANA time zone (e.g. "UTC", "Europe/Paris")`);
-  const parts = expression.trim().split(/\s+/).filter((p) => p !== '');
-  if (parts.some((p) => p.startsWith('@'))) throw invalid('cron', 'nicknames such as @daily are not accepted: write the fields');
+  if (!isTimeZone(timezone))
+    throw invalid(
+      'timezone',
+      `${JSON.stringify(timezone.slice(0, MAX_ZONE))} is not an IANA time zone (e.g. "UTC", "Europe/Paris")`,
+    );
+  const parts = expression
+    .trim()
+    .split(/\s+/)
+    .filter((p) => p !== '');
+  if (parts.some((p) => p.startsWith('@')))
+    throw invalid('cron', 'nicknames such as @daily are not accepted: write the fields');
   if (parts.length !== 5 && parts.length !== 6) {
-    throw invalid('cron', `needs 5 fields (minute hour day-of-month month day-of-week) or 6 (a seconds field first); got ${parts.length}`);
+    throw invalid(
+      'cron',
+      `needs 5 fields (minute hour day-of-month month day-of-week) or 6 (a seconds field first); got ${parts.length}`,
+    );
   }
   const fields = parts.length as 5 | 6;
   let cron: Cron;
@@ -180,10 +191,16 @@ function computeShortestGap(parsed: ParsedCron): number {
   const cron = parsed.cron;
   const dayMatcher = new Cron(`0 0 0 ${parts.slice(-3).join(' ')}`, { utcOffset: 0, paused: true, mode: '6-part' });
   // The expression in wall-clock time: its fires as if the zone kept one offset all year.
-  const wallClock = new Cron(parsed.expression, { utcOffset: 0, paused: true, mode: parsed.fields === 5 ? '5-part' : '6-part' });
+  const wallClock = new Cron(parsed.expression, {
+    utcOffset: 0,
+    paused: true,
+    mode: parsed.fields === 5 ? '5-part' : '6-part',
+  });
   const matchesWallDay = (ms: number, offsetMinutes: number, shiftDays: number) => {
     const wall = new Date(ms + offsetMinutes * 60_000 + shiftDays * DAY_MS);
-    return dayMatcher.match(new Date(Date.UTC(wall.getUTCFullYear(), wall.getUTCMonth(), wall.getUTCDate()))) ? '1' : '0';
+    return dayMatcher.match(new Date(Date.UTC(wall.getUTCFullYear(), wall.getUTCMonth(), wall.getUTCDate())))
+      ? '1'
+      : '0';
   };
   // Which fires lie near a change is fixed by its key (the change's size and wall time, and which
   // of the three wall days around it match); a later change with the same key repeats them.
@@ -207,7 +224,10 @@ function computeShortestGap(parsed: ParsedCron): number {
       const reach = Math.abs(change.toMinutes - change.fromMinutes) * 60_000 + 1000;
       if (wallAfter.getTime() > wallAt + reach && wallBefore.getTime() < wallAt - reach) {
         // Each fire at its own offset (the pair may straddle other changes too: a leap day's).
-        const real = (wall: number, guess: number) => wall - offsetMinutes(wall - offsetMinutes(wall - guess * 60_000, parsed.timezone) * 60_000, parsed.timezone) * 60_000;
+        const real = (wall: number, guess: number) =>
+          wall -
+          offsetMinutes(wall - offsetMinutes(wall - guess * 60_000, parsed.timezone) * 60_000, parsed.timezone) *
+            60_000;
         const before = real(wallBefore.getTime(), change.fromMinutes);
         const after = real(wallAfter.getTime(), change.toMinutes);
         shortest = Math.min(shortest, (after - before) / 1000);
@@ -224,7 +244,8 @@ function computeShortestGap(parsed: ParsedCron): number {
     // Real time parts from wall time only within the change's size of it: walk every fire there,
     // from the last one before to the first one after.
     const reach = Math.abs(change.toMinutes - change.fromMinutes) * 60_000 + 1000;
-    let fire: Date | null | undefined = cron.previousRuns(1, new Date(change.at - reach))[0] ?? cron.nextRun(new Date(change.at - reach));
+    let fire: Date | null | undefined =
+      cron.previousRuns(1, new Date(change.at - reach))[0] ?? cron.nextRun(new Date(change.at - reach));
     let previous: Date | undefined;
     // The walk's fires are fixed by the key too when they all lie within the three wall days it names.
     const day = (at: number) => Math.floor((at + offsetMinutes(at, parsed.timezone) * 60_000) / DAY_MS);

@@ -30,12 +30,19 @@ export async function sendFireJob(queue: JobQueue, tx: Tx | null, scheduleId: st
  * The next fires' jobs of several schedules through the caller's transaction: one pg-boss
  * `insert` when the queue has it, else one `send` each.
  */
-export async function sendFireJobs(queue: BatchJobQueue, tx: Tx, fires: ReadonlyArray<{ scheduleId: string; dueAt: Date }>): Promise<void> {
+export async function sendFireJobs(
+  queue: BatchJobQueue,
+  tx: Tx,
+  fires: ReadonlyArray<{ scheduleId: string; dueAt: Date }>,
+): Promise<void> {
   if (fires.length === 0) return;
   if (fires.length === 1 || queue.insert === undefined) {
     for (const fire of fires) await sendFireJob(queue, tx, fire.scheduleId, fire.dueAt);
     return;
   }
-  const jobs = fires.map((fire) => ({ data: { schedule_id: fire.scheduleId, due_at: fire.dueAt.toISOString() } satisfies FireJobData, startAfter: fire.dueAt }));
+  const jobs = fires.map((fire) => ({
+    data: { schedule_id: fire.scheduleId, due_at: fire.dueAt.toISOString() } satisfies FireJobData,
+    startAfter: fire.dueAt,
+  }));
   await queue.insert(QUEUES.scheduleFires.name, jobs, { db: inTransaction(tx) });
 }

@@ -18,7 +18,12 @@ import { limitObject, type LimitInForce } from '../limits/index.ts';
 import { enqueueExecutions, type BatchJobQueue } from '../queue/execution-jobs.ts';
 import { roleAtLeast, type Role } from '../roles.ts';
 import { executionsCreated, scheduleFireLag } from '../metrics.ts';
-import { createExecutionRows, type CreatedExecution, type CreateRefusal, type NewExecution } from '../workflow/create-execution.ts';
+import {
+  createExecutionRows,
+  type CreatedExecution,
+  type CreateRefusal,
+  type NewExecution,
+} from '../workflow/create-execution.ts';
 import { nextFire, parseCron } from './cron.ts';
 import { sendFireJobs } from './fire-jobs.ts';
 import { RUN_COLUMNS, type RunError, type RunStatus, type ScheduleRunRow } from './schedule-record.ts';
@@ -106,7 +111,10 @@ const FORBIDDEN: Decision = {
 };
 
 /** What a fire decides before creating anything, or undefined when it goes on to create the execution. */
-async function precheck(s: LockedSchedule, enabledOf: (blobId: string) => Promise<LimitInForce>): Promise<Decision | undefined> {
+async function precheck(
+  s: LockedSchedule,
+  enabledOf: (blobId: string) => Promise<LimitInForce>,
+): Promise<Decision | undefined> {
   if (s.target_blob_id === null || s.target_org_id === null) return gone('revision');
   if (!(s.creator_owns === true || roleAtLeast(s.creator_role, 'write'))) return FORBIDDEN;
   const enabled = await enabledOf(s.scheduler_blob_id);
@@ -114,7 +122,10 @@ async function precheck(s: LockedSchedule, enabledOf: (blobId: string) => Promis
     return {
       status: 'refused',
       executionId: null,
-      error: { code: 'limit_exceeded', message: `The scheduler is not enabled for this organization (scheduler.enabled is ${String(enabled.value)}).` },
+      error: {
+        code: 'limit_exceeded',
+        message: `The scheduler is not enabled for this organization (scheduler.enabled is ${String(enabled.value)}).`,
+      },
       limit: limitObject(enabled),
       disable: false,
     };
@@ -124,12 +135,19 @@ async function precheck(s: LockedSchedule, enabledOf: (blobId: string) => Promis
 
 /** The decision for a create's result: the execution, or why there is none. */
 function outcomeOf(created: CreatedExecution | CreateRefusal): Decision {
-  if (!('refusal' in created)) return { status: 'started', executionId: created.id, error: null, limit: null, disable: false };
+  if (!('refusal' in created))
+    return { status: 'started', executionId: created.id, error: null, limit: null, disable: false };
   switch (created.refusal) {
     case 'limit': {
       const limit = limitObject(created.limit, created.held);
       const message = `Limit ${limit.id} is ${String(limit.value)}${limit.held === undefined ? '' : ` and ${limit.held} are held`}; no execution was created.`;
-      return { status: 'refused', executionId: null, error: { code: 'limit_exceeded', message }, limit, disable: false };
+      return {
+        status: 'refused',
+        executionId: null,
+        error: { code: 'limit_exceeded', message },
+        limit,
+        disable: false,
+      };
     }
     case 'session_not_found':
     case 'session_deleting':
@@ -162,9 +180,17 @@ function newExecution(s: LockedSchedule, span: TraceSpan | undefined): NewExecut
  * missed and moves the schedule to its first fire after now: missed times are not caught up one
  * by one. Outcomes in request order.
  */
-async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRequest[], traced: FireSpans | null): Promise<FireOutcome[]> {
+async function fireBatch(
+  tx: Tx,
+  queue: BatchJobQueue,
+  requests: readonly FireRequest[],
+  traced: FireSpans | null,
+): Promise<FireOutcome[]> {
   const outcomes: FireOutcome[] = requests.map(() => ({ skipped: 'not_found' }));
-  const { rows } = await preparedQuery<LockedSchedule>(tx, 'sched_fire_lock', LOCK_SQL, [requests.map((r) => r.scheduleId), requests.map((r) => r.dueAt)]);
+  const { rows } = await preparedQuery<LockedSchedule>(tx, 'sched_fire_lock', LOCK_SQL, [
+    requests.map((r) => r.scheduleId),
+    requests.map((r) => r.dueAt),
+  ]);
 
   // One fire per schedule: the request naming its next fire (or an operator's), the rest stale.
   const firing: LockedSchedule[] = [];
@@ -197,17 +223,27 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
   }
 
   // The creates, in organization order (the lock order every batch of creates keeps).
-  const creating = firing.filter((row) => !decisions.has(row)).sort((a, b) => (a.target_org_id! < b.target_org_id! ? -1 : a.target_org_id! > b.target_org_id! ? 1 : 0));
+  const creating = firing
+    .filter((row) => !decisions.has(row))
+    .sort((a, b) => (a.target_org_id! < b.target_org_id! ? -1 : a.target_org_id! > b.target_org_id! ? 1 : 0));
   if (creating.length > 0) {
     // A span per fire that creates: the execution carries its traceparent, so its runs join its trace.
     const spans = creating.map((row) => traced?.start(row, requests[row.at - 1]!));
-    const created = await createExecutionRows(tx, creating.map((row, i) => newExecution(row, spans[i])));
+    const created = await createExecutionRows(
+      tx,
+      creating.map((row, i) => newExecution(row, spans[i])),
+    );
     const started: Array<{ id: string; orgInFlight?: number | undefined; schedule: string }> = [];
     created.forEach((result, i) => {
       const decision = outcomeOf(result);
-      spans[i]?.setAttributes(decision.executionId === null ? { 'workflow.fire.status': decision.status } : { 'workflow.fire.status': decision.status, 'workflow.execution.id': decision.executionId });
+      spans[i]?.setAttributes(
+        decision.executionId === null
+          ? { 'workflow.fire.status': decision.status }
+          : { 'workflow.fire.status': decision.status, 'workflow.execution.id': decision.executionId },
+      );
       decisions.set(creating[i]!, decision);
-      if (!('refusal' in result)) started.push({ id: result.id, orgInFlight: result.orgInFlight, schedule: creating[i]!.id });
+      if (!('refusal' in result))
+        started.push({ id: result.id, orgInFlight: result.orgInFlight, schedule: creating[i]!.id });
     });
     if (started.length > 0) {
       await tx.query(
@@ -231,29 +267,51 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
       next.set(row, nextFire(parseCron(row.cron, row.timezone, from), from));
     }
   }
-  const { rows: runs } = await preparedQuery<ScheduleRunRow & { at: number }>(tx, 'sched_fire_runs',
+  const { rows: runs } = await preparedQuery<ScheduleRunRow & { at: number }>(
+    tx,
+    'sched_fire_runs',
     `INSERT INTO schedule_runs AS sr (schedule_id, due_at, status, execution_id, error, "limit")
      SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::uuid[], $5::jsonb[], $6::jsonb[])
      RETURNING ${RUN_COLUMNS}`,
     [
-      firing.map((r) => r.id), firing.map((r) => requests[r.at - 1]!.dueAt),
-      firing.map((r) => decisions.get(r)!.status), firing.map((r) => decisions.get(r)!.executionId),
-      firing.map((r) => { const e = decisions.get(r)!.error; return e && JSON.stringify(e); }),
-      firing.map((r) => { const l = decisions.get(r)!.limit; return l && JSON.stringify(l); }),
-    ]);
+      firing.map((r) => r.id),
+      firing.map((r) => requests[r.at - 1]!.dueAt),
+      firing.map((r) => decisions.get(r)!.status),
+      firing.map((r) => decisions.get(r)!.executionId),
+      firing.map((r) => {
+        const e = decisions.get(r)!.error;
+        return e && JSON.stringify(e);
+      }),
+      firing.map((r) => {
+        const l = decisions.get(r)!.limit;
+        return l && JSON.stringify(l);
+      }),
+    ],
+  );
   const runOf = new Map(runs.map((run) => [run.schedule_id, run]));
 
   const moving = [...next.entries()];
   if (moving.length > 0) {
-    await preparedQuery(tx, 'sched_fire_move',
+    await preparedQuery(
+      tx,
+      'sched_fire_move',
       `UPDATE schedules sc SET next_fire_at = m.next, enabled = m.next IS NOT NULL
          FROM unnest($1::uuid[], $2::timestamptz[]) AS m (id, next) WHERE sc.id = m.id`,
-      [moving.map(([row]) => row.id), moving.map(([, at]) => at)]);
-    await sendFireJobs(queue, tx, moving.filter(([, at]) => at !== null).map(([row, at]) => ({ scheduleId: row.id, dueAt: at! })));
+      [moving.map(([row]) => row.id), moving.map(([, at]) => at)],
+    );
+    await sendFireJobs(
+      queue,
+      tx,
+      moving.filter(([, at]) => at !== null).map(([row, at]) => ({ scheduleId: row.id, dueAt: at! })),
+    );
   }
 
   for (const row of firing) {
-    outcomes[row.at - 1] = { fired: runOf.get(row.id)!, disabled: decisions.get(row)!.disable, next: next.get(row) ?? null };
+    outcomes[row.at - 1] = {
+      fired: runOf.get(row.id)!,
+      disabled: decisions.get(row)!.disable,
+      next: next.get(row) ?? null,
+    };
   }
   return outcomes;
 }
@@ -264,17 +322,28 @@ async function fireBatch(tx: Tx, queue: BatchJobQueue, requests: readonly FireRe
  * each request is tried again in a transaction of its own, so one fire's failure is never
  * another's (the error of a request that fails alone too is thrown after the others are done).
  */
-export async function fireSchedules(db: Db, queue: BatchJobQueue, requests: readonly FireRequest[], tracing: Tracing | null = null): Promise<FireOutcome[]> {
+export async function fireSchedules(
+  db: Db,
+  queue: BatchJobQueue,
+  requests: readonly FireRequest[],
+  tracing: Tracing | null = null,
+): Promise<FireOutcome[]> {
   if (requests.length === 0) return [];
   try {
-    return observed(await fireSpans(tracing, (traced) => db.transaction((tx) => fireBatch(tx, queue, requests, traced))));
+    return observed(
+      await fireSpans(tracing, (traced) => db.transaction((tx) => fireBatch(tx, queue, requests, traced))),
+    );
   } catch (error) {
     if (requests.length === 1) throw error;
     const outcomes: FireOutcome[] = [];
     let failure: unknown;
     for (const request of requests) {
       try {
-        outcomes.push(observed(await fireSpans(tracing, (traced) => db.transaction((tx) => fireBatch(tx, queue, [request], traced))))[0]!);
+        outcomes.push(
+          observed(
+            await fireSpans(tracing, (traced) => db.transaction((tx) => fireBatch(tx, queue, [request], traced))),
+          )[0]!,
+        );
       } catch (alone) {
         failure ??= alone;
         outcomes.push({ skipped: 'stale' });
@@ -302,7 +371,11 @@ async function fireSpans<T>(tracing: Tracing | null, run: (traced: FireSpans | n
   const traced: FireSpans = {
     start(schedule, request) {
       const span = tracing.startSpan('schedule fire', {
-        attributes: { 'workflow.schedule.id': schedule.id, 'workflow.fire.kind': request.dueAt === null ? 'now' : 'cron', ...(request.dueAt === null ? {} : { 'workflow.fire.due_at': request.dueAt.slice(0, 40) }) },
+        attributes: {
+          'workflow.schedule.id': schedule.id,
+          'workflow.fire.kind': request.dueAt === null ? 'now' : 'cron',
+          ...(request.dueAt === null ? {} : { 'workflow.fire.due_at': request.dueAt.slice(0, 40) }),
+        },
       });
       spans.push(span);
       return span;
@@ -324,12 +397,18 @@ function observed(outcomes: FireOutcome[]): FireOutcome[] {
     if (!('fired' in outcome)) continue;
     const run = outcome.fired;
     if (run.execution_id !== null) executionsCreated.inc({ source: 'schedule' });
-    if (run.due_at !== null) scheduleFireLag.observe(Math.max(0, Date.parse(run.fired_at) - Date.parse(run.due_at)) / 1000);
+    if (run.due_at !== null)
+      scheduleFireLag.observe(Math.max(0, Date.parse(run.fired_at) - Date.parse(run.due_at)) / 1000);
   }
   return outcomes;
 }
 
 /** One fire (fireScheduleNow, and tests): `fireSchedules` with one request. */
-export async function fireSchedule(db: Db, queue: BatchJobQueue, request: FireRequest, tracing: Tracing | null = null): Promise<FireOutcome> {
+export async function fireSchedule(
+  db: Db,
+  queue: BatchJobQueue,
+  request: FireRequest,
+  tracing: Tracing | null = null,
+): Promise<FireOutcome> {
   return (await fireSchedules(db, queue, [request], tracing))[0]!;
 }

@@ -29,7 +29,11 @@ export function scheduleRecord(row: ScheduleRow): Record<string, unknown> {
     revision_id: row.revision_id,
     cron: row.cron,
     timezone: row.timezone,
-    target: { revision_id: row.target_revision_id, session_id: row.target_session_id, definition_id: row.target_definition_id },
+    target: {
+      revision_id: row.target_revision_id,
+      session_id: row.target_session_id,
+      definition_id: row.target_definition_id,
+    },
     input_data: row.input_data,
     enabled: row.enabled,
     next_fire_at: row.next_fire_at,
@@ -60,7 +64,8 @@ export interface ScheduleRunRow {
 }
 
 /** The select list of a ScheduleRunRow for the schedule_runs row aliased `sr`. */
-export const RUN_COLUMNS = 'sr.id, sr.schedule_id, sr.due_at, sr.fired_at, sr.status, sr.execution_id, sr.error, sr."limit", sr.created_at';
+export const RUN_COLUMNS =
+  'sr.id, sr.schedule_id, sr.due_at, sr.fired_at, sr.status, sr.execution_id, sr.error, sr."limit", sr.created_at';
 
 /**
  * The schedule run record (docs/scheduler.md, "Commands"), plus `due_at`: the time the cron named (null for an

@@ -7,7 +7,14 @@ import { parseInput } from '../validate.ts';
 import { appendSessionEvent } from '../events/store.ts';
 import { heldCount } from '../limits/holdings.ts';
 import { limitsInForce } from '../limits/in-force.ts';
-import { insertContent, lockSessionInserts, replaceContent, shareLockSession, type SessionObjectRow, type StoredContent } from './session-objects-sql.ts';
+import {
+  insertContent,
+  lockSessionInserts,
+  replaceContent,
+  shareLockSession,
+  type SessionObjectRow,
+  type StoredContent,
+} from './session-objects-sql.ts';
 
 /**
  * The one code path that writes a session object or file. Upload Session Object, Upload Session
@@ -70,7 +77,9 @@ const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 // A media type with optional parameters (RFC 9110 §8.3.1), printable ASCII only: it is served back
 // verbatim as a Content-Type header, so nothing that could split or smuggle a header gets in.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const CONTENT_TYPE_RE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]*"))*$`);
+const CONTENT_TYPE_RE = new RegExp(
+  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]*"))*$`,
+);
 
 /** A file's `content_type`: a media type such as `image/png` or `text/plain; charset=utf-8`, at most 255 characters. */
 export const contentTypeSchema = z.string().refine(
@@ -97,7 +106,12 @@ function over(resolved: LimitInForce, size: number): boolean {
 export function unstorable(error: unknown): never {
   const code = (error as { code?: unknown }).code;
   if (code === '22P05' || code === '22021' || code === '22P02') {
-    throw new ServiceError('invalid_request_body', 'The content holds text the store cannot keep (a U+0000 character or a lone surrogate).', {}, { cause: error });
+    throw new ServiceError(
+      'invalid_request_body',
+      'The content holds text the store cannot keep (a U+0000 character or a lone surrogate).',
+      {},
+      { cause: error },
+    );
   }
   throw error;
 }
@@ -123,7 +137,14 @@ export async function contentWriteLimits(q: Queryable, blobId: string): Promise<
  * exactly (docs/session-contents.md, "Limits on these writes": stricter than one past it for
  * simultaneous creations, which would be allowed).
  */
-async function store(tx: Tx, sessionId: string, alias: string, content: StoredContent, quota: LimitInForce, origin: WriteOrigin): Promise<WriteResult> {
+async function store(
+  tx: Tx,
+  sessionId: string,
+  alias: string,
+  content: StoredContent,
+  quota: LimitInForce,
+  origin: WriteOrigin,
+): Promise<WriteResult> {
   const status = await shareLockSession(tx, sessionId);
   if (status === undefined) throw new ServiceError('not_found', 'No such session.');
   if (status !== 'active') throw new ServiceError('conflict', 'The session is being deleted.');
@@ -146,7 +167,13 @@ async function store(tx: Tx, sessionId: string, alias: string, content: StoredCo
     unstorable(error);
   }
   const { row, created } = result;
-  const attributes: Record<string, unknown> = { object_id: row.id, alias: row.alias, kind: row.kind, size: row.size, created };
+  const attributes: Record<string, unknown> = {
+    object_id: row.id,
+    alias: row.alias,
+    kind: row.kind,
+    size: row.size,
+    created,
+  };
   if (row.kind === 'file') attributes.content_type = row.content_type;
   await appendSessionEvent(tx, {
     sessionId,
@@ -179,7 +206,12 @@ export async function writeSessionObject(tx: Tx, write: ObjectWrite, limits: Obj
   if (json === undefined) throw new ServiceError('invalid_request_body', 'The value is not JSON.');
   const size = Buffer.byteLength(json, 'utf8');
   if (over(ceiling, size)) {
-    throw limitRefusal('session_object_too_large', ceiling, undefined, `The object is ${size} bytes serialized; ${ceiling.id} is ${String(ceiling.value)}.`);
+    throw limitRefusal(
+      'session_object_too_large',
+      ceiling,
+      undefined,
+      `The object is ${size} bytes serialized; ${ceiling.id} is ${String(ceiling.value)}.`,
+    );
   }
   return store(tx, write.sessionId, alias, { kind: 'object', json, size }, quota, write);
 }
@@ -193,10 +225,18 @@ export async function writeSessionFile(tx: Tx, write: FileWrite, limits: FileWri
   const quota = expect(limits.objectsQuota, 'workflow.session_objects_per_session');
   const ceiling = expect(limits.fileBytes, 'workflow.session_file_bytes');
   const alias = parseInput(aliasSchema, write.alias, 'alias');
-  const contentType = write.contentType === undefined ? DEFAULT_CONTENT_TYPE : parseInput(contentTypeSchema, write.contentType, 'content_type');
+  const contentType =
+    write.contentType === undefined
+      ? DEFAULT_CONTENT_TYPE
+      : parseInput(contentTypeSchema, write.contentType, 'content_type');
   const size = write.content.byteLength;
   if (over(ceiling, size)) {
-    throw limitRefusal('session_file_too_large', ceiling, undefined, `The file is ${size} bytes; ${ceiling.id} is ${String(ceiling.value)}.`);
+    throw limitRefusal(
+      'session_file_too_large',
+      ceiling,
+      undefined,
+      `The file is ${size} bytes; ${ceiling.id} is ${String(ceiling.value)}.`,
+    );
   }
   const bytes = Buffer.from(write.content.buffer, write.content.byteOffset, write.content.byteLength);
   return store(tx, write.sessionId, alias, { kind: 'file', bytes, contentType, size }, quota, write);

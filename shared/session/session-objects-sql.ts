@@ -17,8 +17,7 @@ export interface SessionObjectRow {
 
 /** What one write stores under an alias: a JSON value (serialized) or a file's bytes. */
 export type StoredContent =
-  | { kind: 'object'; json: string; size: number }
-  | { kind: 'file'; bytes: Buffer; contentType: string; size: number };
+  { kind: 'object'; json: string; size: number } | { kind: 'file'; bytes: Buffer; contentType: string; size: number };
 
 // Never `content`: a file's bytes leave only through downloadable().
 const COLUMNS = `o.id, o.session_id, o.alias, o.kind, CASE WHEN o.kind = 'object' THEN o.value END AS value,
@@ -43,7 +42,10 @@ function params(sessionId: string, alias: string, content: StoredContent): unkno
  * waits for them to commit and every write that starts after it sees `deleting`.
  */
 export async function shareLockSession(tx: Queryable, sessionId: string): Promise<'active' | 'deleting' | undefined> {
-  const { rows } = await tx.query<{ status: 'active' | 'deleting' }>('SELECT status FROM sessions WHERE id = $1::uuid FOR SHARE', [sessionId]);
+  const { rows } = await tx.query<{ status: 'active' | 'deleting' }>(
+    'SELECT status FROM sessions WHERE id = $1::uuid FOR SHARE',
+    [sessionId],
+  );
   return rows[0]?.status;
 }
 
@@ -54,7 +56,11 @@ export async function shareLockSession(tx: Queryable, sessionId: string): Promis
  * hand out a cursor past a row that appears later, behind it: a skipped row. Under this lock a
  * session's positions commit in the order they are drawn. Replacements take no position and no lock.
  */
-export async function lockSessionInserts(tx: Queryable, table: 'session_objects' | 'thread_items', sessionId: string): Promise<void> {
+export async function lockSessionInserts(
+  tx: Queryable,
+  table: 'session_objects' | 'thread_items',
+  sessionId: string,
+): Promise<void> {
   await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [table, sessionId]);
 }
 
@@ -62,7 +68,12 @@ export async function lockSessionInserts(tx: Queryable, table: 'session_objects'
  * Replaces what an existing alias holds (an object or a file, either way round), keeping its id,
  * position and created_at. Undefined when the session has no such alias.
  */
-export async function replaceContent(tx: Queryable, sessionId: string, alias: string, content: StoredContent): Promise<SessionObjectRow | undefined> {
+export async function replaceContent(
+  tx: Queryable,
+  sessionId: string,
+  alias: string,
+  content: StoredContent,
+): Promise<SessionObjectRow | undefined> {
   const { rows } = await tx.query<SessionObjectRow>(
     `UPDATE session_objects o
         SET kind = $3, value = $4::jsonb, content = $5::bytea, content_type = $6, size = $7::int, updated_at = now()
@@ -77,7 +88,12 @@ export async function replaceContent(tx: Queryable, sessionId: string, alias: st
  * Creates an alias. A concurrent writer may have created it since replaceContent found nothing;
  * then this replaces it instead and `created` is false (`xmax = 0` only on a fresh insert).
  */
-export async function insertContent(tx: Queryable, sessionId: string, alias: string, content: StoredContent): Promise<{ row: SessionObjectRow; created: boolean }> {
+export async function insertContent(
+  tx: Queryable,
+  sessionId: string,
+  alias: string,
+  content: StoredContent,
+): Promise<{ row: SessionObjectRow; created: boolean }> {
   const { rows } = await tx.query<SessionObjectRow & { created: boolean }>(
     `INSERT INTO session_objects AS o (session_id, alias, kind, value, content, content_type, size)
      VALUES ($1::uuid, $2, $3, $4::jsonb, $5::bytea, $6, $7::int)
@@ -101,7 +117,13 @@ export interface ListedObjectRow extends SessionObjectRow {
  * `budget` bytes of cumulated size (the first row always fits) come back with `within` false and
  * no value, so a page of 200 five-MiB objects is never read into memory at once.
  */
-export async function listContents(q: Queryable, sessionId: string, afterSeq: number, take: number, budget: number): Promise<ListedObjectRow[]> {
+export async function listContents(
+  q: Queryable,
+  sessionId: string,
+  afterSeq: number,
+  take: number,
+  budget: number,
+): Promise<ListedObjectRow[]> {
   const { rows } = await q.query<ListedObjectRow>(
     `SELECT p.id, p.session_id, p.alias, p.kind, p.content_type, p.size, p.created_at, p.updated_at, p.seq,
             p.within, CASE WHEN p.within AND p.kind = 'object' THEN o.value END AS value
@@ -120,11 +142,20 @@ export async function listContents(q: Queryable, sessionId: string, afterSeq: nu
 }
 
 /** A file's bytes and how to serve them, or undefined when the alias is absent. */
-export async function downloadable(q: Queryable, sessionId: string, alias: string): Promise<{ kind: 'object' | 'file'; content: Buffer | null; content_type: string | null; size: number } | undefined> {
-  const { rows } = await q.query<{ kind: 'object' | 'file'; content: Buffer | null; content_type: string | null; size: number }>(
-    'SELECT kind, content, content_type, size FROM session_objects WHERE session_id = $1::uuid AND alias = $2',
-    [sessionId, alias],
-  );
+export async function downloadable(
+  q: Queryable,
+  sessionId: string,
+  alias: string,
+): Promise<{ kind: 'object' | 'file'; content: Buffer | null; content_type: string | null; size: number } | undefined> {
+  const { rows } = await q.query<{
+    kind: 'object' | 'file';
+    content: Buffer | null;
+    content_type: string | null;
+    size: number;
+  }>('SELECT kind, content, content_type, size FROM session_objects WHERE session_id = $1::uuid AND alias = $2', [
+    sessionId,
+    alias,
+  ]);
   return rows[0];
 }
 
@@ -132,7 +163,11 @@ export async function downloadable(q: Queryable, sessionId: string, alias: strin
  * Which of `aliases` are files of the session, locked FOR SHARE so that none can be replaced by
  * an object before the caller's transaction (a thread item referencing them) commits.
  */
-export async function shareLockFiles(tx: Queryable, sessionId: string, aliases: readonly string[]): Promise<Set<string>> {
+export async function shareLockFiles(
+  tx: Queryable,
+  sessionId: string,
+  aliases: readonly string[],
+): Promise<Set<string>> {
   if (aliases.length === 0) return new Set();
   const { rows } = await tx.query<{ alias: string }>(
     `SELECT alias FROM session_objects WHERE session_id = $1::uuid AND alias = ANY($2::text[]) AND kind = 'file' FOR SHARE`,

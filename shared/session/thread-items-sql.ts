@@ -13,7 +13,8 @@ export interface ThreadItemRow {
   created_at: string;
 }
 
-const COLUMNS = 'i.id, i.seq, i.session_id, i.thread, i.text, i.data, i.files, i.author_id, i.execution_id, i.created_at';
+const COLUMNS =
+  'i.id, i.seq, i.session_id, i.thread, i.text, i.data, i.files, i.author_id, i.execution_id, i.created_at';
 
 /** The thread item record (docs/session-contents.md). */
 export function threadItemRecord(row: ThreadItemRow): Record<string, unknown> {
@@ -53,16 +54,23 @@ export async function insertThreadItem(tx: Queryable, item: NewThreadItem): Prom
 }
 
 /** Up to `take` items after position `afterSeq` in posting order: of one thread, or of every thread when `thread` is null. */
-export async function listThreadItems(q: Queryable, sessionId: string, thread: string | null, afterSeq: number, take: number): Promise<ThreadItemRow[]> {
+export async function listThreadItems(
+  q: Queryable,
+  sessionId: string,
+  thread: string | null,
+  afterSeq: number,
+  take: number,
+): Promise<ThreadItemRow[]> {
   // Two statements rather than `$2 IS NULL OR thread = $2`, so each keeps its own index.
-  const { rows } = thread === null
-    ? await q.query<ThreadItemRow>(
-      `SELECT ${COLUMNS} FROM thread_items i WHERE i.session_id = $1::uuid AND i.seq > $2::bigint ORDER BY i.seq LIMIT $3::int`,
-      [sessionId, afterSeq, take],
-    )
-    : await q.query<ThreadItemRow>(
-      `SELECT ${COLUMNS} FROM thread_items i WHERE i.session_id = $1::uuid AND i.thread = $4 AND i.seq > $2::bigint ORDER BY i.seq LIMIT $3::int`,
-      [sessionId, afterSeq, take, thread],
-    );
+  const { rows } =
+    thread === null
+      ? await q.query<ThreadItemRow>(
+          `SELECT ${COLUMNS} FROM thread_items i WHERE i.session_id = $1::uuid AND i.seq > $2::bigint ORDER BY i.seq LIMIT $3::int`,
+          [sessionId, afterSeq, take],
+        )
+      : await q.query<ThreadItemRow>(
+          `SELECT ${COLUMNS} FROM thread_items i WHERE i.session_id = $1::uuid AND i.thread = $4 AND i.seq > $2::bigint ORDER BY i.seq LIMIT $3::int`,
+          [sessionId, afterSeq, take, thread],
+        );
   return rows;
 }

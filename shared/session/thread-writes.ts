@@ -19,7 +19,12 @@ import { unstorable, type WriteOrigin } from './object-writes.ts';
 const DEFAULT_THREAD = 'main';
 
 /** A thread name: 1–64 characters of `a-z 0-9 . _ -`, first a letter or digit (`main`, `review-2`). */
-export const threadSchema = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'thread must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit');
+export const threadSchema = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9._-]{0,63}$/,
+    'thread must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit',
+  );
 
 /** The limits a post is checked against; both are fixed, so a run passes the same values as an API call. */
 export interface ThreadItemLimits {
@@ -80,9 +85,15 @@ export async function postThreadItem(tx: Tx, post: ThreadItemPost, limits: Threa
   if ((text === null || text === '') && data === null && files.length === 0) {
     throw new ServiceError('invalid_request_body', 'A thread item needs text, data or files.');
   }
-  if (new Set(files).size !== files.length) throw new ServiceError('invalid_request_body', 'A thread item names each file once.');
+  if (new Set(files).size !== files.length)
+    throw new ServiceError('invalid_request_body', 'A thread item names each file once.');
   if (typeof itemFiles.value === 'number' && files.length > itemFiles.value) {
-    throw limitRefusal('too_many_files', itemFiles, undefined, `The item names ${files.length} files; ${itemFiles.id} is ${itemFiles.value}.`);
+    throw limitRefusal(
+      'too_many_files',
+      itemFiles,
+      undefined,
+      `The item names ${files.length} files; ${itemFiles.id} is ${itemFiles.value}.`,
+    );
   }
   let serialized: string | undefined;
   let dataJson: string | null;
@@ -90,11 +101,16 @@ export async function postThreadItem(tx: Tx, post: ThreadItemPost, limits: Threa
     serialized = JSON.stringify({ text, data, files });
     dataJson = data === null ? null : JSON.stringify(data);
   } catch (error) {
-    throw new ServiceError('invalid_request_body', 'The item\'s data is not JSON.', {}, { cause: error });
+    throw new ServiceError('invalid_request_body', "The item's data is not JSON.", {}, { cause: error });
   }
   const size = Buffer.byteLength(serialized, 'utf8');
   if (typeof itemBytes.value === 'number' && size > itemBytes.value) {
-    throw limitRefusal('thread_item_too_large', itemBytes, undefined, `The item is ${size} bytes serialized; ${itemBytes.id} is ${itemBytes.value}.`);
+    throw limitRefusal(
+      'thread_item_too_large',
+      itemBytes,
+      undefined,
+      `The item is ${size} bytes serialized; ${itemBytes.id} is ${itemBytes.value}.`,
+    );
   }
 
   const status = await shareLockSession(tx, post.sessionId);
@@ -103,14 +119,22 @@ export async function postThreadItem(tx: Tx, post: ThreadItemPost, limits: Threa
   const found = await shareLockFiles(tx, post.sessionId, files);
   const missing = files.filter((alias) => !found.has(alias));
   if (missing.length > 0) {
-    throw new ServiceError('invalid_request_body', `Not a file of this session: ${missing.map((a) => JSON.stringify(a)).join(', ')}.`);
+    throw new ServiceError(
+      'invalid_request_body',
+      `Not a file of this session: ${missing.map((a) => JSON.stringify(a)).join(', ')}.`,
+    );
   }
   await lockSessionInserts(tx, 'thread_items', post.sessionId);
   let row: ThreadItemRow;
   try {
     row = await insertThreadItem(tx, {
-      sessionId: post.sessionId, thread, text, dataJson, files,
-      authorId: post.authorId ?? null, executionId: post.executionId ?? null,
+      sessionId: post.sessionId,
+      thread,
+      text,
+      dataJson,
+      files,
+      authorId: post.authorId ?? null,
+      executionId: post.executionId ?? null,
     });
   } catch (error) {
     unstorable(error);

@@ -8,7 +8,10 @@ import type { ProcessTracing } from './tracing.ts';
 export type { ProcessTracing };
 
 /** Starts tracing for this process when `settings` says so (see start-tracing.ts). */
-export async function loadTracing(settings: TracingSettings | null, serviceName: string): Promise<ProcessTracing | null> {
+export async function loadTracing(
+  settings: TracingSettings | null,
+  serviceName: string,
+): Promise<ProcessTracing | null> {
   if (settings === null) return null;
   const { startTracing } = await import('./start-tracing.ts');
   return startTracing(settings, serviceName);

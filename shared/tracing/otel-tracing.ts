@@ -11,7 +11,12 @@ function parentContext(parent: string | null | undefined): Context {
   const parsed = parseTraceparent(parent);
   if (parsed === undefined) return ROOT_CONTEXT;
   // Only the sampled bit: a stored execution keeps the decision of the request that created it.
-  return trace.setSpanContext(ROOT_CONTEXT, { traceId: parsed.traceId, spanId: parsed.spanId, traceFlags: parsed.flags & 1, isRemote: true });
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: parsed.traceId,
+    spanId: parsed.spanId,
+    traceFlags: parsed.flags & 1,
+    isRemote: true,
+  });
 }
 
 function traceSpan(span: Span): TraceSpan {
@@ -41,7 +46,13 @@ function codeOf(error: unknown): string {
 export function otelTracing(tracer: Tracer, shutdown: () => Promise<void>): Tracing {
   return {
     startSpan(name, options: SpanOptions = {}) {
-      return traceSpan(tracer.startSpan(name, options.attributes ? { attributes: options.attributes } : {}, parentContext(options.parent)));
+      return traceSpan(
+        tracer.startSpan(
+          name,
+          options.attributes ? { attributes: options.attributes } : {},
+          parentContext(options.parent),
+        ),
+      );
     },
     inSpan(name, options, fn) {
       const parent = parentContext(options.parent);

@@ -46,7 +46,9 @@ export interface Tracing {
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /** A well-formed version-00 traceparent's parts, or undefined (all-zero ids are invalid too). */
-export function parseTraceparent(traceparent: string | null | undefined): { traceId: string; spanId: string; flags: number } | undefined {
+export function parseTraceparent(
+  traceparent: string | null | undefined,
+): { traceId: string; spanId: string; flags: number } | undefined {
   const match = traceparent === null || traceparent === undefined ? null : TRACEPARENT.exec(traceparent);
   if (match === null || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return undefined;
   return { traceId: match[1]!, spanId: match[2]!, flags: Number.parseInt(match[3]!, 16) };
@@ -58,7 +60,10 @@ function traceIdOf(traceparent: string | null | undefined): string | undefined {
 }
 
 /** Log fields of an execution: its id, and its trace id when it has a trace. */
-export function executionLogFields(execution: { id: string; traceparent?: string | null | undefined }): { execution_id: string; trace_id?: string } {
+export function executionLogFields(execution: { id: string; traceparent?: string | null | undefined }): {
+  execution_id: string;
+  trace_id?: string;
+} {
   const traceId = traceIdOf(execution.traceparent);
   return traceId === undefined ? { execution_id: execution.id } : { execution_id: execution.id, trace_id: traceId };
 }

@@ -72,14 +72,24 @@ export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<
   const sessionById = isUuid(fields.sessionRef);
   const definitionById = isUuid(fields.definitionRef);
   const { rows } = await preparedQuery<CreateRow>(tx, 'cp_create_execution', CREATE_SQL, [
-    fields.revisionId, fields.orgId, fields.blobId,
-    sessionById ? fields.sessionRef : null, sessionById ? null : fields.sessionRef,
-    definitionById ? fields.definitionRef : null, definitionById ? null : fields.definitionRef,
-    fields.inputJson, fields.inputBytes,
-    INPUT_SPEC, ORG_SPEC, SESSION_SPEC, RUN_SPECS, EVENTS_CHANNEL,
+    fields.revisionId,
+    fields.orgId,
+    fields.blobId,
+    sessionById ? fields.sessionRef : null,
+    sessionById ? null : fields.sessionRef,
+    definitionById ? fields.definitionRef : null,
+    definitionById ? null : fields.definitionRef,
+    fields.inputJson,
+    fields.inputBytes,
+    INPUT_SPEC,
+    ORG_SPEC,
+    SESSION_SPEC,
+    RUN_SPECS,
+    EVENTS_CHANNEL,
   ]);
   const result = resultOf(rows[0]!);
-  if (!('refusal' in result) && fields.traceparent !== undefined) await storeTraceparents(tx, [result.id], [fields.traceparent]);
+  if (!('refusal' in result) && fields.traceparent !== undefined)
+    await storeTraceparents(tx, [result.id], [fields.traceparent]);
   return result;
 }
 
@@ -91,9 +101,12 @@ export async function createExecutionRow(tx: Tx, fields: NewExecution): Promise<
  */
 async function storeTraceparents(tx: Tx, ids: readonly string[], traceparents: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
-  await preparedQuery(tx, 'cp_execution_traceparents',
+  await preparedQuery(
+    tx,
+    'cp_execution_traceparents',
     'UPDATE executions e SET traceparent = t.traceparent FROM unnest($1::uuid[], $2::text[]) AS t (id, traceparent) WHERE e.id = t.id',
-    [ids, traceparents]);
+    [ids, traceparents],
+  );
 }
 
 // The same function over arrays, one call per item in array order (a nested loop over the
@@ -110,7 +123,9 @@ function resultOf(row: CreateRow): CreatedExecution | CreateRefusal {
   const { refusal, refused_limit, held, id, org_in_flight, ...record } = row;
   if (refusal === 'limit') return { refusal, limit: refused_limit!, held: held ?? undefined };
   if (refusal !== null) return { refusal };
-  return org_in_flight === null || org_in_flight === undefined ? { id: id!, ...record } : { id: id!, ...record, orgInFlight: org_in_flight };
+  return org_in_flight === null || org_in_flight === undefined
+    ? { id: id!, ...record }
+    : { id: id!, ...record, orgInFlight: org_in_flight };
 }
 
 /**
@@ -118,21 +133,38 @@ function resultOf(row: CreateRow): CreatedExecution | CreateRefusal {
  * orders them by organization: see control-plane/workflow/execution-creator.ts). One result per
  * item; refused items wrote nothing, so the caller commits the others.
  */
-export async function createExecutionRows(tx: Tx, items: readonly NewExecution[]): Promise<Array<CreatedExecution | CreateRefusal>> {
+export async function createExecutionRows(
+  tx: Tx,
+  items: readonly NewExecution[],
+): Promise<Array<CreatedExecution | CreateRefusal>> {
   const refs = (ref: string) => (isUuid(ref) ? [ref, null] : [null, ref]);
   const { rows } = await preparedQuery<CreateRow>(tx, 'cp_create_executions', CREATE_MANY_SQL, [
-    items.map((i) => i.revisionId), items.map((i) => i.orgId), items.map((i) => i.blobId),
-    items.map((i) => refs(i.sessionRef)[0]), items.map((i) => refs(i.sessionRef)[1]),
-    items.map((i) => refs(i.definitionRef)[0]), items.map((i) => refs(i.definitionRef)[1]),
-    items.map((i) => i.inputJson), items.map((i) => i.inputBytes),
-    INPUT_SPEC, ORG_SPEC, SESSION_SPEC, RUN_SPECS, EVENTS_CHANNEL,
+    items.map((i) => i.revisionId),
+    items.map((i) => i.orgId),
+    items.map((i) => i.blobId),
+    items.map((i) => refs(i.sessionRef)[0]),
+    items.map((i) => refs(i.sessionRef)[1]),
+    items.map((i) => refs(i.definitionRef)[0]),
+    items.map((i) => refs(i.definitionRef)[1]),
+    items.map((i) => i.inputJson),
+    items.map((i) => i.inputBytes),
+    INPUT_SPEC,
+    ORG_SPEC,
+    SESSION_SPEC,
+    RUN_SPECS,
+    EVENTS_CHANNEL,
   ]);
-  if (rows.length !== items.length) throw new Error(`create_execution answered ${rows.length} rows for ${items.length} creates`);
+  if (rows.length !== items.length)
+    throw new Error(`create_execution answered ${rows.length} rows for ${items.length} creates`);
   const results = rows.map(resultOf);
   const traced = results.flatMap((result, at) => {
     const traceparent = items[at]!.traceparent;
     return 'refusal' in result || traceparent === undefined ? [] : [{ id: result.id, traceparent }];
   });
-  await storeTraceparents(tx, traced.map((x) => x.id), traced.map((x) => x.traceparent));
+  await storeTraceparents(
+    tx,
+    traced.map((x) => x.id),
+    traced.map((x) => x.traceparent),
+  );
   return results;
 }

@@ -14,7 +14,12 @@ export const EXECUTION_CANCELLED_CHANNEL = 'ws_execution_cancelled';
  * once (runner/engine/cancel-listener.ts) rather than at its next lease renewal.
  */
 export async function announceCancel(tx: Queryable, executionId: string): Promise<void> {
-  await preparedQuery(tx, 'ws_execution_cancel_notify', `SELECT pg_notify('${EXECUTION_CANCELLED_CHANNEL}', $1::text)`, [executionId]);
+  await preparedQuery(
+    tx,
+    'ws_execution_cancel_notify',
+    `SELECT pg_notify('${EXECUTION_CANCELLED_CHANNEL}', $1::text)`,
+    [executionId],
+  );
 }
 
 /** An execution's error as stored and returned (docs/executions.md, "The execution record"): `limit` only for limit_exceeded. */
@@ -53,7 +58,9 @@ interface EndedRow {
  */
 export async function endExecution(tx: Queryable, end: EndExecution): Promise<boolean> {
   const leaseOwner = end.guard === 'unended' ? null : end.guard.leaseOwner;
-  const { rows } = await preparedQuery<EndedRow>(tx, 'ws_execution_end',
+  const { rows } = await preparedQuery<EndedRow>(
+    tx,
+    'ws_execution_end',
     `UPDATE executions
         SET status = $2, output = $3::jsonb, error = $4::jsonb, ended_at = now(),
             lease_owner = NULL, lease_until = NULL, wake_at = NULL

@@ -61,14 +61,19 @@ function fixedCeiling(id: FixedCeiling): number {
   return defaultOf(id);
 }
 
-const routeName = z.string().regex(ROUTE_NAME_RE, 'route names are 1-64 characters of a-z 0-9 _ . - starting with a letter, digit or _');
+const routeName = z
+  .string()
+  .regex(ROUTE_NAME_RE, 'route names are 1-64 characters of a-z 0-9 _ . - starting with a letter, digit or _');
 
 /** Exactly one of `keys` must be present in `value` (presence, so that a JSON `null` counts). */
 function exactlyOne(keys: readonly string[]) {
   return (value: object, ctx: z.core.$RefinementCtx) => {
     const present = keys.filter((key) => Object.hasOwn(value, key));
     if (present.length !== 1) {
-      ctx.addIssue({ code: 'custom', message: `exactly one of ${keys.join(', ')} is required${present.length > 1 ? ` (got ${present.join(', ')})` : ''}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `exactly one of ${keys.join(', ')} is required${present.length > 1 ? ` (got ${present.join(', ')})` : ''}`,
+      });
     }
   };
 }
@@ -76,7 +81,9 @@ function exactlyOne(keys: readonly string[]) {
 // ---- logic.code -------------------------------------------------------------------------------
 
 const codeConfig = z.strictObject({
-  code: z.string().min(1, 'code is empty')
+  code: z
+    .string()
+    .min(1, 'code is empty')
     .refine((code) => Buffer.byteLength(code, 'utf8') <= MAX_CODE_BYTES, `code is larger than ${MAX_CODE_BYTES} bytes`),
 });
 
@@ -98,26 +105,33 @@ const inputPathSchema = z.union([
 /** The operators of a condition; each condition has exactly one. */
 const SWITCH_OPERATORS = ['equals', 'not_equals', 'in', 'exists', 'gt', 'gte', 'lt', 'lte'] as const;
 
-const switchConditionSchema = z.strictObject({
-  path: inputPathSchema,
-  equals: z.unknown().optional(),
-  not_equals: z.unknown().optional(),
-  in: z.array(z.unknown()).max(1000).optional(),
-  exists: z.boolean().optional(),
-  gt: z.number().optional(),
-  gte: z.number().optional(),
-  lt: z.number().optional(),
-  lte: z.number().optional(),
-}).superRefine(exactlyOne(SWITCH_OPERATORS));
+const switchConditionSchema = z
+  .strictObject({
+    path: inputPathSchema,
+    equals: z.unknown().optional(),
+    not_equals: z.unknown().optional(),
+    in: z.array(z.unknown()).max(1000).optional(),
+    exists: z.boolean().optional(),
+    gt: z.number().optional(),
+    gte: z.number().optional(),
+    lt: z.number().optional(),
+    lte: z.number().optional(),
+  })
+  .superRefine(exactlyOne(SWITCH_OPERATORS));
 
 export type SwitchCondition = z.output<typeof switchConditionSchema>;
 
 const switchConfig = z.strictObject({
-  cases: z.array(z.strictObject({
-    /** One condition, or several that must all hold. */
-    when: z.union([switchConditionSchema, z.array(switchConditionSchema).min(1).max(MAX_CASE_CONDITIONS)]),
-    route: routeName,
-  })).min(1).max(MAX_SWITCH_CASES),
+  cases: z
+    .array(
+      z.strictObject({
+        /** One condition, or several that must all hold. */
+        when: z.union([switchConditionSchema, z.array(switchConditionSchema).min(1).max(MAX_CASE_CONDITIONS)]),
+        route: routeName,
+      }),
+    )
+    .min(1)
+    .max(MAX_SWITCH_CASES),
   /** The route taken when no case matches. */
   default: routeName.optional(),
 });
@@ -142,11 +156,13 @@ export type ThreadPostConfig = z.output<typeof threadPostConfig>;
 
 // ---- object.put -------------------------------------------------------------------------------
 
-const objectPutConfig = z.strictObject({
-  alias: aliasSchema,
-  value: z.unknown().optional(),
-  from_input: z.literal(true).optional(),
-}).superRefine(exactlyOne(['value', 'from_input']));
+const objectPutConfig = z
+  .strictObject({
+    alias: aliasSchema,
+    value: z.unknown().optional(),
+    from_input: z.literal(true).optional(),
+  })
+  .superRefine(exactlyOne(['value', 'from_input']));
 
 export type ObjectPutConfig = z.output<typeof objectPutConfig>;
 
@@ -159,23 +175,41 @@ export type ObjectPutConfig = z.output<typeof objectPutConfig>;
  */
 const mutationSchema = z.looseObject({ op: z.enum(['upsert_node', 'upsert_edge', 'delete']) });
 
-const graphMutateConfig = z.strictObject({
-  mutations: z.array(mutationSchema).min(1).optional(),
-  from_input: z.literal(true).optional(),
-}).superRefine(exactlyOne(['mutations', 'from_input']));
+const graphMutateConfig = z
+  .strictObject({
+    mutations: z.array(mutationSchema).min(1).optional(),
+    from_input: z.literal(true).optional(),
+  })
+  .superRefine(exactlyOne(['mutations', 'from_input']));
 
 export type GraphMutateConfig = z.output<typeof graphMutateConfig>;
 
 // ---- onnx.run ---------------------------------------------------------------------------------
 
-const TENSOR_TYPES = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'int64', 'bool', 'string'] as const;
+const TENSOR_TYPES = [
+  'float32',
+  'float64',
+  'int8',
+  'uint8',
+  'int16',
+  'uint16',
+  'int32',
+  'int64',
+  'bool',
+  'string',
+] as const;
 
 /** A tensor as JSON: its element type, its dimensions and its elements in row-major order. */
-export const tensorSchema = z.strictObject({
-  type: z.enum(TENSOR_TYPES),
-  dims: z.array(z.int().min(0)).max(16),
-  data: z.array(z.union([z.number(), z.string(), z.boolean()])),
-}).refine((tensor) => tensor.dims.reduce((n, d) => n * d, 1) === tensor.data.length, 'data must hold exactly the product of dims elements');
+export const tensorSchema = z
+  .strictObject({
+    type: z.enum(TENSOR_TYPES),
+    dims: z.array(z.int().min(0)).max(16),
+    data: z.array(z.union([z.number(), z.string(), z.boolean()])),
+  })
+  .refine(
+    (tensor) => tensor.dims.reduce((n, d) => n * d, 1) === tensor.data.length,
+    'data must hold exactly the product of dims elements',
+  );
 
 const onnxRunConfig = z.strictObject({
   /** A revision of an `svc.model.onnx` blob holding an uploaded model. */
@@ -208,19 +242,26 @@ const PROCESSORS = [
     warn(config) {
       const max = fixedCeiling('workflow.sleep_seconds');
       return config.seconds > max
-        ? [{ field: 'seconds', message: `workflow.sleep_seconds is ${max}: this sleep will fail its execution with flow.error` }]
+        ? [
+            {
+              field: 'seconds',
+              message: `workflow.sleep_seconds is ${max}: this sleep will fail its execution with flow.error`,
+            },
+          ]
         : [];
     },
   }),
   processor({
     name: 'logic.switch',
-    summary: 'Takes the route of the first case whose conditions hold on the input, else the default route; passes its input on.',
+    summary:
+      'Takes the route of the first case whose conditions hold on the input, else the default route; passes its input on.',
     config: switchConfig,
     routes: (config) => [...new Set([...config.cases.map((c) => c.route), config.default ?? SWITCH_DEFAULT_ROUTE])],
   }),
   processor({
     name: 'thread.post',
-    summary: 'Posts a thread item into the session (the input as `data` when neither text nor data is set); passes its input on.',
+    summary:
+      'Posts a thread item into the session (the input as `data` when neither text nor data is set); passes its input on.',
     config: threadPostConfig,
     routes: () => both,
     warn(config) {
@@ -238,13 +279,19 @@ const PROCESSORS = [
   }),
   processor({
     name: 'graph.mutate',
-    summary: 'Applies graph mutations to the session graph: `mutations`, or the input with `from_input: true`; passes its input on.',
+    summary:
+      'Applies graph mutations to the session graph: `mutations`, or the input with `from_input: true`; passes its input on.',
     config: graphMutateConfig,
     routes: () => both,
     warn(config) {
       const max = fixedCeiling('workflow.graph_mutations_per_call');
       return (config.mutations?.length ?? 0) > max
-        ? [{ field: 'mutations', message: `workflow.graph_mutations_per_call is ${max}: this node will fail with graph_mutation_too_large` }]
+        ? [
+            {
+              field: 'mutations',
+              message: `workflow.graph_mutations_per_call is ${max}: this node will fail with graph_mutation_too_large`,
+            },
+          ]
         : [];
     },
   }),
@@ -258,7 +305,9 @@ const PROCESSORS = [
 
 export type ProcessorName = (typeof PROCESSORS)[number]['name'];
 
-const BY_NAME: ReadonlyMap<string, ProcessorSpec> = new Map(PROCESSORS.map((p) => [p.name, p as unknown as ProcessorSpec]));
+const BY_NAME: ReadonlyMap<string, ProcessorSpec> = new Map(
+  PROCESSORS.map((p) => [p.name, p as unknown as ProcessorSpec]),
+);
 
 /** The catalog entry of `name`, or undefined for a name no processor has. */
 export function processorByName(name: string): ProcessorSpec | undefined {

@@ -36,8 +36,10 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   }
   const keysA = Object.keys(a);
   const recordB = b as Record<string, unknown>;
-  return keysA.length === Object.keys(recordB).length &&
-    keysA.every((key) => Object.hasOwn(recordB, key) && jsonEqual((a as Record<string, unknown>)[key], recordB[key]));
+  return (
+    keysA.length === Object.keys(recordB).length &&
+    keysA.every((key) => Object.hasOwn(recordB, key) && jsonEqual((a as Record<string, unknown>)[key], recordB[key]))
+  );
 }
 
 /**

@@ -8,7 +8,16 @@
  * control plane's is sandbox/check.ts), so this module loads no isolate of its own.
  */
 import type { z } from 'zod';
-import { graphShapeSchema, MAX_GRAPH_BYTES, MAX_NODES, NODE_NAME_RE, nodeSchema, ROUTE_NAME_RE, routeTargets, type GraphNode } from './graph.ts';
+import {
+  graphShapeSchema,
+  MAX_GRAPH_BYTES,
+  MAX_NODES,
+  NODE_NAME_RE,
+  nodeSchema,
+  ROUTE_NAME_RE,
+  routeTargets,
+  type GraphNode,
+} from './graph.ts';
 import { PROCESSOR_NAMES, processorByName } from './processors.ts';
 
 /** What an issue is about; stable, so clients can key off it as they key off `error`. */
@@ -19,9 +28,10 @@ const ISSUE_CODES = {
   start_not_found: '`start` names no node of the graph.',
   unknown_processor: 'The node names a processor that does not exist.',
   invalid_config: "The node's config does not match its processor's schema.",
-  unknown_route: 'A route name the node\'s processor never takes.',
+  unknown_route: "A route name the node's processor never takes.",
   route_target_not_found: 'A route leads to a node the graph does not have.',
-  invalid_code: 'A `logic.code` source does not compile, has no default export, or imports a module `workflow.code_imports` does not grant.',
+  invalid_code:
+    'A `logic.code` source does not compile, has no default export, or imports a module `workflow.code_imports` does not grant.',
   unreachable_node: '(warning) No route from `start` leads to the node.',
   fails_at_run_time: '(warning) The config passes its schema but a fixed ceiling will refuse it when the node runs.',
 } as const;
@@ -47,7 +57,10 @@ export interface GraphVerdict {
  * and a missing default export. Resolves with the errors, empty when the source passes.
  */
 export interface CodeCheck {
-  check(code: string, options: { imports: readonly string[]; field: string }): Promise<Array<{ field: string; message: string }>>;
+  check(
+    code: string,
+    options: { imports: readonly string[]; field: string },
+  ): Promise<Array<{ field: string; message: string }>>;
 }
 
 export interface ValidateGraphOptions {
@@ -69,7 +82,8 @@ function fromZod(code: IssueCode, node: string | null, prefix: string[], error: 
   for (const issue of error.issues) {
     const base = [...prefix, ...issue.path.map(String)];
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) issues.push({ code, node, field: [...base, key].join('.'), message: `unknown field ${JSON.stringify(key)}` });
+      for (const key of issue.keys)
+        issues.push({ code, node, field: [...base, key].join('.'), message: `unknown field ${JSON.stringify(key)}` });
     } else {
       issues.push({ code, node, field: base.length > 0 ? base.join('.') : null, message: issue.message });
     }
@@ -83,11 +97,26 @@ export async function validateGraph(graph: unknown, options: ValidateGraphOption
   const warnings: GraphIssue[] = [];
 
   if (!isPlainObject(graph)) {
-    return { errors: [{ code: 'invalid_graph', node: null, field: null, message: 'the graph must be an object {start, nodes}' }], warnings };
+    return {
+      errors: [
+        { code: 'invalid_graph', node: null, field: null, message: 'the graph must be an object {start, nodes}' },
+      ],
+      warnings,
+    };
   }
   const bytes = Buffer.byteLength(JSON.stringify(graph), 'utf8');
   if (bytes > MAX_GRAPH_BYTES) {
-    return { errors: [{ code: 'invalid_graph', node: null, field: null, message: `the graph is ${bytes} bytes as JSON; at most ${MAX_GRAPH_BYTES} are allowed` }], warnings };
+    return {
+      errors: [
+        {
+          code: 'invalid_graph',
+          node: null,
+          field: null,
+          message: `the graph is ${bytes} bytes as JSON; at most ${MAX_GRAPH_BYTES} are allowed`,
+        },
+      ],
+      warnings,
+    };
   }
   const shape = graphShapeSchema.safeParse(graph);
   if (!shape.success) errors.push(...fromZod('invalid_graph', null, [], shape.error));
@@ -95,7 +124,12 @@ export async function validateGraph(graph: unknown, options: ValidateGraphOption
   if (!isPlainObject(nodes)) return { errors, warnings };
   const names = Object.keys(nodes);
   if (names.length > MAX_NODES) {
-    errors.push({ code: 'invalid_graph', node: null, field: 'nodes', message: `the graph has ${names.length} nodes; at most ${MAX_NODES} are allowed` });
+    errors.push({
+      code: 'invalid_graph',
+      node: null,
+      field: 'nodes',
+      message: `the graph has ${names.length} nodes; at most ${MAX_NODES} are allowed`,
+    });
     return { errors, warnings };
   }
 
@@ -108,10 +142,20 @@ export async function validateGraph(graph: unknown, options: ValidateGraphOption
   const start = graph.start;
   if (typeof start === 'string') {
     if (!Object.hasOwn(nodes, start)) {
-      errors.push({ code: 'start_not_found', node: null, field: 'start', message: `start names no node: ${JSON.stringify(start)}` });
+      errors.push({
+        code: 'start_not_found',
+        node: null,
+        field: 'start',
+        message: `start names no node: ${JSON.stringify(start)}`,
+      });
     } else {
       for (const name of unreachable(start, names, valid)) {
-        warnings.push({ code: 'unreachable_node', node: name, field: null, message: `no route from ${JSON.stringify(start)} leads to this node` });
+        warnings.push({
+          code: 'unreachable_node',
+          node: name,
+          field: null,
+          message: `no route from ${JSON.stringify(start)} leads to this node`,
+        });
       }
     }
   }
@@ -128,7 +172,12 @@ async function validateNode(
   warnings: GraphIssue[],
 ): Promise<GraphNode | undefined> {
   if (!NODE_NAME_RE.test(name)) {
-    errors.push({ code: 'invalid_node', node: name, field: null, message: 'node names are 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter, digit or _' });
+    errors.push({
+      code: 'invalid_node',
+      node: name,
+      field: null,
+      message: 'node names are 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter, digit or _',
+    });
   }
   const parsed = nodeSchema.safeParse(raw);
   if (!parsed.success) {
@@ -139,7 +188,12 @@ async function validateNode(
   const spec = processorByName(node.processor);
   let allowedRoutes: readonly string[] | 'any' | undefined;
   if (!spec) {
-    errors.push({ code: 'unknown_processor', node: name, field: 'processor', message: `no processor ${JSON.stringify(node.processor)}; processors are ${PROCESSOR_NAMES.join(', ')}` });
+    errors.push({
+      code: 'unknown_processor',
+      node: name,
+      field: 'processor',
+      message: `no processor ${JSON.stringify(node.processor)}; processors are ${PROCESSOR_NAMES.join(', ')}`,
+    });
   } else {
     const config = spec.config.safeParse(node.config ?? {});
     if (!config.success) {
@@ -147,10 +201,18 @@ async function validateNode(
     } else {
       allowedRoutes = spec.routes(config.data);
       for (const notice of spec.warn?.(config.data) ?? []) {
-        warnings.push({ code: 'fails_at_run_time', node: name, field: `config.${notice.field}`, message: notice.message });
+        warnings.push({
+          code: 'fails_at_run_time',
+          node: name,
+          field: `config.${notice.field}`,
+          message: notice.message,
+        });
       }
       if (spec.name === 'logic.code') {
-        const problems = await options.codeCheck.check((config.data as { code: string }).code, { imports: options.codeImports, field: 'config.code' });
+        const problems = await options.codeCheck.check((config.data as { code: string }).code, {
+          imports: options.codeImports,
+          field: 'config.code',
+        });
         for (const problem of problems.slice(0, MAX_ISSUES_PER_PART)) {
           errors.push({ code: 'invalid_code', node: name, field: problem.field, message: problem.message });
         }
@@ -161,12 +223,27 @@ async function validateNode(
   for (const [route, target] of Object.entries(node.routes ?? {})) {
     const field = `routes.${route}`;
     if (!ROUTE_NAME_RE.test(route)) {
-      errors.push({ code: 'unknown_route', node: name, field, message: 'route names are 1-64 characters of a-z 0-9 _ . - starting with a letter, digit or _' });
+      errors.push({
+        code: 'unknown_route',
+        node: name,
+        field,
+        message: 'route names are 1-64 characters of a-z 0-9 _ . - starting with a letter, digit or _',
+      });
     } else if (allowedRoutes !== undefined && allowedRoutes !== 'any' && !allowedRoutes.includes(route)) {
-      errors.push({ code: 'unknown_route', node: name, field, message: `${node.processor} never takes route ${JSON.stringify(route)}; it takes ${allowedRoutes.join(', ')}` });
+      errors.push({
+        code: 'unknown_route',
+        node: name,
+        field,
+        message: `${node.processor} never takes route ${JSON.stringify(route)}; it takes ${allowedRoutes.join(', ')}`,
+      });
     }
     if (target !== null && !Object.hasOwn(nodes, target)) {
-      errors.push({ code: 'route_target_not_found', node: name, field, message: `route ${JSON.stringify(route)} leads to ${JSON.stringify(target)}, which is not a node of the graph` });
+      errors.push({
+        code: 'route_target_not_found',
+        node: name,
+        field,
+        message: `route ${JSON.stringify(route)} leads to ${JSON.stringify(target)}, which is not a node of the graph`,
+      });
     }
   }
   return node;

@@ -12,7 +12,12 @@ const { app, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 const org = await createOrg(app, alice);
 const { revision } = await createBlob(app, alice, org.id, { type: 'svc.dataset.nlp' });
-const post = (name: string, body: unknown, headers?: Record<string, string>) => call(app, 'POST', `/v1/revisions/${revision.id}/${name}`, { as: alice, body, ...(headers ? { headers: { ...alice.headers, ...headers } } : {}) });
+const post = (name: string, body: unknown, headers?: Record<string, string>) =>
+  call(app, 'POST', `/v1/revisions/${revision.id}/${name}`, {
+    as: alice,
+    body,
+    ...(headers ? { headers: { ...alice.headers, ...headers } } : {}),
+  });
 
 async function count(): Promise<number> {
   return (await call(app, 'GET', `/v1/revisions/${revision.id}`, { as: alice })).body.revision.counts.records;
@@ -20,7 +25,11 @@ async function count(): Promise<number> {
 
 t.test('120 records page back exactly once each, in upload order', async (t) => {
   const first = await command(app, alice, revision.id, 'upload_records', {
-    records: Array.from({ length: 100 }, (_, i) => ({ text: `sentence ${i}`, labels: i % 2 ? ['odd'] : ['even'], meta: { i } })),
+    records: Array.from({ length: 100 }, (_, i) => ({
+      text: `sentence ${i}`,
+      labels: i % 2 ? ['odd'] : ['even'],
+      meta: { i },
+    })),
   });
   t.same(first, { status: 'success', uploaded: 100, total: 100 });
   const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify({ text: `line ${i}` })).join('\n');
@@ -42,7 +51,10 @@ t.test('120 records page back exactly once each, in upload order', async (t) => 
     pages++;
   } while (cursor !== null);
   t.equal(pages, 3);
-  t.same(seen, [...Array.from({ length: 100 }, (_, i) => `sentence ${i}`), ...Array.from({ length: 20 }, (_, i) => `line ${i}`)]);
+  t.same(seen, [
+    ...Array.from({ length: 100 }, (_, i) => `sentence ${i}`),
+    ...Array.from({ length: 20 }, (_, i) => `line ${i}`),
+  ]);
   const one = await command(app, alice, revision.id, 'list_records', { limit: 1 });
   t.match(one.records[0], { id: Number, text: 'sentence 0', labels: ['even'], meta: { i: 0 }, created_at: String });
   const tampered = await post('list_records', { cursor: `${one.cursor}x` });

@@ -26,17 +26,28 @@ async function onnxRevision(): Promise<{ blobId: string; rev: string }> {
 }
 
 /** PUT /model over a real socket; `send` bytes (default: all of `bytes`), `declared` in the header. */
-function upload(rev: string, bytes: Buffer, options: { declared?: unknown; header?: string | null; send?: Buffer; as?: typeof alice; endEarly?: boolean } = {}): Promise<{ status: number; body: any }> {
+function upload(
+  rev: string,
+  bytes: Buffer,
+  options: { declared?: unknown; header?: string | null; send?: Buffer; as?: typeof alice; endEarly?: boolean } = {},
+): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { ...(options.as ?? alice).headers, 'content-type': 'application/octet-stream' };
-    const header = options.header === undefined ? JSON.stringify({ size: options.declared ?? bytes.length }) : options.header;
+    const headers: Record<string, string> = {
+      ...(options.as ?? alice).headers,
+      'content-type': 'application/octet-stream',
+    };
+    const header =
+      options.header === undefined ? JSON.stringify({ size: options.declared ?? bytes.length }) : options.header;
     if (header !== null) headers['x-request-body'] = header;
-    const req = httpRequest({ host: '127.0.0.1', port, method: 'PUT', path: `/v1/revisions/${rev}/model`, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
-    });
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method: 'PUT', path: `/v1/revisions/${rev}/model`, headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+      },
+    );
     req.on('error', (error) => (options.endEarly ? resolve({ status: 0, body: null }) : reject(error)));
     const body = options.send ?? bytes;
     if (options.endEarly) {
@@ -83,7 +94,10 @@ t.test('a model round-trips byte for byte, with its inputs and outputs', async (
   const add = addModel();
   const again = await upload(rev, add);
   t.equal(again.status, 200);
-  t.same(again.body.model.inputs.map((i: { name: string }) => i.name), ['A', 'B']);
+  t.same(
+    again.body.model.inputs.map((i: { name: string }) => i.name),
+    ['A', 'B'],
+  );
   t.ok((await download(rev)).bytes.equals(add));
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_largeobject_metadata');
   t.ok(rows[0]!.n >= 1);
@@ -95,12 +109,27 @@ t.test('refusals before the body is read: declared size over the limit, bad head
   // Declares 600 MB (in the header and as content-length), sends 64 KiB of it and waits: the
   // answer comes without the rest of the body, and the server closes the connection.
   const over = await new Promise<{ status: number; body: any; closed: boolean }>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method: 'PUT', path: `/v1/revisions/${rev}/model`, headers: { ...alice.headers, 'x-request-body': JSON.stringify({ size: 600_000_000 }), 'content-length': '600000000' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), closed: res.headers.connection === 'close' }));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'PUT',
+        path: `/v1/revisions/${rev}/model`,
+        headers: {
+          ...alice.headers,
+          'x-request-body': JSON.stringify({ size: 600_000_000 }),
+          'content-length': '600000000',
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), closed: res.headers.connection === 'close' }),
+        );
+      },
+    );
     req.on('error', () => {});
     req.write(Buffer.alloc(64 * 1024));
     setTimeout(() => reject(new Error('no answer while the body was still owed')), 10_000).unref();
@@ -151,7 +180,10 @@ t.test('a body shorter or longer than declared, or cut off, keeps nothing', asyn
 });
 
 t.test('garbage and unsupported operators leave the revision failed with a reason', async (t) => {
-  for (const [what, bytes, reason] of [['garbage', Buffer.from('definitely not a model'), /Protobuf parsing failed/], ['unsupported operator', unsupportedModel(), /NoSuchOperatorAnywhere/]] as const) {
+  for (const [what, bytes, reason] of [
+    ['garbage', Buffer.from('definitely not a model'), /Protobuf parsing failed/],
+    ['unsupported operator', unsupportedModel(), /NoSuchOperatorAnywhere/],
+  ] as const) {
     const { rev } = await onnxRevision();
     const res = await upload(rev, bytes);
     t.equal(res.status, 400, what);
@@ -164,14 +196,25 @@ t.test('garbage and unsupported operators leave the revision failed with a reaso
 t.test('run_model: outputs checked numerically; inputs checked against the model, naming the input', async (t) => {
   const { rev } = await onnxRevision();
   t.equal((await upload(rev, mlpModel())).status, 200);
-  const x = [[1, 2, 3, 4], [-1, 0.5, 2, -3]];
-  const ran = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs: { X: { type: 'float32', dims: [2, 4], data: x.flat() } } } });
+  const x = [
+    [1, 2, 3, 4],
+    [-1, 0.5, 2, -3],
+  ];
+  const ran = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, {
+    as: alice,
+    body: { inputs: { X: { type: 'float32', dims: [2, 4], data: x.flat() } } },
+  });
   t.equal(ran.status, 200, JSON.stringify(ran.body));
   t.same(ran.body.outputs.Y.dims, [2, 2]);
   t.equal(ran.body.outputs.Y.type, 'float32');
   const expected = mlpReference(x).flat();
-  ran.body.outputs.Y.data.forEach((value: number, i: number) => t.ok(Math.abs(value - expected[i]!) < 1e-4, `Y[${i}] ${value} ≈ ${expected[i]}`));
-  const warm = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs: { X: { type: 'float32', dims: [1, 4], data: [0, 0, 0, 0] } }, outputs: ['Y'] } });
+  ran.body.outputs.Y.data.forEach((value: number, i: number) =>
+    t.ok(Math.abs(value - expected[i]!) < 1e-4, `Y[${i}] ${value} ≈ ${expected[i]}`),
+  );
+  const warm = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, {
+    as: alice,
+    body: { inputs: { X: { type: 'float32', dims: [1, 4], data: [0, 0, 0, 0] } }, outputs: ['Y'] },
+  });
   t.same(warm.body.outputs.Y.dims, [1, 2]);
 
   const bad: Array<[unknown, RegExp]> = [
@@ -181,14 +224,20 @@ t.test('run_model: outputs checked numerically; inputs checked against the model
     [{ X: { type: 'float32', dims: [1, 4], data: [1, 2, 3] } }, /product of dims|hold 4 elements/],
     [{ X: { type: 'float32', dims: [1, 4], data: [1, 2, 'three', 4] } }, /inputs\.X: data\[2\]/],
     [{}, /inputs\.X: missing/],
-    [{ X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] }, Z: { type: 'float32', dims: [1], data: [1] } }, /no input "Z"/],
+    [
+      { X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] }, Z: { type: 'float32', dims: [1], data: [1] } },
+      /no input "Z"/,
+    ],
   ];
   for (const [inputs, message] of bad) {
     const res = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs } });
     t.equal(res.status, 400, String(message));
     t.match(res.body, { error: 'invalid_request_body', message }, String(message));
   }
-  const noOutput = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, { as: alice, body: { inputs: { X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] } }, outputs: ['nope'] } });
+  const noOutput = await call(app, 'POST', `/v1/revisions/${rev}/run_model`, {
+    as: alice,
+    body: { inputs: { X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] } }, outputs: ['nope'] },
+  });
   t.match(noOutput.body, { error: 'invalid_request_body', message: /no output "nope"/ });
 
   const { rev: empty } = await onnxRevision();
@@ -196,6 +245,14 @@ t.test('run_model: outputs checked numerically; inputs checked against the model
   t.equal(none.status, 409, 'no model uploaded');
   const add = await onnxRevision();
   await upload(add.rev, addModel());
-  const sum = await call(app, 'POST', `/v1/revisions/${add.rev}/run_model`, { as: alice, body: { inputs: { A: { type: 'float32', dims: [3], data: [1, 2, 3] }, B: { type: 'float32', dims: [3], data: [10, 20, 30] } } } });
+  const sum = await call(app, 'POST', `/v1/revisions/${add.rev}/run_model`, {
+    as: alice,
+    body: {
+      inputs: {
+        A: { type: 'float32', dims: [3], data: [1, 2, 3] },
+        B: { type: 'float32', dims: [3], data: [10, 20, 30] },
+      },
+    },
+  });
   t.same(sum.body.outputs.C, { type: 'float32', dims: [3], data: [11, 22, 33] });
 });

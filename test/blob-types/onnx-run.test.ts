@@ -20,10 +20,19 @@ await startRunner(t, databaseUrl);
 
 function upload(caller: Caller, rev: string, bytes: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method: 'PUT', path: `/v1/revisions/${rev}/model`, headers: { ...caller.headers, 'x-request-body': JSON.stringify({ size: bytes.length }) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'PUT',
+        path: `/v1/revisions/${rev}/model`,
+        headers: { ...caller.headers, 'x-request-body': JSON.stringify({ size: bytes.length }) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(bytes);
   });
@@ -33,24 +42,40 @@ const flow = await createWorkflow(app, alice);
 const { revision: model } = await createBlob(app, alice, flow.orgId, { type: 'svc.model.onnx' });
 t.equal(await upload(alice, model.id, mlpModel()), 200);
 
-const code = (source: string, next: string | null) => ({ processor: 'logic.code', config: { code: source }, routes: { success: next } });
+const code = (source: string, next: string | null) => ({
+  processor: 'logic.code',
+  config: { code: source },
+  routes: { success: next },
+});
 const PIPELINE = {
   start: 'tensors',
   nodes: {
-    tensors: code('export default (input) => ({ X: { type: "float32", dims: [input.rows.length, 4], data: input.rows.flat() } })', 'model'),
-    model: { processor: 'onnx.run', config: { revision_id: model.id, outputs: ['Y'] }, routes: { success: 'sum', failure: null } },
+    tensors: code(
+      'export default (input) => ({ X: { type: "float32", dims: [input.rows.length, 4], data: input.rows.flat() } })',
+      'model',
+    ),
+    model: {
+      processor: 'onnx.run',
+      config: { revision_id: model.id, outputs: ['Y'] },
+      routes: { success: 'sum', failure: null },
+    },
     sum: code('export default (input) => ({ y: input.outputs.Y.data, dims: input.outputs.Y.dims })', null),
   },
 };
 
 t.test('a three-node workflow runs the model on its own tensors', async (t) => {
-  const rows = [[1, 2, 3, 4], [0.5, -1, 2, 0]];
+  const rows = [
+    [1, 2, 3, 4],
+    [0.5, -1, 2, 0],
+  ];
   const execution = await runGraph(app, alice, flow, PIPELINE, { rows });
   const ended = await waitForEnd(app, alice, flow, execution.id);
   t.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
   t.same(ended.output.dims, [2, 2]);
   const expected = mlpReference(rows).flat();
-  ended.output.y.forEach((value: number, i: number) => t.ok(Math.abs(value - expected[i]!) < 1e-4, `y[${i}] ${value} ≈ ${expected[i]}`));
+  ended.output.y.forEach((value: number, i: number) =>
+    t.ok(Math.abs(value - expected[i]!) < 1e-4, `y[${i}] ${value} ≈ ${expected[i]}`),
+  );
 });
 
 t.test("bad input, a missing model and another organization's model take failure", async (t) => {
@@ -59,8 +84,15 @@ t.test("bad input, a missing model and another organization's model take failure
     const execution = await runGraph(app, caller, wf, graph, input);
     return waitForEnd(app, caller, wf, execution.id);
   };
-  const direct = (config: Record<string, unknown>) => ({ start: 'model', nodes: { model: { processor: 'onnx.run', config } } });
-  const wrongType = await fails(alice, direct({ revision_id: model.id, inputs: { X: { type: 'int32', dims: [1, 4], data: [1, 2, 3, 4] } } }), null);
+  const direct = (config: Record<string, unknown>) => ({
+    start: 'model',
+    nodes: { model: { processor: 'onnx.run', config } },
+  });
+  const wrongType = await fails(
+    alice,
+    direct({ revision_id: model.id, inputs: { X: { type: 'int32', dims: [1, 4], data: [1, 2, 3, 4] } } }),
+    null,
+  );
   t.equal(wrongType.status, 'failed');
   t.match(wrongType.error, { code: 'invalid_model_input', message: /inputs\.X: type int32, the model takes float32/ });
   const notTensors = await fails(alice, direct({ revision_id: model.id }), { X: 'nope' });
@@ -68,6 +100,10 @@ t.test("bad input, a missing model and another organization's model take failure
   const { revision: empty } = await createBlob(app, alice, flow.orgId, { type: 'svc.model.onnx' });
   const missing = await fails(alice, direct({ revision_id: empty.id, inputs: {} }), null);
   t.match(missing.error, { code: 'model_unavailable' });
-  const stolen = await fails(mallory, direct({ revision_id: model.id, inputs: { X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] } } }), null);
+  const stolen = await fails(
+    mallory,
+    direct({ revision_id: model.id, inputs: { X: { type: 'float32', dims: [1, 4], data: [1, 2, 3, 4] } } }),
+    null,
+  );
   t.match(stolen.error, { code: 'model_not_found' }, "mallory's workflow cannot run alice's model");
 });

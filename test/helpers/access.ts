@@ -15,7 +15,11 @@ function alias(prefix: string): string {
 
 export type Visibility = 'private' | 'public';
 
-export async function insertOrg(db: Db, ownerId: string, visibility: Visibility = 'private'): Promise<{ id: string; alias: string }> {
+export async function insertOrg(
+  db: Db,
+  ownerId: string,
+  visibility: Visibility = 'private',
+): Promise<{ id: string; alias: string }> {
   const { rows } = await db.query<{ id: string; alias: string }>(
     'INSERT INTO orgs (alias, owner_id, visibility) VALUES ($1, $2::uuid, $3) RETURNING id, alias',
     [alias('org'), ownerId, visibility],
@@ -23,13 +27,20 @@ export async function insertOrg(db: Db, ownerId: string, visibility: Visibility 
   return rows[0]!;
 }
 
-export async function insertBlob(db: Db, orgId: string, visibility: Visibility = 'private'): Promise<{ id: string; alias: string; revisionId: string }> {
+export async function insertBlob(
+  db: Db,
+  orgId: string,
+  visibility: Visibility = 'private',
+): Promise<{ id: string; alias: string; revisionId: string }> {
   const { rows } = await db.query<{ id: string; alias: string }>(
     `INSERT INTO blobs (alias, org_id, type, visibility) VALUES ($1, $2::uuid, 'svc.compute.workflow', $3) RETURNING id, alias`,
     [alias('blob'), orgId, visibility],
   );
   const blob = rows[0]!;
-  const rev = await db.query<{ id: string }>('INSERT INTO revisions (blob_id, number) VALUES ($1::uuid, 1) RETURNING id', [blob.id]);
+  const rev = await db.query<{ id: string }>(
+    'INSERT INTO revisions (blob_id, number) VALUES ($1::uuid, 1) RETURNING id',
+    [blob.id],
+  );
   return { ...blob, revisionId: rev.rows[0]!.id };
 }
 
@@ -52,15 +63,35 @@ export function tokenAuth(token: string): Caller {
 }
 
 /** Mints a key through the API; throws unless 201. Returns the key and its record. */
-export async function mintKey(app: FastifyInstance, as: Caller, target: string, targetId: string, role: string, name?: string): Promise<{ key: string; record: Record<string, any> }> {
-  const { status, body } = await call(app, 'POST', '/v1/api-keys', { as, body: { target, target_id: targetId, role, ...(name ? { name } : {}) } });
+export async function mintKey(
+  app: FastifyInstance,
+  as: Caller,
+  target: string,
+  targetId: string,
+  role: string,
+  name?: string,
+): Promise<{ key: string; record: Record<string, any> }> {
+  const { status, body } = await call(app, 'POST', '/v1/api-keys', {
+    as,
+    body: { target, target_id: targetId, role, ...(name ? { name } : {}) },
+  });
   if (status !== 201) throw new Error(`mint failed: ${status} ${JSON.stringify(body)}`);
   return { key: body.api_key.key, record: body.api_key };
 }
 
 /** Grants a membership through the API; throws unless 200. */
-export async function grant(app: FastifyInstance, as: Caller, target: string, targetId: string, userId: string, role: string): Promise<void> {
-  const { status, body } = await call(app, 'POST', '/v1/members', { as, body: { target, target_id: targetId, user_id: userId, role } });
+export async function grant(
+  app: FastifyInstance,
+  as: Caller,
+  target: string,
+  targetId: string,
+  userId: string,
+  role: string,
+): Promise<void> {
+  const { status, body } = await call(app, 'POST', '/v1/members', {
+    as,
+    body: { target, target_id: targetId, user_id: userId, role },
+  });
   if (status !== 200) throw new Error(`grant failed: ${status} ${JSON.stringify(body)}`);
 }
 

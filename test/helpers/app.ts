@@ -25,7 +25,11 @@ export interface TestApp {
  * command transports). The app sends runner jobs through a control-plane pg-boss of its own
  * (`options.queue` replaces it, e.g. a stand-in that fails). Everything is closed at teardown.
  */
-export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: Pick<BuildAppOptions, 'commands' | 'queue' | 'onRoute' | 'checkResponses'> = {}): Promise<TestApp> {
+export async function buildTestApp(
+  t: Test,
+  env: Record<string, string> = {},
+  options: Pick<BuildAppOptions, 'commands' | 'queue' | 'onRoute' | 'checkResponses'> = {},
+): Promise<TestApp> {
   const databaseUrl = await createTestDatabase(t);
   const dataDir = await mkdtemp(join(tmpdir(), 'ws-test-data-'));
   const config = loadConfig({
@@ -77,7 +81,13 @@ const ROOMY_LIMITS: Record<string, unknown> = {
 };
 
 /** Sets a limit override the way the ops API stores it (fixtures only). */
-export async function setOverride(app: FastifyInstance, limitId: string, targetType: 'user' | 'org' | 'blob', targetId: string, value: unknown): Promise<void> {
+export async function setOverride(
+  app: FastifyInstance,
+  limitId: string,
+  targetType: 'user' | 'org' | 'blob',
+  targetId: string,
+  value: unknown,
+): Promise<void> {
   await app.ctx.db.query(
     `INSERT INTO limit_overrides (limit_id, target_type, target_id, value, set_by) VALUES ($1, $2, $3::uuid, $4::jsonb, 'test')
      ON CONFLICT (target_type, target_id, limit_id) DO UPDATE SET value = EXCLUDED.value`,
@@ -86,14 +96,22 @@ export async function setOverride(app: FastifyInstance, limitId: string, targetT
 }
 
 /** Signs in anonymously and returns the caller with ready-to-use headers. */
-export async function signInAnonymous(app: FastifyInstance, options: { defaultLimits?: boolean } = {}): Promise<Caller> {
+export async function signInAnonymous(
+  app: FastifyInstance,
+  options: { defaultLimits?: boolean } = {},
+): Promise<Caller> {
   const res = await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {} });
   if (res.statusCode !== 200) throw new Error(`anonymous sign-in failed: ${res.statusCode} ${res.body}`);
   const body = res.json();
   if (!options.defaultLimits) {
     for (const [id, value] of Object.entries(ROOMY_LIMITS)) await setOverride(app, id, 'user', body.user.id, value);
   }
-  return { user: body.user, token: body.access_token, refreshToken: body.refresh_token, headers: { authorization: `Bearer ${body.access_token}` } };
+  return {
+    user: body.user,
+    token: body.access_token,
+    refreshToken: body.refresh_token,
+    headers: { authorization: `Bearer ${body.access_token}` },
+  };
 }
 
 export interface CallOptions {
@@ -103,7 +121,12 @@ export interface CallOptions {
 }
 
 /** One JSON request through `inject`; returns the response and its parsed body. */
-export async function call(app: FastifyInstance, method: string, url: string, options: CallOptions = {}): Promise<{ res: LightMyRequestResponse; status: number; body: any }> {
+export async function call(
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  options: CallOptions = {},
+): Promise<{ res: LightMyRequestResponse; status: number; body: any }> {
   const res = await app.inject({
     method: method as 'GET',
     url,

@@ -27,7 +27,13 @@ function rpcCodeFor(error: string): number {
 
 export interface CommandTransports {
   /** Runs `command` on `revision` as `caller` over `via`. */
-  run(via: Transport, caller: Caller, revision: string, command: string, params?: Record<string, unknown>): Promise<Answer>;
+  run(
+    via: Transport,
+    caller: Caller,
+    revision: string,
+    command: string,
+    params?: Record<string, unknown>,
+  ): Promise<Answer>;
 }
 
 /**
@@ -76,10 +82,12 @@ export async function commandTransports(t: Test, app: FastifyInstance): Promise<
       const replied = new Promise<any>((resolve) => waiting.set(id, resolve));
       socket.send({ jsonrpc: '2.0', id, method: command, params: { revision_id: revision, ...params } });
       const reply = await replied;
-      if (reply.jsonrpc !== '2.0' || reply.id !== id) throw new Error(`unexpected JSON-RPC frame: ${JSON.stringify(reply)}`);
+      if (reply.jsonrpc !== '2.0' || reply.id !== id)
+        throw new Error(`unexpected JSON-RPC frame: ${JSON.stringify(reply)}`);
       if ('result' in reply) return { status: 200, body: { status: 'success', ...reply.result } };
       const { http_status: status, ...envelope } = reply.error.data;
-      if (reply.error.message !== envelope.message) throw new Error(`error.message differs from data.message: ${JSON.stringify(reply)}`);
+      if (reply.error.message !== envelope.message)
+        throw new Error(`error.message differs from data.message: ${JSON.stringify(reply)}`);
       return { status, body: { status: 'failure', ...envelope }, rpcCode: reply.error.code };
     },
   };

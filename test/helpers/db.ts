@@ -5,7 +5,8 @@ import { withDatabase } from '../../shared/db/database-url.ts';
 
 function adminUrl(): string {
   const url = process.env.TEST_DATABASE_URL;
-  if (!url || !process.env.TEST_TEMPLATE_DB) throw new Error('run tests with `npm test` (it provides TEST_DATABASE_URL)');
+  if (!url || !process.env.TEST_TEMPLATE_DB)
+    throw new Error('run tests with `npm test` (it provides TEST_DATABASE_URL)');
   return url;
 }
 
@@ -25,7 +26,9 @@ async function adminQuery(sql: string): Promise<void> {
  */
 export async function createTestDatabase(t: Test, options: { empty?: boolean } = {}): Promise<string> {
   const name = (options.empty ? 'ws_e_' : 'ws_t_') + randomBytes(6).toString('hex');
-  await adminQuery(options.empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`);
+  await adminQuery(
+    options.empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`,
+  );
   t.teardown(() => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
   return withDatabase(adminUrl(), name);
 }

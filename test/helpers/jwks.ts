@@ -33,7 +33,10 @@ export async function generateRsaKey(): Promise<CryptoKey> {
 }
 
 /** Starts the provider on 127.0.0.1 (an ephemeral port); closed at the test's teardown. */
-export async function startIdentityProvider(t: Test, options: { issuer?: string; audience?: string } = {}): Promise<TestIdentityProvider> {
+export async function startIdentityProvider(
+  t: Test,
+  options: { issuer?: string; audience?: string } = {},
+): Promise<TestIdentityProvider> {
   const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid: KID, alg: 'RS256', use: 'sig' };
   let fetches = 0;
@@ -46,10 +49,13 @@ export async function startIdentityProvider(t: Test, options: { issuer?: string;
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   const { port } = server.address() as AddressInfo;
   const issuer = options.issuer ?? 'https://idp.test.example';
   const audience = options.audience ?? 'workspace-test-client';

@@ -10,7 +10,10 @@ import { createBoss, createQueues } from '../../shared/queue/queues.ts';
  * The operations API on the test database with a pg-boss of its own, both closed at `t`'s
  * teardown (call it inside a subtest, so pg-boss stops before the file's database is dropped).
  */
-export async function startOpsApp(t: Test, options: { config: Config; db: Db; databaseUrl: string }): Promise<{ ops: FastifyInstance; boss: PgBoss }> {
+export async function startOpsApp(
+  t: Test,
+  options: { config: Config; db: Db; databaseUrl: string },
+): Promise<{ ops: FastifyInstance; boss: PgBoss }> {
   const boss = createBoss(options.databaseUrl, 'control-plane');
   await boss.start();
   await createQueues(boss);

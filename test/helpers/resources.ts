@@ -11,14 +11,26 @@ export function uniqueAlias(prefix: string): string {
 }
 
 /** Creates an organization through the API and returns its record; throws unless 201. */
-export async function createOrg(app: FastifyInstance, as: Requester, fields: { alias?: string; name?: string; visibility?: 'private' | 'public' } = {}): Promise<Record<string, any>> {
-  const { status, body } = await call(app, 'POST', '/v1/orgs', { headers: as.headers, body: { alias: uniqueAlias('org'), ...fields } });
+export async function createOrg(
+  app: FastifyInstance,
+  as: Requester,
+  fields: { alias?: string; name?: string; visibility?: 'private' | 'public' } = {},
+): Promise<Record<string, any>> {
+  const { status, body } = await call(app, 'POST', '/v1/orgs', {
+    headers: as.headers,
+    body: { alias: uniqueAlias('org'), ...fields },
+  });
   if (status !== 201) throw new Error(`create org failed: ${status} ${JSON.stringify(body)}`);
   return body.org;
 }
 
 /** Creates a blob (and its first revision) through the API; throws unless 201. */
-export async function createBlob(app: FastifyInstance, as: Requester, orgRef: string, fields: { type?: string; alias?: string; name?: string; visibility?: 'private' | 'public' } = {}): Promise<{ blob: Record<string, any>; revision: Record<string, any> }> {
+export async function createBlob(
+  app: FastifyInstance,
+  as: Requester,
+  orgRef: string,
+  fields: { type?: string; alias?: string; name?: string; visibility?: 'private' | 'public' } = {},
+): Promise<{ blob: Record<string, any>; revision: Record<string, any> }> {
   const { status, body } = await call(app, 'POST', `/v1/blobs/${orgRef}`, {
     headers: as.headers,
     body: { type: 'svc.compute.workflow', alias: uniqueAlias('blob'), ...fields },
@@ -28,7 +40,13 @@ export async function createBlob(app: FastifyInstance, as: Requester, orgRef: st
 }
 
 /** Creates a revision of a blob through the API; throws unless 201. */
-export async function createRevision(app: FastifyInstance, as: Requester, orgRef: string, blobRef: string, body: Record<string, unknown> = {}): Promise<Record<string, any>> {
+export async function createRevision(
+  app: FastifyInstance,
+  as: Requester,
+  orgRef: string,
+  blobRef: string,
+  body: Record<string, unknown> = {},
+): Promise<Record<string, any>> {
   const res = await call(app, 'POST', `/v1/blobs/${orgRef}/${blobRef}/revisions`, { headers: as.headers, body });
   if (res.status !== 201) throw new Error(`create revision failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.revision;

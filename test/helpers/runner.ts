@@ -50,7 +50,16 @@ export async function startRunner(t: Test, databaseUrl: string, options: TestRun
   const id = randomUUID();
   const { processors, ...tuning } = options;
   const interpreter = processors ? { interpreter: onThisThread(processors) } : {};
-  const runner = createEngine({ ...FAST, ...tuning, ...interpreter, db, boss, databaseUrl, runnerId: id, log: pino({ level: process.env.TEST_RUNNER_LOG ?? 'silent' }) });
+  const runner = createEngine({
+    ...FAST,
+    ...tuning,
+    ...interpreter,
+    db,
+    boss,
+    databaseUrl,
+    runnerId: id,
+    log: pino({ level: process.env.TEST_RUNNER_LOG ?? 'silent' }),
+  });
   await runner.start();
   let closed: Promise<void> | undefined;
   const close = (how: () => Promise<void>) => {
@@ -90,7 +99,13 @@ export async function createWorkflow(app: FastifyInstance, caller: Caller): Prom
 }
 
 /** A revision command over REST that must answer 200; returns the body. */
-export async function command(app: FastifyInstance, caller: Caller, rev: string, name: string, params: Record<string, unknown>): Promise<any> {
+export async function command(
+  app: FastifyInstance,
+  caller: Caller,
+  rev: string,
+  name: string,
+  params: Record<string, unknown>,
+): Promise<any> {
   const { status, body } = await call(app, 'POST', `/v1/revisions/${rev}/${name}`, { as: caller, body: params });
   if (status !== 200) throw new Error(`${name}: ${status} ${JSON.stringify(body)}`);
   return body;
@@ -102,24 +117,46 @@ export async function define(app: FastifyInstance, caller: Caller, flow: Workflo
 }
 
 /** Creates an execution of a definition with `input_data`; returns the execution record. */
-export async function startExecution(app: FastifyInstance, caller: Caller, flow: Workflow, definitionId: string, input?: unknown): Promise<Record<string, any>> {
+export async function startExecution(
+  app: FastifyInstance,
+  caller: Caller,
+  flow: Workflow,
+  definitionId: string,
+  input?: unknown,
+): Promise<Record<string, any>> {
   const params: Record<string, unknown> = { session_id: flow.sessionId, definition_id: definitionId };
   if (input !== undefined) params.input_data = input;
   return (await command(app, caller, flow.rev, 'create_execution', params)).execution;
 }
 
 /** Creates a definition of `graph` and an execution of it with `input_data`; returns the execution record. */
-export async function runGraph(app: FastifyInstance, caller: Caller, flow: Workflow, graph: unknown, input?: unknown): Promise<Record<string, any>> {
+export async function runGraph(
+  app: FastifyInstance,
+  caller: Caller,
+  flow: Workflow,
+  graph: unknown,
+  input?: unknown,
+): Promise<Record<string, any>> {
   return startExecution(app, caller, flow, await define(app, caller, flow, graph), input);
 }
 
 /** get_execution. */
-export async function getExecution(app: FastifyInstance, caller: Caller, flow: Workflow, id: string): Promise<Record<string, any>> {
+export async function getExecution(
+  app: FastifyInstance,
+  caller: Caller,
+  flow: Workflow,
+  id: string,
+): Promise<Record<string, any>> {
   return (await command(app, caller, flow.rev, 'get_execution', { execution_id: id })).execution;
 }
 
 /** Every event of an execution, through list_execution_events page by page. */
-export async function executionEvents(app: FastifyInstance, caller: Caller, flow: Workflow, id: string): Promise<any[]> {
+export async function executionEvents(
+  app: FastifyInstance,
+  caller: Caller,
+  flow: Workflow,
+  id: string,
+): Promise<any[]> {
   const events: any[] = [];
   let cursor: string | undefined;
   do {
@@ -138,11 +175,20 @@ export async function executionEvents(app: FastifyInstance, caller: Caller, flow
  * message later, so its counts are read once they settle (a runner that never lets go fails here).
  */
 export function runnerIdle(runner: TestRunner): Promise<ReturnType<Engine['stats']>> {
-  return waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0 && stats.leases === 0, 'the runner to let go of its executions');
+  return waitFor(
+    async () => runner.runner.stats(),
+    (stats) => stats.inFlight === 0 && stats.leases === 0,
+    'the runner to let go of its executions',
+  );
 }
 
 /** Polls `read` until `done` holds for its value (generous bound: no timing is asserted). */
-export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let value = await read();
   while (!done(value)) {
@@ -154,12 +200,27 @@ export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boo
 }
 
 /** Waits until the execution is in one of `statuses` and returns its record. */
-export function waitForStatus(app: FastifyInstance, caller: Caller, flow: Workflow, id: string, ...statuses: string[]): Promise<Record<string, any>> {
-  return waitFor(() => getExecution(app, caller, flow, id), (e) => statuses.includes(e.status), `execution ${id} to be ${statuses.join(' or ')}`);
+export function waitForStatus(
+  app: FastifyInstance,
+  caller: Caller,
+  flow: Workflow,
+  id: string,
+  ...statuses: string[]
+): Promise<Record<string, any>> {
+  return waitFor(
+    () => getExecution(app, caller, flow, id),
+    (e) => statuses.includes(e.status),
+    `execution ${id} to be ${statuses.join(' or ')}`,
+  );
 }
 
 /** Waits until the execution has ended. */
-export function waitForEnd(app: FastifyInstance, caller: Caller, flow: Workflow, id: string): Promise<Record<string, any>> {
+export function waitForEnd(
+  app: FastifyInstance,
+  caller: Caller,
+  flow: Workflow,
+  id: string,
+): Promise<Record<string, any>> {
   return waitForStatus(app, caller, flow, id, 'succeeded', 'failed', 'cancelled');
 }
 
@@ -167,5 +228,7 @@ export function waitForEnd(app: FastifyInstance, caller: Caller, flow: Workflow,
 export async function runningHeld(app: FastifyInstance, caller: Caller, orgId: string): Promise<number> {
   const { status, body } = await call(app, 'GET', `/v1/orgs/${orgId}/limits`, { as: caller });
   if (status !== 200) throw new Error(`org limits: ${status}`);
-  return body.groups.flatMap((group: any) => group.limits).find((limit: any) => limit.id === 'workflow.running_executions_per_org').held;
+  return body.groups
+    .flatMap((group: any) => group.limits)
+    .find((limit: any) => limit.id === 'workflow.running_executions_per_org').held;
 }

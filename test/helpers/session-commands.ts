@@ -59,11 +59,24 @@ export function transports(t: Test, app: FastifyInstance) {
     if (!socket) sockets.set(key, (socket = openSocket(t, app, caller)));
     return socket;
   }
-  async function rest(caller: Pick<Caller, 'headers'>, revisionId: string, command: string, params: unknown): Promise<{ status: number; body: any }> {
-    const { status, body } = await call(app, 'POST', `/v1/revisions/${revisionId}/${command}`, { headers: caller.headers, body: params });
+  async function rest(
+    caller: Pick<Caller, 'headers'>,
+    revisionId: string,
+    command: string,
+    params: unknown,
+  ): Promise<{ status: number; body: any }> {
+    const { status, body } = await call(app, 'POST', `/v1/revisions/${revisionId}/${command}`, {
+      headers: caller.headers,
+      body: params,
+    });
     return { status, body };
   }
-  async function rpc(caller: Pick<Caller, 'headers'>, revisionId: string, command: string, params: Record<string, unknown>): Promise<any> {
+  async function rpc(
+    caller: Pick<Caller, 'headers'>,
+    revisionId: string,
+    command: string,
+    params: Record<string, unknown>,
+  ): Promise<any> {
     return (await socketFor(caller)).call(command, { revision_id: revisionId, ...params });
   }
   return {
@@ -71,19 +84,36 @@ export function transports(t: Test, app: FastifyInstance) {
     rpc,
     socketFor,
     /** The same call on both transports, REST first. */
-    async both(caller: Pick<Caller, 'headers'>, revisionId: string, command: string, params: Record<string, unknown>): Promise<Outcome> {
-      return { rest: await rest(caller, revisionId, command, params), rpc: await rpc(caller, revisionId, command, params) };
+    async both(
+      caller: Pick<Caller, 'headers'>,
+      revisionId: string,
+      command: string,
+      params: Record<string, unknown>,
+    ): Promise<Outcome> {
+      return {
+        rest: await rest(caller, revisionId, command, params),
+        rpc: await rpc(caller, revisionId, command, params),
+      };
     },
   };
 }
 
 /** Both transports refused alike: HTTP status and code, and the JSON-RPC error carrying the same envelope. */
-export function sameRefusal(t: Test, outcome: Outcome, status: number, error: string, extras: Record<string, unknown> = {}): void {
+export function sameRefusal(
+  t: Test,
+  outcome: Outcome,
+  status: number,
+  error: string,
+  extras: Record<string, unknown> = {},
+): void {
   t.equal(outcome.rest.status, status, 'REST status');
   t.equal(outcome.rest.body.error, error, 'REST error');
   for (const [key, value] of Object.entries(extras)) t.same(outcome.rest.body[key], value, `REST ${key}`);
   const { status: _status, ...envelope } = outcome.rest.body;
   const rpcCode = error === 'invalid_request_body' ? -32602 : error === 'unknown_command' ? -32601 : -32001;
-  t.same(outcome.rpc.error, { code: rpcCode, message: envelope.message, data: { ...envelope, http_status: status } }, 'JSON-RPC error');
+  t.same(
+    outcome.rpc.error,
+    { code: rpcCode, message: envelope.message, data: { ...envelope, http_status: status } },
+    'JSON-RPC error',
+  );
 }
-

@@ -26,7 +26,11 @@ export interface Transports {
   /** Upload Session File: the binary REST route, or the JSON-RPC command with `content_base64`. */
   upload(via: Via, revisionId: string, target: Record<string, unknown>, bytes: Buffer): Promise<Outcome>;
   /** Download Session File: `bytes` and the parsed `X-Response-Body` (REST) or decoded `content_base64` (JSON-RPC). */
-  download(via: Via, revisionId: string, ref: Record<string, unknown>): Promise<Outcome & { bytes?: Buffer; contentType?: string }>;
+  download(
+    via: Via,
+    revisionId: string,
+    ref: Record<string, unknown>,
+  ): Promise<Outcome & { bytes?: Buffer; contentType?: string }>;
 }
 
 function fromRpc(reply: any): Outcome {
@@ -58,15 +62,27 @@ async function openTransports(t: Test, app: FastifyInstance, caller: Pick<Caller
   return {
     async run(via, revisionId, command, params = {}) {
       if (via === 'rpc') return rpc(command, { revision_id: revisionId, ...params });
-      const { status, body } = await call(app, 'POST', `/v1/revisions/${revisionId}/${command}`, { headers: caller.headers, body: params });
+      const { status, body } = await call(app, 'POST', `/v1/revisions/${revisionId}/${command}`, {
+        headers: caller.headers,
+        body: params,
+      });
       return { status, body };
     },
     async upload(via, revisionId, target, bytes) {
-      if (via === 'rpc') return rpc('upload_session_file', { revision_id: revisionId, ...target, content_base64: bytes.toString('base64') });
+      if (via === 'rpc')
+        return rpc('upload_session_file', {
+          revision_id: revisionId,
+          ...target,
+          content_base64: bytes.toString('base64'),
+        });
       const res = await app.inject({
         method: 'POST',
         url: `/v1/revisions/${revisionId}/upload_session_file`,
-        headers: { ...caller.headers, 'content-type': 'application/octet-stream', 'x-request-body': JSON.stringify(target) },
+        headers: {
+          ...caller.headers,
+          'content-type': 'application/octet-stream',
+          'x-request-body': JSON.stringify(target),
+        },
         payload: bytes,
       });
       return { status: res.statusCode, body: res.json() };
@@ -75,9 +91,18 @@ async function openTransports(t: Test, app: FastifyInstance, caller: Pick<Caller
       if (via === 'rpc') {
         const outcome = await rpc('download_session_file', { revision_id: revisionId, ...ref });
         if (outcome.status !== 200) return outcome;
-        return { ...outcome, bytes: Buffer.from(outcome.body.content_base64, 'base64'), contentType: outcome.body.content_type };
+        return {
+          ...outcome,
+          bytes: Buffer.from(outcome.body.content_base64, 'base64'),
+          contentType: outcome.body.content_type,
+        };
       }
-      const res = await app.inject({ method: 'POST', url: `/v1/revisions/${revisionId}/download_session_file`, headers: caller.headers, payload: ref });
+      const res = await app.inject({
+        method: 'POST',
+        url: `/v1/revisions/${revisionId}/download_session_file`,
+        headers: caller.headers,
+        payload: ref,
+      });
       if (res.statusCode !== 200) return { status: res.statusCode, body: res.json() };
       const header = res.headers['x-response-body'];
       return {
@@ -91,8 +116,16 @@ async function openTransports(t: Test, app: FastifyInstance, caller: Pick<Caller
 }
 
 /** Creates a session through `create_session` and returns its record. */
-export async function createSession(app: FastifyInstance, as: Pick<Caller, 'headers'>, revisionId: string, alias?: string): Promise<Record<string, any>> {
-  const { status, body } = await call(app, 'POST', `/v1/revisions/${revisionId}/create_session`, { headers: as.headers, body: alias ? { alias } : {} });
+export async function createSession(
+  app: FastifyInstance,
+  as: Pick<Caller, 'headers'>,
+  revisionId: string,
+  alias?: string,
+): Promise<Record<string, any>> {
+  const { status, body } = await call(app, 'POST', `/v1/revisions/${revisionId}/create_session`, {
+    headers: as.headers,
+    body: alias ? { alias } : {},
+  });
   if (status !== 200 && status !== 201) throw new Error(`create_session failed: ${status} ${JSON.stringify(body)}`);
   return body.session;
 }
@@ -106,7 +139,11 @@ export async function markDeleting(app: FastifyInstance, sessionId: string): Pro
 }
 
 /** The session events of `kind`, oldest first (the events' own listing is tested elsewhere). */
-export async function sessionEvents(app: FastifyInstance, sessionId: string, kind: string): Promise<Array<{ kind: string; attributes: any; execution_id: string | null }>> {
+export async function sessionEvents(
+  app: FastifyInstance,
+  sessionId: string,
+  kind: string,
+): Promise<Array<{ kind: string; attributes: any; execution_id: string | null }>> {
   const { rows } = await app.ctx.db.query<{ kind: string; attributes: any; execution_id: string | null }>(
     'SELECT kind, attributes, execution_id FROM session_events WHERE session_id = $1::uuid AND kind = $2 ORDER BY id',
     [sessionId, kind],
@@ -131,7 +168,9 @@ export async function until(condition: () => Promise<boolean> | boolean): Promis
 /** A promise that records whether it has settled. */
 export function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
   let settled = false;
-  const wrapped = promise.finally(() => { settled = true; });
+  const wrapped = promise.finally(() => {
+    settled = true;
+  });
   return { promise: wrapped, settled: () => settled };
 }
 
@@ -147,7 +186,12 @@ export async function sessionContentFixture(t: Test, app: FastifyInstance) {
   const { blob, revision } = await createBlob(app, alice, org.id);
   await grant(app, alice, 'blob', blob.id, reader.user.id, 'read');
   return {
-    alice, reader, stranger, org, blob, revision,
+    alice,
+    reader,
+    stranger,
+    org,
+    blob,
+    revision,
     as: await openTransports(t, app, alice),
     asReader: await openTransports(t, app, reader),
     asStranger: await openTransports(t, app, stranger),

@@ -19,7 +19,12 @@ export interface GraphCommandClient {
 }
 
 /** Opens one socket for `caller` (closed at teardown) and returns a client bound to `revisionId`. */
-export async function graphCommandClient(t: Test, app: FastifyInstance, caller: Caller, revisionId: string): Promise<GraphCommandClient> {
+export async function graphCommandClient(
+  t: Test,
+  app: FastifyInstance,
+  caller: Caller,
+  revisionId: string,
+): Promise<GraphCommandClient> {
   const socket: RpcClient = await connect(t, await wsUrl(app), { headers: caller.headers });
   let id = 0;
   const rest = async (command: string, params: unknown) => {
@@ -45,16 +50,26 @@ const RPC_CODES: Record<string, number> = { invalid_request_body: -32602, unknow
  * Asserts a refusal that both transports answered alike: REST status, `error` and (when given)
  * `limit`; JSON-RPC -32602 for invalid_request_body, -32601 for unknown_command, -32001 otherwise, with the same data.
  */
-export function sameRefusal(t: Test, answers: BothAnswers, status: number, error: string, limit?: Record<string, unknown>): void {
+export function sameRefusal(
+  t: Test,
+  answers: BothAnswers,
+  status: number,
+  error: string,
+  limit?: Record<string, unknown>,
+): void {
   t.equal(answers.rest.status, status, 'REST status');
   t.equal(answers.rest.body.error, error, 'REST error');
   if (limit !== undefined) t.same(answers.rest.body.limit, limit, 'REST limit');
   const { status: _status, ...envelope } = answers.rest.body;
-  t.same(answers.rpc.error, {
-    code: RPC_CODES[error] ?? -32001,
-    message: envelope.message,
-    data: { ...envelope, http_status: status },
-  }, 'JSON-RPC error');
+  t.same(
+    answers.rpc.error,
+    {
+      code: RPC_CODES[error] ?? -32001,
+      message: envelope.message,
+      data: { ...envelope, http_status: status },
+    },
+    'JSON-RPC error',
+  );
 }
 
 /** Asserts success on both transports with the same fields; returns the REST body without `status`. */
@@ -67,7 +82,12 @@ export function sameSuccess(t: Test, answers: BothAnswers): Record<string, any> 
 }
 
 /** Creates a session row directly (fixtures only; the session commands are tested elsewhere). */
-export async function insertSession(q: Queryable, revisionId: string, alias: string | null = null, status: 'active' | 'deleting' = 'active'): Promise<string> {
+export async function insertSession(
+  q: Queryable,
+  revisionId: string,
+  alias: string | null = null,
+  status: 'active' | 'deleting' = 'active',
+): Promise<string> {
   const { rows } = await q.query<{ id: string }>(
     'INSERT INTO sessions (revision_id, alias, status) VALUES ($1::uuid, $2, $3) RETURNING id',
     [revisionId, alias, status],
@@ -76,7 +96,9 @@ export async function insertSession(q: Queryable, revisionId: string, alias: str
 }
 
 /** A user, organization, workflow blob, revision and session, straight into the database. */
-export async function insertSessionChain(q: Queryable): Promise<{ revisionId: string; blobId: string; sessionId: string }> {
+export async function insertSessionChain(
+  q: Queryable,
+): Promise<{ revisionId: string; blobId: string; sessionId: string }> {
   const { rows } = await q.query<{ revision_id: string; blob_id: string }>(
     `WITH u AS (INSERT INTO users (kind, name) VALUES ('human', 'graph fixture') RETURNING id),
           o AS (INSERT INTO orgs (alias, owner_id) SELECT 'org-' || substr(md5(random()::text), 1, 12), id FROM u RETURNING id),
@@ -89,7 +111,11 @@ export async function insertSessionChain(q: Queryable): Promise<{ revisionId: st
 }
 
 /** Nodes as `[id, label, properties?]`, inserted in one statement, in order. */
-export async function insertNodes(q: Queryable, sessionId: string, nodes: ReadonlyArray<readonly [string, string, Record<string, unknown>?]>): Promise<void> {
+export async function insertNodes(
+  q: Queryable,
+  sessionId: string,
+  nodes: ReadonlyArray<readonly [string, string, Record<string, unknown>?]>,
+): Promise<void> {
   await q.query(
     `INSERT INTO graph_elements (session_id, id, kind, label, properties)
      SELECT $1::uuid, n.id, 'node', n.label, n.properties::jsonb
@@ -99,12 +125,23 @@ export async function insertNodes(q: Queryable, sessionId: string, nodes: Readon
 }
 
 /** Edges as `[id, label, source, target, properties?]`, inserted in one statement, in order. */
-export async function insertEdges(q: Queryable, sessionId: string, edges: ReadonlyArray<readonly [string, string, string, string, Record<string, unknown>?]>): Promise<void> {
+export async function insertEdges(
+  q: Queryable,
+  sessionId: string,
+  edges: ReadonlyArray<readonly [string, string, string, string, Record<string, unknown>?]>,
+): Promise<void> {
   await q.query(
     `INSERT INTO graph_elements (session_id, id, kind, label, source, target, properties)
      SELECT $1::uuid, e.id, 'edge', e.label, e.source, e.target, e.properties::jsonb
        FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS e(id, label, source, target, properties, i) ORDER BY e.i`,
-    [sessionId, edges.map((e) => e[0]), edges.map((e) => e[1]), edges.map((e) => e[2]), edges.map((e) => e[3]), edges.map((e) => JSON.stringify(e[4] ?? {}))],
+    [
+      sessionId,
+      edges.map((e) => e[0]),
+      edges.map((e) => e[1]),
+      edges.map((e) => e[2]),
+      edges.map((e) => e[3]),
+      edges.map((e) => JSON.stringify(e[4] ?? {})),
+    ],
   );
 }
 

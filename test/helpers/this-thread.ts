@@ -23,7 +23,11 @@ export function onThisThread(processors: ReadonlyMap<string, Processor>): NonNul
       leaseSeconds,
       maxRecoveries: engine.maxRecoveries,
       onParked: engine.onParked,
-      onProcessorError: (err, node, execution) => log.error({ err, node, ...executionLogFields(execution), runner_id: runnerId }, 'processor failed unexpectedly'),
+      onProcessorError: (err, node, execution) =>
+        log.error(
+          { err, node, ...executionLogFields(execution), runner_id: runnerId },
+          'processor failed unexpectedly',
+        ),
       tracing: engine.tracing,
     };
     return async (execution, control) => ({ outcome: await runExecution(ctx, execution, control) });

@@ -59,10 +59,11 @@ export async function connect(t: Test, url: string, options: ConnectOptions = {}
     socket.once('error', reject);
     socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused with ${res.statusCode}`)));
   });
-  const next = () => new Promise<any>((resolve) => {
-    if (queue.length > 0) resolve(queue.shift());
-    else waiters.push(resolve);
-  });
+  const next = () =>
+    new Promise<any>((resolve) => {
+      if (queue.length > 0) resolve(queue.shift());
+      else waiters.push(resolve);
+    });
   const send = (payload: unknown) => socket.send(typeof payload === 'string' ? payload : JSON.stringify(payload));
   return {
     socket,

@@ -57,14 +57,17 @@ const SPEC: [string, string, string, string, unknown, number | null, string[]][]
 ];
 
 t.test('groups come in the fixed order with their labels and families', async (t) => {
-  t.same(LIMIT_GROUPS.map((g) => [g.id, g.label, g.family]), [
-    ['platform', 'Global', 'platform'],
-    ['svc.compute.workflow', 'Workflow', 'workflow'],
-    ['svc.compute.scheduler', 'Scheduler', 'scheduler'],
-    ['svc.model.onnx', 'ONNX Model', 'onnx'],
-    ['svc.graph.graphdb', 'Graph', 'graphdb'],
-    ['svc.dataset.nlp', 'NLP Dataset', 'nlp'],
-  ]);
+  t.same(
+    LIMIT_GROUPS.map((g) => [g.id, g.label, g.family]),
+    [
+      ['platform', 'Global', 'platform'],
+      ['svc.compute.workflow', 'Workflow', 'workflow'],
+      ['svc.compute.scheduler', 'Scheduler', 'scheduler'],
+      ['svc.model.onnx', 'ONNX Model', 'onnx'],
+      ['svc.graph.graphdb', 'Graph', 'graphdb'],
+      ['svc.dataset.nlp', 'NLP Dataset', 'nlp'],
+    ],
+  );
 });
 
 t.test('the type groups are the blob types of shared/blob-types.ts, in the same order', async (t) => {
@@ -75,19 +78,26 @@ t.test('the type groups are the blob types of shared/blob-types.ts, in the same 
 });
 
 t.test('each group holds its count of limits, and the catalog 36 in all', async (t) => {
-  t.same(LIMIT_GROUPS.map((g) => [g.id, limitsOfGroup(g.id).length]), [
-    ['platform', 3],
-    ['svc.compute.workflow', 24],
-    ['svc.compute.scheduler', 4],
-    ['svc.model.onnx', 2],
-    ['svc.graph.graphdb', 2],
-    ['svc.dataset.nlp', 1],
-  ]);
+  t.same(
+    LIMIT_GROUPS.map((g) => [g.id, limitsOfGroup(g.id).length]),
+    [
+      ['platform', 3],
+      ['svc.compute.workflow', 24],
+      ['svc.compute.scheduler', 4],
+      ['svc.model.onnx', 2],
+      ['svc.graph.graphdb', 2],
+      ['svc.dataset.nlp', 1],
+    ],
+  );
   t.equal(LIMIT_CATALOG.length, 36);
 });
 
 t.test('every limit matches the specification, in catalog order', async (t) => {
-  t.same(LIMIT_CATALOG.map((l) => l.id), SPEC.map((row) => row[0]), 'ids in order');
+  t.same(
+    LIMIT_CATALOG.map((l) => l.id),
+    SPEC.map((row) => row[0]),
+    'ids in order',
+  );
   for (const [id, kind, unit, per, dflt, mostPermissive, setOn] of SPEC) {
     const limit = limitById(id);
     if (!limit) {
@@ -95,7 +105,14 @@ t.test('every limit matches the specification, in catalog order', async (t) => {
       continue;
     }
     t.same(
-      { kind: limit.kind, unit: limit.unit, per: limit.per, default: limit.default, most_permissive: limit.most_permissive, set_on: limit.set_on },
+      {
+        kind: limit.kind,
+        unit: limit.unit,
+        per: limit.per,
+        default: limit.default,
+        most_permissive: limit.most_permissive,
+        set_on: limit.set_on,
+      },
       { kind, unit, per, default: dflt, most_permissive: mostPermissive, set_on: setOn },
       id,
     );
@@ -112,7 +129,10 @@ t.test('ids are <family>.<name> of their group, and unique', async (t) => {
 });
 
 t.test('only scheduler.min_interval_seconds is more permissive downwards', async (t) => {
-  t.same(LIMIT_CATALOG.filter((l) => l.more_permissive === 'lower').map((l) => l.id), ['scheduler.min_interval_seconds']);
+  t.same(
+    LIMIT_CATALOG.filter((l) => l.more_permissive === 'lower').map((l) => l.id),
+    ['scheduler.min_interval_seconds'],
+  );
   for (const limit of LIMIT_CATALOG) {
     const numeric = limit.kind === 'quota' || limit.kind === 'ceiling' || limit.kind === 'retention';
     t.equal(limit.more_permissive !== null, numeric, `${limit.id} has a direction exactly when numeric`);
@@ -128,7 +148,9 @@ t.test('lookups', async (t) => {
   t.notOk(isTypeGroupId('platform'));
   t.notOk(isTypeGroupId('svc.nope'));
   t.same(
-    LIMIT_GROUPS.filter((g) => g.id !== 'platform').map((g) => enabledLimitOf(g.id as Exclude<typeof g.id, 'platform'>)),
+    LIMIT_GROUPS.filter((g) => g.id !== 'platform').map((g) =>
+      enabledLimitOf(g.id as Exclude<typeof g.id, 'platform'>),
+    ),
     ['workflow.enabled', 'scheduler.enabled', 'onnx.enabled', 'graphdb.enabled', 'nlp.enabled'],
   );
 });
@@ -147,17 +169,26 @@ t.test('the catalog cannot be changed at run time', async (t) => {
 t.test('docs/limits.md lists the catalog exactly', async (t) => {
   const doc = await readFile(new URL('../../docs/limits.md', import.meta.url), 'utf8');
   const section = doc.split('<!-- catalog:start -->')[1]?.split('<!-- catalog:end -->')[0] ?? '';
-  const rows = section.split('\n')
+  const rows = section
+    .split('\n')
     .filter((line) => line.startsWith('| `'))
-    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
   const show = (v: unknown) => (Array.isArray(v) ? `[${v.join(', ')}]` : String(v));
-  t.same(rows, LIMIT_CATALOG.map((l) => [
-    `\`${l.id}\``,
-    l.kind,
-    l.unit,
-    l.per,
-    show(l.default),
-    l.most_permissive === null ? '-' : show(l.most_permissive),
-    l.set_on.length === 0 ? 'fixed' : l.set_on.join(', '),
-  ]));
+  t.same(
+    rows,
+    LIMIT_CATALOG.map((l) => [
+      `\`${l.id}\``,
+      l.kind,
+      l.unit,
+      l.per,
+      show(l.default),
+      l.most_permissive === null ? '-' : show(l.most_permissive),
+      l.set_on.length === 0 ? 'fixed' : l.set_on.join(', '),
+    ]),
+  );
 });

@@ -13,7 +13,12 @@ interface Outcome {
 }
 
 /** Fires `RACERS` requests at once and sorts the answers into successes and refusals. */
-async function race(t: Test, fire: (i: number) => Promise<Outcome>, limit: { id: string; value: number }, free: number): Promise<Outcome[]> {
+async function race(
+  t: Test,
+  fire: (i: number) => Promise<Outcome>,
+  limit: { id: string; value: number },
+  free: number,
+): Promise<Outcome[]> {
   const outcomes = await Promise.all(Array.from({ length: RACERS }, (_, i) => fire(i)));
   const created = outcomes.filter((o) => o.status === 201);
   const refused = outcomes.filter((o) => o.status !== 201);
@@ -46,17 +51,31 @@ t.test('platform.blobs_per_org: 5 on an organization holding 2, 20 creates at on
   await createBlob(app, user, org.id);
   await setOverride(app, 'platform.blobs_per_org', 'org', org.id, 5);
 
-  const created = await race(t, () => call(app, 'POST', `/v1/blobs/${org.id}`, {
-    as: user,
-    body: { type: 'svc.compute.workflow', alias: uniqueAlias('racer') },
-  }), { id: 'platform.blobs_per_org', value: 5 }, 3);
+  const created = await race(
+    t,
+    () =>
+      call(app, 'POST', `/v1/blobs/${org.id}`, {
+        as: user,
+        body: { type: 'svc.compute.workflow', alias: uniqueAlias('racer') },
+      }),
+    { id: 'platform.blobs_per_org', value: 5 },
+    3,
+  );
 
   const inDb = await count('SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid', org.id);
   t.equal(inDb, 5);
-  t.equal(await held(user, `/v1/orgs/${org.id}/limits`, 'platform.blobs_per_org'), inDb, 'held equals the blobs that exist');
+  t.equal(
+    await held(user, `/v1/orgs/${org.id}/limits`, 'platform.blobs_per_org'),
+    inDb,
+    'held equals the blobs that exist',
+  );
   // Each winner's first revision came with it, and nothing of a loser was left behind.
-  for (const o of created) t.equal(await count('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', o.body.blob.id), 1);
-  t.equal(await count(`SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid AND alias LIKE 'racer-%'`, org.id), 3);
+  for (const o of created)
+    t.equal(await count('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', o.body.blob.id), 1);
+  t.equal(
+    await count(`SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid AND alias LIKE 'racer-%'`, org.id),
+    3,
+  );
 });
 
 t.test('platform.revisions_per_blob: 6 on a blob holding 1, 20 creates at once', async (t) => {
@@ -65,21 +84,33 @@ t.test('platform.revisions_per_blob: 6 on a blob holding 1, 20 creates at once',
   const { blob } = await createBlob(app, user, org.id);
   await setOverride(app, 'platform.revisions_per_blob', 'blob', blob.id, 6);
 
-  const created = await race(t, () => call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: user, body: {} }),
-    { id: 'platform.revisions_per_blob', value: 6 }, 5);
+  const created = await race(
+    t,
+    () => call(app, 'POST', `/v1/blobs/${org.id}/${blob.id}/revisions`, { as: user, body: {} }),
+    { id: 'platform.revisions_per_blob', value: 6 },
+    5,
+  );
 
   const inDb = await count('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', blob.id);
   t.equal(inDb, 6);
   t.equal(await held(user, `/v1/blobs/${org.id}/${blob.id}/limits`, 'platform.revisions_per_blob'), inDb);
-  t.same(created.map((o) => o.body.revision.number).sort((a, b) => a - b), [2, 3, 4, 5, 6], 'numbers are unique and consecutive');
+  t.same(
+    created.map((o) => o.body.revision.number).sort((a, b) => a - b),
+    [2, 3, 4, 5, 6],
+    'numbers are unique and consecutive',
+  );
 });
 
 t.test('platform.orgs_per_user: 3 on a user holding 0, 20 creates at once', async (t) => {
   const user = await signInAnonymous(app, { defaultLimits: true });
   await setOverride(app, 'platform.orgs_per_user', 'user', user.user.id, 3);
 
-  await race(t, () => call(app, 'POST', '/v1/orgs', { as: user, body: { alias: uniqueAlias('racer') } }),
-    { id: 'platform.orgs_per_user', value: 3 }, 3);
+  await race(
+    t,
+    () => call(app, 'POST', '/v1/orgs', { as: user, body: { alias: uniqueAlias('racer') } }),
+    { id: 'platform.orgs_per_user', value: 3 },
+    3,
+  );
 
   const inDb = await count('SELECT count(*)::int AS n FROM orgs WHERE owner_id = $1::uuid', user.user.id);
   t.equal(inDb, 3);
@@ -93,10 +124,12 @@ t.test('creates and deletes racing on a full organization never pass the value',
   for (let i = 0; i < 3; i++) blobs.push((await createBlob(app, user, org.id)).blob);
   // Two deletes free two slots while twenty creates compete for them.
   const deletes = blobs.slice(0, 2).map((b) => call(app, 'DELETE', `/v1/blobs/${org.id}/${b.id}`, { as: user }));
-  const creates = Array.from({ length: RACERS }, () => call(app, 'POST', `/v1/blobs/${org.id}`, {
-    as: user,
-    body: { type: 'svc.compute.workflow', alias: uniqueAlias('swap') },
-  }));
+  const creates = Array.from({ length: RACERS }, () =>
+    call(app, 'POST', `/v1/blobs/${org.id}`, {
+      as: user,
+      body: { type: 'svc.compute.workflow', alias: uniqueAlias('swap') },
+    }),
+  );
   const [deleted, made] = await Promise.all([Promise.all(deletes), Promise.all(creates)]);
   t.ok(deleted.every((d) => d.status === 200));
   const won = made.filter((m) => m.status === 201).length;

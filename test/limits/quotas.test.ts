@@ -24,10 +24,16 @@ async function count(sql: string, id: string): Promise<number> {
 }
 const orgsOf = (userId: string) => count('SELECT count(*)::int AS n FROM orgs WHERE owner_id = $1::uuid', userId);
 const blobsOf = (orgId: string) => count('SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid', orgId);
-const revisionsOf = (blobId: string) => count('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', blobId);
+const revisionsOf = (blobId: string) =>
+  count('SELECT count(*)::int AS n FROM revisions WHERE blob_id = $1::uuid', blobId);
 
 /** Asserts a `limit_exceeded` refusal with exactly this limit object. */
-function refusedWith(t: Test, res: { status: number; body: any }, limit: Record<string, unknown>, what = 'refused'): void {
+function refusedWith(
+  t: Test,
+  res: { status: number; body: any },
+  limit: Record<string, unknown>,
+  what = 'refused',
+): void {
   t.equal(res.status, 400, what);
   t.equal(res.body.status, 'failure', what);
   t.equal(res.body.error, 'limit_exceeded', what);
@@ -60,7 +66,12 @@ t.test('platform.orgs_per_user: default 1, refused create takes no slot, delete 
   refusedWith(t, await postOrg(user), { id: 'platform.orgs_per_user', value: 3, held: 3 });
 
   await setOverride(app, 'platform.orgs_per_user', 'user', user.user.id, 0);
-  refusedWith(t, await postOrg(user), { id: 'platform.orgs_per_user', value: 0, held: 3 }, 'lowered below what is held: nothing more, nothing removed');
+  refusedWith(
+    t,
+    await postOrg(user),
+    { id: 'platform.orgs_per_user', value: 0, held: 3 },
+    'lowered below what is held: nothing more, nothing removed',
+  );
   t.equal(await orgsOf(user.user.id), 3);
 });
 
@@ -73,7 +84,12 @@ t.test('platform.blobs_per_org: default 3; a failed blob keeps its slot; delete 
   t.equal(await blobsOf(org.id), 3, 'the refused create took no slot');
 
   await db.query(`UPDATE blobs SET status = 'failed' WHERE id = $1::uuid`, [blobs[0]!.id]);
-  refusedWith(t, await postBlob(user, org.id), { id: 'platform.blobs_per_org', value: 3, held: 3 }, 'a failed blob still holds its slot');
+  refusedWith(
+    t,
+    await postBlob(user, org.id),
+    { id: 'platform.blobs_per_org', value: 3, held: 3 },
+    'a failed blob still holds its slot',
+  );
 
   t.equal((await call(app, 'DELETE', `/v1/blobs/${org.id}/${blobs[0]!.id}`, { as: user })).status, 200);
   t.equal((await postBlob(user, org.id)).status, 201, 'deleting the failed blob freed its slot');
@@ -94,7 +110,12 @@ t.test('platform.revisions_per_blob: default 2, the first revision comes with th
   t.equal(await revisionsOf(blob.id), 2, 'the refused create took no slot');
 
   await db.query(`UPDATE revisions SET status = 'failed' WHERE id = $1::uuid`, [second.id]);
-  refusedWith(t, await postRevision(user, org.id, blob.id), { id: 'platform.revisions_per_blob', value: 2, held: 2 }, 'a failed revision still holds its slot');
+  refusedWith(
+    t,
+    await postRevision(user, org.id, blob.id),
+    { id: 'platform.revisions_per_blob', value: 2, held: 2 },
+    'a failed revision still holds its slot',
+  );
 
   t.equal((await call(app, 'DELETE', `/v1/revisions/${second.id}`, { as: user })).status, 200);
   const third = await postRevision(user, org.id, blob.id);
@@ -102,23 +123,34 @@ t.test('platform.revisions_per_blob: default 2, the first revision comes with th
   refusedWith(t, await postRevision(user, org.id, blob.id), { id: 'platform.revisions_per_blob', value: 2, held: 2 });
 });
 
-t.test('revisions_per_blob 1 or 0: Create Blob still makes revision 1 unchecked, Create Revision is refused', async (t) => {
-  const user = await fresh();
-  const org = await createOrg(app, user);
-  for (const value of [1, 0]) {
-    await setOverride(app, 'platform.revisions_per_blob', 'org', org.id, value);
-    const created = await postBlob(user, org.id);
-    t.equal(created.status, 201, `value ${value}`);
-    t.equal(created.body.revision.number, 1);
-    refusedWith(t, await postRevision(user, org.id, created.body.blob.id), { id: 'platform.revisions_per_blob', value, held: 1 }, `value ${value}`);
-    t.equal(await revisionsOf(created.body.blob.id), 1);
-  }
-});
+t.test(
+  'revisions_per_blob 1 or 0: Create Blob still makes revision 1 unchecked, Create Revision is refused',
+  async (t) => {
+    const user = await fresh();
+    const org = await createOrg(app, user);
+    for (const value of [1, 0]) {
+      await setOverride(app, 'platform.revisions_per_blob', 'org', org.id, value);
+      const created = await postBlob(user, org.id);
+      t.equal(created.status, 201, `value ${value}`);
+      t.equal(created.body.revision.number, 1);
+      refusedWith(
+        t,
+        await postRevision(user, org.id, created.body.blob.id),
+        { id: 'platform.revisions_per_blob', value, held: 1 },
+        `value ${value}`,
+      );
+      t.equal(await revisionsOf(created.body.blob.id), 1);
+    }
+  },
+);
 
 t.test('an enabled entitlement gates creation: invalid_blob_type with the limit, no held', async (t) => {
   const user = await fresh();
   const org = await createOrg(app, user);
-  for (const [type, id] of [['svc.graph.graphdb', 'graphdb.enabled'], ['svc.dataset.nlp', 'nlp.enabled']] as const) {
+  for (const [type, id] of [
+    ['svc.graph.graphdb', 'graphdb.enabled'],
+    ['svc.dataset.nlp', 'nlp.enabled'],
+  ] as const) {
     const refused = await postBlob(user, org.id, type);
     t.equal(refused.status, 400, type);
     t.equal(refused.body.error, 'invalid_blob_type');
@@ -137,9 +169,20 @@ t.test('an enabled entitlement gates creation: invalid_blob_type with the limit,
   t.equal(again.body.error, 'invalid_blob_type');
   t.same(again.body.limit, { id: 'graphdb.enabled', value: false });
   t.equal((await call(app, 'GET', `/v1/blobs/${org.id}/${created.body.blob.id}`, { as: user })).status, 200);
-  t.same(await entry(user, `/v1/orgs/${org.id}/limits`, 'platform.blobs_per_org'), { value: 3, source: 'default', held: 1 });
-  t.same(await entry(user, `/v1/orgs/${org.id}/limits`, 'graphdb.enabled'), { value: false, source: 'org' }, 'the type still shows, false');
-  t.same(await entry(user, `/v1/blobs/${org.id}/${created.body.blob.id}/limits`, 'graphdb.enabled'), { value: false, source: 'org' });
+  t.same(await entry(user, `/v1/orgs/${org.id}/limits`, 'platform.blobs_per_org'), {
+    value: 3,
+    source: 'default',
+    held: 1,
+  });
+  t.same(
+    await entry(user, `/v1/orgs/${org.id}/limits`, 'graphdb.enabled'),
+    { value: false, source: 'org' },
+    'the type still shows, false',
+  );
+  t.same(await entry(user, `/v1/blobs/${org.id}/${created.body.blob.id}/limits`, 'graphdb.enabled'), {
+    value: false,
+    source: 'org',
+  });
 
   // A type enabled by default, turned off at the owner.
   await setOverride(app, 'workflow.enabled', 'user', user.user.id, false);
@@ -168,26 +211,48 @@ t.test('the nearest override wins: blob over organization over owner', async (t)
   const org = await createOrg(app, user);
   const { blob } = await createBlob(app, user, org.id);
   await setOverride(app, 'platform.blobs_per_org', 'user', user.user.id, 1);
-  refusedWith(t, await postBlob(user, org.id), { id: 'platform.blobs_per_org', value: 1, held: 1 }, 'the owner\'s override');
+  refusedWith(
+    t,
+    await postBlob(user, org.id),
+    { id: 'platform.blobs_per_org', value: 1, held: 1 },
+    "the owner's override",
+  );
   await setOverride(app, 'platform.blobs_per_org', 'org', org.id, 2);
   const second = await postBlob(user, org.id);
-  t.equal(second.status, 201, 'the organization\'s override wins over the owner\'s');
+  t.equal(second.status, 201, "the organization's override wins over the owner's");
   refusedWith(t, await postBlob(user, org.id), { id: 'platform.blobs_per_org', value: 2, held: 2 });
 
   await setOverride(app, 'platform.revisions_per_blob', 'user', user.user.id, 5);
   await setOverride(app, 'platform.revisions_per_blob', 'org', org.id, 1);
-  refusedWith(t, await postRevision(user, org.id, blob.id), { id: 'platform.revisions_per_blob', value: 1, held: 1 }, 'org over owner');
+  refusedWith(
+    t,
+    await postRevision(user, org.id, blob.id),
+    { id: 'platform.revisions_per_blob', value: 1, held: 1 },
+    'org over owner',
+  );
   await setOverride(app, 'platform.revisions_per_blob', 'blob', blob.id, 3);
   t.equal((await postRevision(user, org.id, blob.id)).status, 201, 'blob over org');
   t.equal((await postRevision(user, org.id, blob.id)).status, 201);
   refusedWith(t, await postRevision(user, org.id, blob.id), { id: 'platform.revisions_per_blob', value: 3, held: 3 });
   // The blob's override is its own: the other blob of the organization still has the org's 1.
-  refusedWith(t, await postRevision(user, org.id, second.body.blob.id), { id: 'platform.revisions_per_blob', value: 1, held: 1 });
-  t.same(await entry(user, `/v1/blobs/${org.id}/${blob.id}/limits`, 'platform.revisions_per_blob'), { value: 3, source: 'blob', held: 3 });
-  t.same(await entry(user, `/v1/blobs/${org.id}/${second.body.blob.id}/limits`, 'platform.revisions_per_blob'), { value: 1, source: 'org', held: 1 });
+  refusedWith(t, await postRevision(user, org.id, second.body.blob.id), {
+    id: 'platform.revisions_per_blob',
+    value: 1,
+    held: 1,
+  });
+  t.same(await entry(user, `/v1/blobs/${org.id}/${blob.id}/limits`, 'platform.revisions_per_blob'), {
+    value: 3,
+    source: 'blob',
+    held: 3,
+  });
+  t.same(await entry(user, `/v1/blobs/${org.id}/${second.body.blob.id}/limits`, 'platform.revisions_per_blob'), {
+    value: 1,
+    source: 'org',
+    held: 1,
+  });
 });
 
-t.test('an organization that changes owner follows the new owner\'s overrides on its next request', async (t) => {
+t.test("an organization that changes owner follows the new owner's overrides on its next request", async (t) => {
   const giver = await fresh();
   const taker = await fresh();
   const org = await createOrg(app, giver);
@@ -199,12 +264,20 @@ t.test('an organization that changes owner follows the new owner\'s overrides on
   const moved = await call(app, 'PATCH', `/v1/orgs/${org.id}`, { as: giver, body: { owner_id: taker.user.id } });
   t.equal(moved.status, 200);
   t.equal(moved.body.org.owner_id, taker.user.id);
-  t.same(await entry(taker, `/v1/orgs/${org.id}/limits`, 'platform.blobs_per_org'), { value: 2, source: 'user', held: 1 });
-  t.equal((await postBlob(taker, org.id)).status, 201, 'the new owner\'s value applies at once');
+  t.same(await entry(taker, `/v1/orgs/${org.id}/limits`, 'platform.blobs_per_org'), {
+    value: 2,
+    source: 'user',
+    held: 1,
+  });
+  t.equal((await postBlob(taker, org.id)).status, 201, "the new owner's value applies at once");
   refusedWith(t, await postBlob(taker, org.id), { id: 'platform.blobs_per_org', value: 2, held: 2 });
 
   // The giver's own count no longer includes the organization; the taker's does.
   t.equal(await orgsOf(giver.user.id), 0);
-  t.equal((await postOrg(giver)).status, 201, 'the giver\'s slot was freed by the transfer');
-  t.same(await entry(taker, `/v1/users/${taker.user.id}/limits`, 'platform.orgs_per_user'), { value: 1, source: 'default', held: 1 });
+  t.equal((await postOrg(giver)).status, 201, "the giver's slot was freed by the transfer");
+  t.same(await entry(taker, `/v1/users/${taker.user.id}/limits`, 'platform.orgs_per_user'), {
+    value: 1,
+    source: 'default',
+    held: 1,
+  });
 });

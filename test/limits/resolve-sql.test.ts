@@ -11,10 +11,48 @@ const db: Db = createDb({ connectionString: await createTestDatabase(t), max: 2 
 t.teardown(() => db.close());
 
 const VALUES: unknown[] = [
-  0, 1, 7, 60, 59, 61, 870, 871, 1_000, 1_001, 10_000, 10_001, 86_400, 86_401, 2 ** 53 - 1, 2 ** 53,
-  -1, 1.5, '5', '', true, false, null, {}, { value: 3 },
-  [], ['lodash'], ['lodash', 'date-fns'], ['@scope/pkg'], ['@scope/pkg/sub'], ['lodash', 'lodash'], ['Lodash'],
-  ['lodash\n'], ['a/b'], ['node:fs'], ['./x'], [1], [null], ['x'.repeat(214)], ['x'.repeat(215)], ['.x'], ['x~y_z-1.2'],
+  0,
+  1,
+  7,
+  60,
+  59,
+  61,
+  870,
+  871,
+  1_000,
+  1_001,
+  10_000,
+  10_001,
+  86_400,
+  86_401,
+  2 ** 53 - 1,
+  2 ** 53,
+  -1,
+  1.5,
+  '5',
+  '',
+  true,
+  false,
+  null,
+  {},
+  { value: 3 },
+  [],
+  ['lodash'],
+  ['lodash', 'date-fns'],
+  ['@scope/pkg'],
+  ['@scope/pkg/sub'],
+  ['lodash', 'lodash'],
+  ['Lodash'],
+  ['lodash\n'],
+  ['a/b'],
+  ['node:fs'],
+  ['./x'],
+  [1],
+  [null],
+  ['x'.repeat(214)],
+  ['x'.repeat(215)],
+  ['.x'],
+  ['x~y_z-1.2'],
 ];
 
 interface Case {
@@ -23,12 +61,21 @@ interface Case {
 }
 
 function casesOf(spec: CatalogEntry): Case[] {
-  const cases: Case[] = [{ spec, overrides: {} }, { spec, overrides: { user: {}, org: {}, blob: {} } }];
+  const cases: Case[] = [
+    { spec, overrides: {} },
+    { spec, overrides: { user: {}, org: {}, blob: {} } },
+  ];
   for (const value of [...VALUES, spec.default, spec.most_permissive]) {
     for (const level of OVERRIDE_LEVELS) cases.push({ spec, overrides: { [level]: { [spec.id]: value } } });
     // An invalid nearer level gives way to the next farther one; a valid nearer one wins.
-    cases.push({ spec, overrides: { user: { [spec.id]: spec.default }, org: { [spec.id]: 3 }, blob: { [spec.id]: value } } });
-    cases.push({ spec, overrides: { user: { [spec.id]: value }, org: { [spec.id]: ['zod'] }, blob: { [spec.id]: 'not a value' } } });
+    cases.push({
+      spec,
+      overrides: { user: { [spec.id]: spec.default }, org: { [spec.id]: 3 }, blob: { [spec.id]: value } },
+    });
+    cases.push({
+      spec,
+      overrides: { user: { [spec.id]: value }, org: { [spec.id]: ['zod'] }, blob: { [spec.id]: 'not a value' } },
+    });
     cases.push({ spec, overrides: { user: { [spec.id]: true }, org: { [spec.id]: value }, blob: { other: 1 } } });
   }
   return cases;
@@ -48,7 +95,12 @@ t.test('resolve_limit answers as resolveLimit for every catalog entry', async (t
   cases.forEach((c, i) => {
     const expected = resolveLimit(c.spec.id, c.overrides);
     sources.add(expected.source);
-    if (expected.source !== 'default' && c.overrides[expected.source]![c.spec.id] !== expected.value && !Array.isArray(expected.value)) clamped += 1;
+    if (
+      expected.source !== 'default' &&
+      c.overrides[expected.source]![c.spec.id] !== expected.value &&
+      !Array.isArray(expected.value)
+    )
+      clamped += 1;
     const got = rows[i]!.resolved;
     if (JSON.stringify(got.value) !== JSON.stringify(expected.value) || got.source !== expected.source) {
       differing += 1;

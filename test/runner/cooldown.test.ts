@@ -19,7 +19,12 @@ const bob = await signInAnonymous(app);
 const ONE = { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } };
 
 async function graphql(ops: FastifyInstance, query: string): Promise<any> {
-  const res = await ops.inject({ method: 'POST', url: '/graphql', headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` }, payload: { query } });
+  const res = await ops.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
+    payload: { query },
+  });
   const body = res.json();
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
@@ -31,12 +36,23 @@ t.test('strikes double the cool-down, a burst counts once, a day later the count
   t.equal(first?.strikes, 1);
   const seconds = (first!.until.getTime() - first!.lastStrikeAt.getTime()) / 1000;
   t.ok(Math.abs(seconds - COOLDOWN_BASE_SECONDS) < 2, `the first cool-down is ${COOLDOWN_BASE_SECONDS} s`);
-  t.equal((await recordStrike(db, flow.orgId, 'again at once'))?.strikes, 1, 'a strike in the same burst does not count again');
-  await db.query(`UPDATE sandbox_cooldowns SET last_strike_at = now() - interval '1 minute' WHERE org_id = $1`, [flow.orgId]);
+  t.equal(
+    (await recordStrike(db, flow.orgId, 'again at once'))?.strikes,
+    1,
+    'a strike in the same burst does not count again',
+  );
+  await db.query(`UPDATE sandbox_cooldowns SET last_strike_at = now() - interval '1 minute' WHERE org_id = $1`, [
+    flow.orgId,
+  ]);
   const second = await recordStrike(db, flow.orgId, 'a minute later');
   t.equal(second?.strikes, 2);
-  t.ok(second!.until.getTime() - second!.lastStrikeAt.getTime() >= 2 * COOLDOWN_BASE_SECONDS * 1000 - 2000, 'twice as long');
-  await db.query(`UPDATE sandbox_cooldowns SET last_strike_at = now() - interval '25 hours' WHERE org_id = $1`, [flow.orgId]);
+  t.ok(
+    second!.until.getTime() - second!.lastStrikeAt.getTime() >= 2 * COOLDOWN_BASE_SECONDS * 1000 - 2000,
+    'twice as long',
+  );
+  await db.query(`UPDATE sandbox_cooldowns SET last_strike_at = now() - interval '25 hours' WHERE org_id = $1`, [
+    flow.orgId,
+  ]);
   t.equal((await recordStrike(db, flow.orgId, 'a day later'))?.strikes, 1, 'forgiven after a day');
   t.equal(await recordStrike(db, '00000000-0000-4000-8000-000000000000', 'no such org'), null);
   t.equal(await recordStrike(db, 'not-an-org', 'no tenant'), null);
@@ -46,7 +62,12 @@ t.test('strikes double the cool-down, a burst counts once, a day later the count
 t.test("a cooled-down organization's code fails at once, others run; ops lists it and can end it", async (t) => {
   const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const runner = await startRunner(t, databaseUrl);
-  const registration = await registerRunner(db, { host: 'test-host', pid: process.pid, version: 'test' }, () => {}, () => runner.runner.sandbox());
+  const registration = await registerRunner(
+    db,
+    { host: 'test-host', pid: process.pid, version: 'test' },
+    () => {},
+    () => runner.runner.sandbox(),
+  );
   t.teardown(() => registration.stop());
 
   const hostile = await createWorkflow(app, mallory);
@@ -55,16 +76,38 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
   await recordStrike(db, hostile.orgId, 'isolated-vm reported a catastrophic error: out of memory');
 
   // The runner reads cool-downs every 5 s: wait until mallory's code is refused.
-  const refused = await waitFor(async () => waitForEnd(app, mallory, hostile, (await startExecution(app, mallory, hostile, hostileOne)).id), (ended) => ended.error?.code === 'code_cooldown', 'the cool-down to reach the runner');
+  const refused = await waitFor(
+    async () => waitForEnd(app, mallory, hostile, (await startExecution(app, mallory, hostile, hostileOne)).id),
+    (ended) => ended.error?.code === 'code_cooldown',
+    'the cool-down to reach the runner',
+  );
   t.equal(refused.status, 'failed');
   t.match(refused.error.message, /cooled down until .*memory bomb/);
-  const fine = await waitForEnd(app, bob, flow, (await startExecution(app, bob, flow, await define(app, bob, flow, ONE))).id);
+  const fine = await waitForEnd(
+    app,
+    bob,
+    flow,
+    (await startExecution(app, bob, flow, await define(app, bob, flow, ONE))).id,
+  );
   t.equal(fine.status, 'succeeded', "another organization's code runs");
 
   const listed = await graphql(ops, '{ sandboxCooldowns { orgId strikes reason active } }');
-  t.same(listed.sandboxCooldowns, [{ orgId: hostile.orgId, strikes: 1, reason: 'isolated-vm reported a catastrophic error: out of memory', active: true }]);
+  t.same(listed.sandboxCooldowns, [
+    {
+      orgId: hostile.orgId,
+      strikes: 1,
+      reason: 'isolated-vm reported a catastrophic error: out of memory',
+      active: true,
+    },
+  ]);
   const sandbox = await waitFor(
-    async () => (await graphql(ops, '{ runners { host sandbox { isolatesLive isolatesBusy isolatesIdle runsWaiting contexts contextsMade contextsReused isolatesRecycled organizations { orgId waiting busy } } } }')).runners,
+    async () =>
+      (
+        await graphql(
+          ops,
+          '{ runners { host sandbox { isolatesLive isolatesBusy isolatesIdle runsWaiting contexts contextsMade contextsReused isolatesRecycled organizations { orgId waiting busy } } } }',
+        )
+      ).runners,
     (runners: any[]) => runners.some((r) => r.host === 'test-host' && r.sandbox !== null && r.sandbox.isolatesLive > 0),
     'the runner to report its sandbox with a heartbeat',
   );
@@ -76,8 +119,14 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
   t.equal(typeof reported.contextsReused, 'number');
   t.equal(reported.isolatesRecycled, 0, 'no isolate was retired');
 
-  t.same(await graphql(ops, `mutation { clearSandboxCooldown(orgId: "${hostile.orgId}") }`), { clearSandboxCooldown: true });
+  t.same(await graphql(ops, `mutation { clearSandboxCooldown(orgId: "${hostile.orgId}") }`), {
+    clearSandboxCooldown: true,
+  });
   t.same((await graphql(ops, '{ sandboxCooldowns(all: true) { orgId } }')).sandboxCooldowns, []);
-  const again = await waitFor(async () => waitForEnd(app, mallory, hostile, (await startExecution(app, mallory, hostile, hostileOne)).id), (ended) => ended.status === 'succeeded', 'the runner to hear the cool-down ended');
+  const again = await waitFor(
+    async () => waitForEnd(app, mallory, hostile, (await startExecution(app, mallory, hostile, hostileOne)).id),
+    (ended) => ended.status === 'succeeded',
+    'the runner to hear the cool-down ended',
+  );
   t.equal(again.output, 1);
 });

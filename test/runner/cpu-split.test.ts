@@ -24,9 +24,21 @@ t.test('CPU lists parse and format as Linux writes them', async (t) => {
 t.test('a runner alone keeps every CPU; runners that fit split them in contiguous shares', async (t) => {
   const four = [0, 1, 2, 3];
   t.same(cpuShare(four, 0, 1), four);
-  t.same([0, 1].map((i) => cpuShare(four, i, 2)), [[0, 1], [2, 3]]);
-  t.same([0, 1, 2].map((i) => cpuShare(four, i, 3)), [[0], [1], [2, 3]]);
-  t.same([0, 1, 2, 3].map((i) => cpuShare(four, i, 4)), [[0], [1], [2], [3]]);
+  t.same(
+    [0, 1].map((i) => cpuShare(four, i, 2)),
+    [
+      [0, 1],
+      [2, 3],
+    ],
+  );
+  t.same(
+    [0, 1, 2].map((i) => cpuShare(four, i, 3)),
+    [[0], [1], [2, 3]],
+  );
+  t.same(
+    [0, 1, 2, 3].map((i) => cpuShare(four, i, 4)),
+    [[0], [1], [2], [3]],
+  );
   t.same(cpuShare([2, 5], 1, 2), [5], 'the CPUs the process was given, not 0..n');
   // Five runners on four CPUs: any fixed share would put two on one CPU while others have one.
   t.same(cpuShare(four, 4, 5), four);
@@ -53,40 +65,65 @@ async function waitForCpus(pid: number, wanted: string): Promise<string[]> {
   }
 }
 
-t.test('two runner processes on one host each take half its CPUs, every thread of them; the one left takes them all back', { skip: !linuxWithCpus && 'needs Linux and at least two CPUs' }, async (t) => {
-  const cpus = host as number[];
-  const system = await startSystem({ runners: 2, databaseUrl: await createTestDatabase(t) });
-  t.teardown(() => system.stop());
-  const [first, second] = system.runners as [typeof system.runners[0], typeof system.runners[0]];
-  const shares = [cpuShare(cpus, 0, 2), cpuShare(cpus, 1, 2)].map(formatCpuList);
-  t.not(shares[0], shares[1]);
-  t.same(await waitForCpus(first.pid, shares[0]!), [shares[0]], `the first runner's threads run on ${shares[0]}`);
-  t.same(await waitForCpus(second.pid, shares[1]!), [shares[1]], `the second runner's threads run on ${shares[1]}`);
+t.test(
+  'two runner processes on one host each take half its CPUs, every thread of them; the one left takes them all back',
+  { skip: !linuxWithCpus && 'needs Linux and at least two CPUs' },
+  async (t) => {
+    const cpus = host as number[];
+    const system = await startSystem({ runners: 2, databaseUrl: await createTestDatabase(t) });
+    t.teardown(() => system.stop());
+    const [first, second] = system.runners as [(typeof system.runners)[0], (typeof system.runners)[0]];
+    const shares = [cpuShare(cpus, 0, 2), cpuShare(cpus, 1, 2)].map(formatCpuList);
+    t.not(shares[0], shares[1]);
+    t.same(await waitForCpus(first.pid, shares[0]!), [shares[0]], `the first runner's threads run on ${shares[0]}`);
+    t.same(await waitForCpus(second.pid, shares[1]!), [shares[1]], `the second runner's threads run on ${shares[1]}`);
 
-  await system.stopProcess(second);
-  const all = formatCpuList(cpus);
-  t.same(await waitForCpus(first.pid, all), [all], 'alone again, the first runner runs on every CPU');
-});
+    await system.stopProcess(second);
+    const all = formatCpuList(cpus);
+    t.same(await waitForCpus(first.pid, all), [all], 'alone again, the first runner runs on every CPU');
+  },
+);
 
-t.test('RUNNER_CPU_SPLIT=off leaves the CPUs to the scheduler', { skip: !linuxWithCpus && 'needs Linux and at least two CPUs' }, async (t) => {
-  const system = await startSystem({ runners: 2, databaseUrl: await createTestDatabase(t), env: { RUNNER_CPU_SPLIT: 'off' } });
-  t.teardown(() => system.stop());
-  // Long enough for two looks at the registry (every 2 s) by each runner.
-  await sleep(5_000);
-  const all = formatCpuList(host as number[]);
-  for (const runner of system.runners) t.same(await processCpus(runner.pid), [all], `runner ${runner.pid} runs on every CPU`);
-});
+t.test(
+  'RUNNER_CPU_SPLIT=off leaves the CPUs to the scheduler',
+  { skip: !linuxWithCpus && 'needs Linux and at least two CPUs' },
+  async (t) => {
+    const system = await startSystem({
+      runners: 2,
+      databaseUrl: await createTestDatabase(t),
+      env: { RUNNER_CPU_SPLIT: 'off' },
+    });
+    t.teardown(() => system.stop());
+    // Long enough for two looks at the registry (every 2 s) by each runner.
+    await sleep(5_000);
+    const all = formatCpuList(host as number[]);
+    for (const runner of system.runners)
+      t.same(await processCpus(runner.pid), [all], `runner ${runner.pid} runs on every CPU`);
+  },
+);
 
-t.test('without taskset the runners keep every CPU, say why once each, and go on working', { skip: !linuxWithCpus && 'needs Linux and at least two CPUs' }, async (t) => {
-  // The runners are started by absolute path, so an empty PATH only hides taskset from them.
-  const system = await startSystem({ runners: 2, databaseUrl: await createTestDatabase(t), env: { PATH: '/nonexistent' } });
-  t.teardown(() => system.stop());
-  // Three looks at the registry by each runner: a failure must not be retried and reported again.
-  await sleep(6_500);
-  const all = formatCpuList(host as number[]);
-  for (const runner of system.runners) {
-    t.ok(runner.running(), `runner ${runner.pid} runs`);
-    t.same(await processCpus(runner.pid), [all], `runner ${runner.pid} runs on every CPU`);
-    t.equal(runner.output.filter((line) => line.includes('CPU split failed')).length, 1, `runner ${runner.pid} said why once`);
-  }
-});
+t.test(
+  'without taskset the runners keep every CPU, say why once each, and go on working',
+  { skip: !linuxWithCpus && 'needs Linux and at least two CPUs' },
+  async (t) => {
+    // The runners are started by absolute path, so an empty PATH only hides taskset from them.
+    const system = await startSystem({
+      runners: 2,
+      databaseUrl: await createTestDatabase(t),
+      env: { PATH: '/nonexistent' },
+    });
+    t.teardown(() => system.stop());
+    // Three looks at the registry by each runner: a failure must not be retried and reported again.
+    await sleep(6_500);
+    const all = formatCpuList(host as number[]);
+    for (const runner of system.runners) {
+      t.ok(runner.running(), `runner ${runner.pid} runs`);
+      t.same(await processCpus(runner.pid), [all], `runner ${runner.pid} runs on every CPU`);
+      t.equal(
+        runner.output.filter((line) => line.includes('CPU split failed')).length,
+        1,
+        `runner ${runner.pid} said why once`,
+      );
+    }
+  },
+);

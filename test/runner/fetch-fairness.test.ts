@@ -11,14 +11,17 @@ import { createWorkflow, define, startExecution, startRunner, waitForEnd } from 
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 
-const GRAPH = { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default (input) => input' } } } };
+const GRAPH = {
+  start: 'one',
+  nodes: { one: { processor: 'logic.code', config: { code: 'export default (input) => input' } } },
+};
 
-t.test('the k-th unfinished execution of an organization waits behind every organization\'s first k', async (t) => {
+t.test("the k-th unfinished execution of an organization waits behind every organization's first k", async (t) => {
   t.equal(fairPriority(undefined), 0);
-  t.equal(fairPriority(1), 0, 'an organization\'s only execution goes first');
+  t.equal(fairPriority(1), 0, "an organization's only execution goes first");
   t.equal(fairPriority(2), -1);
   t.equal(fairPriority(100_001), -100_000);
-  t.equal(fairPriority(Number.MAX_SAFE_INTEGER), -2_000_000_000, 'clamped to pg-boss\'s integer priority');
+  t.equal(fairPriority(Number.MAX_SAFE_INTEGER), -2_000_000_000, "clamped to pg-boss's integer priority");
 });
 
 t.test("a backlog of one organization does not hold back another organization's first execution", async (t) => {
@@ -40,13 +43,18 @@ t.test("a backlog of one organization does not hold back another organization's 
   t.equal(priorityOf.get(first.id), 0);
   t.equal(priorityOf.get(backlogIds[0]!), 0);
   // Creates batched together may read their organization's count in one snapshot: ±1 per batch.
-  t.ok(priorityOf.get(backlogIds[39]!)! <= -30, `the backlog's last wake-up waits behind the rest (${priorityOf.get(backlogIds[39]!)})`);
+  t.ok(
+    priorityOf.get(backlogIds[39]!)! <= -30,
+    `the backlog's last wake-up waits behind the rest (${priorityOf.get(backlogIds[39]!)})`,
+  );
 
   // A runner that fetches and works on 4 at a time.
   await startRunner(t, databaseUrl, { batchSize: 4, concurrency: 4 });
   const ended = await waitForEnd(app, other, flow, first.id);
   t.equal(ended.status, 'succeeded');
-  const { rows: [ahead] } = await db.query<{ n: number }>(
+  const {
+    rows: [ahead],
+  } = await db.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM executions WHERE id = ANY($1::uuid[]) AND started_at < $2::timestamptz',
     [backlogIds, ended.started_at],
   );

@@ -48,10 +48,24 @@ t.test('a subscriber to an execution receives each of its events once, in order'
   }
   for (const execution of executions) {
     const stored = await executionEvents(app, alice, flow, execution.id);
-    t.same(pushed.get(execution.id)!.map((event) => event.id), stored.map((event: any) => event.id), 'every stored event pushed once, in order');
-    t.same(stored.map((event: any) => `${event.kind}${event.node ? `:${event.node}` : ''}`), [
-      'execution.started', 'node.started:a', 'node.finished:a', 'node.started:b', 'node.finished:b', 'node.started:c', 'node.failed:c', 'execution.finished',
-    ]);
+    t.same(
+      pushed.get(execution.id)!.map((event) => event.id),
+      stored.map((event: any) => event.id),
+      'every stored event pushed once, in order',
+    );
+    t.same(
+      stored.map((event: any) => `${event.kind}${event.node ? `:${event.node}` : ''}`),
+      [
+        'execution.started',
+        'node.started:a',
+        'node.finished:a',
+        'node.started:b',
+        'node.finished:b',
+        'node.started:c',
+        'node.failed:c',
+        'execution.finished',
+      ],
+    );
   }
   t.equal(socket.pendingNotifications(), 0, 'nothing pushed twice');
 });

@@ -43,21 +43,29 @@ t.test('yieldCpu refuses what is not a nice value, before changing anything', as
   for (const bad of [-1, 20, 1.5, Number.NaN]) t.throws(() => yieldCpu(bad), RangeError, String(bad));
 });
 
-t.test('every thread of the process ends at the nice value: those that existed, and one started after', { skip: process.platform !== 'linux' && 'nice values per thread are read from Linux /proc' }, async (t) => {
-  const proc = await child('return yieldCpu(7);');
-  t.teardown(proc.stop);
-  const printed = proc.printed as { nice: number; raised: number };
-  t.equal(printed.nice, 7);
-  const nices = await threadNices(proc.pid);
-  // The main thread, V8's platform threads (started before the call) and the worker thread.
-  t.ok(printed.raised >= 2, `raised ${printed.raised} threads`);
-  t.ok(nices.length > printed.raised, 'the worker thread started after the call is counted too');
-  t.same([...new Set(nices)], [7], `thread nice values: ${nices.join(', ')}`);
-});
+t.test(
+  'every thread of the process ends at the nice value: those that existed, and one started after',
+  { skip: process.platform !== 'linux' && 'nice values per thread are read from Linux /proc' },
+  async (t) => {
+    const proc = await child('return yieldCpu(7);');
+    t.teardown(proc.stop);
+    const printed = proc.printed as { nice: number; raised: number };
+    t.equal(printed.nice, 7);
+    const nices = await threadNices(proc.pid);
+    // The main thread, V8's platform threads (started before the call) and the worker thread.
+    t.ok(printed.raised >= 2, `raised ${printed.raised} threads`);
+    t.ok(nices.length > printed.raised, 'the worker thread started after the call is counted too');
+    t.same([...new Set(nices)], [7], `thread nice values: ${nices.join(', ')}`);
+  },
+);
 
-t.test('a thread already at a higher nice value keeps it: yieldCpu never asks for more priority', { skip: process.platform !== 'linux' && 'nice values per thread are read from Linux /proc' }, async (t) => {
-  const proc = await child('yieldCpu(12); return yieldCpu(7);');
-  t.teardown(proc.stop);
-  t.same(proc.printed, { nice: 12, raised: 0 });
-  t.same([...new Set(await threadNices(proc.pid))], [12]);
-});
+t.test(
+  'a thread already at a higher nice value keeps it: yieldCpu never asks for more priority',
+  { skip: process.platform !== 'linux' && 'nice values per thread are read from Linux /proc' },
+  async (t) => {
+    const proc = await child('yieldCpu(12); return yieldCpu(7);');
+    t.teardown(proc.stop);
+    t.same(proc.printed, { nice: 12, raised: 0 });
+    t.same([...new Set(await threadNices(proc.pid))], [12]);
+  },
+);

@@ -35,14 +35,20 @@ interface Scene {
   executionId: string;
 }
 
-const ANY_GRAPH = { start: 'a', nodes: { a: { processor: 'logic.switch', config: { cases: [{ when: { path: 'x', exists: true }, route: 'x' }] } } } };
+const ANY_GRAPH = {
+  start: 'a',
+  nodes: { a: { processor: 'logic.switch', config: { cases: [{ when: { path: 'x', exists: true }, route: 'x' }] } } },
+};
 
 /** A fresh workflow blob with a session and a (queued, never run) execution whose id the writes carry. */
 async function scene(): Promise<Scene> {
   const { blob, revision } = await createBlob(app, alice, org.id);
   const session = (await ok(revision.id, 'create_session', {})).session;
-  const definition = (await ok(revision.id, 'create_definition', { category: 'workflow', graph: ANY_GRAPH })).definition;
-  const execution = (await ok(revision.id, 'create_execution', { session_id: session.id, definition_id: definition.id })).execution;
+  const definition = (await ok(revision.id, 'create_definition', { category: 'workflow', graph: ANY_GRAPH }))
+    .definition;
+  const execution = (
+    await ok(revision.id, 'create_execution', { session_id: session.id, definition_id: definition.id })
+  ).execution;
   return { blobId: blob.id, revisionId: revision.id, sessionId: session.id, executionId: execution.id };
 }
 
@@ -58,7 +64,14 @@ const LIMITS: RunLimits = {
 function contextOf(s: Scene, node: string, limits: Partial<RunLimits> = {}, database: Db = db): RunContext {
   return {
     db: database,
-    execution: { id: s.executionId, sessionId: s.sessionId, orgId: org.id, blobId: s.blobId, revisionId: s.revisionId, limits: { ...LIMITS, ...limits } },
+    execution: {
+      id: s.executionId,
+      sessionId: s.sessionId,
+      orgId: org.id,
+      blobId: s.blobId,
+      revisionId: s.revisionId,
+      limits: { ...LIMITS, ...limits },
+    },
     node,
     signal: new AbortController().signal,
   };
@@ -89,18 +102,32 @@ const passedOn = (input: unknown): NodeResult => ({ kind: 'route', route: 'succe
 t.test('object.put writes `value`, or the input with from_input, and passes the input on', async (t) => {
   const s = await scene();
   const input = { order: 7 };
-  t.same(await objectPut.run(contextOf(s, 'save'), { alias: 'settings', value: { currency: 'EUR' } }, input), passedOn(input));
+  t.same(
+    await objectPut.run(contextOf(s, 'save'), { alias: 'settings', value: { currency: 'EUR' } }, input),
+    passedOn(input),
+  );
   t.same(await objectPut.run(contextOf(s, 'keep'), { alias: 'last-order', from_input: true }, input), passedOn(input));
   // `value: null` is a value like any other.
   t.same(await objectPut.run(contextOf(s, 'clear'), { alias: 'nothing', value: null }, 'ignored'), passedOn('ignored'));
 
-  t.same((await objects(s)).map((o) => [o.alias, o.value]), [['settings', { currency: 'EUR' }], ['last-order', { order: 7 }], ['nothing', null]]);
+  t.same(
+    (await objects(s)).map((o) => [o.alias, o.value]),
+    [
+      ['settings', { currency: 'EUR' }],
+      ['last-order', { order: 7 }],
+      ['nothing', null],
+    ],
+  );
   const written = await events(s, 'object.written');
-  t.same(written.map((e) => [e.execution_id, e.node, e.attributes.alias, e.attributes.created]), [
-    [s.executionId, 'save', 'settings', true],
-    [s.executionId, 'keep', 'last-order', true],
-    [s.executionId, 'clear', 'nothing', true],
-  ], 'each write is one object.written event naming the execution and node');
+  t.same(
+    written.map((e) => [e.execution_id, e.node, e.attributes.alias, e.attributes.created]),
+    [
+      [s.executionId, 'save', 'settings', true],
+      [s.executionId, 'keep', 'last-order', true],
+      [s.executionId, 'clear', 'nothing', true],
+    ],
+    'each write is one object.written event naming the execution and node',
+  );
 });
 
 t.test('object.put is held to the quota value the execution started with, not the one in force', async (t) => {
@@ -109,15 +136,33 @@ t.test('object.put is held to the quota value the execution started with, not th
   await setOverride(app, 'workflow.session_objects_per_session', 'blob', s.blobId, 1);
   const ctx = contextOf(s, 'put', { 'workflow.session_objects_per_session': 2 });
   t.same(await objectPut.run(ctx, { alias: 'one', value: 1 }, null), passedOn(null));
-  t.same(await objectPut.run(ctx, { alias: 'two', value: 2 }, null), passedOn(null), 'past the value in force, within the stored one');
+  t.same(
+    await objectPut.run(ctx, { alias: 'two', value: 2 }, null),
+    passedOn(null),
+    'past the value in force, within the stored one',
+  );
 
   const refused = await objectPut.run(ctx, { alias: 'three', value: 3 }, { keep: true });
   t.same(refused, {
     kind: 'failure',
-    error: { code: 'limit_exceeded', message: 'Limit workflow.session_objects_per_session is 2 and 2 are held.', limit: { id: 'workflow.session_objects_per_session', value: 2, held: 2 } },
+    error: {
+      code: 'limit_exceeded',
+      message: 'Limit workflow.session_objects_per_session is 2 and 2 are held.',
+      limit: { id: 'workflow.session_objects_per_session', value: 2, held: 2 },
+    },
   });
-  t.same(await objectPut.run(ctx, { alias: 'two', value: 'again' }, null), passedOn(null), 'replacing an alias takes no slot');
-  t.same((await objects(s)).map((o) => [o.alias, o.value]), [['one', 1], ['two', 'again']]);
+  t.same(
+    await objectPut.run(ctx, { alias: 'two', value: 'again' }, null),
+    passedOn(null),
+    'replacing an alias takes no slot',
+  );
+  t.same(
+    (await objects(s)).map((o) => [o.alias, o.value]),
+    [
+      ['one', 1],
+      ['two', 'again'],
+    ],
+  );
 
   // The other way round: in force 100, stored 1.
   const other = await scene();
@@ -126,14 +171,22 @@ t.test('object.put is held to the quota value the execution started with, not th
   t.same(await objectPut.run(low, { alias: 'one', value: 1 }, null), passedOn(null));
   const lowRefused = await objectPut.run(low, { alias: 'two', value: 2 }, null);
   t.equal(lowRefused.kind, 'failure');
-  t.same(lowRefused.kind === 'failure' && lowRefused.error.limit, { id: 'workflow.session_objects_per_session', value: 1, held: 1 });
+  t.same(lowRefused.kind === 'failure' && lowRefused.error.limit, {
+    id: 'workflow.session_objects_per_session',
+    value: 1,
+    held: 1,
+  });
   t.equal((await objects(other)).length, 1);
 });
 
 t.test('object.put refuses a value past workflow.session_object_bytes with session_object_too_large', async (t) => {
   const s = await scene();
   const exact = 'a'.repeat(OBJECT_BYTES - 2);
-  t.same(await objectPut.run(contextOf(s, 'put'), { alias: 'exact', from_input: true }, exact), passedOn(exact), 'exactly the ceiling is accepted');
+  t.same(
+    await objectPut.run(contextOf(s, 'put'), { alias: 'exact', from_input: true }, exact),
+    passedOn(exact),
+    'exactly the ceiling is accepted',
+  );
   const over = await objectPut.run(contextOf(s, 'put'), { alias: 'over', value: 'a'.repeat(OBJECT_BYTES - 1) }, null);
   t.same(over, {
     kind: 'failure',
@@ -143,7 +196,10 @@ t.test('object.put refuses a value past workflow.session_object_bytes with sessi
       limit: { id: 'workflow.session_object_bytes', value: OBJECT_BYTES },
     },
   });
-  t.same((await objects(s)).map((o) => o.alias), ['exact']);
+  t.same(
+    (await objects(s)).map((o) => o.alias),
+    ['exact'],
+  );
   t.equal((await events(s, 'object.written')).length, 1, 'a refused write leaves no event');
 });
 
@@ -151,7 +207,8 @@ t.test('object.put fails without a limit when the session is being deleted', asy
   const s = await scene();
   await markDeleting(app, s.sessionId);
   t.same(await objectPut.run(contextOf(s, 'put'), { alias: 'late', value: 1 }, null), {
-    kind: 'failure', error: { code: 'conflict', message: 'The session is being deleted.' },
+    kind: 'failure',
+    error: { code: 'conflict', message: 'The session is being deleted.' },
   });
 });
 
@@ -160,22 +217,35 @@ t.test('object.put fails without a limit when the session is being deleted', asy
 t.test('thread.post posts text, data or the input, to `main` or a named thread, and passes the input on', async (t) => {
   const s = await scene();
   const input = { total: 12 };
-  t.same(await threadPost.run(contextOf(s, 'note'), { text: 'order received' }, input), passedOn(input), 'text only: the input is not posted');
+  t.same(
+    await threadPost.run(contextOf(s, 'note'), { text: 'order received' }, input),
+    passedOn(input),
+    'text only: the input is not posted',
+  );
   t.same(await threadPost.run(contextOf(s, 'raw'), { thread: 'alerts' }, input), passedOn(input));
   t.same(await threadPost.run(contextOf(s, 'both'), { text: 'see data', data: [1, 2] }, input), passedOn(input));
   t.same(await threadPost.run(contextOf(s, 'nulled'), { text: 'no data', data: null }, input), passedOn(input));
 
   const items = await threadItems(s);
-  t.same(items.map((i) => [i.thread, i.text, i.data, i.files, i.author_id, i.execution_id]), [
-    ['main', 'order received', null, [], null, s.executionId],
-    ['alerts', null, { total: 12 }, [], null, s.executionId],
-    ['main', 'see data', [1, 2], [], null, s.executionId],
-    ['main', 'no data', null, [], null, s.executionId],
-  ]);
+  t.same(
+    items.map((i) => [i.thread, i.text, i.data, i.files, i.author_id, i.execution_id]),
+    [
+      ['main', 'order received', null, [], null, s.executionId],
+      ['alerts', null, { total: 12 }, [], null, s.executionId],
+      ['main', 'see data', [1, 2], [], null, s.executionId],
+      ['main', 'no data', null, [], null, s.executionId],
+    ],
+  );
   const posted = await events(s, 'thread.item_posted');
-  t.same(posted.map((e) => [e.execution_id, e.node, e.attributes.thread]), [
-    [s.executionId, 'note', 'main'], [s.executionId, 'raw', 'alerts'], [s.executionId, 'both', 'main'], [s.executionId, 'nulled', 'main'],
-  ]);
+  t.same(
+    posted.map((e) => [e.execution_id, e.node, e.attributes.thread]),
+    [
+      [s.executionId, 'note', 'main'],
+      [s.executionId, 'raw', 'alerts'],
+      [s.executionId, 'both', 'main'],
+      [s.executionId, 'nulled', 'main'],
+    ],
+  );
 });
 
 t.test('thread.post names session files', async (t) => {
@@ -183,15 +253,25 @@ t.test('thread.post names session files', async (t) => {
   const upload = await app.inject({
     method: 'POST',
     url: `/v1/revisions/${s.revisionId}/upload_session_file`,
-    headers: { ...alice.headers, 'content-type': 'application/octet-stream', 'x-request-body': JSON.stringify({ session_id: s.sessionId, alias: 'invoice-pdf' }) },
+    headers: {
+      ...alice.headers,
+      'content-type': 'application/octet-stream',
+      'x-request-body': JSON.stringify({ session_id: s.sessionId, alias: 'invoice-pdf' }),
+    },
     payload: Buffer.from('%PDF-1.7'),
   });
   t.equal(upload.statusCode, 200);
   t.same(await threadPost.run(contextOf(s, 'post'), { text: 'invoice', files: ['invoice-pdf'] }, null), passedOn(null));
-  t.same((await threadItems(s)).map((i) => i.files), [['invoice-pdf']]);
+  t.same(
+    (await threadItems(s)).map((i) => i.files),
+    [['invoice-pdf']],
+  );
 
   const unknown = await threadPost.run(contextOf(s, 'post'), { text: 'x', files: ['invoice-pdf', 'nope-file'] }, null);
-  t.same(unknown, { kind: 'failure', error: { code: 'invalid_request_body', message: 'Not a file of this session: "nope-file".' } });
+  t.same(unknown, {
+    kind: 'failure',
+    error: { code: 'invalid_request_body', message: 'Not a file of this session: "nope-file".' },
+  });
 });
 
 t.test('thread.post refusals: too_many_files, thread_item_too_large, an empty item', async (t) => {
@@ -199,7 +279,11 @@ t.test('thread.post refusals: too_many_files, thread_item_too_large, an empty it
   const eleven = Array.from({ length: 11 }, (_, i) => `file-${i}`);
   t.same(await threadPost.run(contextOf(s, 'post'), { text: 'x', files: eleven }, null), {
     kind: 'failure',
-    error: { code: 'too_many_files', message: 'The item names 11 files; workflow.thread_item_files is 10.', limit: { id: 'workflow.thread_item_files', value: 10 } },
+    error: {
+      code: 'too_many_files',
+      message: 'The item names 11 files; workflow.thread_item_files is 10.',
+      limit: { id: 'workflow.thread_item_files', value: 10 },
+    },
   });
 
   // {"text":null,"data":"…","files":[]} is 34 bytes plus the string's characters.
@@ -215,9 +299,14 @@ t.test('thread.post refusals: too_many_files, thread_item_too_large, an empty it
     },
   });
 
-  t.same(await threadPost.run(contextOf(s, 'post'), {}, null), {
-    kind: 'failure', error: { code: 'invalid_request_body', message: 'A thread item needs text, data or files.' },
-  }, 'a null input with nothing else set is an empty item');
+  t.same(
+    await threadPost.run(contextOf(s, 'post'), {}, null),
+    {
+      kind: 'failure',
+      error: { code: 'invalid_request_body', message: 'A thread item needs text, data or files.' },
+    },
+    'a null input with nothing else set is an empty item',
+  );
   t.equal((await threadItems(s)).length, 1, 'only the post that fit was stored');
   t.equal((await events(s, 'thread.item_posted')).length, 1);
 });
@@ -232,25 +321,39 @@ t.test('graph.mutate applies `mutations`, or the input with from_input, and pass
     { op: 'upsert_edge' as const, id: 'e1', label: 'knows', source: 'alice', target: 'bob' },
   ];
   t.same(await graphMutate.run(contextOf(s, 'build'), { mutations }, { n: 1 }), passedOn({ n: 1 }));
-  const fromInput = [{ op: 'delete', id: 'bob' }, { op: 'upsert_node', id: 'carol', label: 'person' }];
+  const fromInput = [
+    { op: 'delete', id: 'bob' },
+    { op: 'upsert_node', id: 'carol', label: 'person' },
+  ];
   t.same(await graphMutate.run(contextOf(s, 'apply'), { from_input: true }, fromInput), passedOn(fromInput));
 
-  t.same(await elements(s), [
-    { id: 'alice', kind: 'node', label: 'person', properties: { age: 31 } },
-    { id: 'carol', kind: 'node', label: 'person', properties: {} },
-  ], 'deleting bob took the edge with it');
+  t.same(
+    await elements(s),
+    [
+      { id: 'alice', kind: 'node', label: 'person', properties: { age: 31 } },
+      { id: 'carol', kind: 'node', label: 'person', properties: {} },
+    ],
+    'deleting bob took the edge with it',
+  );
   const mutated = await events(s, 'graph.mutated');
-  t.same(mutated.map((e) => [e.execution_id, e.node, e.attributes]), [
-    [s.executionId, 'build', { mutations: 3, nodes_upserted: 2, edges_upserted: 1, elements_deleted: 0 }],
-    [s.executionId, 'apply', { mutations: 2, nodes_upserted: 1, edges_upserted: 0, elements_deleted: 2 }],
-  ]);
+  t.same(
+    mutated.map((e) => [e.execution_id, e.node, e.attributes]),
+    [
+      [s.executionId, 'build', { mutations: 3, nodes_upserted: 2, edges_upserted: 1, elements_deleted: 0 }],
+      [s.executionId, 'apply', { mutations: 2, nodes_upserted: 1, edges_upserted: 0, elements_deleted: 2 }],
+    ],
+  );
 });
 
 t.test('graph.mutate refusals take failure and write nothing', async (t) => {
   const s = await scene();
   const node = (i: number) => ({ op: 'upsert_node' as const, id: `n${i}`, label: 'x' });
   const forty = Array.from({ length: 40 }, (_, i) => node(i));
-  t.same(await graphMutate.run(contextOf(s, 'm'), { from_input: true }, forty), passedOn(forty), 'exactly the ceiling is accepted');
+  t.same(
+    await graphMutate.run(contextOf(s, 'm'), { from_input: true }, forty),
+    passedOn(forty),
+    'exactly the ceiling is accepted',
+  );
   const fortyOne = Array.from({ length: 41 }, (_, i) => node(100 + i));
   t.same(await graphMutate.run(contextOf(s, 'm'), { mutations: fortyOne }, null), {
     kind: 'failure',
@@ -268,7 +371,9 @@ t.test('graph.mutate refusals take failure and write nothing', async (t) => {
   t.same(tooBig.kind === 'failure' && tooBig.error.limit, { id: 'workflow.graph_element_bytes', value: 65_536 });
 
   // The fields beyond `op` are checked by the command's schema at run time.
-  const malformed = await graphMutate.run(contextOf(s, 'm'), { from_input: true }, [{ op: 'upsert_node', id: 'no-label' }]);
+  const malformed = await graphMutate.run(contextOf(s, 'm'), { from_input: true }, [
+    { op: 'upsert_node', id: 'no-label' },
+  ]);
   t.equal(malformed.kind, 'failure');
   t.equal(malformed.kind === 'failure' && malformed.error.code, 'invalid_request_body');
   t.notOk(malformed.kind === 'failure' && malformed.error.limit);
@@ -276,8 +381,15 @@ t.test('graph.mutate refusals take failure and write nothing', async (t) => {
   t.equal(notArray.kind === 'failure' && notArray.error.code, 'invalid_request_body');
 
   // A conflict part-way rolls back the mutations before it.
-  const conflict = await graphMutate.run(contextOf(s, 'm'), { mutations: [node(300), { op: 'upsert_edge' as const, id: 'e', label: 'x', source: 'n300', target: 'ghost' }] }, null);
-  t.same(conflict, { kind: 'failure', error: { code: 'conflict', message: 'mutations[1]: edge "e": target node "ghost" does not exist.' } });
+  const conflict = await graphMutate.run(
+    contextOf(s, 'm'),
+    { mutations: [node(300), { op: 'upsert_edge' as const, id: 'e', label: 'x', source: 'n300', target: 'ghost' }] },
+    null,
+  );
+  t.same(conflict, {
+    kind: 'failure',
+    error: { code: 'conflict', message: 'mutations[1]: edge "e": target node "ghost" does not exist.' },
+  });
 
   t.equal((await elements(s)).length, 40, 'only the call within the ceilings wrote');
   t.equal((await events(s, 'graph.mutated')).length, 1);
@@ -285,10 +397,22 @@ t.test('graph.mutate refusals take failure and write nothing', async (t) => {
 
 t.test('an error that is not a refusal is thrown, not routed', async (t) => {
   const s = await scene();
-  const broken: Db = { ...db, transaction: async () => { throw new Error('connection terminated'); } };
-  await t.rejects(objectPut.run(contextOf(s, 'put', {}, broken), { alias: 'x', value: 1 }, null), { message: 'connection terminated' });
-  await t.rejects(threadPost.run(contextOf(s, 'post', {}, broken), { text: 'x' }, null), { message: 'connection terminated' });
-  await t.rejects(graphMutate.run(contextOf(s, 'm', {}, broken), { mutations: [{ op: 'delete' as const, id: 'x' }] }, null), { message: 'connection terminated' });
+  const broken: Db = {
+    ...db,
+    transaction: async () => {
+      throw new Error('connection terminated');
+    },
+  };
+  await t.rejects(objectPut.run(contextOf(s, 'put', {}, broken), { alias: 'x', value: 1 }, null), {
+    message: 'connection terminated',
+  });
+  await t.rejects(threadPost.run(contextOf(s, 'post', {}, broken), { text: 'x' }, null), {
+    message: 'connection terminated',
+  });
+  await t.rejects(
+    graphMutate.run(contextOf(s, 'm', {}, broken), { mutations: [{ op: 'delete' as const, id: 'x' }] }, null),
+    { message: 'connection terminated' },
+  );
 });
 
 // ---- through the engine -----------------------------------------------------------------------
@@ -298,11 +422,19 @@ t.test('through the engine', async (t) => {
   // while the quota in force is 1, and runs only after the override has been raised to 100.
   const quotaFlow = await createWorkflow(app, alice);
   await setOverride(app, 'workflow.session_objects_per_session', 'blob', quotaFlow.blobId, 1);
-  await command(app, alice, quotaFlow.rev, 'upload_session_object', { session_id: quotaFlow.sessionId, alias: 'existing', value: 0 });
+  await command(app, alice, quotaFlow.rev, 'upload_session_object', {
+    session_id: quotaFlow.sessionId,
+    alias: 'existing',
+    value: 0,
+  });
   const quotaGraph = {
     start: 'save',
     nodes: {
-      save: { processor: 'object.put', config: { alias: 'fresh', from_input: true }, routes: { success: null, failure: 'report' } },
+      save: {
+        processor: 'object.put',
+        config: { alias: 'fresh', from_input: true },
+        routes: { success: null, failure: 'report' },
+      },
       report: { processor: 'thread.post', config: { thread: 'alerts' } },
     },
   };
@@ -317,7 +449,11 @@ t.test('through the engine', async (t) => {
     const graph = {
       start: 'save',
       nodes: {
-        save: { processor: 'object.put', config: { alias: 'last-order', from_input: true }, routes: { success: 'notify' } },
+        save: {
+          processor: 'object.put',
+          config: { alias: 'last-order', from_input: true },
+          routes: { success: 'notify' },
+        },
         notify: { processor: 'thread.post', config: { thread: 'orders' }, routes: { success: 'link' } },
         link: {
           processor: 'graph.mutate',
@@ -332,15 +468,41 @@ t.test('through the engine', async (t) => {
     t.equal(ended.status, 'succeeded');
     t.same(ended.output, input, 'each node passed its input on');
 
-    const s: Scene = { blobId: flow.blobId, revisionId: flow.rev, sessionId: flow.sessionId, executionId: execution.id };
-    t.same((await objects(s)).map((o) => [o.alias, o.value]), [['last-order', input]]);
-    t.same((await threadItems(s)).map((i) => [i.thread, i.text, i.data, i.execution_id]), [['orders', null, input, execution.id]]);
+    const s: Scene = {
+      blobId: flow.blobId,
+      revisionId: flow.rev,
+      sessionId: flow.sessionId,
+      executionId: execution.id,
+    };
+    t.same(
+      (await objects(s)).map((o) => [o.alias, o.value]),
+      [['last-order', input]],
+    );
+    t.same(
+      (await threadItems(s)).map((i) => [i.thread, i.text, i.data, i.execution_id]),
+      [['orders', null, input, execution.id]],
+    );
     t.same(await elements(s), [{ id: 'order-7', kind: 'node', label: 'order', properties: { total: 12 } }]);
-    for (const [kind, node] of [['object.written', 'save'], ['thread.item_posted', 'notify'], ['graph.mutated', 'link']]) {
-      t.same((await events(s, kind!)).map((e) => [e.execution_id, e.node]), [[execution.id, node]], `${kind} names the execution and node`);
+    for (const [kind, node] of [
+      ['object.written', 'save'],
+      ['thread.item_posted', 'notify'],
+      ['graph.mutated', 'link'],
+    ]) {
+      t.same(
+        (await events(s, kind!)).map((e) => [e.execution_id, e.node]),
+        [[execution.id, node]],
+        `${kind} names the execution and node`,
+      );
     }
     const run = await executionEvents(app, alice, flow, execution.id);
-    t.same(run.filter((e) => e.kind === 'node.finished').map((e) => [e.node, e.attributes.route]), [['save', 'success'], ['notify', 'success'], ['link', 'success']]);
+    t.same(
+      run.filter((e) => e.kind === 'node.finished').map((e) => [e.node, e.attributes.route]),
+      [
+        ['save', 'success'],
+        ['notify', 'success'],
+        ['link', 'success'],
+      ],
+    );
   });
 
   t.test('object.put refused by the quota the execution stored takes the failure route', async (t) => {
@@ -352,12 +514,27 @@ t.test('through the engine', async (t) => {
       limit: { id: 'workflow.session_objects_per_session', value: 1, held: 1 },
     };
     t.same(ended.output, { error, input: { order: 9 } }, 'the report node passed on what it was given');
-    const s: Scene = { blobId: quotaFlow.blobId, revisionId: quotaFlow.rev, sessionId: quotaFlow.sessionId, executionId: quotaRun.id };
-    t.same((await objects(s)).map((o) => o.alias), ['existing'], 'nothing was written, though 100 is in force now');
-    t.same((await threadItems(s)).map((i) => [i.thread, i.data]), [['alerts', { error, input: { order: 9 } }]]);
+    const s: Scene = {
+      blobId: quotaFlow.blobId,
+      revisionId: quotaFlow.rev,
+      sessionId: quotaFlow.sessionId,
+      executionId: quotaRun.id,
+    };
+    t.same(
+      (await objects(s)).map((o) => o.alias),
+      ['existing'],
+      'nothing was written, though 100 is in force now',
+    );
+    t.same(
+      (await threadItems(s)).map((i) => [i.thread, i.data]),
+      [['alerts', { error, input: { order: 9 } }]],
+    );
     const run = await executionEvents(app, alice, quotaFlow, quotaRun.id);
     const failed = run.filter((e) => e.kind === 'node.failed');
-    t.same(failed.map((e) => [e.node, e.attributes.error]), [['save', error]]);
+    t.same(
+      failed.map((e) => [e.node, e.attributes.error]),
+      [['save', error]],
+    );
     t.equal(run.filter((e) => e.kind === 'flow.error').length, 0, 'a refused write is no run-limit breach');
   });
 
@@ -366,18 +543,39 @@ t.test('through the engine', async (t) => {
     const graph = {
       start: 'post',
       nodes: {
-        post: { processor: 'thread.post', config: { text: 'x', files: Array.from({ length: 11 }, (_, i) => `file-${i}`) }, routes: { failure: 'save' } },
+        post: {
+          processor: 'thread.post',
+          config: { text: 'x', files: Array.from({ length: 11 }, (_, i) => `file-${i}`) },
+          routes: { failure: 'save' },
+        },
         save: { processor: 'object.put', config: { alias: 'post-error', from_input: true } },
       },
     };
     const execution = await runGraph(app, alice, flow, graph, 'in');
     const ended = await waitForEnd(app, alice, flow, execution.id);
     t.equal(ended.status, 'succeeded');
-    const s: Scene = { blobId: flow.blobId, revisionId: flow.rev, sessionId: flow.sessionId, executionId: execution.id };
-    t.same((await objects(s)).map((o) => [o.alias, o.value]), [['post-error', {
-      error: { code: 'too_many_files', message: 'The item names 11 files; workflow.thread_item_files is 10.', limit: { id: 'workflow.thread_item_files', value: 10 } },
-      input: 'in',
-    }]]);
+    const s: Scene = {
+      blobId: flow.blobId,
+      revisionId: flow.rev,
+      sessionId: flow.sessionId,
+      executionId: execution.id,
+    };
+    t.same(
+      (await objects(s)).map((o) => [o.alias, o.value]),
+      [
+        [
+          'post-error',
+          {
+            error: {
+              code: 'too_many_files',
+              message: 'The item names 11 files; workflow.thread_item_files is 10.',
+              limit: { id: 'workflow.thread_item_files', value: 10 },
+            },
+            input: 'in',
+          },
+        ],
+      ],
+    );
     t.same(await threadItems(s), []);
   });
 
@@ -393,10 +591,18 @@ t.test('through the engine', async (t) => {
       message: '41 mutations in one call; limit workflow.graph_mutations_per_call is 40.',
       limit: { id: 'workflow.graph_mutations_per_call', value: 40 },
     });
-    const s: Scene = { blobId: flow.blobId, revisionId: flow.rev, sessionId: flow.sessionId, executionId: execution.id };
+    const s: Scene = {
+      blobId: flow.blobId,
+      revisionId: flow.rev,
+      sessionId: flow.sessionId,
+      executionId: execution.id,
+    };
     t.same(await elements(s), []);
     const run = await executionEvents(app, alice, flow, execution.id);
-    t.same(run.filter((e) => e.kind === 'node.failed').map((e) => e.attributes.error.code), ['graph_mutation_too_large']);
+    t.same(
+      run.filter((e) => e.kind === 'node.failed').map((e) => e.attributes.error.code),
+      ['graph_mutation_too_large'],
+    );
     t.equal(run.filter((e) => e.kind === 'flow.error').length, 0);
   });
 });

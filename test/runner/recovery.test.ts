@@ -6,7 +6,19 @@
  */
 import t from 'tap';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
-import { createWorkflow, define, executionEvents, runGraph, runnerIdle, startExecution, runningHeld, startRunner, waitFor, waitForEnd, type Workflow } from '../helpers/runner.ts';
+import {
+  createWorkflow,
+  define,
+  executionEvents,
+  runGraph,
+  runnerIdle,
+  startExecution,
+  runningHeld,
+  startRunner,
+  waitFor,
+  waitForEnd,
+  type Workflow,
+} from '../helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -41,7 +53,9 @@ interface Holding {
 }
 
 async function holder(executionId: string): Promise<Holding> {
-  const { rows } = await db.query<Holding>('SELECT status, lease_owner, attempts FROM executions WHERE id = $1', [executionId]);
+  const { rows } = await db.query<Holding>('SELECT status, lease_owner, attempts FROM executions WHERE id = $1', [
+    executionId,
+  ]);
   return rows[0]!;
 }
 
@@ -50,10 +64,14 @@ function startedCount(events: any[], node: string): number {
 }
 
 async function nodeStarted(flow: Workflow, executionId: string, node: string, times = 1): Promise<void> {
-  await waitFor(() => executionEvents(app, alice, flow, executionId), (events) => startedCount(events, node) >= times, `node ${node} to start`);
+  await waitFor(
+    () => executionEvents(app, alice, flow, executionId),
+    (events) => startedCount(events, node) >= times,
+    `node ${node} to start`,
+  );
 }
 
-t.test('a killed runner\'s execution resumes on another runner from the last completed node', async (t) => {
+t.test("a killed runner's execution resumes on another runner from the last completed node", async (t) => {
   const doomed = await startRunner(t, databaseUrl, SHORT_LEASE);
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, threeNodes(3000));
@@ -69,7 +87,10 @@ t.test('a killed runner\'s execution resumes on another runner from the last com
   t.equal(startedCount(events, 'first'), 1, 'the completed node did not run again');
   t.equal(startedCount(events, 'slow'), 2, 'the node in flight ran again (at-least-once)');
   t.equal(startedCount(events, 'last'), 1);
-  t.same(events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes), [{ reason: 'recovered', attempts: 1 }]);
+  t.same(
+    events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes),
+    [{ reason: 'recovered', attempts: 1 }],
+  );
   t.equal(events.filter((event) => event.kind === 'execution.finished').length, 1, 'it finished once');
   t.equal(ended.node_runs, 4, 'the re-run counts as a node run');
   t.equal((await holder(created.id)).attempts, 0, 'a completed node run resets the attempts');
@@ -83,17 +104,28 @@ t.test('a poison execution ends failed after the recovery bound instead of crash
   // Every runner that takes it dies mid-node: 1 first claim + 3 recoveries.
   for (let kill = 1; kill <= 4; kill += 1) {
     const runner = await startRunner(t, databaseUrl, SHORT_LEASE);
-    await waitFor(() => holder(created.id), (row) => row.lease_owner === runner.id && row.status === 'running', `runner ${kill} to hold it`);
+    await waitFor(
+      () => holder(created.id),
+      (row) => row.lease_owner === runner.id && row.status === 'running',
+      `runner ${kill} to hold it`,
+    );
     await nodeStarted(flow, created.id, 'poison', kill);
     await runner.kill();
   }
   await startRunner(t, databaseUrl, SHORT_LEASE);
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.equal(ended.status, 'failed');
-  t.same(ended.error, { code: 'internal_error', message: 'gave up after 3 recoveries: runners working on this execution stopped 4 times without finishing a node run' });
+  t.same(ended.error, {
+    code: 'internal_error',
+    message:
+      'gave up after 3 recoveries: runners working on this execution stopped 4 times without finishing a node run',
+  });
   const events = await executionEvents(app, alice, flow, created.id);
   t.equal(startedCount(events, 'poison'), 4, 'the fifth holder did not run it again');
-  t.same(events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes.attempts), [1, 2, 3, 4]);
+  t.same(
+    events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes.attempts),
+    [1, 2, 3, 4],
+  );
   t.same(events.at(-1).attributes.status, 'failed');
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
 });
@@ -113,7 +145,10 @@ t.test('drain: a node in flight finishes within the grace period, then the execu
   t.same(ended.output, { path: ['first', 'slow', 'last'] });
   const events = await executionEvents(app, alice, flow, created.id);
   t.equal(startedCount(events, 'slow'), 1, 'the node finished on the draining runner');
-  t.same(events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes), [{ reason: 'handed_back' }]);
+  t.same(
+    events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes),
+    [{ reason: 'handed_back' }],
+  );
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
 });
 
@@ -133,11 +168,18 @@ t.test('drain: a node still running after the grace period is handed back and ru
   t.same(ended.output, { path: ['first', 'slow', 'last'] });
   const events = await executionEvents(app, alice, flow, created.id);
   t.equal(startedCount(events, 'slow'), 2);
-  t.equal(events.filter((event) => event.kind === 'node.finished' && event.node === 'slow').length, 1, 'the abandoned run left no result');
+  t.equal(
+    events.filter((event) => event.kind === 'node.finished' && event.node === 'slow').length,
+    1,
+    'the abandoned run left no result',
+  );
 });
 
 t.test('two runners share a queue; each execution runs once to its end', async (t) => {
-  const runners = [await startRunner(t, databaseUrl, { concurrency: 3 }), await startRunner(t, databaseUrl, { concurrency: 3 })];
+  const runners = [
+    await startRunner(t, databaseUrl, { concurrency: 3 }),
+    await startRunner(t, databaseUrl, { concurrency: 3 }),
+  ];
   const flow = await createWorkflow(app, alice);
   await setOverride(app, 'workflow.running_executions_per_org', 'org', flow.orgId, 50);
   const definitionId = await define(app, alice, flow, threeNodes(50));
@@ -151,12 +193,16 @@ t.test('two runners share a queue; each execution runs once to its end', async (
     `SELECT kind, count(*)::int AS n FROM execution_events WHERE execution_id = ANY($1::uuid[]) GROUP BY kind ORDER BY kind`,
     [created.map((execution) => execution.id)],
   );
-  t.same(rows, [
-    { kind: 'execution.finished', n: 20 },
-    { kind: 'execution.started', n: 20 },
-    { kind: 'node.finished', n: 60 },
-    { kind: 'node.started', n: 60 },
-  ], 'each execution started, ran each node and finished exactly once');
+  t.same(
+    rows,
+    [
+      { kind: 'execution.finished', n: 20 },
+      { kind: 'execution.started', n: 20 },
+      { kind: 'node.finished', n: 60 },
+      { kind: 'node.started', n: 60 },
+    ],
+    'each execution started, ran each node and finished exactly once',
+  );
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
   for (const runner of runners) t.equal((await runnerIdle(runner)).inFlight, 0);
 });

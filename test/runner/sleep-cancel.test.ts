@@ -6,7 +6,18 @@
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
 import { executionJobs } from '../helpers/queue.ts';
-import { command, createWorkflow, executionEvents, runGraph, runnerIdle, runningHeld, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+import {
+  command,
+  createWorkflow,
+  executionEvents,
+  runGraph,
+  runnerIdle,
+  runningHeld,
+  startRunner,
+  waitFor,
+  waitForEnd,
+  waitForStatus,
+} from '../helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -18,20 +29,28 @@ function code(source: string, routes?: Record<string, string | null>): Record<st
 t.test('logic.sleep parks the execution; a runner started after the first one stopped completes it', async (t) => {
   const first = await startRunner(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
-  const created = await runGraph(app, alice, flow, {
-    start: 'before',
-    nodes: {
-      before: code('export default (input) => ({ n: input.n + 1 })', { success: 'nap' }),
-      nap: { processor: 'logic.sleep', config: { seconds: 2 }, routes: { success: 'after' } },
-      after: code('export default (input) => ({ n: input.n * 10 })'),
+  const created = await runGraph(
+    app,
+    alice,
+    flow,
+    {
+      start: 'before',
+      nodes: {
+        before: code('export default (input) => ({ n: input.n + 1 })', { success: 'nap' }),
+        nap: { processor: 'logic.sleep', config: { seconds: 2 }, routes: { success: 'after' } },
+        after: code('export default (input) => ({ n: input.n * 10 })'),
+      },
     },
-  }, { n: 1 });
+    { n: 1 },
+  );
 
   const sleeping = await waitForStatus(app, alice, flow, created.id, 'sleeping');
   t.equal(sleeping.ended_at, null);
   t.same(await runnerIdle(first), { inFlight: 0, leases: 0 }, 'no runner is busy with a sleeping execution');
   t.equal(await runningHeld(app, alice, flow.orgId), 1, 'a sleeping execution still counts as running');
-  const { rows: [row] } = await db.query('SELECT lease_owner, wake_at FROM executions WHERE id = $1', [created.id]);
+  const {
+    rows: [row],
+  } = await db.query('SELECT lease_owner, wake_at FROM executions WHERE id = $1', [created.id]);
   t.equal(row.lease_owner, null, 'no lease is held while sleeping');
   t.ok(row.wake_at, 'wake_at is set');
 
@@ -43,10 +62,21 @@ t.test('logic.sleep parks the execution; a runner started after the first one st
   t.equal(ended.node_runs, 3);
 
   const events = await executionEvents(app, alice, flow, created.id);
-  t.same(events.map((event) => event.kind), [
-    'execution.started', 'node.started', 'node.finished', 'node.started', 'node.finished',
-    'execution.sleeping', 'execution.resumed', 'node.started', 'node.finished', 'execution.finished',
-  ]);
+  t.same(
+    events.map((event) => event.kind),
+    [
+      'execution.started',
+      'node.started',
+      'node.finished',
+      'node.started',
+      'node.finished',
+      'execution.sleeping',
+      'execution.resumed',
+      'node.started',
+      'node.finished',
+      'execution.finished',
+    ],
+  );
   const asleep = events.find((event) => event.kind === 'execution.sleeping');
   t.equal(asleep.node, 'nap');
   t.same(Object.keys(asleep.attributes).sort(), ['seconds', 'wake_at']);
@@ -63,7 +93,10 @@ t.test('cancel while sleeping: the execution ends cancelled and its wake-up late
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
     start: 'nap',
-    nodes: { nap: { processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 'after' } }, after: code('export default () => "woke"') },
+    nodes: {
+      nap: { processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 'after' } },
+      after: code('export default () => "woke"'),
+    },
   });
   await waitForStatus(app, alice, flow, created.id, 'sleeping');
   const cancelled = (await command(app, alice, flow.rev, 'cancel_execution', { execution_id: created.id })).execution;
@@ -72,12 +105,19 @@ t.test('cancel while sleeping: the execution ends cancelled and its wake-up late
   t.equal(await runningHeld(app, alice, flow.orgId), 0, 'the running slot is freed');
 
   // The delayed wake-up fires and completes without claiming anything.
-  await waitFor(() => executionJobs(db, created.id), (jobs) => jobs.length === 2 && jobs.every((job) => job.state === 'completed'), 'the wake-up job to complete');
+  await waitFor(
+    () => executionJobs(db, created.id),
+    (jobs) => jobs.length === 2 && jobs.every((job) => job.state === 'completed'),
+    'the wake-up job to complete',
+  );
   const after = await waitForEnd(app, alice, flow, created.id);
   t.equal(after.status, 'cancelled');
   t.equal(after.output, null);
   const events = await executionEvents(app, alice, flow, created.id);
-  t.same(events.map((event) => event.kind), ['execution.started', 'node.started', 'node.finished', 'execution.sleeping', 'execution.finished']);
+  t.same(
+    events.map((event) => event.kind),
+    ['execution.started', 'node.started', 'node.finished', 'execution.sleeping', 'execution.finished'],
+  );
   t.same(events.at(-1).attributes.status, 'cancelled');
   t.equal((await runnerIdle(runner)).inFlight, 0);
 });
@@ -88,22 +128,36 @@ t.test('cancel while running: the runner notices and writes nothing more', async
   const created = await runGraph(app, alice, flow, {
     start: 'busy',
     nodes: {
-      busy: code('export default () => { const end = Date.now() + 1500; while (Date.now() < end) {} return "done" }', { success: 'after' }),
+      busy: code('export default () => { const end = Date.now() + 1500; while (Date.now() < end) {} return "done" }', {
+        success: 'after',
+      }),
       after: code('export default () => "after"'),
     },
   });
-  await waitFor(() => executionEvents(app, alice, flow, created.id), (events) => events.some((event) => event.kind === 'node.started'), 'the node to start');
+  await waitFor(
+    () => executionEvents(app, alice, flow, created.id),
+    (events) => events.some((event) => event.kind === 'node.started'),
+    'the node to start',
+  );
   const cancelled = (await command(app, alice, flow.rev, 'cancel_execution', { execution_id: created.id })).execution;
   t.equal(cancelled.status, 'cancelled');
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
 
-  await waitFor(async () => runner.runner.stats().inFlight, (n) => n === 0, 'the runner to let go of the execution');
+  await waitFor(
+    async () => runner.runner.stats().inFlight,
+    (n) => n === 0,
+    'the runner to let go of the execution',
+  );
   const after = await waitForEnd(app, alice, flow, created.id);
   t.equal(after.status, 'cancelled');
   t.equal(after.output, null);
   t.equal(after.node_runs, 1, 'the next node never started');
   const events = await executionEvents(app, alice, flow, created.id);
-  t.same(events.map((event) => event.kind), ['execution.started', 'node.started', 'execution.finished'], 'the node\'s result was discarded');
+  t.same(
+    events.map((event) => event.kind),
+    ['execution.started', 'node.started', 'execution.finished'],
+    "the node's result was discarded",
+  );
   t.same(events.at(-1).attributes.status, 'cancelled');
 });
 
@@ -114,9 +168,16 @@ t.test('cancel of an execution no runner has claimed yet', async (t) => {
   t.equal(cancelled.status, 'cancelled');
   // A runner starting now takes the wake-up and leaves the execution as it is.
   await startRunner(t, databaseUrl);
-  await waitFor(() => executionJobs(db, created.id), (jobs) => jobs.every((job) => job.state === 'completed'), 'the job to complete');
+  await waitFor(
+    () => executionJobs(db, created.id),
+    (jobs) => jobs.every((job) => job.state === 'completed'),
+    'the job to complete',
+  );
   const after = await waitForEnd(app, alice, flow, created.id);
   t.equal(after.status, 'cancelled');
   t.equal(after.started_at, null, 'it never started');
-  t.same((await executionEvents(app, alice, flow, created.id)).map((event) => event.kind), ['execution.finished']);
+  t.same(
+    (await executionEvents(app, alice, flow, created.id)).map((event) => event.kind),
+    ['execution.finished'],
+  );
 });

@@ -8,7 +8,18 @@
  */
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
-import { command, createWorkflow, executionEvents, getExecution, runGraph, runningHeld, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+import {
+  command,
+  createWorkflow,
+  executionEvents,
+  getExecution,
+  runGraph,
+  runningHeld,
+  startRunner,
+  waitFor,
+  waitForEnd,
+  waitForStatus,
+} from '../helpers/runner.ts';
 
 const { app, databaseUrl } = await buildTestApp(t);
 const mallory = await signInAnonymous(app);
@@ -23,87 +34,145 @@ const threeNodes = {
   start: 'a',
   nodes: {
     a: code('export default (input) => ({ n: input.n + 1 })', { success: 'b' }),
-    b: code('export default async (input, ctx) => { await ctx.objects.put("seen", input.n); return { n: input.n * 2 } }', { success: 'c' }),
+    b: code(
+      'export default async (input, ctx) => { await ctx.objects.put("seen", input.n); return { n: input.n * 2 } }',
+      { success: 'c' },
+    ),
     c: code('export default (input) => ({ n: input.n + 3 })'),
   },
 };
 
-t.test("another organization's executions start and end while one organization's hostile code fills the runner", async (t) => {
-  const runner = await startRunner(t, databaseUrl, { workerThreads: 1, isolatesPerThread: 2 });
-  const hostile = await createWorkflow(app, mallory);
-  const spinning = [];
-  for (let i = 0; i < 4; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
-  const selfRouting = await runGraph(app, mallory, hostile, {
-    start: 'again',
-    nodes: { again: code('export default (input) => ({ n: (input?.n ?? 0) + 1 })', { success: 'again' }) },
-  });
-  // Mallory's executions are running: the first spinning in an isolate, the others' code waiting
-  // for one (a new organization holds one isolate at a time until a run of it ends by itself).
-  for (const execution of spinning.slice(0, 2)) await waitForStatus(app, mallory, hostile, execution.id, 'running');
+t.test(
+  "another organization's executions start and end while one organization's hostile code fills the runner",
+  async (t) => {
+    const runner = await startRunner(t, databaseUrl, { workerThreads: 1, isolatesPerThread: 2 });
+    const hostile = await createWorkflow(app, mallory);
+    const spinning = [];
+    for (let i = 0; i < 4; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
+    const selfRouting = await runGraph(app, mallory, hostile, {
+      start: 'again',
+      nodes: { again: code('export default (input) => ({ n: (input?.n ?? 0) + 1 })', { success: 'again' }) },
+    });
+    // Mallory's executions are running: the first spinning in an isolate, the others' code waiting
+    // for one (a new organization holds one isolate at a time until a run of it ends by itself).
+    for (const execution of spinning.slice(0, 2)) await waitForStatus(app, mallory, hostile, execution.id, 'running');
 
-  const flow = await createWorkflow(app, bob);
-  for (let i = 0; i < 3; i++) {
-    const created = await runGraph(app, bob, flow, threeNodes, { n: i });
+    const flow = await createWorkflow(app, bob);
+    for (let i = 0; i < 3; i++) {
+      const created = await runGraph(app, bob, flow, threeNodes, { n: i });
+      const ended = await waitForEnd(app, bob, flow, created.id);
+      t.equal(ended.status, 'succeeded', `bob's execution ${i} succeeded`);
+      t.same(ended.output, { n: (i + 1) * 2 + 3 });
+    }
+
+    for (const execution of [...spinning, selfRouting]) {
+      await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
+    }
+    t.equal(await runningHeld(app, mallory, hostile.orgId), 0);
+    await waitFor(
+      async () => runner.runner.stats(),
+      (stats) => stats.inFlight === 0,
+      'the runner to let go of the cancelled executions',
+    );
+  },
+);
+
+t.test(
+  "a runner whose every slot holds one organization's long executions still runs another organization's",
+  async (t) => {
+    // Two slots, both taken by spinning code; the third spinning execution waits in the queue.
+    const runner = await startRunner(t, databaseUrl, {
+      concurrency: 2,
+      batchSize: 1,
+      workerThreads: 1,
+      isolatesPerThread: 2,
+    });
+    const hostile = await createWorkflow(app, mallory);
+    const spinning = [];
+    for (let i = 0; i < 3; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
+    await waitFor(
+      async () => runner.runner.stats(),
+      (stats) => stats.inFlight === 2,
+      'both slots to be taken',
+    );
+
+    const flow = await createWorkflow(app, bob);
+    const created = await runGraph(app, bob, flow, threeNodes, { n: 1 });
     const ended = await waitForEnd(app, bob, flow, created.id);
-    t.equal(ended.status, 'succeeded', `bob's execution ${i} succeeded`);
-    t.same(ended.output, { n: (i + 1) * 2 + 3 });
-  }
+    t.equal(ended.status, 'succeeded', "bob's execution ran in a slot past the full runner's concurrency");
+    t.same(ended.output, { n: 7 });
+    const third = await getExecution(app, mallory, hostile, spinning[2]!.id);
+    t.equal(
+      third.status,
+      'queued',
+      "mallory's third execution still waits: the extra slot is for organizations with none",
+    );
 
-  for (const execution of [...spinning, selfRouting]) {
-    await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
-  }
-  t.equal(await runningHeld(app, mallory, hostile.orgId), 0);
-  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0, 'the runner to let go of the cancelled executions');
-});
+    for (const execution of spinning)
+      await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
+    await waitFor(
+      async () => runner.runner.stats(),
+      (stats) => stats.inFlight === 0,
+      'the runner to let go of the cancelled executions',
+    );
+  },
+);
 
-t.test("a runner whose every slot holds one organization's long executions still runs another organization's", async (t) => {
-  // Two slots, both taken by spinning code; the third spinning execution waits in the queue.
-  const runner = await startRunner(t, databaseUrl, { concurrency: 2, batchSize: 1, workerThreads: 1, isolatesPerThread: 2 });
-  const hostile = await createWorkflow(app, mallory);
-  const spinning = [];
-  for (let i = 0; i < 3; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
-  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 2, 'both slots to be taken');
+t.test(
+  'never-settling code fails at once; cancel stops running code at once and frees its isolate for the next run',
+  async (t) => {
+    // One isolate: the next run of the same organization can only start once the spinning one is stopped.
+    const runner = await startRunner(t, databaseUrl, {
+      workerThreads: 1,
+      isolatesPerThread: 1,
+      leaseSeconds: 600,
+      renewSeconds: 300,
+    });
+    const flow = await createWorkflow(app, mallory);
+    // Code that can never finish fails on its own, long before its deadline.
+    const never = await runGraph(app, mallory, flow, {
+      start: 'wait',
+      nodes: { wait: code('export default async () => { await new Promise(() => {}) }') },
+    });
+    const stuck = await waitForEnd(app, mallory, flow, never.id);
+    t.equal(stuck.status, 'failed');
+    t.match(stuck.error, { code: 'code_error', message: /can never finish/ });
 
-  const flow = await createWorkflow(app, bob);
-  const created = await runGraph(app, bob, flow, threeNodes, { n: 1 });
-  const ended = await waitForEnd(app, bob, flow, created.id);
-  t.equal(ended.status, 'succeeded', "bob's execution ran in a slot past the full runner's concurrency");
-  t.same(ended.output, { n: 7 });
-  const third = await getExecution(app, mallory, hostile, spinning[2]!.id);
-  t.equal(third.status, 'queued', "mallory's third execution still waits: the extra slot is for organizations with none");
+    const spinning = await runGraph(app, mallory, flow, spin);
+    await waitForStatus(app, mallory, flow, spinning.id, 'running');
+    const events = await waitFor(
+      () => executionEvents(app, mallory, flow, spinning.id),
+      (list) => list.some((event) => event.kind === 'node.started'),
+      'the code to start',
+    );
+    t.ok(events.length > 0);
 
-  for (const execution of spinning) await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
-  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0, 'the runner to let go of the cancelled executions');
-});
+    const cancelled = (await command(app, mallory, flow.rev, 'cancel_execution', { execution_id: spinning.id }))
+      .execution;
+    t.equal(cancelled.status, 'cancelled');
+    t.equal(await runningHeld(app, mallory, flow.orgId), 0, 'the running slot is freed by the cancel');
 
-t.test('never-settling code fails at once; cancel stops running code at once and frees its isolate for the next run', async (t) => {
-  // One isolate: the next run of the same organization can only start once the spinning one is stopped.
-  const runner = await startRunner(t, databaseUrl, { workerThreads: 1, isolatesPerThread: 1, leaseSeconds: 600, renewSeconds: 300 });
-  const flow = await createWorkflow(app, mallory);
-  // Code that can never finish fails on its own, long before its deadline.
-  const never = await runGraph(app, mallory, flow, { start: 'wait', nodes: { wait: code('export default async () => { await new Promise(() => {}) }') } });
-  const stuck = await waitForEnd(app, mallory, flow, never.id);
-  t.equal(stuck.status, 'failed');
-  t.match(stuck.error, { code: 'code_error', message: /can never finish/ });
+    // With a 300 s renewal the lease keeper cannot be what noticed: the cancel's announcement was.
+    const next = await runGraph(app, mallory, flow, { start: 'one', nodes: { one: code('export default () => 1') } });
+    const ended = await waitForEnd(app, mallory, flow, next.id);
+    t.equal(ended.status, 'succeeded');
+    t.equal(ended.output, 1);
+    await waitFor(
+      async () => runner.runner.stats(),
+      (stats) => stats.inFlight === 0,
+      'the runner to let go of the cancelled execution',
+    );
 
-  const spinning = await runGraph(app, mallory, flow, spin);
-  await waitForStatus(app, mallory, flow, spinning.id, 'running');
-  const events = await waitFor(() => executionEvents(app, mallory, flow, spinning.id), (list) => list.some((event) => event.kind === 'node.started'), 'the code to start');
-  t.ok(events.length > 0);
-
-  const cancelled = (await command(app, mallory, flow.rev, 'cancel_execution', { execution_id: spinning.id })).execution;
-  t.equal(cancelled.status, 'cancelled');
-  t.equal(await runningHeld(app, mallory, flow.orgId), 0, 'the running slot is freed by the cancel');
-
-  // With a 300 s renewal the lease keeper cannot be what noticed: the cancel's announcement was.
-  const next = await runGraph(app, mallory, flow, { start: 'one', nodes: { one: code('export default () => 1') } });
-  const ended = await waitForEnd(app, mallory, flow, next.id);
-  t.equal(ended.status, 'succeeded');
-  t.equal(ended.output, 1);
-  await waitFor(async () => runner.runner.stats(), (stats) => stats.inFlight === 0, 'the runner to let go of the cancelled execution');
-
-  const after = await executionEvents(app, mallory, flow, spinning.id);
-  t.equal(after.filter((event) => event.kind === 'execution.finished').length, 1, 'execution.finished is written once');
-  t.same(after.at(-1)?.attributes, { status: 'cancelled', duration_ms: after.at(-1)?.attributes.duration_ms });
-  t.notOk(after.some((event) => event.kind === 'node.finished' || event.kind === 'node.failed'), 'nothing the stopped node did was written');
-});
+    const after = await executionEvents(app, mallory, flow, spinning.id);
+    t.equal(
+      after.filter((event) => event.kind === 'execution.finished').length,
+      1,
+      'execution.finished is written once',
+    );
+    t.same(after.at(-1)?.attributes, { status: 'cancelled', duration_ms: after.at(-1)?.attributes.duration_ms });
+    t.notOk(
+      after.some((event) => event.kind === 'node.finished' || event.kind === 'node.failed'),
+      'nothing the stopped node did was written',
+    );
+  },
+);

@@ -10,7 +10,19 @@ import type { Processor } from '../../runner/processors/processor.ts';
 import { switchRoute } from '../../shared/workflow/switch.ts';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
 import { executionJobs } from '../helpers/queue.ts';
-import { createWorkflow, define, executionEvents, runGraph, runnerIdle, runningHeld, startExecution, startRunner, waitFor, waitForEnd, waitForStatus } from '../helpers/runner.ts';
+import {
+  createWorkflow,
+  define,
+  executionEvents,
+  runGraph,
+  runnerIdle,
+  runningHeld,
+  startExecution,
+  startRunner,
+  waitFor,
+  waitForEnd,
+  waitForStatus,
+} from '../helpers/runner.ts';
 
 const testApp = await buildTestApp(t);
 const { app, databaseUrl, db } = testApp;
@@ -56,7 +68,10 @@ t.test('duplicate and early wake-ups claim nothing; the execution wakes once, at
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
     start: 'nap',
-    nodes: { nap: { processor: 'logic.sleep', config: { seconds: 2 }, routes: { success: 'after' } }, after: { processor: 'logic.code', config: { code: 'export default () => "after"' } } },
+    nodes: {
+      nap: { processor: 'logic.sleep', config: { seconds: 2 }, routes: { success: 'after' } },
+      after: { processor: 'logic.code', config: { code: 'export default () => "after"' } },
+    },
   });
   await waitForStatus(app, alice, flow, created.id, 'sleeping');
   // A wake-up due now for an execution that sleeps on: the claim refuses it and re-sends it for wake_at.
@@ -71,45 +86,66 @@ t.test('duplicate and early wake-ups claim nothing; the execution wakes once, at
   t.equal(jobs[3]!.start_after, jobs[1]!.start_after, 'the early wake-up was re-sent for wake_at');
 });
 
-t.test('a wake-up that arrives while its execution is in flight here is claimed once the execution has left', async (t) => {
-  // The processor gives its own execution back (what a worker thread that failed on it does: lease
-  // released, a new wake-up in the same transaction) and waits until this runner has fetched that
-  // wake-up, while the execution is still in flight here. Its next write finds the lease gone, the
-  // execution leaves, and the deferred wake-up claims it again. No recovery sweep could help:
-  // orphans are looked for only after ten minutes.
-  let runs = 0;
-  const givingBack: Processor = {
-    name: 'logic.switch',
-    async run(ctx, config, input) {
-      runs += 1;
-      if (runs === 1) {
-        const holder = { executionId: ctx.execution.id, runnerId: runner.id, leaseSeconds: 10 };
-        t.ok(await db.transaction((tx) => giveUp(tx, testApp.boss, holder)), 'given back');
-        await waitFor(() => executionJobs(db, ctx.execution.id), (jobs) => jobs.length === 2 && jobs[1]!.state === 'completed', 'the runner to fetch the new wake-up');
-      }
-      return { kind: 'route', route: switchRoute(config, input), output: input };
-    },
-  };
-  const processors = new Map(processorRegistry);
-  processors.set('logic.switch', givingBack);
-  const runner = await startRunner(t, databaseUrl, { processors, orphanSeconds: 600 });
-  const flow = await createWorkflow(app, alice);
-  const created = await runGraph(app, alice, flow, {
-    start: 'sw',
-    nodes: { sw: { processor: 'logic.switch', config: { cases: [{ when: { path: 'n', gte: 0 }, route: 'done' }] } } },
-  }, { n: 1 });
-  const ended = await waitForEnd(app, alice, flow, created.id);
-  t.same([ended.status, ended.output], ['succeeded', { n: 1 }]);
-  t.equal(runs, 2, 'the node ran again after the execution was claimed again');
-  const events = await executionEvents(app, alice, flow, created.id);
-  t.same(events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes.reason), ['handed_back']);
-  t.equal((await executionJobs(db, created.id)).length, 2, 'no wake-up beyond the creation\'s and the hand-back\'s');
-  t.equal(await runningHeld(app, alice, flow.orgId), 0, 'its running_executions_per_org slot is free again');
-});
+t.test(
+  'a wake-up that arrives while its execution is in flight here is claimed once the execution has left',
+  async (t) => {
+    // The processor gives its own execution back (what a worker thread that failed on it does: lease
+    // released, a new wake-up in the same transaction) and waits until this runner has fetched that
+    // wake-up, while the execution is still in flight here. Its next write finds the lease gone, the
+    // execution leaves, and the deferred wake-up claims it again. No recovery sweep could help:
+    // orphans are looked for only after ten minutes.
+    let runs = 0;
+    const givingBack: Processor = {
+      name: 'logic.switch',
+      async run(ctx, config, input) {
+        runs += 1;
+        if (runs === 1) {
+          const holder = { executionId: ctx.execution.id, runnerId: runner.id, leaseSeconds: 10 };
+          t.ok(await db.transaction((tx) => giveUp(tx, testApp.boss, holder)), 'given back');
+          await waitFor(
+            () => executionJobs(db, ctx.execution.id),
+            (jobs) => jobs.length === 2 && jobs[1]!.state === 'completed',
+            'the runner to fetch the new wake-up',
+          );
+        }
+        return { kind: 'route', route: switchRoute(config, input), output: input };
+      },
+    };
+    const processors = new Map(processorRegistry);
+    processors.set('logic.switch', givingBack);
+    const runner = await startRunner(t, databaseUrl, { processors, orphanSeconds: 600 });
+    const flow = await createWorkflow(app, alice);
+    const created = await runGraph(
+      app,
+      alice,
+      flow,
+      {
+        start: 'sw',
+        nodes: {
+          sw: { processor: 'logic.switch', config: { cases: [{ when: { path: 'n', gte: 0 }, route: 'done' }] } },
+        },
+      },
+      { n: 1 },
+    );
+    const ended = await waitForEnd(app, alice, flow, created.id);
+    t.same([ended.status, ended.output], ['succeeded', { n: 1 }]);
+    t.equal(runs, 2, 'the node ran again after the execution was claimed again');
+    const events = await executionEvents(app, alice, flow, created.id);
+    t.same(
+      events.filter((event) => event.kind === 'execution.resumed').map((event) => event.attributes.reason),
+      ['handed_back'],
+    );
+    t.equal((await executionJobs(db, created.id)).length, 2, "no wake-up beyond the creation's and the hand-back's");
+    t.equal(await runningHeld(app, alice, flow.orgId), 0, 'its running_executions_per_org slot is free again');
+  },
+);
 
 t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t) => {
   const flow = await createWorkflow(app, alice);
-  const created = await runGraph(app, alice, flow, { start: 'a', nodes: { a: { processor: 'logic.code', config: { code: 'export default () => "found"' } } } });
+  const created = await runGraph(app, alice, flow, {
+    start: 'a',
+    nodes: { a: { processor: 'logic.code', config: { code: 'export default () => "found"' } } },
+  });
   // The job is gone (a purge, a restore without the queue): nothing would ever wake the execution.
   await db.query(`DELETE FROM pgboss.job WHERE name = 'executions' AND data->>'execution_id' = $1`, [created.id]);
   await startRunner(t, databaseUrl, { orphanSeconds: 1 });
@@ -121,12 +157,16 @@ t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t)
 t.test('the runner keeps the statistics of the job table fresh (ANALYZE)', async (t) => {
   const table = (await testApp.boss.getQueue('executions'))!.table;
   await startRunner(t, databaseUrl, { analyzeSeconds: 1 });
-  const analyzed = await waitFor(async () => {
-    const { rows } = await db.query<{ last_analyze: string | null }>(
-      `SELECT last_analyze FROM pg_stat_all_tables WHERE schemaname = 'pgboss' AND relname = $1`,
-      [table],
-    );
-    return rows[0]?.last_analyze ?? null;
-  }, (value) => value !== null, 'an ANALYZE of the job table');
+  const analyzed = await waitFor(
+    async () => {
+      const { rows } = await db.query<{ last_analyze: string | null }>(
+        `SELECT last_analyze FROM pg_stat_all_tables WHERE schemaname = 'pgboss' AND relname = $1`,
+        [table],
+      );
+      return rows[0]?.last_analyze ?? null;
+    },
+    (value) => value !== null,
+    'an ANALYZE of the job table',
+  );
   t.ok(analyzed);
 });

@@ -14,12 +14,17 @@ const runner = join(import.meta.dirname, 'fixtures', 'bomb-runner.ts');
 
 function runBomb(code: string): Promise<{ bomb: CodeResult; next: CodeResult; stats: PoolStats }> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--no-node-snapshot', runner, code], { timeout: 60_000, maxBuffer: 1 << 20 }, (_error, stdout, stderr) => {
-      // The child kills itself (or crashes on the way out): only its report matters.
-      const line = stdout.split('\n').find((l) => l.startsWith('{'));
-      if (!line) reject(new Error(`no report from the bomb runner; stderr: ${stderr.slice(0, 2000)}`));
-      else resolve(JSON.parse(line));
-    });
+    execFile(
+      process.execPath,
+      ['--no-node-snapshot', runner, code],
+      { timeout: 60_000, maxBuffer: 1 << 20 },
+      (_error, stdout, stderr) => {
+        // The child kills itself (or crashes on the way out): only its report matters.
+        const line = stdout.split('\n').find((l) => l.startsWith('{'));
+        if (!line) reject(new Error(`no report from the bomb runner; stderr: ${stderr.slice(0, 2000)}`));
+        else resolve(JSON.parse(line));
+      },
+    );
   });
 }
 
@@ -36,7 +41,13 @@ const bombs = [
 for (const code of bombs) {
   t.test(code, async (t) => {
     const { bomb, next, stats } = await runBomb(code);
-    t.match(bomb, { kind: 'error', error: { code: 'code_memory', message: 'The code used more than the sandbox memory bound (32 MiB) and was stopped.' } });
+    t.match(bomb, {
+      kind: 'error',
+      error: {
+        code: 'code_memory',
+        message: 'The code used more than the sandbox memory bound (32 MiB) and was stopped.',
+      },
+    });
     t.match(next, { kind: 'output', output: 'next' }, 'the pool serves the next run with a fresh isolate');
     t.match(stats, { retired: 1, created: 2 }, 'the bombed isolate was retired');
     if (stats.abandoned > 0 || stats.catastrophic > 0) t.equal(stats.degraded, true, 'a lost thread degrades the pool');

@@ -12,7 +12,11 @@ import { fakeHost, request, testDisposal, testPool } from './fake-host.ts';
 const pool = testPool(t, { size: 1, bounds: { maxCalls: 100 } });
 
 async function stillWorks(t: Test, pool: IsolatePool): Promise<void> {
-  const next = await runCode(pool, request('export default (input) => ({ echo: input })', { input: 'next' }), fakeHost());
+  const next = await runCode(
+    pool,
+    request('export default (input) => ({ echo: input })', { input: 'next' }),
+    fakeHost(),
+  );
   t.match(next, { kind: 'output', output: { echo: 'next' } }, 'the pool serves the next run');
 }
 
@@ -21,10 +25,29 @@ function output(result: CodeResult): unknown {
 }
 
 t.test('the Function constructor finds no process', async (t) => {
-  t.match(await runCode(pool, request("export default () => globalThis.constructor.constructor('return process')()"), fakeHost()), {
-    kind: 'error', error: { code: 'code_error', message: 'ReferenceError: process is not defined' },
-  });
-  t.same(output(await runCode(pool, request("export default () => [({}).constructor.constructor('return typeof process')(), (() => {}).constructor('return typeof require')()]"), fakeHost())), ['undefined', 'undefined']);
+  t.match(
+    await runCode(
+      pool,
+      request("export default () => globalThis.constructor.constructor('return process')()"),
+      fakeHost(),
+    ),
+    {
+      kind: 'error',
+      error: { code: 'code_error', message: 'ReferenceError: process is not defined' },
+    },
+  );
+  t.same(
+    output(
+      await runCode(
+        pool,
+        request(
+          "export default () => [({}).constructor.constructor('return typeof process')(), (() => {}).constructor('return typeof require')()]",
+        ),
+        fakeHost(),
+      ),
+    ),
+    ['undefined', 'undefined'],
+  );
   await stillWorks(t, pool);
 });
 
@@ -54,7 +77,20 @@ t.test('no ctx function, promise or host answer leads out of the isolate', async
   const host = fakeHost();
   host.objectsStore.set('a', { nested: { deep: true } });
   const result = output(await runCode(pool, request(code), host)) as Record<string, unknown>;
-  for (const name of ['objects.get', 'objects.put', 'objects.list', 'thread.post', 'graph.mutate', 'graph.query', 'log', 'log.info', 'route', 'LimitExceeded', 'console.log', 'getRandomValues']) {
+  for (const name of [
+    'objects.get',
+    'objects.put',
+    'objects.list',
+    'thread.post',
+    'graph.mutate',
+    'graph.query',
+    'log',
+    'log.info',
+    'route',
+    'LimitExceeded',
+    'console.log',
+    'getRandomValues',
+  ]) {
     t.same(result[name], [true, 'undefined', true, []], `${name} is a plain function of the isolate`);
   }
   t.same(result.promise, [true, 'undefined'], 'a ctx call returns an isolate promise');
@@ -72,39 +108,83 @@ t.test('stack frames expose no function or receiver of the bootstrap', async (t)
   }`;
   const result = output(await runCode(pool, request(code), fakeHost())) as unknown[];
   t.ok(Array.isArray(result) && result.length > 0, 'frames were read');
-  t.same(result.filter((pair) => JSON.stringify(pair) !== '["undefined","undefined"]'), [], 'strict frames hide functions and receivers');
+  t.same(
+    result.filter((pair) => JSON.stringify(pair) !== '["undefined","undefined"]'),
+    [],
+    'strict frames hide functions and receivers',
+  );
 });
 
 t.test('returned values cannot pollute host prototypes', async (t) => {
-  const literal = await runCode(pool, request('export default () => ({ __proto__: { polluted: 1 }, own: 1 })'), fakeHost());
+  const literal = await runCode(
+    pool,
+    request('export default () => ({ __proto__: { polluted: 1 }, own: 1 })'),
+    fakeHost(),
+  );
   t.same(output(literal), { own: 1 }, 'an inherited property is not data');
-  const parsed = await runCode(pool, request('export default () => JSON.parse(\'{"__proto__": {"polluted": 1}, "nested": {"__proto__": {"polluted": 2}}}\')'), fakeHost());
+  const parsed = await runCode(
+    pool,
+    request(
+      'export default () => JSON.parse(\'{"__proto__": {"polluted": 1}, "nested": {"__proto__": {"polluted": 2}}}\')',
+    ),
+    fakeHost(),
+  );
   const value = output(parsed) as Record<string, unknown>;
   t.same(Object.keys(value), ['nested'], 'an own __proto__ key is dropped on the host');
   t.equal(Object.hasOwn(value.nested as object, '__proto__'), false, 'nested ones too');
   t.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype is untouched');
-  t.equal((Object.assign({}, value) as Record<string, unknown>).polluted, undefined, 'merging the output pollutes nothing');
+  t.equal(
+    (Object.assign({}, value) as Record<string, unknown>).polluted,
+    undefined,
+    'merging the output pollutes nothing',
+  );
   t.equal(Object.getPrototypeOf(value), Object.prototype, 'the output is a plain host object');
 });
 
 t.test('ctx call arguments cannot pollute host prototypes either', async (t) => {
   const host = fakeHost();
-  await runCode(pool, request('export default (i, ctx) => ctx.objects.put("p", JSON.parse(\'{"__proto__": {"polluted": 1}, "ok": 1}\'))'), host);
+  await runCode(
+    pool,
+    request('export default (i, ctx) => ctx.objects.put("p", JSON.parse(\'{"__proto__": {"polluted": 1}, "ok": 1}\'))'),
+    host,
+  );
   t.same(host.objectsStore.get('p'), { ok: 1 });
   t.equal(({} as Record<string, unknown>).polluted, undefined);
 });
 
 t.test('getters, toJSON and Proxy traps run inside the isolate; the host gets data', async (t) => {
-  const getter = output(await runCode(pool, request('export default () => ({ get x() { return 1 } })'), fakeHost())) as object;
-  t.same(Object.getOwnPropertyDescriptor(getter, 'x'), { value: 1, writable: true, enumerable: true, configurable: true }, 'a getter arrives as a value');
-  t.same(output(await runCode(pool, request("export default () => ({ toJSON() { return 'replaced' } })"), fakeHost())), 'replaced');
+  const getter = output(
+    await runCode(pool, request('export default () => ({ get x() { return 1 } })'), fakeHost()),
+  ) as object;
+  t.same(
+    Object.getOwnPropertyDescriptor(getter, 'x'),
+    { value: 1, writable: true, enumerable: true, configurable: true },
+    'a getter arrives as a value',
+  );
+  t.same(
+    output(await runCode(pool, request("export default () => ({ toJSON() { return 'replaced' } })"), fakeHost())),
+    'replaced',
+  );
   t.same(output(await runCode(pool, request('export default () => new Proxy({ a: 1 }, {})'), fakeHost())), { a: 1 });
-  t.match(await runCode(pool, request("export default () => new Proxy({}, { ownKeys() { throw new Error('trap') } })"), fakeHost()), {
-    kind: 'error', error: { code: 'output_invalid', message: /trap/ },
-  });
-  t.match(await runCode(pool, request('export default () => ({ get x() { for (;;) {} } })', { timeoutMs: 300 }), fakeHost()), {
-    kind: 'error', error: { code: 'code_timeout' },
-  }, 'a getter that never returns is stopped at the deadline');
+  t.match(
+    await runCode(
+      pool,
+      request("export default () => new Proxy({}, { ownKeys() { throw new Error('trap') } })"),
+      fakeHost(),
+    ),
+    {
+      kind: 'error',
+      error: { code: 'output_invalid', message: /trap/ },
+    },
+  );
+  t.match(
+    await runCode(pool, request('export default () => ({ get x() { for (;;) {} } })', { timeoutMs: 300 }), fakeHost()),
+    {
+      kind: 'error',
+      error: { code: 'code_timeout' },
+    },
+    'a getter that never returns is stopped at the deadline',
+  );
   await stillWorks(t, pool);
 });
 
@@ -121,12 +201,22 @@ t.test('globals and patched intrinsics do not leak into the next run', async (t)
     attempt(() => { Promise.prototype.then = null });
     return { wrote: true };
   }`;
-  t.same(output(await runCode(pool, request(first), fakeHost())), { wrote: true }, 'the run is answered despite its patches');
+  t.same(
+    output(await runCode(pool, request(first), fakeHost())),
+    { wrote: true },
+    'the run is answered despite its patches',
+  );
   const second = `export default () => ({
     leak: typeof globalThis.leak, polluted: ({}).polluted === undefined, push: typeof [].push,
     json: JSON.stringify({ a: 1 }), then: typeof Promise.prototype.then,
   })`;
-  t.same(output(await runCode(pool, request(second), fakeHost())), { leak: 'undefined', polluted: true, push: 'function', json: '{"a":1}', then: 'function' });
+  t.same(output(await runCode(pool, request(second), fakeHost())), {
+    leak: 'undefined',
+    polluted: true,
+    push: 'function',
+    json: '{"a":1}',
+    then: 'function',
+  });
   t.equal(pool.stats().created, created, 'both runs used the same isolate');
 });
 
@@ -149,7 +239,11 @@ t.test('patched intrinsics do not change what the bridge does', async (t) => {
 });
 
 t.test('a synchronous endless loop is stopped at workflow.code_run_seconds', async (t) => {
-  const result = await runCode(pool, request('export default () => { while (true) {} }', { timeoutMs: 300 }), fakeHost());
+  const result = await runCode(
+    pool,
+    request('export default () => { while (true) {} }', { timeoutMs: 300 }),
+    fakeHost(),
+  );
   t.same(result.kind === 'error' && result.error, {
     code: 'code_timeout',
     message: 'The code ran longer than workflow.code_run_seconds (0.3 s) and was stopped.',
@@ -165,7 +259,11 @@ t.test("code runs off the calling thread: the caller's event loop turns while th
   let turns = 0;
   const interval = setInterval(() => turns++, 5);
   try {
-    const result = await runCode(pool, request('export default () => { while (true) {} }', { timeoutMs: 400 }), fakeHost());
+    const result = await runCode(
+      pool,
+      request('export default () => { while (true) {} }', { timeoutMs: 400 }),
+      fakeHost(),
+    );
     t.match(result, { kind: 'error', error: { code: 'code_timeout' } });
   } finally {
     clearInterval(interval);
@@ -175,37 +273,69 @@ t.test("code runs off the calling thread: the caller's event loop turns while th
 });
 
 t.test('an endless loop at module top level is stopped', async (t) => {
-  t.match(await runCode(pool, request('for (;;) {} export default () => 1', { timeoutMs: 300 }), fakeHost()), { kind: 'error', error: { code: 'code_timeout' } });
+  t.match(await runCode(pool, request('for (;;) {} export default () => 1', { timeoutMs: 300 }), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_timeout' },
+  });
   await stillWorks(t, pool);
 });
 
 t.test('awaiting a promise that never settles fails at once, not at the deadline', async (t) => {
   const never = /can never finish: it awaits a promise that nothing will settle/;
   // A 60 s deadline: a code_timeout here would mean the run held its isolate until then.
-  const direct = await runCode(pool, request('export default async () => { await new Promise(() => {}) }', { timeoutMs: 60_000 }), fakeHost());
+  const direct = await runCode(
+    pool,
+    request('export default async () => { await new Promise(() => {}) }', { timeoutMs: 60_000 }),
+    fakeHost(),
+  );
   t.match(direct, { kind: 'error', error: { code: 'code_error', message: never } });
   // Stuck only after host calls were answered: found when the last answer is delivered.
   const host = fakeHost();
-  const after = await runCode(pool, request("export default async (i, ctx) => { await ctx.objects.list(); await ctx.graph.query({}); await new Promise(() => {}) }", { timeoutMs: 60_000 }), host);
+  const after = await runCode(
+    pool,
+    request(
+      'export default async (i, ctx) => { await ctx.objects.list(); await ctx.graph.query({}); await new Promise(() => {}) }',
+      { timeoutMs: 60_000 },
+    ),
+    host,
+  );
   t.match(after, { kind: 'error', error: { code: 'code_error', message: never } });
   t.same(host.calls, ['objects.list', 'graph.query']);
   // A never-settling promise beside a host call that does answer is found once that call is answered.
-  const beside = await runCode(pool, request("export default (i, ctx) => { ctx.graph.query({}); return new Promise(() => {}) }", { timeoutMs: 60_000 }), fakeHost());
+  const beside = await runCode(
+    pool,
+    request('export default (i, ctx) => { ctx.graph.query({}); return new Promise(() => {}) }', { timeoutMs: 60_000 }),
+    fakeHost(),
+  );
   t.match(beside, { kind: 'error', error: { code: 'code_error', message: never } });
   // Code that is still awaiting a slow host answer is not stuck.
-  const slow = await runCode(pool, request("export default async (i, ctx) => (await ctx.graph.query(7)).nodes", { timeoutMs: 60_000 }), fakeHost());
+  const slow = await runCode(
+    pool,
+    request('export default async (i, ctx) => (await ctx.graph.query(7)).nodes', { timeoutMs: 60_000 }),
+    fakeHost(),
+  );
   t.same(slow.kind === 'output' && slow.output, [7]);
   await stillWorks(t, pool);
 });
 
 t.test('a microtask storm is stopped', async (t) => {
-  t.match(await runCode(pool, request('export default async () => { for (;;) await null }', { timeoutMs: 300 }), fakeHost()), { kind: 'error', error: { code: 'code_timeout' } });
+  t.match(
+    await runCode(pool, request('export default async () => { for (;;) await null }', { timeoutMs: 300 }), fakeHost()),
+    { kind: 'error', error: { code: 'code_timeout' } },
+  );
   await stillWorks(t, pool);
 });
 
 t.test('a loop after a host answer is stopped', async (t) => {
   const host = fakeHost();
-  t.match(await runCode(pool, request('export default async (i, ctx) => { await ctx.objects.list(); for (;;) {} }', { timeoutMs: 300 }), host), { kind: 'error', error: { code: 'code_timeout' } });
+  t.match(
+    await runCode(
+      pool,
+      request('export default async (i, ctx) => { await ctx.objects.list(); for (;;) {} }', { timeoutMs: 300 }),
+      host,
+    ),
+    { kind: 'error', error: { code: 'code_timeout' } },
+  );
   t.same(host.calls, ['objects.list']);
   await stillWorks(t, pool);
 });
@@ -217,39 +347,84 @@ t.test('code that keeps running after its result is stopped at the deadline', as
     await answer;
     return 'returned';
   }`;
-  t.match(await runCode(pool, request(code, { timeoutMs: 300 }), fakeHost()), { kind: 'error', error: { code: 'code_timeout' } });
+  t.match(await runCode(pool, request(code, { timeoutMs: 300 }), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_timeout' },
+  });
   await stillWorks(t, pool);
 });
 
 t.test('a flood of unawaited ctx calls is bounded', async (t) => {
   const host = fakeHost();
-  const result = await runCode(pool, request('export default (i, ctx) => { for (;;) ctx.objects.list() }', { timeoutMs: 1000 }), host);
+  const result = await runCode(
+    pool,
+    request('export default (i, ctx) => { for (;;) ctx.objects.list() }', { timeoutMs: 1000 }),
+    host,
+  );
   t.match(result, { kind: 'error', error: { code: /^code_(timeout|memory)$/ } });
   t.ok(host.calls.length <= 16, `the host served at most maxCallsInFlight calls (${host.calls.length})`);
   await stillWorks(t, pool);
 });
 
 t.test('deep recursion is a code_error', async (t) => {
-  t.match(await runCode(pool, request('export default function f() { return f() + 1 }'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'RangeError: Maximum call stack size exceeded' } });
+  t.match(await runCode(pool, request('export default function f() { return f() + 1 }'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'RangeError: Maximum call stack size exceeded' },
+  });
   await stillWorks(t, pool);
 });
 
 t.test('allocations past the memory bound are stopped', async (t) => {
-  t.match(await runCode(pool, request('export default () => { const a = []; for (;;) a.push({ n: a.length }) }', { timeoutMs: 10_000 }), fakeHost()), {
-    kind: 'error', error: { code: 'code_memory', message: 'The code used more than the sandbox memory bound (32 MiB) and was stopped.' },
+  t.match(
+    await runCode(
+      pool,
+      request('export default () => { const a = []; for (;;) a.push({ n: a.length }) }', { timeoutMs: 10_000 }),
+      fakeHost(),
+    ),
+    {
+      kind: 'error',
+      error: {
+        code: 'code_memory',
+        message: 'The code used more than the sandbox memory bound (32 MiB) and was stopped.',
+      },
+    },
+  );
+  await stillWorks(t, pool);
+  t.match(
+    await runCode(pool, request('export default () => "x".repeat(2 ** 28)', { timeoutMs: 10_000 }), fakeHost()),
+    { kind: 'error', error: { code: 'code_memory' } },
+    'an output too large to serialize',
+  );
+  await stillWorks(t, pool);
+  t.match(await runCode(pool, request('export default () => { let s = "x"; for (;;) s += s }'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'RangeError: Invalid string length' },
   });
-  await stillWorks(t, pool);
-  t.match(await runCode(pool, request('export default () => "x".repeat(2 ** 28)', { timeoutMs: 10_000 }), fakeHost()), { kind: 'error', error: { code: 'code_memory' } }, 'an output too large to serialize');
-  await stillWorks(t, pool);
-  t.match(await runCode(pool, request('export default () => { let s = "x"; for (;;) s += s }'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'RangeError: Invalid string length' } });
-  t.match(await runCode(pool, request('export default () => new ArrayBuffer(2 ** 31).byteLength'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'RangeError: Array buffer allocation failed' } });
-  t.match(await runCode(pool, request('export default () => { const a = []; for (;;) a.push(new Uint8Array(1 << 20)) }'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: /Array buffer allocation failed/ } });
+  t.match(await runCode(pool, request('export default () => new ArrayBuffer(2 ** 31).byteLength'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'RangeError: Array buffer allocation failed' },
+  });
+  t.match(
+    await runCode(
+      pool,
+      request('export default () => { const a = []; for (;;) a.push(new Uint8Array(1 << 20)) }'),
+      fakeHost(),
+    ),
+    { kind: 'error', error: { code: 'code_error', message: /Array buffer allocation failed/ } },
+  );
   await stillWorks(t, pool);
 });
 
 t.test('a huge log entry is cut before it reaches the host', async (t) => {
   const host = fakeHost();
-  t.match(await runCode(pool, request('export default () => { console.log("x".repeat(2 ** 26)); return 1 }', { timeoutMs: 10_000 }), host), { kind: 'output', output: 1 });
+  t.match(
+    await runCode(
+      pool,
+      request('export default () => { console.log("x".repeat(2 ** 26)); return 1 }', { timeoutMs: 10_000 }),
+      host,
+    ),
+    { kind: 'output', output: 1 },
+  );
   t.equal(host.logs.length, 1);
   t.ok(Buffer.byteLength(host.logs[0]?.message ?? '') <= 8 * 1024 + 3, 'cut to maxLogEntryBytes');
 });

@@ -48,10 +48,14 @@ t.test('the queue serves the tenant with the least isolate time first, a new ten
   t.same(queue.dequeue(any, 150), { tenant: 'b', waiter: 'b1' });
   queue.started('b', 150);
   queue.finished('b', 150, 160);
-  t.same(queue.dequeue(any, 160), { tenant: 'b', waiter: 'b2' }, 'b has used 10 ms against a\'s 160');
+  t.same(queue.dequeue(any, 160), { tenant: 'b', waiter: 'b2' }, "b has used 10 ms against a's 160");
   t.same(queue.dequeue(any, 160), { tenant: 'a', waiter: 'a1' });
   t.equal(queue.waiting, 1);
-  t.same(queue.dequeue((tenant) => tenant !== 'a', 160), undefined, 'an ineligible tenant is skipped');
+  t.same(
+    queue.dequeue((tenant) => tenant !== 'a', 160),
+    undefined,
+    'an ineligible tenant is skipped',
+  );
   t.equal(queue.remove('a', 'a2'), true);
   t.equal(queue.remove('a', 'a2'), false);
   t.equal(queue.waiting, 0);
@@ -85,11 +89,18 @@ t.test('a tenant that comes back after idling gets no credit for the time it was
   queue.enqueue('b', 'b-next');
   queue.enqueue('a', 'a-first');
   queue.enqueue('a', 'a-second');
-  t.same(queue.dequeue(() => true, 1000), { tenant: 'a', waiter: 'a-first' }, 'the returning tenant goes first');
+  t.same(
+    queue.dequeue(() => true, 1000),
+    { tenant: 'a', waiter: 'a-first' },
+    'the returning tenant goes first',
+  );
   queue.started('a', 1000);
   queue.finished('a', 1000, 1200);
   // a started at the clock (b's time at its last dispatch, 900) and has used 200 ms: b (1000) goes next.
-  t.same(queue.dequeue(() => true, 1200), { tenant: 'b', waiter: 'b-next' });
+  t.same(
+    queue.dequeue(() => true, 1200),
+    { tenant: 'b', waiter: 'b-next' },
+  );
 });
 
 t.test('a tenant alone may use every isolate, and no more than size', async (t) => {
@@ -110,7 +121,11 @@ t.test("a tenant holding no isolate gets one while another tenant's runs hold th
   const hog = [1, 2, 3].map(() => runCode(pool, request(holding, { tenant: 'org-a', timeoutMs: 10_000 }), gate.host));
   await until(() => pool.stats().busy === 2);
   // org-b finishes runs while org-a's hold every isolate of `size`.
-  for (let i = 0; i < 3; i++) t.match(await runCode(pool, request('export default () => 42', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 42 });
+  for (let i = 0; i < 3; i++)
+    t.match(await runCode(pool, request('export default () => 42', { tenant: 'org-b' }), fakeHost()), {
+      kind: 'output',
+      output: 42,
+    });
   t.match(pool.stats(), { live: 3, waiting: 1 });
   // With maxIsolates reached, a third tenant waits, and goes before org-a's waiting run.
   const gateC = gatedHost();
@@ -129,7 +144,9 @@ t.test("a tenant holding no isolate gets one while another tenant's runs hold th
 t.test('probation: a tenant none of whose runs ended by itself holds one isolate at a time', async (t) => {
   const pool = testPool(t, { size: 2, maxIsolates: 4, hostSettleMs: 20 }, pools);
   // Two endless loops of a new tenant: one runs, the other waits; both are stopped at their deadline.
-  const loops = [1, 2].map(() => runCode(pool, request('export default () => { for (;;) {} }', { tenant: 'org-new', timeoutMs: 300 }), fakeHost()));
+  const loops = [1, 2].map(() =>
+    runCode(pool, request('export default () => { for (;;) {} }', { tenant: 'org-new', timeoutMs: 300 }), fakeHost()),
+  );
   await until(() => pool.stats().waiting === 1);
   t.match(pool.stats().tenants, [{ tenant: 'org-new', waiting: 1, busy: 1 }]);
   for (const loop of loops) t.match(await loop, { kind: 'error', error: { code: 'code_timeout' } });
@@ -147,7 +164,14 @@ t.test('probation: a tenant none of whose runs ended by itself holds one isolate
   next.open();
   for (const run of both) t.match(await run, { kind: 'output', output: 'opened' });
   // A stopped run puts it back on probation.
-  t.match(await runCode(pool, request('export default () => { for (;;) {} }', { tenant: 'org-new', timeoutMs: 200 }), fakeHost()), { kind: 'error', error: { code: 'code_timeout' } });
+  t.match(
+    await runCode(
+      pool,
+      request('export default () => { for (;;) {} }', { tenant: 'org-new', timeoutMs: 200 }),
+      fakeHost(),
+    ),
+    { kind: 'error', error: { code: 'code_timeout' } },
+  );
   const again = gatedHost();
   const after = [1, 2].map(() => runCode(pool, request(holding, { tenant: 'org-new', timeoutMs: 10_000 }), again.host));
   await until(() => pool.stats().waiting === 1);
@@ -161,7 +185,10 @@ t.test('an extra isolate is retired after it idled', async (t) => {
   const gate = gatedHost();
   const hog = runCode(pool, request(holding, { tenant: 'org-a', timeoutMs: 10_000 }), gate.host);
   await until(() => pool.stats().busy === 1);
-  t.match(await runCode(pool, request('export default () => 1', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 1 });
+  t.match(await runCode(pool, request('export default () => 1', { tenant: 'org-b' }), fakeHost()), {
+    kind: 'output',
+    output: 1,
+  });
   t.equal(pool.stats().live, 2);
   await until(() => pool.stats().live === 1);
   t.match(pool.stats(), { live: 1, busy: 1 });
@@ -172,7 +199,12 @@ t.test('an extra isolate is retired after it idled', async (t) => {
 t.test('an aborted run leaves the queue, or its isolate, at once', async (t) => {
   const pool = testPool(t, { size: 1, maxIsolates: 1, hostSettleMs: 20 }, pools);
   const loop = new AbortController();
-  const looping = runCode(pool, request('export default () => { for (;;) {} }', { tenant: 'org-a', timeoutMs: 60_000 }), fakeHost(), loop.signal);
+  const looping = runCode(
+    pool,
+    request('export default () => { for (;;) {} }', { tenant: 'org-a', timeoutMs: 60_000 }),
+    fakeHost(),
+    loop.signal,
+  );
   await until(() => pool.stats().busy === 1);
   const queued = new AbortController();
   const waiting = runCode(pool, request('export default () => 1', { tenant: 'org-b' }), fakeHost(), queued.signal);
@@ -182,21 +214,38 @@ t.test('an aborted run leaves the queue, or its isolate, at once', async (t) => 
   t.equal(pool.stats().waiting, 0);
   loop.abort();
   t.match(await looping, { kind: 'error', error: { code: 'code_aborted' } });
-  t.match(await runCode(pool, request('export default () => 2', { tenant: 'org-b' }), fakeHost()), { kind: 'output', output: 2 }, 'the isolate is free again');
+  t.match(
+    await runCode(pool, request('export default () => 2', { tenant: 'org-b' }), fakeHost()),
+    { kind: 'output', output: 2 },
+    'the isolate is free again',
+  );
   const before = new AbortController();
   before.abort();
-  t.match(await runCode(pool, request('export default () => 3'), fakeHost(), before.signal), { kind: 'error', error: { code: 'code_aborted' } });
+  t.match(await runCode(pool, request('export default () => 3'), fakeHost(), before.signal), {
+    kind: 'error',
+    error: { code: 'code_aborted' },
+  });
 });
 
 t.test('kept contexts are bounded by bytes at their measured size', async (t) => {
   const pool = testPool(t, { size: 1, contextBytesPerIsolate: 2 * 1024 * 1024 }, pools);
-  for (let i = 0; i < 30; i++) t.match(await runCode(pool, request('export default () => 1', { tenant: `org-${i}` }), fakeHost()), { kind: 'output', output: 1 });
+  for (let i = 0; i < 30; i++)
+    t.match(await runCode(pool, request('export default () => 1', { tenant: `org-${i}` }), fakeHost()), {
+      kind: 'output',
+      output: 1,
+    });
   const stats = pool.stats();
   t.ok(stats.contextBytes > 32 * 1024, `a context was measured (${stats.contextBytes} bytes)`);
-  t.ok(stats.contexts * stats.contextBytes <= 2 * 1024 * 1024 + stats.contextBytes, `${stats.contexts} contexts fit 2 MiB`);
+  t.ok(
+    stats.contexts * stats.contextBytes <= 2 * 1024 * 1024 + stats.contextBytes,
+    `${stats.contexts} contexts fit 2 MiB`,
+  );
   t.ok(stats.contextsEvicted > 0, 'the least recently used ones were evicted');
   // The most recent tenant's context is still kept.
-  t.match(await runCode(pool, request('export default () => 2', { tenant: 'org-29' }), fakeHost()), { kind: 'output', output: 2 });
+  t.match(await runCode(pool, request('export default () => 2', { tenant: 'org-29' }), fakeHost()), {
+    kind: 'output',
+    output: 2,
+  });
   t.equal(pool.stats().contextsReused, stats.contextsReused + 1);
 });
 

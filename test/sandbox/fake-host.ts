@@ -24,7 +24,11 @@ export function fakeHost(options: { quota?: number } = {}): FakeHost {
   const reported: unknown[] = [];
   const calls: string[] = [];
   return {
-    objectsStore, threadItems, logs, reported, calls,
+    objectsStore,
+    threadItems,
+    logs,
+    reported,
+    calls,
     objects: {
       async get(alias) {
         calls.push(`objects.get ${alias}`);
@@ -34,7 +38,9 @@ export function fakeHost(options: { quota?: number } = {}): FakeHost {
         calls.push(`objects.put ${alias}`);
         if (alias === 'explode') throw new Error('connection refused at 10.0.0.7:5432 (/srv/secret)');
         if (JSON.stringify(value).length > 1000) {
-          throw new ServiceError('session_object_too_large', undefined, { limit: { id: 'workflow.session_object_bytes', value: 1000 } });
+          throw new ServiceError('session_object_too_large', undefined, {
+            limit: { id: 'workflow.session_object_bytes', value: 1000 },
+          });
         }
         if (!objectsStore.has(alias) && objectsStore.size >= quota) {
           throw new ServiceError('limit_exceeded', 'The session holds as many objects as it may.', {
@@ -75,7 +81,11 @@ export function fakeHost(options: { quota?: number } = {}): FakeHost {
   };
 }
 
-export const ids = { executionId: '6f1c1f43-3b0e-4a53-9f3e-0d8b2a9c1e11', sessionId: 'a1a1a1a1-3b0e-4a53-9f3e-0d8b2a9c1e22', node: 'greet' };
+export const ids = {
+  executionId: '6f1c1f43-3b0e-4a53-9f3e-0d8b2a9c1e11',
+  sessionId: 'a1a1a1a1-3b0e-4a53-9f3e-0d8b2a9c1e22',
+  node: 'greet',
+};
 
 /** The tenant of test requests: runs of one test pool share its contexts, as one organization's would. */
 const tenant = 'org-test';
@@ -107,6 +117,10 @@ export function testDisposal(t: Test, pools: IsolatePool | IsolatePool[]): void 
       t.equal(stats.created, stats.retired, 'every isolate created was retired');
       t.equal(stats.waiting, 0, 'no run waits for an isolate');
     }
-    t.same(process.getActiveResourcesInfo().filter((r) => r === 'Timeout' || r === 'Immediate'), [], 'no timer is left');
+    t.same(
+      process.getActiveResourcesInfo().filter((r) => r === 'Timeout' || r === 'Immediate'),
+      [],
+      'no timer is left',
+    );
   });
 }

@@ -25,8 +25,21 @@ t.test('a granted vetted import works', async (t) => {
   t.match(result, {
     kind: 'output',
     output: {
-      id: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, valid: true, version: 4, same: true, distinct: true,
-      mean: 2.5, median: 3, p90: 9.1, round: 1.01, negative: -1.01, clamp: 10, sum: 0, stddev: 2, min: -1, max: 3,
+      id: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      valid: true,
+      version: 4,
+      same: true,
+      distinct: true,
+      mean: 2.5,
+      median: 3,
+      p90: 9.1,
+      round: 1.01,
+      negative: -1.01,
+      clamp: 10,
+      sum: 0,
+      stddev: 2,
+      min: -1,
+      max: 3,
     },
   });
 });
@@ -41,12 +54,22 @@ t.test('vetted modules check their arguments', async (t) => {
       }
       return out;
     }`;
-  t.match(await runCode(pool, request(code, { imports: granted }), fakeHost()), { kind: 'output', output: ['RangeError', 'TypeError', 'TypeError'] });
+  t.match(await runCode(pool, request(code, { imports: granted }), fakeHost()), {
+    kind: 'output',
+    output: ['RangeError', 'TypeError', 'TypeError'],
+  });
 });
 
 t.test('a vetted module that is not granted is refused', async (t) => {
-  const result = await runCode(pool, request("import { v4 } from '@ws/uuid'; export default () => v4()", { imports: ['@ws/math'] }), fakeHost());
-  t.same(result.kind === 'error' && result.error, { code: 'import_refused', message: '"@ws/uuid" is not granted by workflow.code_imports.' });
+  const result = await runCode(
+    pool,
+    request("import { v4 } from '@ws/uuid'; export default () => v4()", { imports: ['@ws/math'] }),
+    fakeHost(),
+  );
+  t.same(result.kind === 'error' && result.error, {
+    code: 'import_refused',
+    message: '"@ws/uuid" is not granted by workflow.code_imports.',
+  });
 });
 
 t.test('everything but vetted names is refused, granted or not', async (t) => {
@@ -65,13 +88,23 @@ t.test('everything but vetted names is refused, granted or not', async (t) => {
   ];
   for (const [specifier, message] of cases) {
     const code = `import x from ${JSON.stringify(specifier)}; export default () => x`;
-    t.match(await runCode(pool, request(code, { imports: [...granted, specifier] }), fakeHost()), { kind: 'error', error: { code: 'import_refused', message } }, specifier);
+    t.match(
+      await runCode(pool, request(code, { imports: [...granted, specifier] }), fakeHost()),
+      { kind: 'error', error: { code: 'import_refused', message } },
+      specifier,
+    );
   }
 });
 
 t.test('re-exports and side-effect imports are checked too', async (t) => {
-  t.match(await runCode(pool, request("import 'node:fs'; export default () => 1"), fakeHost()), { kind: 'error', error: { code: 'import_refused' } });
-  t.match(await runCode(pool, request("export * from 'node:fs'; export default () => 1"), fakeHost()), { kind: 'error', error: { code: 'import_refused' } });
+  t.match(await runCode(pool, request("import 'node:fs'; export default () => 1"), fakeHost()), {
+    kind: 'error',
+    error: { code: 'import_refused' },
+  });
+  t.match(await runCode(pool, request("export * from 'node:fs'; export default () => 1"), fakeHost()), {
+    kind: 'error',
+    error: { code: 'import_refused' },
+  });
 });
 
 t.test('dynamic import() is refused inside the isolate', async (t) => {
@@ -82,8 +115,18 @@ t.test('dynamic import() is refused inside the isolate', async (t) => {
     }
     return out;
   }`;
-  t.match(await runCode(pool, request(code, { imports: granted }), fakeHost()), { kind: 'output', output: ['Not supported', 'Not supported', 'Not supported', 'Not supported'] });
-  t.match(await runCode(pool, request("export default async () => (await import('node:fs')).readFileSync('/etc/passwd')"), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'Error: Not supported' } });
+  t.match(await runCode(pool, request(code, { imports: granted }), fakeHost()), {
+    kind: 'output',
+    output: ['Not supported', 'Not supported', 'Not supported', 'Not supported'],
+  });
+  t.match(
+    await runCode(
+      pool,
+      request("export default async () => (await import('node:fs')).readFileSync('/etc/passwd')"),
+      fakeHost(),
+    ),
+    { kind: 'error', error: { code: 'code_error', message: 'Error: Not supported' } },
+  );
 });
 
 t.test('checkImport explains each refusal', async (t) => {

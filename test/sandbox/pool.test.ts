@@ -51,8 +51,15 @@ t.test('host calls the code did not await have landed when the run ends', async 
   const pool = testPool(t, {}, pools);
   const host = fakeHost();
   const put = host.objects.put;
-  const slow = { ...host, objects: { ...host.objects, put: async (alias: string, value: unknown) => sleep(50).then(() => put(alias, value)) } };
-  const result = await runCode(pool, request("export default (i, ctx) => { ctx.objects.put('late', 1); return 'returned' }"), slow);
+  const slow = {
+    ...host,
+    objects: { ...host.objects, put: async (alias: string, value: unknown) => sleep(50).then(() => put(alias, value)) },
+  };
+  const result = await runCode(
+    pool,
+    request("export default (i, ctx) => { ctx.objects.put('late', 1); return 'returned' }"),
+    slow,
+  );
   t.match(result, { kind: 'output', output: 'returned' });
   t.same(host.objectsStore.get('late'), 1);
 });
@@ -61,7 +68,11 @@ t.test('a host call that never answers ends in code_timeout after a bounded wait
   const pool = testPool(t, { hostSettleMs: 50 }, pools);
   const host = fakeHost();
   const stuck = { ...host, objects: { ...host.objects, get: () => new Promise<never>(() => {}) } };
-  const result = await runCode(pool, request("export default (i, ctx) => ctx.objects.get('a')", { timeoutMs: 200 }), stuck);
+  const result = await runCode(
+    pool,
+    request("export default (i, ctx) => ctx.objects.get('a')", { timeoutMs: 200 }),
+    stuck,
+  );
   t.match(result, { kind: 'error', error: { code: 'code_timeout' } });
   t.match(await runCode(pool, trivial, fakeHost()), { kind: 'output', output: 1 });
 });
@@ -77,9 +88,15 @@ t.test('disposing the pool stops busy runs and refuses new ones', async (t) => {
   await sleep(10);
   await pool.dispose();
   const stopped = await busy;
-  t.same(stopped.kind === 'error' && stopped.error, { code: 'internal_error', message: 'The sandbox was shut down during the run.' });
+  t.same(stopped.kind === 'error' && stopped.error, {
+    code: 'internal_error',
+    message: 'The sandbox was shut down during the run.',
+  });
   t.match(await waiting, { kind: 'error', error: { code: 'internal_error', message: 'The sandbox is shut down.' } });
-  t.match(await runCode(pool, trivial, fakeHost()), { kind: 'error', error: { code: 'internal_error', message: 'The sandbox is shut down.' } });
+  t.match(await runCode(pool, trivial, fakeHost()), {
+    kind: 'error',
+    error: { code: 'internal_error', message: 'The sandbox is shut down.' },
+  });
   t.match(pool.stats(), { live: 0, undisposed: 0, waiting: 0 });
 });
 

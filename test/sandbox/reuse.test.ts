@@ -20,11 +20,17 @@ function output(result: CodeResult): unknown {
 }
 
 /** Runs `first` then `second` for one tenant and checks the second found the first's context. */
-async function twoRuns(t: Test, pool: IsolatePool, first: CodeRequest, second: CodeRequest, hosts: [FakeHost, FakeHost] = [fakeHost(), fakeHost()]): Promise<[CodeResult, CodeResult]> {
+async function twoRuns(
+  t: Test,
+  pool: IsolatePool,
+  first: CodeRequest,
+  second: CodeRequest,
+  hosts: [FakeHost, FakeHost] = [fakeHost(), fakeHost()],
+): Promise<[CodeResult, CodeResult]> {
   const one = await runCode(pool, first, hosts[0]);
   const reused = pool.stats().contextsReused;
   const two = await runCode(pool, second, hosts[1]);
-  t.equal(pool.stats().contextsReused, reused + 1, 'the second run reused the first run\'s context');
+  t.equal(pool.stats().contextsReused, reused + 1, "the second run reused the first run's context");
   return [one, two];
 }
 
@@ -36,7 +42,11 @@ const MARK = 'left by run 1';
  */
 const places: Array<[string, string, string]> = [
   ['globalThis property', 'globalThis.stash = MARK', 'globalThis.stash'],
-  ['globalThis defineProperty', "Object.defineProperty(globalThis, 'stash2', { value: MARK, configurable: true })", 'globalThis.stash2'],
+  [
+    'globalThis defineProperty',
+    "Object.defineProperty(globalThis, 'stash2', { value: MARK, configurable: true })",
+    'globalThis.stash2',
+  ],
   ['global var by indirect eval', "(0, eval)('var stash3 = ' + JSON.stringify(MARK))", 'globalThis.stash3'],
   ['sloppy implicit global', "Function('m', 'stash4 = m')(MARK)", 'globalThis.stash4'],
   ['replaced global', 'globalThis.JSON = { stringify: () => MARK }', 'JSON.stringify(1)'],
@@ -50,7 +60,7 @@ const places: Array<[string, string, string]> = [
   ['JSON', 'JSON.parse = () => MARK', "JSON.parse('1')"],
   ['Math', 'Math.max = () => MARK', 'Math.max(1, 2)'],
   ['Error', 'Error.stash = MARK', 'Error.stash'],
-  ['Error.prototype', "Error.prototype.name = MARK", "new Error('x').name"],
+  ['Error.prototype', 'Error.prototype.name = MARK', "new Error('x').name"],
   ['Error.stackTraceLimit', 'Error.stackTraceLimit = 0', "new Error('x').stack.includes(' at ') ? 'frames' : MARK"],
   ['Error.prepareStackTrace', 'Error.prepareStackTrace = () => MARK', "new Error('x').stack"],
   ['iterator prototype', '[][Symbol.iterator]().__proto__.next = () => ({ done: false, value: MARK })', '[...[1]][0]'],
@@ -59,22 +69,61 @@ const places: Array<[string, string, string]> = [
   ['Map iterator prototype', 'new Map().entries().__proto__.next = () => MARK', 'new Map().entries().next()'],
   ['String iterator prototype', "''[Symbol.iterator]().__proto__.stash = MARK", "''[Symbol.iterator]().stash"],
   ['RegExp string iterator prototype', "'a'.matchAll(/a/g).__proto__.stash = MARK", "'a'.matchAll(/a/g).stash"],
-  ['generator prototype', 'Object.getPrototypeOf(function* () {}).prototype.next = () => MARK', '(function* () {})().next()'],
-  ['generator function', 'Object.getPrototypeOf(function* () {}).stash = MARK', 'Object.getPrototypeOf(function* () {}).stash'],
-  ['async function prototype', 'Object.getPrototypeOf(async () => {}).stash = MARK', 'Object.getPrototypeOf(async () => {}).stash'],
-  ['async iterator prototype', 'Object.getPrototypeOf(Object.getPrototypeOf(async function* () {}).prototype).stash = MARK', '(async function* () {})().stash'],
+  [
+    'generator prototype',
+    'Object.getPrototypeOf(function* () {}).prototype.next = () => MARK',
+    '(function* () {})().next()',
+  ],
+  [
+    'generator function',
+    'Object.getPrototypeOf(function* () {}).stash = MARK',
+    'Object.getPrototypeOf(function* () {}).stash',
+  ],
+  [
+    'async function prototype',
+    'Object.getPrototypeOf(async () => {}).stash = MARK',
+    'Object.getPrototypeOf(async () => {}).stash',
+  ],
+  [
+    'async iterator prototype',
+    'Object.getPrototypeOf(Object.getPrototypeOf(async function* () {}).prototype).stash = MARK',
+    '(async function* () {})().stash',
+  ],
   ['%TypedArray%', 'Object.getPrototypeOf(Uint8Array).prototype.fill = () => MARK', 'new Uint8Array(1).fill(0)'],
-  ['%ThrowTypeError%', "Object.getOwnPropertyDescriptor(Function.prototype, 'caller').get.stash = MARK", "Object.getOwnPropertyDescriptor(Function.prototype, 'caller').get.stash"],
-  ['Intl segments', "new Intl.Segmenter().segment('a').__proto__.stash = MARK", "new Intl.Segmenter().segment('a').stash"],
-  ['Intl segment iterator', "new Intl.Segmenter().segment('a')[Symbol.iterator]().__proto__.stash = MARK", "new Intl.Segmenter().segment('a')[Symbol.iterator]().stash"],
-  ['CallSite prototype', "Error.prepareStackTrace = (e, frames) => frames; const site = new Error('x').stack[0]; Error.prepareStackTrace = undefined; Object.getPrototypeOf(site).stash = MARK",
-    "(() => { Error.prepareStackTrace = (e, frames) => frames; const site = new Error('x').stack[0]; Error.prepareStackTrace = undefined; return site.stash })()"],
-  ['error stack accessor', "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get.stash = MARK", "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get.stash"],
-  ['RegExp statics', "RegExp.input = MARK", 'RegExp.input'],
+  [
+    '%ThrowTypeError%',
+    "Object.getOwnPropertyDescriptor(Function.prototype, 'caller').get.stash = MARK",
+    "Object.getOwnPropertyDescriptor(Function.prototype, 'caller').get.stash",
+  ],
+  [
+    'Intl segments',
+    "new Intl.Segmenter().segment('a').__proto__.stash = MARK",
+    "new Intl.Segmenter().segment('a').stash",
+  ],
+  [
+    'Intl segment iterator',
+    "new Intl.Segmenter().segment('a')[Symbol.iterator]().__proto__.stash = MARK",
+    "new Intl.Segmenter().segment('a')[Symbol.iterator]().stash",
+  ],
+  [
+    'CallSite prototype',
+    "Error.prepareStackTrace = (e, frames) => frames; const site = new Error('x').stack[0]; Error.prepareStackTrace = undefined; Object.getPrototypeOf(site).stash = MARK",
+    "(() => { Error.prepareStackTrace = (e, frames) => frames; const site = new Error('x').stack[0]; Error.prepareStackTrace = undefined; return site.stash })()",
+  ],
+  [
+    'error stack accessor',
+    "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get.stash = MARK",
+    "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get.stash",
+  ],
+  ['RegExp statics', 'RegExp.input = MARK', 'RegExp.input'],
   ['console', 'console.log = () => {}; console.stash = MARK', 'console.stash'],
   ['console function prototype', 'console.log.prototype.stash = MARK', 'console.log.prototype.stash'],
   ['crypto', 'crypto.randomUUID = () => MARK', 'crypto.randomUUID()'],
-  ['crypto function prototype', 'crypto.getRandomValues.prototype.stash = MARK', 'crypto.getRandomValues.prototype.stash'],
+  [
+    'crypto function prototype',
+    'crypto.getRandomValues.prototype.stash = MARK',
+    'crypto.getRandomValues.prototype.stash',
+  ],
   ['ctx.log', 'ctx.log.stash = MARK', 'ctx.log.stash'],
   ['ctx.log prototype', 'ctx.log.prototype.stash = MARK', 'ctx.log.prototype.stash'],
   ['ctx.LimitExceeded', 'ctx.LimitExceeded.stash = MARK', 'ctx.LimitExceeded.stash'],
@@ -99,7 +148,11 @@ t.test('no global, intrinsic, console, crypto or ctx change reaches the next run
     return { found, frozen: Object.isFrozen(globalThis) };
   }`;
   const [one, two] = await twoRuns(t, pool, request(first), request(second));
-  t.same(output(one), ['Error.prepareStackTrace'], 'the first run could change nothing but its own Error.prepareStackTrace');
+  t.same(
+    output(one),
+    ['Error.prepareStackTrace'],
+    'the first run could change nothing but its own Error.prepareStackTrace',
+  );
   t.same(output(two), { found: [], frozen: true }, 'the second run found nothing of the first');
 });
 
@@ -108,29 +161,60 @@ t.test('no global, intrinsic, console, crypto or ctx change reaches the next run
 t.test('a module-level `var`, `let` or counter starts afresh in every run', async (t) => {
   const code = 'var seen = 0; let count = 0; export default () => [++seen, ++count]';
   const [one, two] = await twoRuns(t, pool, request(code), request(code));
-  t.same([output(one), output(two)], [[1, 1], [1, 1]]);
+  t.same(
+    [output(one), output(two)],
+    [
+      [1, 1],
+      [1, 1],
+    ],
+  );
 });
 
 t.test('a vetted module is evaluated afresh in every run', async (t) => {
-  const counter = { name: '@ws/counter', version: '1.0.0', description: 'A module with state, for this test.', source: 'let n = 0; export function next() { return ++n; }' };
+  const counter = {
+    name: '@ws/counter',
+    version: '1.0.0',
+    description: 'A module with state, for this test.',
+    source: 'let n = 0; export function next() { return ++n; }',
+  };
   const counting = testPool(t, { size: 1, vetted: vettedSet([...vettedModules, counter]) }, pools);
-  const code = request("import { next } from '@ws/counter'; export default () => [next(), next()]", { imports: ['@ws/counter'] });
+  const code = request("import { next } from '@ws/counter'; export default () => [next(), next()]", {
+    imports: ['@ws/counter'],
+  });
   const [one, two] = await twoRuns(t, counting, code, code);
-  t.same([output(one), output(two)], [[1, 2], [1, 2]]);
+  t.same(
+    [output(one), output(two)],
+    [
+      [1, 2],
+      [1, 2],
+    ],
+  );
 });
 
 t.test('the last match of a run is not readable through RegExp statics in the next', async (t) => {
-  const [one, two] = await twoRuns(t, pool,
-    request("export default () => { /secret-(\\w+)/.exec('secret-abc'); return [typeof RegExp.$1, typeof RegExp.lastMatch] }"),
-    request("export default () => [RegExp.$1, RegExp.lastMatch, RegExp['$&'], RegExp.input, RegExp.leftContext, RegExp.rightContext, RegExp.lastParen].map((v) => typeof v)"));
+  const [one, two] = await twoRuns(
+    t,
+    pool,
+    request(
+      "export default () => { /secret-(\\w+)/.exec('secret-abc'); return [typeof RegExp.$1, typeof RegExp.lastMatch] }",
+    ),
+    request(
+      "export default () => [RegExp.$1, RegExp.lastMatch, RegExp['$&'], RegExp.input, RegExp.leftContext, RegExp.rightContext, RegExp.lastParen].map((v) => typeof v)",
+    ),
+  );
   t.same(output(one), ['undefined', 'undefined'], 'the statics are gone');
   t.same(output(two), new Array(7).fill('undefined'));
 });
 
 t.test('Error.prepareStackTrace works for the run that set it and no other', async (t) => {
-  const [one, two] = await twoRuns(t, pool,
-    request("export default () => { Error.prepareStackTrace = (e, frames) => 'formatted ' + frames.length; return new Error('x').stack.startsWith('formatted') }"),
-    request("export default () => [typeof Error.prepareStackTrace, new Error('x').stack.split('\\n')[0]]"));
+  const [one, two] = await twoRuns(
+    t,
+    pool,
+    request(
+      "export default () => { Error.prepareStackTrace = (e, frames) => 'formatted ' + frames.length; return new Error('x').stack.startsWith('formatted') }",
+    ),
+    request("export default () => [typeof Error.prepareStackTrace, new Error('x').stack.split('\\n')[0]]"),
+  );
   t.same(output(one), true);
   t.same(output(two), ['undefined', 'Error: x']);
 });
@@ -238,7 +322,11 @@ t.test('every object reachable from globalThis and the hidden intrinsics is froz
   for (const contextSnapshot of [true, false]) {
     const fresh = testPool(t, { size: 1, contextSnapshot }, pools);
     for (const tenant of ['first', 'second']) {
-      t.same(output(await runCode(fresh, request(walk, { tenant }), fakeHost())), { objects: true, open: [] }, `${tenant} context, snapshot ${contextSnapshot}`);
+      t.same(
+        output(await runCode(fresh, request(walk, { tenant }), fakeHost())),
+        { objects: true, open: [] },
+        `${tenant} context, snapshot ${contextSnapshot}`,
+      );
     }
     t.equal(fresh.stats().created, 1, 'both on one isolate');
   }
@@ -259,13 +347,22 @@ t.test('frozen intrinsics still let code shadow what it inherits', async (t) => 
     return [String(new MyError('m')), counts, error.message, String(new Point()), refused, String({})];
   }`;
   t.same(output(await runCode(pool, request(code), fakeHost())), [
-    'MyError: m', { constructor: 2, toString: 1, valueOf: 1, hasOwnProperty: 1 }, 'changed', 'a point', 'TypeError', '[object Object]',
+    'MyError: m',
+    { constructor: 2, toString: 1, valueOf: 1, hasOwnProperty: 1 },
+    'changed',
+    'a point',
+    'TypeError',
+    '[object Object]',
   ]);
 });
 
-t.test('the module that reaches the bootstrap is out of the code\'s reach', async (t) => {
+t.test("the module that reaches the bootstrap is out of the code's reach", async (t) => {
   for (const specifier of ['sandbox:runtime', 'sandbox:code']) {
-    const result = await runCode(pool, request(`import * as m from '${specifier}'; export default () => Object.keys(m)`, { imports: [specifier] }), fakeHost());
+    const result = await runCode(
+      pool,
+      request(`import * as m from '${specifier}'; export default () => Object.keys(m)`, { imports: [specifier] }),
+      fakeHost(),
+    );
     t.match(result, { kind: 'error', error: { code: 'import_refused' } }, specifier);
   }
 });
@@ -278,11 +375,15 @@ t.test('two tenants never share a context', async (t) => {
   t.match(isolated.stats(), { created: 1, contextsReused: 2 }, 'only the second runs of a and b found a context');
 
   const one = testPool(t, { size: 1, maxContextsPerIsolate: 1 }, pools);
-  for (const tenant of ['a', 'b', 'a']) t.match(await runCode(one, request('export default () => 1', { tenant }), fakeHost()), { kind: 'output' });
+  for (const tenant of ['a', 'b', 'a'])
+    t.match(await runCode(one, request('export default () => 1', { tenant }), fakeHost()), { kind: 'output' });
   t.match(one.stats(), { created: 1, contextsReused: 0 }, 'b took the only place, so a got a new context');
 
   const anonymous = testPool(t, { size: 1 }, pools);
-  for (let i = 0; i < 2; i++) t.match(await runCode(anonymous, request('export default () => 1', { tenant: undefined }), fakeHost()), { kind: 'output' });
+  for (let i = 0; i < 2; i++)
+    t.match(await runCode(anonymous, request('export default () => 1', { tenant: undefined }), fakeHost()), {
+      kind: 'output',
+    });
   t.match(anonymous.stats(), { contextsReused: 0 }, 'a run without a tenant shares its context with no other');
 });
 

@@ -2,16 +2,33 @@ import t from 'tap';
 import { runCode } from '../../sandbox/sandbox.ts';
 import { fakeHost, ids, request, testDisposal, testPool } from './fake-host.ts';
 
-const pool = testPool(t, { bounds: { maxOutputBytes: 4096, maxLogEntries: 5, maxLogEntryBytes: 64, maxCallsInFlight: 2, maxCalls: 50, maxCallBytes: 2048, maxRandomBytes: 512 } });
+const pool = testPool(t, {
+  bounds: {
+    maxOutputBytes: 4096,
+    maxLogEntries: 5,
+    maxLogEntryBytes: 64,
+    maxCallsInFlight: 2,
+    maxCalls: 50,
+    maxCallBytes: 2048,
+    maxRandomBytes: 512,
+  },
+});
 
 t.test('the default export receives the input and its return value is the output', async (t) => {
-  const result = await runCode(pool, request('export default async (input, ctx) => ({ hello: input.name })', { input: { name: 'ada' } }), fakeHost());
+  const result = await runCode(
+    pool,
+    request('export default async (input, ctx) => ({ hello: input.name })', { input: { name: 'ada' } }),
+    fakeHost(),
+  );
   t.match(result, { kind: 'output', output: { hello: 'ada' } });
   t.type(result.stats.wallMs, 'number');
 });
 
 t.test('a synchronous default export works and undefined becomes null', async (t) => {
-  t.match(await runCode(pool, request('export default (input) => input * 2', { input: 21 }), fakeHost()), { kind: 'output', output: 42 });
+  t.match(await runCode(pool, request('export default (input) => input * 2', { input: 21 }), fakeHost()), {
+    kind: 'output',
+    output: 42,
+  });
   t.match(await runCode(pool, request('export default () => {}'), fakeHost()), { kind: 'output', output: null });
 });
 
@@ -25,26 +42,68 @@ t.test('ctx.ids carries the execution identifiers and ctx is frozen', async (t) 
 });
 
 t.test('returning ctx.route(name, output) takes the named route', async (t) => {
-  const result = await runCode(pool, request('export default (input, ctx) => ctx.route("retry", { attempt: input.attempt + 1 })', { input: { attempt: 1 } }), fakeHost());
-  t.same({ kind: result.kind, route: result.kind === 'route' ? result.route : null, output: 'output' in result ? result.output : null }, { kind: 'route', route: 'retry', output: { attempt: 2 } });
+  const result = await runCode(
+    pool,
+    request('export default (input, ctx) => ctx.route("retry", { attempt: input.attempt + 1 })', {
+      input: { attempt: 1 },
+    }),
+    fakeHost(),
+  );
+  t.same(
+    {
+      kind: result.kind,
+      route: result.kind === 'route' ? result.route : null,
+      output: 'output' in result ? result.output : null,
+    },
+    { kind: 'route', route: 'retry', output: { attempt: 2 } },
+  );
 });
 
 t.test('calling ctx.route without returning its result is output_invalid', async (t) => {
-  const result = await runCode(pool, request('export default (input, ctx) => { ctx.route("retry", 1); return 2 }'), fakeHost());
+  const result = await runCode(
+    pool,
+    request('export default (input, ctx) => { ctx.route("retry", 1); return 2 }'),
+    fakeHost(),
+  );
   t.match(result, { kind: 'error', error: { code: 'output_invalid', message: /ctx\.route/ } });
 });
 
 t.test('a throw is code_error with the error name and message', async (t) => {
-  t.match(await runCode(pool, request('export default () => { throw new TypeError("bad input") }'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'TypeError: bad input' } });
-  t.match(await runCode(pool, request('export default async () => { throw 42 }'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: '42' } });
-  t.match(await runCode(pool, request('export default () => { throw { get message() { throw new Error("no") } } }'), fakeHost()), { kind: 'error', error: { code: 'code_error' } });
+  t.match(await runCode(pool, request('export default () => { throw new TypeError("bad input") }'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'TypeError: bad input' },
+  });
+  t.match(await runCode(pool, request('export default async () => { throw 42 }'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: '42' },
+  });
+  t.match(
+    await runCode(
+      pool,
+      request('export default () => { throw { get message() { throw new Error("no") } } }'),
+      fakeHost(),
+    ),
+    { kind: 'error', error: { code: 'code_error' } },
+  );
 });
 
 t.test('a top-level throw, a syntax error and a missing default export are code_error', async (t) => {
-  t.match(await runCode(pool, request('throw new RangeError("at load"); export default () => 1'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'RangeError: at load' } });
-  t.match(await runCode(pool, request('export default ('), fakeHost()), { kind: 'error', error: { code: 'code_error', message: /^SyntaxError: .*logic\.code:1/ } });
-  t.match(await runCode(pool, request('export const x = 1'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'The module has no default export function.' } });
-  t.match(await runCode(pool, request('export default 5'), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'The module has no default export function.' } });
+  t.match(await runCode(pool, request('throw new RangeError("at load"); export default () => 1'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'RangeError: at load' },
+  });
+  t.match(await runCode(pool, request('export default ('), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: /^SyntaxError: .*logic\.code:1/ },
+  });
+  t.match(await runCode(pool, request('export const x = 1'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'The module has no default export function.' },
+  });
+  t.match(await runCode(pool, request('export default 5'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'The module has no default export function.' },
+  });
 });
 
 t.test('a top-level await that never settles is reported, not awaited', async (t) => {
@@ -59,13 +118,20 @@ t.test('outputs that are not JSON data are output_invalid', async (t) => {
     ['export default () => { const a = {}; a.self = a; return a }', /not JSON data/],
     ['export default () => "x".repeat(5000)', /larger than 4096 bytes/],
   ] as const) {
-    t.match(await runCode(pool, request(code), fakeHost()), { kind: 'error', error: { code: 'output_invalid', message } }, code);
+    t.match(
+      await runCode(pool, request(code), fakeHost()),
+      { kind: 'error', error: { code: 'output_invalid', message } },
+      code,
+    );
   }
 });
 
 t.test('the output bound counts UTF-8 bytes', async (t) => {
   // 1500 three-byte characters: 1502 UTF-16 units inside the isolate, 4502 bytes on the host.
-  t.match(await runCode(pool, request('export default () => "€".repeat(1500)'), fakeHost()), { kind: 'error', error: { code: 'output_invalid', message: /4096 bytes/ } });
+  t.match(await runCode(pool, request('export default () => "€".repeat(1500)'), fakeHost()), {
+    kind: 'error',
+    error: { code: 'output_invalid', message: /4096 bytes/ },
+  });
   t.match(await runCode(pool, request('export default () => "€".repeat(1300)'), fakeHost()), { kind: 'output' });
 });
 
@@ -87,8 +153,13 @@ t.test('ctx.objects, ctx.thread and ctx.graph reach the host with copies of the 
   t.match(result, {
     kind: 'output',
     output: {
-      written: { alias: 'a', value: { n: 1 } }, read: { n: 1, list: [1, 2] }, missing: null, listed: ['a'],
-      posted: { id: 1, text: 'hi' }, mutated: { elements: [{ op: 'upsert_node' }] }, queried: { nodes: [{ start: { ids: ['n1'] } }] },
+      written: { alias: 'a', value: { n: 1 } },
+      read: { n: 1, list: [1, 2] },
+      missing: null,
+      listed: ['a'],
+      posted: { id: 1, text: 'hi' },
+      mutated: { elements: [{ op: 'upsert_node' }] },
+      queried: { nodes: [{ start: { ids: ['n1'] } }] },
     },
   });
   t.same(host.objectsStore.get('a'), { n: 1, list: [1, 2] }, 'the host kept the value as it was sent');
@@ -104,31 +175,60 @@ t.test('a quota refusal raises LimitExceeded carrying the limit object', async (
   }`;
   t.match(await runCode(pool, request(code), host), {
     kind: 'output',
-    output: { name: 'LimitExceeded', code: 'limit_exceeded', limit: { id: 'workflow.session_objects_per_session', value: 1, held: 1 }, isLimit: true, isError: true, message: 'The session holds as many objects as it may.' },
+    output: {
+      name: 'LimitExceeded',
+      code: 'limit_exceeded',
+      limit: { id: 'workflow.session_objects_per_session', value: 1, held: 1 },
+      isLimit: true,
+      isError: true,
+      message: 'The session holds as many objects as it may.',
+    },
   });
   t.same([...host.objectsStore.keys()], ['first'], 'the refused write wrote nothing');
 });
 
 t.test('an uncaught LimitExceeded fails the node with limit_exceeded and the limit object', async (t) => {
-  const result = await runCode(pool, request("export default async (i, ctx) => { await ctx.objects.put('a', 1); await ctx.objects.put('b', 2); }"), fakeHost({ quota: 1 }));
+  const result = await runCode(
+    pool,
+    request("export default async (i, ctx) => { await ctx.objects.put('a', 1); await ctx.objects.put('b', 2); }"),
+    fakeHost({ quota: 1 }),
+  );
   t.same(result.kind === 'error' && result.error, {
-    code: 'limit_exceeded', message: 'The session holds as many objects as it may.',
+    code: 'limit_exceeded',
+    message: 'The session holds as many objects as it may.',
     limit: { id: 'workflow.session_objects_per_session', value: 1, held: 1 },
   });
 });
 
 t.test('other host refusals keep their code and limit; host failures are hidden', async (t) => {
-  const tooLarge = await runCode(pool, request("export default async (i, ctx) => ctx.objects.put('big', 'x'.repeat(1500))"), fakeHost());
-  t.match(tooLarge, { kind: 'error', error: { code: 'session_object_too_large', limit: { id: 'workflow.session_object_bytes', value: 1000 } } });
+  const tooLarge = await runCode(
+    pool,
+    request("export default async (i, ctx) => ctx.objects.put('big', 'x'.repeat(1500))"),
+    fakeHost(),
+  );
+  t.match(tooLarge, {
+    kind: 'error',
+    error: { code: 'session_object_too_large', limit: { id: 'workflow.session_object_bytes', value: 1000 } },
+  });
   const host = fakeHost();
-  const hidden = await runCode(pool, request("export default async (i, ctx) => { try { await ctx.objects.put('explode', 1) } catch (e) { return [e.code, e.message] } }"), host);
+  const hidden = await runCode(
+    pool,
+    request(
+      "export default async (i, ctx) => { try { await ctx.objects.put('explode', 1) } catch (e) { return [e.code, e.message] } }",
+    ),
+    host,
+  );
   t.match(hidden, { kind: 'output', output: ['internal_error', 'The host call failed.'] });
   t.equal(host.reported.length, 1, 'the real error went to reportError');
 });
 
 t.test('an error the code makes up cannot claim a host code', async (t) => {
-  const code = "export default () => { const e = new Error('fake'); e.code = 'limit_exceeded'; e.limit = { id: 'x', value: 1 }; throw e }";
-  t.match(await runCode(pool, request(code), fakeHost()), { kind: 'error', error: { code: 'code_error', message: 'Error: fake' } });
+  const code =
+    "export default () => { const e = new Error('fake'); e.code = 'limit_exceeded'; e.limit = { id: 'x', value: 1 }; throw e }";
+  t.match(await runCode(pool, request(code), fakeHost()), {
+    kind: 'error',
+    error: { code: 'code_error', message: 'Error: fake' },
+  });
 });
 
 t.test('ctx call arguments are checked before they reach the host', async (t) => {
@@ -140,7 +240,10 @@ t.test('ctx call arguments are checked before they reach the host', async (t) =>
     }
     return out;
   }`;
-  t.match(await runCode(pool, request(code), host), { kind: 'output', output: ['invalid_request_body', 'invalid_request_body', 'payload_too_large'] });
+  t.match(await runCode(pool, request(code), host), {
+    kind: 'output',
+    output: ['invalid_request_body', 'invalid_request_body', 'payload_too_large'],
+  });
   t.same(host.calls, [], 'no refused call reached the host');
 });
 
@@ -221,9 +324,22 @@ t.test('Node and web APIs are absent; eval stays inside the isolate', async (t) 
   t.match(await runCode(pool, request(code), fakeHost()), {
     kind: 'output',
     output: {
-      process: 'undefined', require: 'undefined', module: 'undefined', Buffer: 'undefined', setTimeout: 'undefined', setInterval: 'undefined',
-      queueMicrotask: 'undefined', fetch: 'undefined', WebAssembly: 'undefined', SharedArrayBuffer: 'undefined', Atomics: 'undefined',
-      FinalizationRegistry: 'undefined', WeakRef: 'undefined', evalProcess: 'undefined', fnProcess: 'undefined', globalKeys: [],
+      process: 'undefined',
+      require: 'undefined',
+      module: 'undefined',
+      Buffer: 'undefined',
+      setTimeout: 'undefined',
+      setInterval: 'undefined',
+      queueMicrotask: 'undefined',
+      fetch: 'undefined',
+      WebAssembly: 'undefined',
+      SharedArrayBuffer: 'undefined',
+      Atomics: 'undefined',
+      FinalizationRegistry: 'undefined',
+      WeakRef: 'undefined',
+      evalProcess: 'undefined',
+      fnProcess: 'undefined',
+      globalKeys: [],
     },
   });
 });

@@ -36,7 +36,11 @@ t.test('clocks going forward and back count the way croner fires', async (t) => 
   t.equal(gap('30 1 * * *', 'America/New_York'), 23 * HOUR, 'spring forward: a 23-hour day (1:30 exists both days)');
   t.equal(gap('0 2 * * *', 'America/New_York'), 23 * HOUR, '2:00 does not exist in spring: it runs as the clock jumps');
   t.equal(gap('30 1 * * *', 'Europe/London'), 23.5 * HOUR, 'London skips 1:00-2:00: 1:30 runs at the jump, 2:00 BST');
-  t.equal(gap('0,59 1 * * *', 'America/New_York'), 60, 'fall back: 1:59, then 1:00 again a minute later (both passes of an interval pattern)');
+  t.equal(
+    gap('0,59 1 * * *', 'America/New_York'),
+    60,
+    'fall back: 1:59, then 1:00 again a minute later (both passes of an interval pattern)',
+  );
   t.equal(gap('0 0 * * *', 'Australia/Lord_Howe'), DAY - 1800, 'a zone whose clocks move 30 minutes');
   t.equal(gap('0 0 * * *', 'Asia/Tokyo'), DAY, 'no DST');
   t.equal(gap('*/5 * * * *', 'Europe/London'), 300);
@@ -44,25 +48,33 @@ t.test('clocks going forward and back count the way croner fires', async (t) => 
   t.equal(gap('0 0 29 2 *', 'Europe/Paris'), 1461 * DAY, 'winter to winter');
 });
 
-t.test("the gap is never longer than a gap croner's fires show, and equals the shortest for dense patterns", async (t) => {
-  const cases: Array<[string, string]> = [
-    ['30 1 * * *', 'America/New_York'], ['0,59 1 * * *', 'America/New_York'], ['*/20 1,2 * * *', 'Europe/Berlin'],
-    ['0 2 * * 0', 'America/Chicago'], ['15 3 * * *', 'Europe/Paris'], ['0 */7 * * *', 'UTC'], ['45 0,1 * * *', 'Australia/Sydney'],
-  ];
-  for (const [expression, zone] of cases) {
-    const computed = gap(expression, zone);
-    const cron = new Cron(expression, { timezone: zone, paused: true });
-    let previous = cron.nextRun(new Date('2026-01-01T00:00:00Z'))!;
-    let walked = Infinity;
-    // Two years of fires, one by one: both clock changes twice.
-    for (let i = 0; i < 5000 && previous.getTime() < Date.parse('2028-01-01T00:00:00Z'); i++) {
-      const next = cron.nextRun(previous)!;
-      walked = Math.min(walked, (next.getTime() - previous.getTime()) / 1000);
-      previous = next;
+t.test(
+  "the gap is never longer than a gap croner's fires show, and equals the shortest for dense patterns",
+  async (t) => {
+    const cases: Array<[string, string]> = [
+      ['30 1 * * *', 'America/New_York'],
+      ['0,59 1 * * *', 'America/New_York'],
+      ['*/20 1,2 * * *', 'Europe/Berlin'],
+      ['0 2 * * 0', 'America/Chicago'],
+      ['15 3 * * *', 'Europe/Paris'],
+      ['0 */7 * * *', 'UTC'],
+      ['45 0,1 * * *', 'Australia/Sydney'],
+    ];
+    for (const [expression, zone] of cases) {
+      const computed = gap(expression, zone);
+      const cron = new Cron(expression, { timezone: zone, paused: true });
+      let previous = cron.nextRun(new Date('2026-01-01T00:00:00Z'))!;
+      let walked = Infinity;
+      // Two years of fires, one by one: both clock changes twice.
+      for (let i = 0; i < 5000 && previous.getTime() < Date.parse('2028-01-01T00:00:00Z'); i++) {
+        const next = cron.nextRun(previous)!;
+        walked = Math.min(walked, (next.getTime() - previous.getTime()) / 1000);
+        previous = next;
+      }
+      t.equal(computed, walked, `${expression} in ${zone}`);
     }
-    t.equal(computed, walked, `${expression} in ${zone}`);
-  }
-});
+  },
+);
 
 t.test('validation names what is wrong', async (t) => {
   const refused = (expression: string, zone?: string) => {

@@ -27,12 +27,18 @@ t.teardown(async () => {
   await secondBoss.stop({ graceful: false });
   await secondDb.close();
 });
-const planes = [{ app: first.app, boss: first.boss }, { app: second, boss: secondBoss }];
+const planes = [
+  { app: first.app, boss: first.boss },
+  { app: second, boss: secondBoss },
+];
 
 const alice = await signInAnonymous(first.app);
 const flow = await createWorkflow(first.app, alice);
 await setOverride(first.app, 'workflow.running_executions_per_org', 'org', flow.orgId, 1000);
-const definitionId = await define(first.app, alice, flow, { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } });
+const definitionId = await define(first.app, alice, flow, {
+  start: 'one',
+  nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } },
+});
 const { blob, revision } = await createBlob(first.app, alice, flow.orgId, { type: 'svc.compute.scheduler' });
 await setOverride(first.app, 'scheduler.schedules_per_revision', 'blob', blob.id, 100);
 const runners = [await startRunner(t, databaseUrl), await startRunner(t, databaseUrl)];
@@ -58,17 +64,31 @@ t.test('every due time fires once, whoever sends its job and however often', asy
     );
     t.equal(rows.length, SCHEDULES);
     // Both control planes send every job, and both runners' reconcilers add theirs.
-    await Promise.all(planes.flatMap((plane) => rows.map((row) => sendFireJob(plane.boss, null, row.id, new Date(row.due)))));
+    await Promise.all(
+      planes.flatMap((plane) => rows.map((row) => sendFireJob(plane.boss, null, row.id, new Date(row.due)))),
+    );
     const log = pino({ level: 'silent' });
     await Promise.all(runners.map((runner) => new FireLoop({ db: runner.db, boss: runner.boss, log }).reconcile()));
 
-    const count = async () => (await db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id WHERE s.revision_id = $1', [revision.id])).rows[0]!.n;
+    const count = async () =>
+      (
+        await db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id WHERE s.revision_id = $1',
+          [revision.id],
+        )
+      ).rows[0]!.n;
     await waitFor(count, (n) => n >= SCHEDULES * round, `round ${round}: ${SCHEDULES * round} runs`);
     // Let every duplicate job be taken before counting.
-    await waitFor(async () => (await db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND state IN ('created', 'retry', 'active') AND start_after <= now()`)).rows[0]!.n,
-    (n) => n === 0, 'no fire job left due');
+    await waitFor(
+      async () =>
+        (
+          await db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND state IN ('created', 'retry', 'active') AND start_after <= now()`,
+          )
+        ).rows[0]!.n,
+      (n) => n === 0,
+      'no fire job left due',
+    );
     t.equal(await count(), SCHEDULES * round, `round ${round}: one run per schedule per due time`);
 
     const perSchedule = await db.query<{ schedule_id: string; n: number; started: number }>(
@@ -76,13 +96,31 @@ t.test('every due time fires once, whoever sends its job and however often', asy
       [ids],
     );
     t.equal(perSchedule.rows.length, SCHEDULES);
-    t.ok(perSchedule.rows.every((r) => r.n === round && r.started === round), 'each schedule: one started run per round');
-    const executions = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE schedule_id = ANY($1::uuid[])', [ids]);
+    t.ok(
+      perSchedule.rows.every((r) => r.n === round && r.started === round),
+      'each schedule: one started run per round',
+    );
+    const executions = await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM executions WHERE schedule_id = ANY($1::uuid[])',
+      [ids],
+    );
     t.equal(executions.rows[0]!.n, SCHEDULES * round, 'one execution per fire');
     // Fired in batches, their wake-ups sent in one insert: every one of them runs.
-    await waitFor(async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM executions WHERE schedule_id = ANY($1::uuid[]) AND status = 'succeeded'`, [ids])).rows[0]!.n,
-      (n) => n === SCHEDULES * round, `round ${round}: every fired execution to succeed`);
+    await waitFor(
+      async () =>
+        (
+          await db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM executions WHERE schedule_id = ANY($1::uuid[]) AND status = 'succeeded'`,
+            [ids],
+          )
+        ).rows[0]!.n,
+      (n) => n === SCHEDULES * round,
+      `round ${round}: every fired execution to succeed`,
+    );
   }
-  const fired = await db.query<{ runner_ok: boolean }>(`SELECT bool_and(next_fire_at > now()) AS runner_ok FROM schedules WHERE revision_id = $1`, [revision.id]);
+  const fired = await db.query<{ runner_ok: boolean }>(
+    `SELECT bool_and(next_fire_at > now()) AS runner_ok FROM schedules WHERE revision_id = $1`,
+    [revision.id],
+  );
   t.ok(fired.rows[0]!.runner_ok, 'every schedule moved to a fire ahead');
 });

@@ -21,16 +21,28 @@ const { app, db, boss, config, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 const bob = await signInAnonymous(app);
 
-const DOUBLE = { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default (input) => ({ twice: input.n * 2 })' } } } };
+const DOUBLE = {
+  start: 'one',
+  nodes: { one: { processor: 'logic.code', config: { code: 'export default (input) => ({ twice: input.n * 2 })' } } },
+};
 
 const flow: Workflow = await createWorkflow(app, alice);
 const definitionId = await define(app, alice, flow, DOUBLE);
-const { revision: schedRev, blob: schedBlob } = await createBlob(app, alice, flow.orgId, { type: 'svc.compute.scheduler' });
+const { revision: schedRev, blob: schedBlob } = await createBlob(app, alice, flow.orgId, {
+  type: 'svc.compute.scheduler',
+});
 const target = { revision_id: flow.rev, session_id: flow.sessionId, definition_id: definitionId };
 await startRunner(t, databaseUrl);
 
 async function createSchedule(caller: Caller, params: Record<string, unknown>): Promise<Record<string, any>> {
-  return (await command(app, caller, schedRev.id, 'create_schedule', { cron: '0 0 * * *', target, input_data: { n: 21 }, ...params })).schedule;
+  return (
+    await command(app, caller, schedRev.id, 'create_schedule', {
+      cron: '0 0 * * *',
+      target,
+      input_data: { n: 21 },
+      ...params,
+    })
+  ).schedule;
 }
 
 /** Time passes: the schedule's next fire is `secondsAgo` in the past, and its job is sent for it. */
@@ -48,7 +60,11 @@ async function runs(scheduleId: string): Promise<any[]> {
 }
 
 function waitForRuns(scheduleId: string, count: number): Promise<any[]> {
-  return waitFor(() => runs(scheduleId), (list) => list.length >= count, `${count} run(s) of ${scheduleId}`);
+  return waitFor(
+    () => runs(scheduleId),
+    (list) => list.length >= count,
+    `${count} run(s) of ${scheduleId}`,
+  );
 }
 
 t.test('a due schedule fires once into its target session; the execution runs; the next fire moves on', async (t) => {
@@ -60,7 +76,13 @@ t.test('a due schedule fires once into its target session; the execution runs; t
   t.match(run, { schedule_id: schedule.id, status: 'started', due_at: due, error: null, limit: null });
   t.ok(Date.parse(run.fired_at) >= Date.parse(due));
   const ended = await waitForEnd(app, alice, flow, run.execution_id);
-  t.match(ended, { status: 'succeeded', session_id: flow.sessionId, definition_id: definitionId, input_data: { n: 21 }, output: { twice: 42 } });
+  t.match(ended, {
+    status: 'succeeded',
+    session_id: flow.sessionId,
+    definition_id: definitionId,
+    input_data: { n: 21 },
+    output: { twice: 42 },
+  });
   const { rows } = await db.query('SELECT schedule_id FROM executions WHERE id = $1', [run.execution_id]);
   t.equal(rows[0].schedule_id, schedule.id, 'the execution names its schedule');
 
@@ -78,86 +100,143 @@ t.test('after downtime, a schedule fires once for the times it missed', async (t
   const [run] = await waitForRuns(schedule.id, 1);
   t.equal(run.status, 'started');
   const after = (await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule;
-  t.ok(Date.parse(after.next_fire_at) > Date.now() - 1000, 'the next fire is the first after now, not the ten it missed');
+  t.ok(
+    Date.parse(after.next_fire_at) > Date.now() - 1000,
+    'the next fire is the first after now, not the ten it missed',
+  );
   t.equal((await runs(schedule.id)).length, 1);
   await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: schedule.id });
 });
 
-t.test("a limit's refusal is a refused run with the limit object; the schedule stays enabled and fires again", async (t) => {
-  const own = await createWorkflow(app, alice);
-  const ownDefinition = await define(app, alice, own, DOUBLE);
-  await setOverride(app, 'workflow.executions_per_session', 'blob', own.blobId, 0);
-  const schedule = await createSchedule(alice, { target: { revision_id: own.rev, session_id: own.sessionId, definition_id: ownDefinition } });
-  await makeDue(boss, schedule.id);
-  const [run] = await waitForRuns(schedule.id, 1);
-  t.match(run, { status: 'refused', execution_id: null, error: { code: 'limit_exceeded' } });
-  t.same(run.limit, { id: 'workflow.executions_per_session', value: 0, held: 0 });
-  const after = (await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule;
-  t.equal(after.enabled, true);
-  t.ok(Date.parse(after.next_fire_at) > Date.now());
+t.test(
+  "a limit's refusal is a refused run with the limit object; the schedule stays enabled and fires again",
+  async (t) => {
+    const own = await createWorkflow(app, alice);
+    const ownDefinition = await define(app, alice, own, DOUBLE);
+    await setOverride(app, 'workflow.executions_per_session', 'blob', own.blobId, 0);
+    const schedule = await createSchedule(alice, {
+      target: { revision_id: own.rev, session_id: own.sessionId, definition_id: ownDefinition },
+    });
+    await makeDue(boss, schedule.id);
+    const [run] = await waitForRuns(schedule.id, 1);
+    t.match(run, { status: 'refused', execution_id: null, error: { code: 'limit_exceeded' } });
+    t.same(run.limit, { id: 'workflow.executions_per_session', value: 0, held: 0 });
+    const after = (await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule;
+    t.equal(after.enabled, true);
+    t.ok(Date.parse(after.next_fire_at) > Date.now());
 
-  await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'workflow.executions_per_session'`);
-  await makeDue(boss, schedule.id);
-  const [latest] = await waitForRuns(schedule.id, 2);
-  t.equal(latest.status, 'started', 'the next fire runs once the limit allows it');
+    await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'workflow.executions_per_session'`);
+    await makeDue(boss, schedule.id);
+    const [latest] = await waitForRuns(schedule.id, 2);
+    t.equal(latest.status, 'started', 'the next fire runs once the limit allows it');
 
-  // The scheduler's own entitlement, turned off after the schedule was made.
-  await setOverride(app, 'scheduler.enabled', 'org', flow.orgId, false);
-  await makeDue(boss, schedule.id);
-  const [off] = await waitForRuns(schedule.id, 3);
-  t.match(off, { status: 'refused', limit: { id: 'scheduler.enabled', value: false } });
-  await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'scheduler.enabled'`);
-});
+    // The scheduler's own entitlement, turned off after the schedule was made.
+    await setOverride(app, 'scheduler.enabled', 'org', flow.orgId, false);
+    await makeDue(boss, schedule.id);
+    const [off] = await waitForRuns(schedule.id, 3);
+    t.match(off, { status: 'refused', limit: { id: 'scheduler.enabled', value: false } });
+    await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'scheduler.enabled'`);
+  },
+);
 
-t.test('a creator who lost write on the target: failed with forbidden; a deleted target: failed, disabled', async (t) => {
-  const bobs = await createWorkflow(app, bob);
-  const bobsDefinition = await define(app, bob, bobs, DOUBLE);
-  const member = await call(app, 'POST', '/v1/members', { as: bob, body: { target: 'organization', target_id: bobs.orgId, user_id: alice.user.id, role: 'write' } });
-  t.ok(member.status < 300, JSON.stringify(member.body));
-  const schedule = await createSchedule(alice, { target: { revision_id: bobs.rev, session_id: bobs.sessionId, definition_id: bobsDefinition } });
-  t.ok((await call(app, 'DELETE', '/v1/members', { as: bob, body: { target: 'organization', target_id: bobs.orgId, user_id: alice.user.id } })).status < 300);
-  await makeDue(boss, schedule.id);
-  const [forbidden] = await waitForRuns(schedule.id, 1);
-  t.match(forbidden, { status: 'failed', execution_id: null, error: { code: 'forbidden' }, limit: null });
-  t.equal((await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule.enabled, true, 'still enabled');
+t.test(
+  'a creator who lost write on the target: failed with forbidden; a deleted target: failed, disabled',
+  async (t) => {
+    const bobs = await createWorkflow(app, bob);
+    const bobsDefinition = await define(app, bob, bobs, DOUBLE);
+    const member = await call(app, 'POST', '/v1/members', {
+      as: bob,
+      body: { target: 'organization', target_id: bobs.orgId, user_id: alice.user.id, role: 'write' },
+    });
+    t.ok(member.status < 300, JSON.stringify(member.body));
+    const schedule = await createSchedule(alice, {
+      target: { revision_id: bobs.rev, session_id: bobs.sessionId, definition_id: bobsDefinition },
+    });
+    t.ok(
+      (
+        await call(app, 'DELETE', '/v1/members', {
+          as: bob,
+          body: { target: 'organization', target_id: bobs.orgId, user_id: alice.user.id },
+        })
+      ).status < 300,
+    );
+    await makeDue(boss, schedule.id);
+    const [forbidden] = await waitForRuns(schedule.id, 1);
+    t.match(forbidden, { status: 'failed', execution_id: null, error: { code: 'forbidden' }, limit: null });
+    t.equal(
+      (await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule.enabled,
+      true,
+      'still enabled',
+    );
 
-  const gone = await createWorkflow(app, alice);
-  const goneDefinition = await define(app, alice, gone, DOUBLE);
-  const doomed = await createSchedule(alice, { target: { revision_id: gone.rev, session_id: gone.sessionId, definition_id: goneDefinition } });
-  await command(app, alice, gone.rev, 'delete_session', { session_id: gone.sessionId });
-  await makeDue(boss, doomed.id);
-  const [failed] = await waitForRuns(doomed.id, 1);
-  t.match(failed, { status: 'failed', error: { code: 'not_found', message: /session/ } });
-  t.match((await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: doomed.id })).schedule, { enabled: false, next_fire_at: null });
-});
+    const gone = await createWorkflow(app, alice);
+    const goneDefinition = await define(app, alice, gone, DOUBLE);
+    const doomed = await createSchedule(alice, {
+      target: { revision_id: gone.rev, session_id: gone.sessionId, definition_id: goneDefinition },
+    });
+    await command(app, alice, gone.rev, 'delete_session', { session_id: gone.sessionId });
+    await makeDue(boss, doomed.id);
+    const [failed] = await waitForRuns(doomed.id, 1);
+    t.match(failed, { status: 'failed', error: { code: 'not_found', message: /session/ } });
+    t.match((await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: doomed.id })).schedule, {
+      enabled: false,
+      next_fire_at: null,
+    });
+  },
+);
 
 t.test('ops: schedules by organization or blob, fireScheduleNow, and the reconciler', async (t) => {
   const { ops, boss: opsBoss } = await startOpsApp(t, { config, db, databaseUrl });
   const graphql = async (query: string) => {
-    const res = await ops.inject({ method: 'POST', url: '/graphql', headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` }, payload: { query } });
+    const res = await ops.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
+      payload: { query },
+    });
     return res.json();
   };
   const schedule = await createSchedule(alice, { cron: '30 6 * * *' });
   const before = schedule.next_fire_at;
-  const fired = await graphql(`mutation { fireScheduleNow(scheduleId: "${schedule.id}") { id status dueAt executionId } }`);
+  const fired = await graphql(
+    `mutation { fireScheduleNow(scheduleId: "${schedule.id}") { id status dueAt executionId } }`,
+  );
   t.match(fired.data.fireScheduleNow, { status: 'started', dueAt: null });
   t.equal((await waitForEnd(app, alice, flow, fired.data.fireScheduleNow.executionId)).status, 'succeeded');
-  t.equal((await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule.next_fire_at, before, 'the next fire did not move');
+  t.equal(
+    (await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule.next_fire_at,
+    before,
+    'the next fire did not move',
+  );
 
-  const byBlob = await graphql(`{ schedules(blobId: "${schedBlob.id}", limit: 1000) { id cron nextFireAt enabled lastRun { status dueAt } } }`);
+  const byBlob = await graphql(
+    `{ schedules(blobId: "${schedBlob.id}", limit: 1000) { id cron nextFireAt enabled lastRun { status dueAt } } }`,
+  );
   const listed = byBlob.data.schedules.find((s: { id: string }) => s.id === schedule.id);
-  t.match(listed, { cron: '30 6 * * *', nextFireAt: before, enabled: true, lastRun: { status: 'started', dueAt: null } });
+  t.match(listed, {
+    cron: '30 6 * * *',
+    nextFireAt: before,
+    enabled: true,
+    lastRun: { status: 'started', dueAt: null },
+  });
   const byOrg = await graphql(`{ schedules(orgId: "${flow.orgId}") { id } }`);
   t.ok(byOrg.data.schedules.some((s: { id: string }) => s.id === schedule.id));
   const bad = await graphql('{ schedules { id } }');
   t.equal(bad.errors[0].extensions.code, 'invalid_argument');
-  t.equal((await graphql('mutation { fireScheduleNow(scheduleId: "00000000-0000-4000-8000-000000000000") { id } }')).data.fireScheduleNow, null);
+  t.equal(
+    (await graphql('mutation { fireScheduleNow(scheduleId: "00000000-0000-4000-8000-000000000000") { id } }')).data
+      .fireScheduleNow,
+    null,
+  );
 
   // A job lost (deleted from the queue): the reconciler sends it again once the fire is overdue.
-  await db.query(`UPDATE schedules SET next_fire_at = date_trunc('second', now()) - interval '5 minutes' WHERE id = $1`, [schedule.id]);
+  await db.query(
+    `UPDATE schedules SET next_fire_at = date_trunc('second', now()) - interval '5 minutes' WHERE id = $1`,
+    [schedule.id],
+  );
   await db.query(`DELETE FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`, [schedule.id]);
   const loop = new FireLoop({ db, boss: opsBoss, log: pino({ level: 'silent' }) });
-  t.ok(await loop.reconcile() >= 1);
+  t.ok((await loop.reconcile()) >= 1);
   const all = await waitForRuns(schedule.id, 2);
   t.equal(all[0].status, 'started');
   t.ok(all[0].due_at !== null, 'a cron fire');
@@ -173,7 +252,10 @@ t.test('the retention sweep removes runs fired longer ago than scheduler.run_ret
   const result = await runRecordedSweep(db, { trigger: 'ops' });
   t.ok(result.ran);
   t.ok(result.ran && result.sweep.runs_removed >= 1);
-  t.same((await runs(schedule.id)).map((r) => r.id), [list[0].id]);
+  t.same(
+    (await runs(schedule.id)).map((r) => r.id),
+    [list[0].id],
+  );
 
   await setOverride(app, 'scheduler.run_retention_days', 'blob', schedBlob.id, null);
   await db.query(`UPDATE schedule_runs SET fired_at = now() - interval '400 days' WHERE id = $1`, [list[0].id]);
@@ -192,18 +274,31 @@ t.test('an update moves the next fire: the old job fires nothing; a new target i
   const other = await createWorkflow(app, alice);
   const otherDefinition = await define(app, alice, other, DOUBLE);
   // The job of the old next fire is still queued (due at midnight); the update moves the next fire.
-  const updated = (await command(app, alice, schedRev.id, 'update_schedule', {
-    schedule_id: schedule.id,
-    cron: '0 5 * * *',
-    target: { revision_id: other.rev, session_id: other.sessionId, definition_id: otherDefinition },
-  })).schedule;
+  const updated = (
+    await command(app, alice, schedRev.id, 'update_schedule', {
+      schedule_id: schedule.id,
+      cron: '0 5 * * *',
+      target: { revision_id: other.rev, session_id: other.sessionId, definition_id: otherDefinition },
+    })
+  ).schedule;
   t.not(updated.next_fire_at, oldDue);
   t.same(updated.target, { revision_id: other.rev, session_id: other.sessionId, definition_id: otherDefinition });
   // Its time comes (the job is delivered now): it names a due time that is no longer the next fire.
-  await db.query(`UPDATE pgboss.job SET start_after = now() WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1 AND data->>'due_at' = $2`, [schedule.id, oldDue]);
-  await waitFor(async () => (await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1 AND data->>'due_at' = $2 AND state = 'completed'`, [schedule.id, oldDue])).rows[0]!.n,
-  (n) => n === 1, 'the old job to be taken');
+  await db.query(
+    `UPDATE pgboss.job SET start_after = now() WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1 AND data->>'due_at' = $2`,
+    [schedule.id, oldDue],
+  );
+  await waitFor(
+    async () =>
+      (
+        await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1 AND data->>'due_at' = $2 AND state = 'completed'`,
+          [schedule.id, oldDue],
+        )
+      ).rows[0]!.n,
+    (n) => n === 1,
+    'the old job to be taken',
+  );
   t.same(await runs(schedule.id), [], 'the stale job fired nothing');
 
   await makeDue(boss, schedule.id);
@@ -215,25 +310,43 @@ t.test('an update moves the next fire: the old job fires nothing; a new target i
   const strangerDefinition = await define(app, bob, strangers, DOUBLE);
   const refused = await call(app, 'POST', `/v1/revisions/${schedRev.id}/update_schedule`, {
     as: alice,
-    body: { schedule_id: schedule.id, target: { revision_id: strangers.rev, session_id: strangers.sessionId, definition_id: strangerDefinition } },
+    body: {
+      schedule_id: schedule.id,
+      target: { revision_id: strangers.rev, session_id: strangers.sessionId, definition_id: strangerDefinition },
+    },
   });
   t.equal(refused.status, 403);
-  t.same((await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule.target.revision_id, other.rev, 'unchanged');
+  t.same(
+    (await command(app, alice, schedRev.id, 'get_schedule', { schedule_id: schedule.id })).schedule.target.revision_id,
+    other.rev,
+    'unchanged',
+  );
 
   // A deleted schedule's pending job fires nothing either.
   await makeDue(boss, schedule.id, 2);
   await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: schedule.id });
   await new Promise((resolve) => setTimeout(resolve, 1_500));
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM schedule_runs WHERE schedule_id = $1', [schedule.id]);
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM schedule_runs WHERE schedule_id = $1',
+    [schedule.id],
+  );
   t.equal(rows[0]!.n, 0, 'runs went with the schedule, and no new one was written');
 });
 
 t.test('a disabled schedule sends no job and never fires; enabling it arms it', async (t) => {
   const schedule = await createSchedule(alice, { enabled: false });
   t.match(schedule, { enabled: false, next_fire_at: null });
-  const jobs = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`, [schedule.id])).rows[0]!.n;
+  const jobs = async () =>
+    (
+      await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`,
+        [schedule.id],
+      )
+    ).rows[0]!.n;
   t.equal(await jobs(), 0);
-  const enabled = (await command(app, alice, schedRev.id, 'update_schedule', { schedule_id: schedule.id, enabled: true })).schedule;
+  const enabled = (
+    await command(app, alice, schedRev.id, 'update_schedule', { schedule_id: schedule.id, enabled: true })
+  ).schedule;
   t.ok(Date.parse(enabled.next_fire_at) > Date.now());
   t.equal(await jobs(), 1);
 });
@@ -246,11 +359,20 @@ t.test('one transaction fires a batch with mixed outcomes, each its own', async 
   const gone = await createWorkflow(app, alice);
   const goneDefinition = await define(app, alice, gone, DOUBLE);
   const ok = await createSchedule(alice, {});
-  const refused = await createSchedule(alice, { target: { revision_id: limited.rev, session_id: limited.sessionId, definition_id: limitedDefinition } });
-  const doomed = await createSchedule(alice, { target: { revision_id: gone.rev, session_id: gone.sessionId, definition_id: goneDefinition } });
+  const refused = await createSchedule(alice, {
+    target: { revision_id: limited.rev, session_id: limited.sessionId, definition_id: limitedDefinition },
+  });
+  const doomed = await createSchedule(alice, {
+    target: { revision_id: gone.rev, session_id: gone.sessionId, definition_id: goneDefinition },
+  });
   await command(app, alice, gone.rev, 'delete_session', { session_id: gone.sessionId });
-  const due = (await db.query<{ due: string }>(`SELECT date_trunc('milliseconds', now()) - interval '3 seconds' AS due`)).rows[0]!.due;
-  await db.query('UPDATE schedules SET next_fire_at = $2 WHERE id = ANY($1::uuid[])', [[ok.id, refused.id, doomed.id], due]);
+  const due = (
+    await db.query<{ due: string }>(`SELECT date_trunc('milliseconds', now()) - interval '3 seconds' AS due`)
+  ).rows[0]!.due;
+  await db.query('UPDATE schedules SET next_fire_at = $2 WHERE id = ANY($1::uuid[])', [
+    [ok.id, refused.id, doomed.id],
+    due,
+  ]);
   const outcomes = await fireSchedules(db, boss, [
     { scheduleId: ok.id, dueAt: due },
     { scheduleId: refused.id, dueAt: due },

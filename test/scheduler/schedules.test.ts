@@ -32,22 +32,46 @@ function post(caller: Caller, rev: string, name: string, body: unknown) {
 }
 
 async function scheduleCount(rev: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM schedules WHERE revision_id = $1', [rev]);
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM schedules WHERE revision_id = $1', [
+    rev,
+  ]);
   return rows[0]!.n;
 }
 
 t.test('create_schedule answers the record with its next fire; get, list, update and delete follow', async (t) => {
-  const created = await command(app, alice, sched.rev, 'create_schedule', { alias: 'nightly', cron: '0 3 * * *', timezone: 'Europe/Paris', target, input_data: { n: 1 } });
+  const created = await command(app, alice, sched.rev, 'create_schedule', {
+    alias: 'nightly',
+    cron: '0 3 * * *',
+    timezone: 'Europe/Paris',
+    target,
+    input_data: { n: 1 },
+  });
   const s = created.schedule;
-  t.match(s, { alias: 'nightly', cron: '0 3 * * *', timezone: 'Europe/Paris', target, input_data: { n: 1 }, enabled: true, created_by: alice.user.id, revision_id: sched.rev });
+  t.match(s, {
+    alias: 'nightly',
+    cron: '0 3 * * *',
+    timezone: 'Europe/Paris',
+    target,
+    input_data: { n: 1 },
+    enabled: true,
+    created_by: alice.user.id,
+    revision_id: sched.rev,
+  });
   t.ok(Date.parse(s.next_fire_at) > Date.now(), 'the next fire is ahead');
   t.equal(new Date(s.next_fire_at).getUTCMinutes(), 0);
-  t.match(new Date(s.next_fire_at).toLocaleString('en-GB', { timeZone: 'Europe/Paris', hour12: false }), /03:00:00/, '3:00 in Paris');
+  t.match(
+    new Date(s.next_fire_at).toLocaleString('en-GB', { timeZone: 'Europe/Paris', hour12: false }),
+    /03:00:00/,
+    '3:00 in Paris',
+  );
 
   const byAlias = await command(app, alice, sched.rev, 'get_schedule', { schedule_id: 'nightly' });
   t.same(byAlias.schedule, { ...s, last_run: null });
 
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`, [s.id]);
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`,
+    [s.id],
+  );
   t.equal(rows[0]!.n, 1, 'its first fire is queued');
 
   const rev = await call(app, 'GET', `/v1/revisions/${sched.rev}`, { as: alice });
@@ -55,13 +79,23 @@ t.test('create_schedule answers the record with its next fire; get, list, update
 
   const disabled = await command(app, alice, sched.rev, 'update_schedule', { schedule_id: s.id, enabled: false });
   t.match(disabled.schedule, { enabled: false, next_fire_at: null, cron: '0 3 * * *' });
-  const moved = await command(app, alice, sched.rev, 'update_schedule', { schedule_id: s.id, cron: '15 4 * * 1', timezone: 'UTC', enabled: true, alias: null, input_data: null });
+  const moved = await command(app, alice, sched.rev, 'update_schedule', {
+    schedule_id: s.id,
+    cron: '15 4 * * 1',
+    timezone: 'UTC',
+    enabled: true,
+    alias: null,
+    input_data: null,
+  });
   t.match(moved.schedule, { enabled: true, cron: '15 4 * * 1', timezone: 'UTC', alias: null, input_data: null });
   const next = new Date(moved.schedule.next_fire_at);
   t.same([next.getUTCDay(), next.getUTCHours(), next.getUTCMinutes()], [1, 4, 15], 'Monday 04:15 UTC');
 
   const list = await command(app, alice, sched.rev, 'list_schedules', {});
-  t.same(list.schedules.map((x: { id: string }) => x.id), [s.id]);
+  t.same(
+    list.schedules.map((x: { id: string }) => x.id),
+    [s.id],
+  );
   t.equal(list.last_session_id, null);
 
   const deleted = await command(app, alice, sched.rev, 'delete_schedule', { schedule_id: s.id });
@@ -81,7 +115,11 @@ t.test('WebSocket JSON-RPC answers the same commands', async (t) => {
   t.equal(refused.error.code, -32602);
   t.equal(refused.error.data.error, 'invalid_request_body');
   const workflowRuns = await rpc(4, 'list_executions', { revision_id: flow.rev, session_id: flow.sessionId });
-  t.same(workflowRuns.result, { executions: [], last_session_id: null }, 'list_executions of a workflow revision is still the session listing');
+  t.same(
+    workflowRuns.result,
+    { executions: [], last_session_id: null },
+    'list_executions of a workflow revision is still the session listing',
+  );
   t.ok((await rpc(5, 'delete_schedule', { revision_id: sched.rev, schedule_id: created.result.schedule.id })).result);
 });
 
@@ -99,16 +137,61 @@ t.test('bad input: a clear 400 (403 for a target one cannot write), nothing stor
     ['never fires', { cron: '0 0 30 2 *', target }, 400, 'invalid_request_body', /never fires/],
     ['nickname', { cron: '@daily', target }, 400, 'invalid_request_body', /nicknames/],
     ['unknown zone', { cron: '0 0 * * *', timezone: 'Mars/Olympus', target }, 400, 'invalid_request_body', /timezone/],
-    ['offset is not a zone', { cron: '0 0 * * *', timezone: '+01:00', target }, 400, 'invalid_request_body', /timezone/],
+    [
+      'offset is not a zone',
+      { cron: '0 0 * * *', timezone: '+01:00', target },
+      400,
+      'invalid_request_body',
+      /timezone/,
+    ],
     ['cron not a string', { cron: 5, target }, 400, 'invalid_request_body', /cron/],
     ['no target', { cron: '0 0 * * *' }, 400, 'invalid_request_body', /target/],
     ['unknown field', { cron: '0 0 * * *', target, colour: 'red' }, 400, 'invalid_request_body', /colour/],
-    ['definition of another revision', { cron: '0 0 * * *', target: { ...target, definition_id: otherDefinition } }, 400, 'invalid_request_body', /definition_id/],
-    ['session of another revision', { cron: '0 0 * * *', target: { ...target, session_id: otherFlow.sessionId } }, 400, 'invalid_request_body', /session_id/],
-    ['target not a workflow revision', { cron: '0 0 * * *', target: { ...target, revision_id: sched.rev } }, 400, 'invalid_request_body', /workflow revision/],
-    ['target in an organization one cannot write', { cron: '0 0 * * *', target: { revision_id: strangers.rev, session_id: strangers.sessionId, definition_id: strangerDefinition } }, 403, 'forbidden', /target/],
-    ['target that does not exist', { cron: '0 0 * * *', target: { ...target, revision_id: '00000000-0000-4000-8000-000000000000' } }, 403, 'forbidden', /target/],
-    ['limit on a record-cursor listing', { cron: '0 0 * * *', target, limit: 10 }, 400, 'invalid_request_body', /limit/],
+    [
+      'definition of another revision',
+      { cron: '0 0 * * *', target: { ...target, definition_id: otherDefinition } },
+      400,
+      'invalid_request_body',
+      /definition_id/,
+    ],
+    [
+      'session of another revision',
+      { cron: '0 0 * * *', target: { ...target, session_id: otherFlow.sessionId } },
+      400,
+      'invalid_request_body',
+      /session_id/,
+    ],
+    [
+      'target not a workflow revision',
+      { cron: '0 0 * * *', target: { ...target, revision_id: sched.rev } },
+      400,
+      'invalid_request_body',
+      /workflow revision/,
+    ],
+    [
+      'target in an organization one cannot write',
+      {
+        cron: '0 0 * * *',
+        target: { revision_id: strangers.rev, session_id: strangers.sessionId, definition_id: strangerDefinition },
+      },
+      403,
+      'forbidden',
+      /target/,
+    ],
+    [
+      'target that does not exist',
+      { cron: '0 0 * * *', target: { ...target, revision_id: '00000000-0000-4000-8000-000000000000' } },
+      403,
+      'forbidden',
+      /target/,
+    ],
+    [
+      'limit on a record-cursor listing',
+      { cron: '0 0 * * *', target, limit: 10 },
+      400,
+      'invalid_request_body',
+      /limit/,
+    ],
   ];
   for (const [what, body, status, error, message] of cases) {
     const res = await post(alice, sched.rev, 'create_schedule', body);
@@ -118,10 +201,17 @@ t.test('bad input: a clear 400 (403 for a target one cannot write), nothing stor
   const listing = await post(alice, sched.rev, 'list_schedules', { limit: 10 });
   t.equal(listing.status, 400, 'limit on list_schedules');
   t.equal(listing.body.error, 'invalid_request_body');
-  const runs = await post(alice, sched.rev, 'list_executions', { schedule_id: '00000000-0000-4000-8000-000000000000', limit: 5 });
+  const runs = await post(alice, sched.rev, 'list_executions', {
+    schedule_id: '00000000-0000-4000-8000-000000000000',
+    limit: 5,
+  });
   t.equal(runs.status, 400, 'limit on list_executions');
 
-  const big = await post(alice, sched.rev, 'create_schedule', { cron: '0 0 * * *', target, input_data: { text: 'x'.repeat(65_536) } });
+  const big = await post(alice, sched.rev, 'create_schedule', {
+    cron: '0 0 * * *',
+    target,
+    input_data: { text: 'x'.repeat(65_536) },
+  });
   t.equal(big.status, 400);
   t.same(big.body.limit, { id: 'workflow.execution_input_bytes', value: 65_536 });
   t.equal(big.body.error, 'limit_exceeded');
@@ -135,44 +225,66 @@ t.test('bad input: a clear 400 (403 for a target one cannot write), nothing stor
   t.equal(unknown.body.error, 'unknown_command', 'a workflow revision has no create_schedule');
 });
 
-t.test('scheduler.min_interval_seconds: the shortest gap of the expression, refused with its limit object', async (t) => {
-  const fast = await post(alice, sched.rev, 'create_schedule', { cron: '*/30 * * * * *', target });
-  t.equal(fast.status, 400);
-  t.same(fast.body.limit, { id: 'scheduler.min_interval_seconds', value: 60 });
-  t.equal(fast.body.error, 'limit_exceeded');
-  t.match(fast.body.message, /30 s apart/);
-  const minute = await post(alice, sched.rev, 'create_schedule', { cron: '* * * * *', target });
-  t.equal(minute.status, 200, 'every minute is exactly the default minimum');
+t.test(
+  'scheduler.min_interval_seconds: the shortest gap of the expression, refused with its limit object',
+  async (t) => {
+    const fast = await post(alice, sched.rev, 'create_schedule', { cron: '*/30 * * * * *', target });
+    t.equal(fast.status, 400);
+    t.same(fast.body.limit, { id: 'scheduler.min_interval_seconds', value: 60 });
+    t.equal(fast.body.error, 'limit_exceeded');
+    t.match(fast.body.message, /30 s apart/);
+    const minute = await post(alice, sched.rev, 'create_schedule', { cron: '* * * * *', target });
+    t.equal(minute.status, 200, 'every minute is exactly the default minimum');
 
-  await setOverride(app, 'scheduler.min_interval_seconds', 'blob', sched.blobId, 3600);
-  const hourly = await post(alice, sched.rev, 'create_schedule', { cron: '30 * * * *', target });
-  t.equal(hourly.status, 200);
-  const tooOften = await post(alice, sched.rev, 'update_schedule', { schedule_id: hourly.body.schedule.id, cron: '*/20 * * * *' });
-  t.equal(tooOften.status, 400, 'update_schedule checks it too');
-  t.same(tooOften.body.limit, { id: 'scheduler.min_interval_seconds', value: 3600 });
-  t.equal((await command(app, alice, sched.rev, 'get_schedule', { schedule_id: hourly.body.schedule.id })).schedule.cron, '30 * * * *', 'unchanged');
+    await setOverride(app, 'scheduler.min_interval_seconds', 'blob', sched.blobId, 3600);
+    const hourly = await post(alice, sched.rev, 'create_schedule', { cron: '30 * * * *', target });
+    t.equal(hourly.status, 200);
+    const tooOften = await post(alice, sched.rev, 'update_schedule', {
+      schedule_id: hourly.body.schedule.id,
+      cron: '*/20 * * * *',
+    });
+    t.equal(tooOften.status, 400, 'update_schedule checks it too');
+    t.same(tooOften.body.limit, { id: 'scheduler.min_interval_seconds', value: 3600 });
+    t.equal(
+      (await command(app, alice, sched.rev, 'get_schedule', { schedule_id: hourly.body.schedule.id })).schedule.cron,
+      '30 * * * *',
+      'unchanged',
+    );
 
-  // Daily at 2:00 is a day apart in UTC, but 23 hours across New York's spring-forward night.
-  await setOverride(app, 'scheduler.min_interval_seconds', 'blob', sched.blobId, 86_400);
-  t.equal((await post(alice, sched.rev, 'create_schedule', { cron: '0 2 * * *', timezone: 'UTC', target })).status, 200);
-  const dst = await post(alice, sched.rev, 'create_schedule', { cron: '0 2 * * *', timezone: 'America/New_York', target });
-  t.equal(dst.status, 400, 'the short day counts');
-  t.match(dst.body.message, /82800 s apart/);
-  await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'scheduler.min_interval_seconds'`);
-  await db.query('DELETE FROM schedules WHERE revision_id = $1', [sched.rev]);
-});
+    // Daily at 2:00 is a day apart in UTC, but 23 hours across New York's spring-forward night.
+    await setOverride(app, 'scheduler.min_interval_seconds', 'blob', sched.blobId, 86_400);
+    t.equal(
+      (await post(alice, sched.rev, 'create_schedule', { cron: '0 2 * * *', timezone: 'UTC', target })).status,
+      200,
+    );
+    const dst = await post(alice, sched.rev, 'create_schedule', {
+      cron: '0 2 * * *',
+      timezone: 'America/New_York',
+      target,
+    });
+    t.equal(dst.status, 400, 'the short day counts');
+    t.match(dst.body.message, /82800 s apart/);
+    await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'scheduler.min_interval_seconds'`);
+    await db.query('DELETE FROM schedules WHERE revision_id = $1', [sched.rev]);
+  },
+);
 
 t.test('scheduler.schedules_per_revision holds under concurrency; scheduler.enabled is checked', async (t) => {
   const own = await scheduler(alice, flow.orgId);
   await setOverride(app, 'scheduler.schedules_per_revision', 'blob', own.blobId, 3);
-  const results = await Promise.all(Array.from({ length: 8 }, () => post(alice, own.rev, 'create_schedule', { cron: '0 0 * * *', target })));
+  const results = await Promise.all(
+    Array.from({ length: 8 }, () => post(alice, own.rev, 'create_schedule', { cron: '0 0 * * *', target })),
+  );
   t.equal(results.filter((r) => r.status === 200).length, 3);
   const refused = results.find((r) => r.status === 400)!;
   t.same(refused.body.limit, { id: 'scheduler.schedules_per_revision', value: 3, held: 3 });
   t.equal(await scheduleCount(own.rev), 3);
 
   await setOverride(app, 'scheduler.enabled', 'org', flow.orgId, false);
-  const off = await post(alice, own.rev, 'update_schedule', { schedule_id: results.find((r) => r.status === 200)!.body.schedule.id, cron: '0 1 * * *' });
+  const off = await post(alice, own.rev, 'update_schedule', {
+    schedule_id: results.find((r) => r.status === 200)!.body.schedule.id,
+    cron: '0 1 * * *',
+  });
   t.equal(off.status, 200, 'an enabled schedule can still be edited');
   const other = await scheduler(alice);
   await setOverride(app, 'scheduler.enabled', 'org', other.orgId, false);
@@ -186,11 +298,21 @@ t.test('list_schedules pages ten at a time, newest first; an alias is unique in 
   const own = await scheduler(alice, flow.orgId);
   await setOverride(app, 'scheduler.schedules_per_revision', 'blob', own.blobId, 30);
   const ids: string[] = [];
-  for (let i = 0; i < 12; i++) ids.push((await command(app, alice, own.rev, 'create_schedule', { alias: `s-${i}`, cron: `${i} 0 * * *`, target })).schedule.id);
+  for (let i = 0; i < 12; i++)
+    ids.push(
+      (await command(app, alice, own.rev, 'create_schedule', { alias: `s-${i}`, cron: `${i} 0 * * *`, target }))
+        .schedule.id,
+    );
   const first = await command(app, alice, own.rev, 'list_schedules', {});
-  t.same(first.schedules.map((s: { id: string }) => s.id), ids.slice(2).reverse());
+  t.same(
+    first.schedules.map((s: { id: string }) => s.id),
+    ids.slice(2).reverse(),
+  );
   const second = await command(app, alice, own.rev, 'list_schedules', { start_session_id: first.last_session_id });
-  t.same(second.schedules.map((s: { id: string }) => s.id), ids.slice(0, 2).reverse());
+  t.same(
+    second.schedules.map((s: { id: string }) => s.id),
+    ids.slice(0, 2).reverse(),
+  );
   t.equal(second.last_session_id, null);
   const taken = await post(alice, own.rev, 'create_schedule', { alias: 's-3', cron: '0 0 * * *', target });
   t.equal(taken.status, 409);

@@ -34,7 +34,8 @@ t.test('JSON equality ignores key order only', async (t) => {
 });
 
 t.test('operators', async (t) => {
-  const holds = (when: Record<string, unknown>) => conditionHolds(config({ cases: [{ when, route: 'r' }] }).cases[0]!.when as never, input);
+  const holds = (when: Record<string, unknown>) =>
+    conditionHolds(config({ cases: [{ when, route: 'r' }] }).cases[0]!.when as never, input);
   t.ok(holds({ path: 'order.total', equals: 120 }));
   t.ok(holds({ path: 'order.tags', equals: ['vip', 'eu'] }));
   t.ok(holds({ path: 'order.note', equals: null }));
@@ -59,7 +60,13 @@ t.test('operators', async (t) => {
 t.test('the first matching case wins; conditions in a list must all hold; else the default', async (t) => {
   const routing = config({
     cases: [
-      { when: [{ path: 'order.total', gt: 100 }, { path: 'order.tags.0', equals: 'vip' }], route: 'vip-big' },
+      {
+        when: [
+          { path: 'order.total', gt: 100 },
+          { path: 'order.tags.0', equals: 'vip' },
+        ],
+        route: 'vip-big',
+      },
       { when: { path: 'order.total', gt: 100 }, route: 'big' },
       { when: { path: 'order.total', gt: 0 }, route: 'any' },
     ],

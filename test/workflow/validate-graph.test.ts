@@ -53,11 +53,19 @@ t.test('a valid config of every processor passes', async (t) => {
 
 t.test('graph shape', async (t) => {
   for (const graph of [null, [], 'x', 5]) {
-    t.same(shapes((await check(graph)).errors), [{ code: 'invalid_graph', node: null, field: null }], JSON.stringify(graph));
+    t.same(
+      shapes((await check(graph)).errors),
+      [{ code: 'invalid_graph', node: null, field: null }],
+      JSON.stringify(graph),
+    );
   }
-  t.same(shapes((await check({ nodes: { a: { processor: 'logic.sleep', config: { seconds: 1 } } } })).errors), [{ code: 'invalid_graph', node: null, field: 'start' }]);
+  t.same(shapes((await check({ nodes: { a: { processor: 'logic.sleep', config: { seconds: 1 } } } })).errors), [
+    { code: 'invalid_graph', node: null, field: 'start' },
+  ]);
   t.same(shapes((await check({ start: 'a' })).errors), [{ code: 'invalid_graph', node: null, field: 'nodes' }]);
-  t.same(shapes((await check({ start: 'a', nodes: [] })).errors), [{ code: 'invalid_graph', node: null, field: 'nodes' }]);
+  t.same(shapes((await check({ start: 'a', nodes: [] })).errors), [
+    { code: 'invalid_graph', node: null, field: 'nodes' },
+  ]);
   t.same(shapes((await check({ start: 'a', nodes: {}, extra: 1 })).errors), [
     { code: 'invalid_graph', node: null, field: 'extra' },
     { code: 'start_not_found', node: null, field: 'start' },
@@ -65,11 +73,16 @@ t.test('graph shape', async (t) => {
 });
 
 t.test('size bounds: nodes and serialized bytes', async (t) => {
-  const nodes = Object.fromEntries(Array.from({ length: MAX_NODES + 1 }, (_, i) => [`n${i}`, { processor: 'logic.sleep', config: { seconds: 1 } }]));
+  const nodes = Object.fromEntries(
+    Array.from({ length: MAX_NODES + 1 }, (_, i) => [`n${i}`, { processor: 'logic.sleep', config: { seconds: 1 } }]),
+  );
   t.same(shapes((await check({ start: 'n0', nodes })).errors), [{ code: 'invalid_graph', node: null, field: 'nodes' }]);
   delete nodes[`n${MAX_NODES}`];
   t.same((await check({ start: 'n0', nodes })).errors, [], 'exactly the maximum passes');
-  const huge = { start: 'a', nodes: { a: { processor: 'thread.post', config: { data: 'x'.repeat(MAX_GRAPH_BYTES) } } } };
+  const huge = {
+    start: 'a',
+    nodes: { a: { processor: 'thread.post', config: { data: 'x'.repeat(MAX_GRAPH_BYTES) } } },
+  };
   t.match((await check(huge)).errors, [{ code: 'invalid_graph', node: null, field: null, message: /bytes/ }]);
 });
 
@@ -80,11 +93,23 @@ t.test('start must name a node', async (t) => {
 });
 
 t.test('node shape and name', async (t) => {
-  t.same(shapes((await check(single({ config: {} }))).errors), [{ code: 'invalid_node', node: 'only', field: 'processor' }]);
-  t.same(shapes((await check(single({ processor: 'logic.sleep', config: { seconds: 1 }, next: 'x' }))).errors), [{ code: 'invalid_node', node: 'only', field: 'next' }]);
-  t.same(shapes((await check(single({ processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 5 } }))).errors), [{ code: 'invalid_node', node: 'only', field: 'routes.success' }]);
-  t.same(shapes((await check({ start: 'a', nodes: { a: 'logic.sleep' } })).errors), [{ code: 'invalid_node', node: 'a', field: null }]);
-  const badName = await check({ start: 'has space', nodes: { 'has space': { processor: 'logic.sleep', config: { seconds: 1 } } } });
+  t.same(shapes((await check(single({ config: {} }))).errors), [
+    { code: 'invalid_node', node: 'only', field: 'processor' },
+  ]);
+  t.same(shapes((await check(single({ processor: 'logic.sleep', config: { seconds: 1 }, next: 'x' }))).errors), [
+    { code: 'invalid_node', node: 'only', field: 'next' },
+  ]);
+  t.same(
+    shapes((await check(single({ processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 5 } }))).errors),
+    [{ code: 'invalid_node', node: 'only', field: 'routes.success' }],
+  );
+  t.same(shapes((await check({ start: 'a', nodes: { a: 'logic.sleep' } })).errors), [
+    { code: 'invalid_node', node: 'a', field: null },
+  ]);
+  const badName = await check({
+    start: 'has space',
+    nodes: { 'has space': { processor: 'logic.sleep', config: { seconds: 1 } } },
+  });
   t.same(shapes(badName.errors), [{ code: 'invalid_node', node: 'has space', field: null }]);
 });
 
@@ -122,20 +147,35 @@ t.test('each processor config schema', async (t) => {
     ['graph.mutate', { mutations: [] }, ['config.mutations']],
     ['graph.mutate', { mutations: [{ op: 'drop_table' }] }, ['config.mutations.0.op']],
     ['onnx.run', { revision_id: 'my-model' }, ['config.revision_id']],
-    ['onnx.run', { revision_id: '00000000-0000-4000-8000-000000000000', inputs: { x: { type: 'float32', dims: [2], data: [1] } } }, ['config.inputs.x']],
-    ['onnx.run', { revision_id: '00000000-0000-4000-8000-000000000000', inputs: { x: { type: 'complex', dims: [1], data: [1] } } }, ['config.inputs.x.type']],
+    [
+      'onnx.run',
+      { revision_id: '00000000-0000-4000-8000-000000000000', inputs: { x: { type: 'float32', dims: [2], data: [1] } } },
+      ['config.inputs.x'],
+    ],
+    [
+      'onnx.run',
+      { revision_id: '00000000-0000-4000-8000-000000000000', inputs: { x: { type: 'complex', dims: [1], data: [1] } } },
+      ['config.inputs.x.type'],
+    ],
   ];
   for (const [processor, config, fields] of cases) {
     const node = config === undefined ? { processor } : { processor, config };
     const verdict = await check(single(node));
-    t.same(verdict.errors.map((e) => [e.code, e.node, e.field]), fields.map((f) => ['invalid_config', 'only', f]), `${processor} ${String(JSON.stringify(config)).slice(0, 80)}`);
+    t.same(
+      verdict.errors.map((e) => [e.code, e.node, e.field]),
+      fields.map((f) => ['invalid_config', 'only', f]),
+      `${processor} ${String(JSON.stringify(config)).slice(0, 80)}`,
+    );
   }
 });
 
 t.test('routes: a processor takes only its own route names', async (t) => {
   const sleep = await check({
     start: 'a',
-    nodes: { a: { processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 'b', failure: 'b' } }, b: { processor: 'thread.post' } },
+    nodes: {
+      a: { processor: 'logic.sleep', config: { seconds: 1 }, routes: { success: 'b', failure: 'b' } },
+      b: { processor: 'thread.post' },
+    },
   });
   t.same(shapes(sleep.errors), [{ code: 'unknown_route', node: 'a', field: 'routes.failure' }]);
   t.match(sleep.errors[0]!.message, /logic\.sleep never takes route "failure"; it takes success/);
@@ -143,14 +183,35 @@ t.test('routes: a processor takes only its own route names', async (t) => {
   const post = await check(single({ processor: 'thread.post', routes: { success: null, failure: null, retry: null } }));
   t.same(shapes(post.errors), [{ code: 'unknown_route', node: 'only', field: 'routes.retry' }]);
 
-  const code = await check(single({ processor: 'logic.code', config: { code: CODE }, routes: { success: null, 'named-route': null, 'Bad Name': null } }));
-  t.same(shapes(code.errors), [{ code: 'unknown_route', node: 'only', field: 'routes.Bad Name' }], 'logic.code takes any well-formed name');
+  const code = await check(
+    single({
+      processor: 'logic.code',
+      config: { code: CODE },
+      routes: { success: null, 'named-route': null, 'Bad Name': null },
+    }),
+  );
+  t.same(
+    shapes(code.errors),
+    [{ code: 'unknown_route', node: 'only', field: 'routes.Bad Name' }],
+    'logic.code takes any well-formed name',
+  );
 
-  const switchNode = { processor: 'logic.switch', config: { cases: [{ when: { path: 'n', gt: 1 }, route: 'big' }], default: 'small' } };
+  const switchNode = {
+    processor: 'logic.switch',
+    config: { cases: [{ when: { path: 'n', gt: 1 }, route: 'big' }], default: 'small' },
+  };
   t.same((await check(single({ ...switchNode, routes: { big: null, small: null } }))).errors, []);
-  t.same(shapes((await check(single({ ...switchNode, routes: { default: null } }))).errors), [{ code: 'unknown_route', node: 'only', field: 'routes.default' }]);
-  const implicitDefault = { processor: 'logic.switch', config: { cases: [{ when: { path: 'n', gt: 1 }, route: 'big' }] }, routes: { default: null, success: null } };
-  t.same(shapes((await check(single(implicitDefault))).errors), [{ code: 'unknown_route', node: 'only', field: 'routes.success' }]);
+  t.same(shapes((await check(single({ ...switchNode, routes: { default: null } }))).errors), [
+    { code: 'unknown_route', node: 'only', field: 'routes.default' },
+  ]);
+  const implicitDefault = {
+    processor: 'logic.switch',
+    config: { cases: [{ when: { path: 'n', gt: 1 }, route: 'big' }] },
+    routes: { default: null, success: null },
+  };
+  t.same(shapes((await check(single(implicitDefault))).errors), [
+    { code: 'unknown_route', node: 'only', field: 'routes.success' },
+  ]);
 });
 
 t.test('routes must lead to existing nodes or null', async (t) => {
@@ -184,11 +245,22 @@ t.test('fixed ceilings a config is certain to break are warnings', async (t) => 
   t.same(sleep.errors, []);
   t.same(shapes(sleep.warnings), [{ code: 'fails_at_run_time', node: 'only', field: 'config.seconds' }]);
   t.match(sleep.warnings[0]!.message, /workflow\.sleep_seconds is 43200/);
-  t.same((await check(single({ processor: 'logic.sleep', config: { seconds: 43_200 } }))).warnings, [], 'the ceiling itself is allowed');
+  t.same(
+    (await check(single({ processor: 'logic.sleep', config: { seconds: 43_200 } }))).warnings,
+    [],
+    'the ceiling itself is allowed',
+  );
 
-  const files = await check(single({ processor: 'thread.post', config: { files: Array.from({ length: 11 }, (_, i) => `file-${i}`) } }));
+  const files = await check(
+    single({ processor: 'thread.post', config: { files: Array.from({ length: 11 }, (_, i) => `file-${i}`) } }),
+  );
   t.same(shapes(files.warnings), [{ code: 'fails_at_run_time', node: 'only', field: 'config.files' }]);
-  const mutations = await check(single({ processor: 'graph.mutate', config: { mutations: Array.from({ length: 41 }, (_, i) => ({ op: 'delete', id: `e${i}` })) } }));
+  const mutations = await check(
+    single({
+      processor: 'graph.mutate',
+      config: { mutations: Array.from({ length: 41 }, (_, i) => ({ op: 'delete', id: `e${i}` })) },
+    }),
+  );
   t.same(shapes(mutations.warnings), [{ code: 'fails_at_run_time', node: 'only', field: 'config.mutations' }]);
 });
 
@@ -207,7 +279,10 @@ t.test('logic.code: imports are checked against workflow.code_imports', async (t
   t.same(shapes(refused.errors), [{ code: 'invalid_code', node: 'only', field: 'config.code' }]);
   t.match(refused.errors[0]!.message, /"@ws\/uuid" is not granted by workflow\.code_imports/);
   t.same((await check(graph, ['@ws/uuid'])).errors, [], 'granted, it passes');
-  const builtin = await check(single({ processor: 'logic.code', config: { code: `import fs from 'node:fs';\n${CODE}` } }), ['node:fs']);
+  const builtin = await check(
+    single({ processor: 'logic.code', config: { code: `import fs from 'node:fs';\n${CODE}` } }),
+    ['node:fs'],
+  );
   t.match(builtin.errors, [{ code: 'invalid_code', field: 'config.code', message: /Node built-in/ }]);
 });
 
