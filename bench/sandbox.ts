@@ -6,8 +6,7 @@
  * its context, except "new tenant" (every run of another tenant, so a context is
  * made from the context snapshot each time; the pool's spare absorbs that when the runner
  * idles) and the two "context" rows (a context alone, from the snapshot and without it).
- * "cpu/run" is process CPU (all threads: this one, the isolate's, piscina's) over the batch, per
- * run. "code pool" sends the trivial run through the runner's piscina pool (runner/engine/thread-pool.ts).
+ * "cpu/run" is process CPU (all threads: this one and the isolate's) over the batch, per run.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import ivm from 'isolated-vm';
@@ -16,8 +15,6 @@ import { contextRecipe, prepareContext, type HostApi } from '../sandbox/host-bri
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
 import { defaultBounds, type CodeRequest } from '../sandbox/messages.ts';
 import { runCode } from '../sandbox/sandbox.ts';
-import { EngineThreadPool } from '../runner/engine/thread-pool.ts';
-import type { CodeTask } from '../runner/messages.ts';
 
 const runs = Number(process.argv[2] ?? 2000);
 const host: HostApi = {
@@ -112,42 +109,3 @@ console.log(`context from snapshot:      ${contextCost(fewer, true)}`);
 console.log(`context without snapshot:   ${contextCost(fewer, false)}`);
 console.log('pool', JSON.stringify(pool.stats()));
 await pool.dispose();
-
-// The same trivial run through the runner's piscina pool: one worker thread, its sandbox as
-// above. No ctx call is made, so the worker never connects to the (absent) database.
-const codePool = new EngineThreadPool({
-  databaseUrl: 'postgres://bench@127.0.0.1:1/none',
-  runnerId: '00000000-0000-4000-8000-000000000000',
-  leaseSeconds: 10,
-  maxRecoveries: 3,
-  concurrency: 4,
-  threads: 1,
-  isolatesPerThread: 2,
-  onNotice: () => {},
-});
-codePool.start();
-const task: CodeTask = {
-  type: 'code',
-  request: trivial,
-  scope: { executionId: 'e', sessionId: 's', blobId: 'b', node: 'n', sessionObjectsQuota: 10 },
-};
-async function throughPool(inFlight: number): Promise<string> {
-  for (let i = 0; i < 500; i++) await codePool.run(task);
-  const samples: number[] = [];
-  const before = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      for (let i = 0; i < runs / inFlight; i++) {
-        const start = performance.now();
-        const answer = await codePool.run(task);
-        samples.push(performance.now() - start);
-        if (answer.result.kind === 'error') throw new Error(`bench run failed: ${answer.result.error.code}`);
-      }
-    }),
-  );
-  const used = process.cpuUsage(before);
-  return summary(samples, (used.user + used.system) / 1000 / samples.length);
-}
-console.log(`code pool, back-to-back:    ${await throughPool(1)}`);
-console.log(`code pool, 4 in flight:     ${await throughPool(4)}`);
-await codePool.destroy();

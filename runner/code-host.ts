@@ -20,8 +20,9 @@ import { threadItemRecord } from '../shared/session/thread-items-sql.ts';
 import { postThreadItem, threadItemLimits, threadSchema } from '../shared/session/thread-writes.ts';
 import { parseInput } from '../shared/validate.ts';
 import type { HostApi } from '../sandbox/host-bridge.ts';
+import type { ProcessSandbox } from '../sandbox/sandbox-process.ts';
 import type { LogLevel } from '../sandbox/messages.ts';
-import { MAX_NODE_LOG_CHARS, MAX_NODE_LOGS, type CodeScope, type NodeLog } from './messages.ts';
+import { MAX_NODE_LOG_CHARS, MAX_NODE_LOGS, type CodeRunner, type CodeScope, type NodeLog } from './messages.ts';
 
 /** `ctx.objects.list`: at most this many objects per page (as `list_session_objects`). */
 const LIST_MAX = 200;
@@ -46,14 +47,14 @@ const threadPostSchema = z.strictObject({
 });
 
 /** Where a run's log entries go: the first MAX_NODE_LOGS, each cut, the rest counted. */
-export interface LogSink {
+interface LogSink {
   readonly entries: NodeLog[];
   dropped: number;
   add(level: LogLevel, message: string): void;
 }
 
 /** A bounded log sink for one node run. */
-export function createLogSink(): LogSink {
+function createLogSink(): LogSink {
   const sink: LogSink = {
     entries: [],
     dropped: 0,
@@ -75,7 +76,7 @@ export function createLogSink(): LogSink {
  * The host side of `ctx` for one run in `scope`, over `db` (the worker's own small pool).
  * `reportError` receives failures the code only sees as `internal_error`.
  */
-export function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError: (error: unknown) => void): HostApi {
+function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError: (error: unknown) => void): HostApi {
   const origin = { executionId: scope.executionId, node: scope.node };
   return {
     objects: {
@@ -152,5 +153,21 @@ export function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError
     },
     log: (level, message) => logs.add(level, message),
     reportError,
+  };
+}
+
+/**
+ * Runs `logic.code` nodes in `sandbox` with the HostApi of each node's session: an engine
+ * thread's code runner (runner/engine/engine-thread.ts), and the one tests that interpret on their
+ * own thread give their interpreter. `reportError` hears of host calls that failed unexpectedly.
+ */
+export function sandboxCodeRunner(db: Db, sandbox: ProcessSandbox, reportError: (error: unknown) => void): CodeRunner {
+  return {
+    async run(task, signal) {
+      const logs = createLogSink();
+      const host = sessionHost(db, task.scope, logs, reportError);
+      const result = await sandbox.run(task.request, host, signal);
+      return { result, logs: logs.entries, logsDropped: logs.dropped + result.stats.logsDropped };
+    },
   };
 }

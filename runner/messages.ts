@@ -35,8 +35,6 @@ export interface ExecutionTask {
   execution: ClaimedExecution;
 }
 
-export type WorkerTask = CodeTask | ExecutionTask;
-
 /** How a turn of an execution on this runner ended (runner/engine/interpreter.ts). */
 export type TurnOutcome = 'ended' | 'parked' | 'handed_back' | 'lost' | 'abandoned';
 
@@ -54,7 +52,7 @@ export interface NodeLog {
 }
 
 /** A worker's answer to a CodeTask. */
-export interface CodeTaskResult {
+interface CodeTaskResult {
   result: CodeResult;
   /** The first entries the code logged, each cut to `MAX_NODE_LOG_CHARS`. */
   logs: NodeLog[];

@@ -558,7 +558,7 @@ t.test(
       databaseUrl,
       runnerId: randomUUID(),
       log: pino({ level: 'silent' }),
-      interpreter: onThisThread(processorRegistry),
+      interpreter: onThisThread(t, processorRegistry),
       tracing,
     });
     await runner.start();

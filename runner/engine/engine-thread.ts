@@ -14,8 +14,7 @@
  * signal still in transit can cost at most a write that changes nothing.
  *
  * An execution whose interpretation fails (a database error) rejects its task, and the main thread
- * gives it back. `code` tasks run one `logic.code` node for a runner that interprets on its main thread (tests
- * with processors of their own). The pools are created on the first task, not at import. When
+ * gives it back. The pools are created on the first task, not at import. When
  * isolated-vm loses an isolate thread to a run (a memory bomb: docs/sandbox.md), the sandbox
  * replaces its child process and the worker tells the runner of the strike against the run's
  * organization, which is cooled down; the runner goes on.
@@ -31,7 +30,7 @@ import type { CodeResult } from '../../sandbox/messages.ts';
 import { ProcessSandbox } from '../../sandbox/sandbox-process.ts';
 import { MAX_NICE } from '../../shared/priority.ts';
 import { COOLDOWN_BASE_SECONDS } from '../../shared/sandbox/cooldowns.ts';
-import { createLogSink, sessionHost } from '../code-host.ts';
+import { sandboxCodeRunner } from '../code-host.ts';
 import { runExecution, type EngineContext, type RunControl } from './interpreter.ts';
 import { engineMetrics } from '../metrics.ts';
 import { createStepWriter } from './step-writes.ts';
@@ -39,16 +38,12 @@ import { processorRegistry } from '../processors/registry.ts';
 import {
   MAX_SNAPSHOT_TENANTS,
   SNAPSHOT_EVERY_MS,
-  type CodeRunner,
-  type CodeTask,
-  type CodeTaskResult,
   type EngineWorkerData,
   type ExecutionTask,
   type ExecutionTaskResult,
   type SandboxSnapshot,
   type WorkerNotice,
   type WorkerSignal,
-  type WorkerTask,
 } from '../messages.ts';
 
 interface Flight {
@@ -96,18 +91,6 @@ function cooledDown(cooldowns: ReadonlyMap<string, number>, tenant: string | und
     error: { code: 'code_cooldown', message },
     stats: { wallMs: 0, cpuMs: 0, hostCalls: 0, logs: 0, logsDropped: 0 },
   };
-}
-
-async function runCodeTask(
-  db: Db,
-  sandbox: ProcessSandbox,
-  task: CodeTask,
-  signal?: AbortSignal,
-): Promise<CodeTaskResult> {
-  const logs = createLogSink();
-  const host = sessionHost(db, task.scope, logs, (error) => notify({ type: 'host_error', message: describe(error) }));
-  const result = await sandbox.run(task.request, host, signal);
-  return { result, logs: logs.entries, logsDropped: logs.dropped + result.stats.logsDropped };
 }
 
 /**
@@ -177,7 +160,7 @@ async function open(): Promise<WorkerState> {
     log: (message, fields) => notify({ type: 'sandbox_event', message, fields: JSON.stringify(fields) }),
   });
   void sandbox.warm();
-  const code: CodeRunner = { run: (task, signal) => runCodeTask(db, sandbox, task, signal) };
+  const code = sandboxCodeRunner(db, sandbox, (error) => notify({ type: 'host_error', message: describe(error) }));
   const flights = new Map<string, Flight>();
   const metrics = engineMetrics();
   const engine: EngineContext = {
@@ -306,12 +289,12 @@ function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
 }
 
 /** piscina's task handler. Rejects only for database failures, never for anything an execution's code does. */
-export default async function handleTask(task: WorkerTask): Promise<CodeTaskResult | ExecutionTaskResult> {
+export default async function handleTask(task: ExecutionTask): Promise<ExecutionTaskResult> {
   // A failed start is not kept: the next task tries again.
   state ??= open().catch((error: unknown) => {
     state = undefined;
     throw error;
   });
   const worker = await state;
-  return task.type === 'execution' ? runExecutionTask(worker, task) : runCodeTask(worker.db, worker.sandbox, task);
+  return runExecutionTask(worker, task);
 }

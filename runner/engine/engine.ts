@@ -14,7 +14,6 @@ import { RUNNER_TIMING_DEFAULTS } from '../../shared/runner-timings.ts';
 import { EngineThreadPool } from './thread-pool.ts';
 import {
   MAX_SNAPSHOT_TENANTS,
-  type CodeRunner,
   type ExecutionTaskResult,
   type SandboxSnapshot,
   type WorkerTracingSettings,
@@ -109,8 +108,6 @@ interface InterpreterParts {
   runnerId: string;
   leaseSeconds: number;
   maxRecoveries: number;
-  /** Runs `logic.code` nodes on the engine threads. */
-  code: CodeRunner;
   /** Arms the wake-up timer of an execution that parked. */
   onParked(wakeAt: Date): void;
   log: EngineLog;
@@ -318,7 +315,6 @@ export function createEngine(options: EngineOptions): Engine {
       runnerId,
       leaseSeconds,
       maxRecoveries,
-      code: pool,
       onParked,
       log,
       tracing: options.tracing ?? null,

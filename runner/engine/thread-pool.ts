@@ -11,14 +11,11 @@ import type { ClaimedExecution } from './claim.ts';
 import type { WorkerTracingSettings } from '../messages.ts';
 import {
   workerNoticeSchema,
-  type CodeRunner,
-  type CodeTask,
-  type CodeTaskResult,
   type EngineWorkerData,
+  type ExecutionTask,
   type ExecutionTaskResult,
   type WorkerNotice,
   type WorkerSignal,
-  type WorkerTask,
 } from '../messages.ts';
 
 export interface EngineThreadPoolOptions {
@@ -56,9 +53,9 @@ const CLOSE_WAIT_MS = 2_000;
 const SETTLE_MS = 250;
 
 /** A piscina pool of engine threads. Nothing starts until `start()`. */
-export class EngineThreadPool implements CodeRunner {
+export class EngineThreadPool {
   readonly #options: EngineThreadPoolOptions;
-  #piscina: Piscina<WorkerTask, CodeTaskResult | ExecutionTaskResult> | null = null;
+  #piscina: Piscina<ExecutionTask, ExecutionTaskResult> | null = null;
   #channel: BroadcastChannel | null = null;
   readonly #running = new Set<Promise<unknown>>();
   #closed = false;
@@ -87,7 +84,7 @@ export class EngineThreadPool implements CodeRunner {
     };
     this.#channel = new BroadcastChannel(channel);
     this.#channel.unref();
-    const piscina = new Piscina<WorkerTask, CodeTaskResult | ExecutionTaskResult>({
+    const piscina = new Piscina<ExecutionTask, ExecutionTaskResult>({
       filename: new URL('./engine-thread.ts', import.meta.url).href,
       minThreads: 1,
       maxThreads: threads,
@@ -112,9 +109,9 @@ export class EngineThreadPool implements CodeRunner {
     this.#piscina = piscina;
   }
 
-  #run<R>(task: WorkerTask): Promise<R> {
+  #run(task: ExecutionTask): Promise<ExecutionTaskResult> {
     if (!this.#piscina) return Promise.reject(new Error('The worker pool is not running.'));
-    const run = this.#piscina.run(task) as Promise<R>;
+    const run = this.#piscina.run(task);
     const tracked = run
       .then(
         () => {},
@@ -123,13 +120,6 @@ export class EngineThreadPool implements CodeRunner {
       .finally(() => this.#running.delete(tracked));
     this.#running.add(tracked);
     return run;
-  }
-
-  /** Runs one `logic.code` node on a worker; rejects once the pool is destroyed. */
-  run(task: CodeTask): Promise<CodeTaskResult> {
-    // Only tests interpret on the main thread and post code here; a run aborted there ends with
-    // its deadline (production aborts runs on the engine worker thread itself).
-    return this.#run(task);
   }
 
   /**

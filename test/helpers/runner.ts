@@ -49,7 +49,7 @@ export async function startRunner(t: Test, databaseUrl: string, options: TestRun
   await createQueues(boss);
   const id = randomUUID();
   const { processors, ...tuning } = options;
-  const interpreter = processors ? { interpreter: onThisThread(processors) } : {};
+  const interpreter = processors ? { interpreter: onThisThread(t, processors) } : {};
   const runner = createEngine({
     ...FAST,
     ...tuning,
