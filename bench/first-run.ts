@@ -16,30 +16,14 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import type { HostApi } from '../sandbox/host-bridge.ts';
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
 import type { CodeRequest } from '../sandbox/messages.ts';
-import { runCode } from '../sandbox/sandbox.ts';
 import { SANDBOX_V8_FLAGS } from '../sandbox/sandbox-process.ts';
+import { codeRequest, timedRuns } from './code-runs.ts';
 import { fmt, summarize, type Summary } from './stats.ts';
 
-const host: HostApi = {
-  objects: { get: async () => null, put: async () => null, list: async () => [] },
-  thread: { post: async () => null },
-  graph: { mutate: async () => [], query: async () => ({ nodes: [], edges: [] }) },
-  log: () => {},
-};
-
-const request = (tenant: string): CodeRequest => ({
-  code: 'export default (input) => input',
-  input: { name: 'bench' },
-  imports: [],
-  timeoutMs: 5000,
-  ids: { executionId: 'e', sessionId: 's', node: 'n' },
-  tenant,
-});
+const request = (tenant: string): CodeRequest => codeRequest('export default (input) => input', [], tenant);
 
 interface Series {
   latency: Summary;
@@ -52,19 +36,8 @@ async function series(
   tenant: (i: number) => string,
   pauseMs: number,
 ): Promise<Series> {
-  const samples: number[] = [];
-  let cpu = 0;
-  for (let i = 0; i < count; i++) {
-    if (pauseMs > 0) await sleep(pauseMs);
-    const before = process.cpuUsage();
-    const start = performance.now();
-    const result = await runCode(pool, request(tenant(i)), host);
-    samples.push(performance.now() - start);
-    const used = process.cpuUsage(before);
-    cpu += (used.user + used.system) / 1000;
-    if (result.kind === 'error') throw new Error(`first-run bench: ${result.error.code} ${result.error.message}`);
-  }
-  return { latency: summarize(samples), cpuPerRun: cpu / count };
+  const { samples, cpuPerRun } = await timedRuns(pool, (i) => request(tenant(i)), count, pauseMs);
+  return { latency: summarize(samples), cpuPerRun };
 }
 
 /**

@@ -8,30 +8,14 @@
  * idles) and the two "context" rows (a context alone, from the snapshot and without it).
  * "cpu/run" is process CPU (all threads: this one and the isolate's) over the batch, per run.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import ivm from 'isolated-vm';
 import { contextSnapshot } from '../sandbox/context-snapshot.ts';
-import { contextRecipe, prepareContext, type HostApi } from '../sandbox/host-bridge.ts';
+import { contextRecipe, prepareContext } from '../sandbox/host-bridge.ts';
 import { IsolatePool } from '../sandbox/isolate-pool.ts';
 import { defaultBounds, type CodeRequest } from '../sandbox/messages.ts';
-import { runCode } from '../sandbox/sandbox.ts';
+import { codeRequest as request, timedRuns } from './code-runs.ts';
 
 const runs = Number(process.argv[2] ?? 2000);
-const host: HostApi = {
-  objects: { get: async () => null, put: async () => null, list: async () => [] },
-  thread: { post: async () => null },
-  graph: { mutate: async () => [], query: async () => ({ nodes: [], edges: [] }) },
-  log: () => {},
-};
-const request = (code: string, imports: string[] = [], tenant: string | null = 'bench'): CodeRequest => ({
-  code,
-  input: { name: 'bench' },
-  imports,
-  timeoutMs: 5000,
-  ids: { executionId: 'e', sessionId: 's', node: 'n' },
-  ...(tenant === null ? {} : { tenant }),
-});
-
 function summary(samples: number[], cpuMs: number): string {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!.toFixed(3);
@@ -45,20 +29,8 @@ async function measure(
   pause: boolean,
   count = runs,
 ): Promise<string> {
-  const samples: number[] = [];
-  let cpu = 0;
-  for (let i = 0; i < count; i++) {
-    if (pause) await sleep(1);
-    const before = process.cpuUsage();
-    const start = performance.now();
-    const result = await runCode(pool, next(i), host);
-    samples.push(performance.now() - start);
-    const used = process.cpuUsage(before);
-    cpu += (used.user + used.system) / 1000;
-    if (result.kind === 'error') throw new Error(`bench run failed: ${result.error.code} ${result.error.message}`);
-  }
-  const skip = Math.floor(count / 10);
-  return summary(samples.slice(skip), cpu / count);
+  const { samples, cpuPerRun } = await timedRuns(pool, next, count, pause ? 1 : 0);
+  return summary(samples.slice(Math.floor(count / 10)), cpuPerRun);
 }
 
 /**
