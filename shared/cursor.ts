@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from './errors.ts';
+import { canonicalJson } from './canonical-json.ts';
 
 /**
  * Opaque cursors for keyset listings (List Revisions, and the opaque-cursor commands).
@@ -16,17 +17,6 @@ const VERSION = 'c1';
 /** Longer cursors are refused before any hashing; positions are a handful of scalars. */
 export const MAX_CURSOR_LENGTH = 1024;
 const PART = /^[A-Za-z0-9_-]+$/;
-
-/** JSON with object keys sorted at every depth, so equal filters always sign alike. */
-function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`);
-  return `{${entries.join(',')}}`;
-}
 
 function mac(key: string, listing: string, filters: object, payload: string): string {
   if (key.length === 0) throw new Error('cursor key is empty');

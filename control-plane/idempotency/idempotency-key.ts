@@ -1,14 +1,12 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import { ServiceError } from '../../shared/errors.ts';
-import { IDEMPOTENCY_KEY_SECONDS } from '../../shared/retention/idempotency-keys.ts';
+import { canonicalJson } from '../../shared/canonical-json.ts';
 import type { Principal } from '../auth/principal.ts';
 
 /** The REST header that carries a key (lower case, as Node presents headers). */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** The JSON-RPC param that carries a key, accepted by creating commands only. */
 export const IDEMPOTENCY_PARAM = 'idempotency_key';
-/** How long a stored answer is replayed; older keys are claimed afresh and swept by retention. */
-export const IDEMPOTENCY_TTL_SECONDS = IDEMPOTENCY_KEY_SECONDS;
 
 // Visible ASCII only: a header is Latin-1 on the wire and trimmed of spaces, a JSON-RPC param is
 // UTF-8 text, so only this alphabet reads the same on both transports. UUIDs, ULIDs and base64
@@ -55,22 +53,6 @@ export function callerScope(principal: Principal): string {
   }
 }
 
-/**
- * JSON with every object's keys sorted, recursively, and `undefined` members left out (as
- * JSON.stringify does): two parses of bodies that differ only in key order or whitespace give
- * the same text.
- */
-function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value))
-    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
-  const entries = Object.keys(value)
-    .sort()
-    .filter((name) => (value as Record<string, unknown>)[name] !== undefined)
-    .map((name) => `${JSON.stringify(name)}:${canonicalJson((value as Record<string, unknown>)[name])}`);
-  return `{${entries.join(',')}}`;
-}
-
 // The info string separates this key from the credential cipher's, derived from the same secret.
 const FINGERPRINT_INFO = 'workspace-service/idempotency/hmac-sha256/v1';
 
@@ -81,6 +63,21 @@ const FINGERPRINT_INFO = 'workspace-service/idempotency/hmac-sha256/v1';
  * covers the credential's secret and a bare hash of it could be guessed at.
  */
 export function fingerprint(credentialKey: string, operation: string, input: unknown): Buffer {
-  const secret = Buffer.from(hkdfSync('sha256', credentialKey, Buffer.alloc(0), FINGERPRINT_INFO, 32));
-  return createHmac('sha256', secret).update(operation).update('\n').update(canonicalJson(input)).digest();
+  return createHmac('sha256', fingerprintSecret(credentialKey))
+    .update(operation)
+    .update('\n')
+    .update(canonicalJson(input))
+    .digest();
+}
+
+// Derived once per CREDENTIAL_KEY (one per process): HKDF on every keyed request was work for nothing.
+let derived: { from: string; secret: Buffer } | undefined;
+function fingerprintSecret(credentialKey: string): Buffer {
+  if (derived?.from !== credentialKey) {
+    derived = {
+      from: credentialKey,
+      secret: Buffer.from(hkdfSync('sha256', credentialKey, Buffer.alloc(0), FINGERPRINT_INFO, 32)),
+    };
+  }
+  return derived.secret;
 }

@@ -1,18 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createCredentialCipher } from '../../shared/crypto/credential-cipher.ts';
+import { createCredentialCipher, type CredentialCipher } from '../../shared/crypto/credential-cipher.ts';
 import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
 import { claimKey, findStoredKey, storeAnswer } from '../sql/idempotency-keys.ts';
-import {
-  callerScope,
-  checkedKey,
-  fingerprint,
-  IDEMPOTENCY_HEADER,
-  IDEMPOTENCY_TTL_SECONDS,
-} from './idempotency-key.ts';
+import { callerScope, checkedKey, fingerprint, IDEMPOTENCY_HEADER } from './idempotency-key.ts';
+import { IDEMPOTENCY_KEY_SECONDS } from '../../shared/retention/idempotency-keys.ts';
 
 /** What a creating operation answers: the HTTP status and the JSON body (REST) or result (JSON-RPC). */
 export interface Answer {
@@ -31,6 +26,13 @@ export interface KeyedRequest {
   operation: string;
   /** The target and the parsed params: what must match for a retry to be "the same request". */
   input: unknown;
+}
+
+// The answers' cipher, made once per CREDENTIAL_KEY (one per process) rather than per request.
+let sealing: { from: string; cipher: CredentialCipher } | undefined;
+function cipherFor(credentialKey: string): CredentialCipher {
+  if (sealing?.from !== credentialKey) sealing = { from: credentialKey, cipher: createCredentialCipher(credentialKey) };
+  return sealing.cipher;
 }
 
 // A claim finds no live row only when the row it conflicted with expired between its two
@@ -57,7 +59,7 @@ export async function runIdempotent(
   const secret = ctx.config.secrets.CREDENTIAL_KEY;
   const caller = callerScope(principal);
   const print = fingerprint(secret, request.operation, request.input);
-  const cipher = createCredentialCipher(secret);
+  const cipher = cipherFor(secret);
   // Binds a sealed answer to its key: a row copied onto another caller's key does not open.
   const aad = `idempotency-key\n${caller}\n${request.key}`;
   for (let attempt = 1; ; attempt += 1) {
@@ -67,14 +69,14 @@ export async function runIdempotent(
         key: request.key,
         operation: request.operation,
         fingerprint: print,
-        ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
+        ttlSeconds: IDEMPOTENCY_KEY_SECONDS,
       };
       if (await claimKey(tx, claim)) {
         const created = await create(tx);
         await storeAnswer(tx, caller, request.key, created.status, cipher.encrypt(JSON.stringify(created.body), aad));
         return { ...created, replayed: false };
       }
-      const stored = await findStoredKey(tx, caller, request.key, IDEMPOTENCY_TTL_SECONDS);
+      const stored = await findStoredKey(tx, caller, request.key, IDEMPOTENCY_KEY_SECONDS);
       if (stored === undefined) return undefined;
       if (stored.fingerprint.length !== print.length || !timingSafeEqual(stored.fingerprint, print)) {
         const what =
