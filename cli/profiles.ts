@@ -5,7 +5,8 @@
  * file created 0600 (never a moment world-readable); a file found with looser permissions is
  * put back to 0600 with a warning before it is read.
  */
-import { chmod, mkdir, open, readFile, rename, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, lstat, mkdir, open, readFile, rename } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -38,7 +39,10 @@ export function profilePath(env: NodeJS.ProcessEnv = process.env): string {
 export async function readProfiles(path: string, warn: (line: string) => void): Promise<ProfileFile> {
   let mode: number;
   try {
-    mode = (await stat(path)).mode & 0o777;
+    // lstat: a symbolic link planted at the path must not have its target's mode changed or read.
+    const stats = await lstat(path);
+    if (!stats.isFile()) throw new Error(`${path} is not a regular file; refusing to use it as the profile file`);
+    mode = stats.mode & 0o777;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { profiles: {} };
     throw error;
@@ -57,9 +61,10 @@ export async function readProfiles(path: string, warn: (line: string) => void): 
 /** Writes the file atomically with mode 0600 (its directory 0700). */
 export async function writeProfiles(path: string, file: ProfileFile): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const temporary = `${path}.${process.pid}.tmp`;
-  // Created 0600 from the start (open's mode, so the umask cannot widen it), then renamed over.
-  const handle = await open(temporary, 'w', 0o600);
+  // An unpredictable name, created exclusively ('wx' fails on anything already there, a symbolic
+  // link included), 0600 from the start (open's mode, so the umask cannot widen it), renamed over.
+  const temporary = `${path}.${randomBytes(8).toString('hex')}.tmp`;
+  const handle = await open(temporary, 'wx', 0o600);
   try {
     await handle.writeFile(`${JSON.stringify(file, null, 2)}\n`);
     await handle.chmod(0o600);

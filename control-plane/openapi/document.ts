@@ -55,6 +55,10 @@ export async function registerApiDocument(app: FastifyInstance, commands: Comman
   });
 
   const open = { config: { public: true } };
+  // Both documents are fixed once the routes are: serialized on the first request and kept, so an
+  // unauthenticated reader does not cost the server a few hundred kilobytes of JSON.stringify each.
+  let openApiText: string | undefined;
+  let openRpcText: string | undefined;
   app.get(
     OPENAPI_PATH,
     {
@@ -67,10 +71,10 @@ export async function registerApiDocument(app: FastifyInstance, commands: Comman
         public: true,
       }),
     },
-    async () => app.swagger(),
+    async (_request, reply) =>
+      reply.type('application/json; charset=utf-8').send((openApiText ??= JSON.stringify(app.swagger()))),
   );
 
-  let openRpc: Record<string, unknown> | undefined;
   app.get(
     OPENRPC_PATH,
     {
@@ -83,7 +87,8 @@ export async function registerApiDocument(app: FastifyInstance, commands: Comman
         public: true,
       }),
     },
-    async () => (openRpc ??= openRpcDocument(commands)),
+    async (_request, reply) =>
+      reply.type('application/json; charset=utf-8').send((openRpcText ??= JSON.stringify(openRpcDocument(commands)))),
   );
 
   await app.register(reference);
@@ -137,6 +142,18 @@ function finish(document: Document, commands: CommandRegistry): Document {
  * CSP gains the SHA-256 of exactly its own inline scripts, every other header stays helmet's.
  * The pages need no credentials.
  */
+// The page is the same on every request: its inline scripts are hashed once, not per request.
+let scriptHashes: { page: string; hashes: string[] } | undefined;
+function inlineScriptHashes(page: string): string[] {
+  if (scriptHashes?.page !== page) {
+    const hashes = [...page.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
+      (match) => `'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`,
+    );
+    scriptHashes = { page, hashes };
+  }
+  return scriptHashes.hashes;
+}
+
 async function reference(app: FastifyInstance): Promise<void> {
   app.addHook('onRoute', (route) => {
     route.config = { ...(route.config as object | undefined), public: true };
@@ -145,9 +162,7 @@ async function reference(app: FastifyInstance): Promise<void> {
     const type = String(reply.getHeader('content-type') ?? '');
     const csp = reply.getHeader('content-security-policy');
     if (!type.startsWith('text/html') || typeof payload !== 'string' || typeof csp !== 'string') return payload;
-    const hashes = [...payload.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
-      (match) => `'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`,
-    );
+    const hashes = inlineScriptHashes(payload);
     reply.header(
       'content-security-policy',
       csp.replace(/script-src ([^;]*)/, (_all, sources: string) => `script-src ${sources} ${hashes.join(' ')}`),
