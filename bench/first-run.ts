@@ -1,8 +1,9 @@
 /**
- * What an organization's first `logic.code` run costs the sandbox over a warm run (issue: "a
- * tenant's first run is cheap"), measured in-process on one isolate pool at the runner's defaults,
- * with the code the isolation bench's executions run. Three series of runs of `export default
- * (input) => input`:
+ * What an organization's first `logic.code` run costs the sandbox over a warm run ("a tenant's
+ * first run is cheap", docs/benchmarks.md "Tenant isolation"), measured in-process on one isolate
+ * pool at the runner's defaults (contexts shared by every organization), then with a context per
+ * organization (`RUNNER_CODE_CONTEXTS=organization`), with the code the isolation bench's
+ * executions run. Three series of runs of `export default (input) => input`:
  *
  * - warm: one organization, whose context the isolate keeps;
  * - new organization, idle runner: every run another organization's, 2 ms apart, so the pool has
@@ -17,7 +18,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { IsolatePool } from '../sandbox/isolate-pool.ts';
+import { IsolatePool, type ContextScope } from '../sandbox/isolate-pool.ts';
 import type { CodeRequest } from '../sandbox/messages.ts';
 import { SANDBOX_V8_FLAGS } from '../sandbox/sandbox-process.ts';
 import { codeRequest, timedRuns } from './code-runs.ts';
@@ -57,26 +58,39 @@ export async function firstRunRows(count = 1000): Promise<string[][]> {
   return JSON.parse(out) as string[][];
 }
 
-async function measureRows(count: number): Promise<string[][]> {
-  const pool = new IsolatePool({ size: 1, warm: 1 });
+const cell = (s: Series) =>
+  `p50 ${fmt(s.latency.p50, 3)} ms, mean ${fmt(s.latency.mean, 3)} ms, CPU ${fmt(s.cpuPerRun, 3)} ms/run`;
+
+/** The three series on a pool whose contexts are `contexts`. */
+async function measure(contexts: ContextScope, count: number): Promise<Record<'warm' | 'idle' | 'busy', Series>> {
+  const pool = new IsolatePool({ size: 1, warm: 1, contexts });
   try {
     await pool.warm();
     await series(pool, 300, () => 'warm', 0);
     const warm = await series(pool, count, () => 'warm', 2);
     const idle = await series(pool, count, (i) => `idle-${i}`, 2);
     const busy = await series(pool, count, (i) => `busy-${i}`, 0);
-    const more = idle.latency.p50 - warm.latency.p50;
-    const cell = (s: Series) =>
-      `p50 ${fmt(s.latency.p50, 3)} ms, mean ${fmt(s.latency.mean, 3)} ms, CPU ${fmt(s.cpuPerRun, 3)} ms/run`;
-    return [
-      ["first code run: warm (the organization's context kept)", cell(warm), '-', ''],
-      ['first code run of a new organization, idle runner', cell(idle), '-', ''],
-      ['    more than a warm run (p50)', `+${fmt(more, 3)} ms`, '<= +0.300 ms', more <= 0.3 ? 'yes' : 'NO'],
-      ['first code run of a new organization, saturated (context made inline)', cell(busy), '-', ''],
-    ];
+    return { warm, idle, busy };
   } finally {
     await pool.dispose();
   }
+}
+
+async function measureRows(count: number): Promise<string[][]> {
+  const shared = await measure('shared', count);
+  const tenant = await measure('tenant', count);
+  const more = (s: Series) => s.latency.p50 - shared.warm.latency.p50;
+  const target = (s: Series) => [`+${fmt(more(s), 3)} ms`, '<= +0.300 ms', more(s) <= 0.3 ? 'yes' : 'NO'];
+  return [
+    ['first code run: warm (contexts shared, the runner default)', cell(shared.warm), '-', ''],
+    ['first code run of a new organization, idle runner', cell(shared.idle), '-', ''],
+    ['    more than a warm run (p50)', ...target(shared.idle)],
+    ['first code run of a new organization, saturated (back-to-back)', cell(shared.busy), '-', ''],
+    ['    more than a warm run (p50)', ...target(shared.busy)],
+    ["with a context per organization: warm (the organization's kept)", cell(tenant.warm), '-', ''],
+    ['    new organization, idle runner (the spare context ready)', cell(tenant.idle), '-', ''],
+    ['    new organization, saturated (context made inline)', cell(tenant.busy), '-', ''],
+  ];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

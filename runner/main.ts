@@ -124,6 +124,7 @@ async function start(): Promise<void> {
     renewSeconds: config.runner.renewSeconds,
     sweepSeconds: config.runner.sweepSeconds,
     orphanSeconds: config.runner.orphanSeconds,
+    codeContexts: config.runner.codeContexts,
     tracing: tracing?.tracing ?? null,
     threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
   });

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { CodeRequest, CodeResult, LogLevel } from '../sandbox/messages.ts';
+import type { ContextScope } from '../sandbox/isolate-pool.ts';
 import type { ClaimedExecution } from './engine/claim.ts';
 import type { TracingSettings } from '../shared/config.ts';
 
@@ -79,6 +80,8 @@ export interface EngineWorkerData {
   isolates: number;
   /** Heap bound of each isolate in MiB. */
   memoryMb: number;
+  /** Whose runs a context serves (sandbox/isolate-pool.ts). */
+  contexts: ContextScope;
   /** The pool's BroadcastChannel, on which the runner posts `WorkerSignal`s to every worker. */
   channel: string;
   /** Where the worker's spans go (shared/tracing/start-thread-tracing.ts), the runner's service name resolved; null: tracing is off. */

@@ -112,7 +112,7 @@ export interface PreparedContext {
   /** `sandbox:runtime`, the module through which a run's driver reaches `start`. */
   readonly runtime: ivm.Module;
   readonly port: BridgePort;
-  /** The tenant whose runs this context serves, fixed by its first run. */
+  /** Whose runs this context serves (a tenant, or the key of a shared context), fixed by its first run; null: used once. */
   tenant: string | null;
   /** Frees the context and the references into it; safe on a disposed isolate. */
   release(): void;

@@ -1,9 +1,11 @@
 /**
- * Warm isolates for `logic.code` runs. An isolate serves one run at a time. Its contexts are kept
- * per tenant (the execution's organization): an LRU bounded by bytes (`contextBytesPerIsolate`,
- * at each context's measured heap size), each serving the runs of one tenant only, its realm frozen when it was made and its
- * per-run state reset by every run (docs/sandbox.md, "Context reuse"). A run of a tenant without a
- * context takes the isolate's spare one, prepared while the isolate was idle, or makes one. An
+ * Warm isolates for `logic.code` runs. An isolate serves one run at a time, in a context whose realm
+ * was frozen when it was made and whose per-run state every run resets (docs/sandbox.md, "Context
+ * reuse"). By default (`contexts: 'shared'`) each isolate keeps one context for the runs of every
+ * tenant; with `contexts: 'tenant'` it keeps one per tenant (the execution's organization), an LRU
+ * bounded by bytes (`contextBytesPerIsolate`, at each context's measured heap size), each serving
+ * the runs of one tenant only. A run without a kept context takes the isolate's spare one, prepared
+ * while the isolate was idle, or makes one. An
  * isolate is retired after `maxRunsPerIsolate` runs, when its heap passes `maxHeapBytes`, and
  * after any run that was stopped (timeout, memory, shutdown): a stopped isolate is never handed
  * out again, and its contexts go with it.
@@ -42,16 +44,26 @@ export interface IsolatePoolOptions {
   extraAfterMs?: number;
   /** Idle isolates `warm()` prepares ahead of demand. Default 1. */
   warm?: number;
+  /**
+   * Whose runs a context serves. 'shared' (default): one context per isolate serves the runs of
+   * every tenant, one at a time; what keeps runs apart is the frozen realm and the per-run reset,
+   * which also keep apart the runs of one tenant. 'tenant': a context serves one tenant's runs, so
+   * V8's separation of contexts stands between tenants as well; a tenant without a kept context
+   * pays for a new one (≈ 0.6 ms of CPU), and over many tenants most runs do (docs/sandbox.md,
+   * "Whose runs a context serves").
+   */
+  contexts?: ContextScope;
   /** Heap bound of each isolate in MiB (isolated-vm `memoryLimit`, minimum 8). Default 64. */
   memoryMb?: number;
   /** Runs after which an isolate is retired. Default 5000: a retired isolate takes its tenants' contexts and their optimised code with it, so a context should serve hundreds of runs (heap growth still retires it early). */
   maxRunsPerIsolate?: number;
   /**
-   * Bytes of heap an isolate may spend on kept contexts: the least recently used tenant's context
-   * goes once its contexts' measured size passes this. Default a quarter of memoryMb.
+   * With `contexts: 'tenant'`, bytes of heap an isolate may spend on kept contexts: the least
+   * recently used tenant's context goes once its contexts' measured size passes this. Default a
+   * quarter of memoryMb.
    */
   contextBytesPerIsolate?: number;
-  /** Most tenants' contexts an isolate keeps whatever their size. Default 512. */
+  /** With `contexts: 'tenant'`, most tenants' contexts an isolate keeps whatever their size. Default 512. */
   maxContextsPerIsolate?: number;
   /** Heap use (bytes, after a run) past which an isolate is retired. Default half of memoryMb. */
   maxHeapBytes?: number;
@@ -102,6 +114,12 @@ export interface PoolStats {
   tenants: Array<{ tenant: string; waiting: number; busy: number }>;
 }
 
+/** Whose runs a context serves (IsolatePoolOptions.contexts). */
+export type ContextScope = 'shared' | 'tenant';
+
+/** The key of the one context a shared-scope isolate keeps (tenants' keys are organization ids). */
+const SHARED = '*';
+
 type Waiter = { resolve: (lease: IsolateLease) => void; reject: (error: Error) => void; cleanup?: () => void };
 
 /** Why an isolate was disposed by us; null while it is alive or when isolated-vm disposed it. */
@@ -130,6 +148,7 @@ const INITIAL_CONTEXT_BYTES = 240 * 1024;
 export class IsolateLease {
   readonly isolate: ivm.Isolate;
   readonly #recipe: ContextRecipe;
+  readonly #shared: boolean;
   readonly #maxContexts: number;
   readonly #contextBudget: number;
   readonly #counters: ContextCounters;
@@ -152,20 +171,22 @@ export class IsolateLease {
     isolate: ivm.Isolate,
     fromSnapshot: boolean,
     bounds: SandboxBounds,
+    shared: boolean,
     maxContexts: number,
     contextBudget: number,
     counters: ContextCounters,
   ) {
     this.isolate = isolate;
+    this.#shared = shared;
     this.#maxContexts = maxContexts;
     this.#contextBudget = contextBudget;
     this.#counters = counters;
     this.#recipe = contextRecipe(isolate, bounds, fromSnapshot);
   }
 
-  /** True when a context of `tenant` is kept here. */
+  /** True when a context that can serve `tenant` at once is kept here. */
   hasContext(tenant: string): boolean {
-    return this.#contexts.has(tenant);
+    return this.#contexts.has(this.#shared ? SHARED : tenant);
   }
 
   /** Contexts alive in this isolate, the spare included. */
@@ -174,23 +195,24 @@ export class IsolateLease {
   }
 
   /**
-   * The context for a run of `tenant`: the one kept for it, else the spare or a new one, which
-   * the run binds to the tenant. Without a tenant, a context used once and never kept. The
-   * context is out of the cache until `returnContext`, so a run that fails to return it (it was
-   * stopped) leaves nothing behind for the next one.
+   * The context for a run of `tenant`: the one kept for it (the shared one, or the tenant's own),
+   * else the spare or a new one, which the run binds to that key. Without a tenant, a context used
+   * once and never kept. The context is out of the cache until `returnContext`, so a run that
+   * fails to return it (it was stopped) leaves nothing behind for the next one.
    */
   takeContext(tenant: string | undefined): PreparedContext {
-    if (tenant !== undefined) {
-      const kept = this.#contexts.get(tenant);
+    const key = tenant === undefined ? null : this.#shared ? SHARED : tenant;
+    if (key !== null) {
+      const kept = this.#contexts.get(key);
       if (kept) {
-        this.#contexts.delete(tenant);
+        this.#contexts.delete(key);
         this.#counters.contextsReused++;
         return kept;
       }
     }
     const fresh = this.#spare ?? this.#prepare();
     this.#spare = null;
-    fresh.tenant = tenant ?? null;
+    fresh.tenant = key;
     return fresh;
   }
 
@@ -215,7 +237,9 @@ export class IsolateLease {
     }
   }
 
+  /** Makes the context the next run without one would take (none while a shared one is kept). */
   prepareSpare(): void {
+    if (this.#shared && this.#contexts.size > 0) return;
     this.#spare ??= this.#prepare();
   }
 
@@ -259,6 +283,7 @@ export class IsolatePool {
   #extraCheck: NodeJS.Timeout | undefined;
   readonly #warm: number;
   readonly #maxRuns: number;
+  readonly #sharedContexts: boolean;
   readonly #maxContexts: number;
   readonly #contextBudget: number;
   readonly #maxHeapBytes: number;
@@ -290,6 +315,7 @@ export class IsolatePool {
     this.#warm = Math.min(this.#size, Math.max(0, options.warm ?? 1));
     this.memoryMb = Math.max(8, options.memoryMb ?? 64);
     this.#maxRuns = Math.max(1, options.maxRunsPerIsolate ?? 5000);
+    this.#sharedContexts = (options.contexts ?? 'shared') === 'shared';
     this.#maxContexts = Math.max(0, options.maxContextsPerIsolate ?? 512);
     this.#contextBudget = Math.max(0, options.contextBytesPerIsolate ?? (this.memoryMb * MiB) / 4);
     this.#maxHeapBytes = options.maxHeapBytes ?? (this.memoryMb * MiB) / 2;
@@ -417,8 +443,9 @@ export class IsolatePool {
   }
 
   /**
-   * Hands free isolates (idle, or room to make one) to waiting runs, fairest first, but a tenant
-   * whose context the most recently freed isolate keeps goes first while it is within
+   * Hands free isolates (idle, or room to make one) to waiting runs, fairest first, but with
+   * contexts kept per tenant, a tenant whose context the most recently freed isolate keeps goes
+   * first while it is within
    * `LOCALITY_SLACK_MS` of the fairest: a run on its own context skips making one (about a
    * millisecond of CPU).
    */
@@ -428,7 +455,8 @@ export class IsolatePool {
       const next = this.#queue.dequeue(
         (tenant, busy) => this.#grantable(busy, tenant),
         performance.now(),
-        freed ? (tenant) => freed.hasContext(tenant) : undefined,
+        // Every isolate can serve every tenant at once when contexts are shared.
+        freed && !this.#sharedContexts ? (tenant) => freed.hasContext(tenant) : undefined,
         LOCALITY_SLACK_MS,
       );
       if (!next) {
@@ -592,6 +620,7 @@ export class IsolatePool {
         isolate,
         snapshot !== null,
         this.bounds,
+        this.#sharedContexts,
         this.#maxContexts,
         this.#contextBudget,
         this.#contextCounters,

@@ -5,10 +5,10 @@
  * isolate, not in Node; it runs once per process, in the snapshot every context is made from
  * (context-snapshot.ts), or in each context when no snapshot could be made.
  *
- * A context serves many runs of one tenant. Everything a run may change lives in one run record
- * that `begin` replaces at the start of every run: host calls waiting or queued, log counters,
- * the entropy block, route markers, the errors the bootstrap made, Error.prepareStackTrace, the
- * input and ids. Call ids keep counting across runs, so an answer meant for an earlier run finds
+ * A context serves many runs, of every tenant by default (isolate-pool.ts, `contexts`). Everything
+ * a run may change lives in one run record that `begin` replaces at the start of every run: host
+ * calls waiting or queued, log counters, the entropy block, Math.random's generator, route markers,
+ * the errors the bootstrap made, Error.prepareStackTrace, the input and ids. Call ids keep counting across runs, so an answer meant for an earlier run finds
  * no waiter; ctx functions carry their run and refuse to work for another one.
  *
  * Invariants the source keeps:
@@ -57,6 +57,7 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
   const stringSlice = String.prototype.slice;
   const charCodeAt = String.prototype.charCodeAt;
   const numberToString = Number.prototype.toString;
+  const imul = Math.imul;
   const WeakMapCtor = WeakMap;
   const weakGet = WeakMap.prototype.get;
   const weakSet = WeakMap.prototype.set;
@@ -96,6 +97,12 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     // the run that drew it.
     run.block = '';
     run.blockAt = 0;
+    // Math.random's generator (xoshiro128**), seeded from that block on the run's first call.
+    run.seeded = false;
+    run.s0 = 0;
+    run.s1 = 0;
+    run.s2 = 0;
+    run.s3 = 0;
     // Errors made here are recorded, so an uncaught one reports its own code; user code cannot
     // add to these maps.
     run.known = new WeakMapCtor();
@@ -287,6 +294,47 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     return out;
   }
   own(G, 'crypto', freeze({ getRandomValues, randomUUID }));
+
+  // Math.random draws from a generator of the run's own, seeded from the host's CSPRNG on its first
+  // call: V8's generator belongs to the context, and a context serves many runs (of many
+  // organizations, docs/sandbox.md "Whose runs a context serves"), so one run could read enough of
+  // its values to predict another's. xoshiro128** (Blackman and Vigna), two 32-bit words per value.
+  function word(run) {
+    const s0 = run.s0;
+    const s1 = run.s1;
+    const s2 = run.s2 ^ s0;
+    const s3 = run.s3 ^ s1;
+    const x = imul(s1, 5);
+    const out = imul((x << 7) | (x >>> 25), 9) >>> 0;
+    run.s0 = s0 ^ s3;
+    run.s1 = s1 ^ s2;
+    run.s2 = s2 ^ (s1 << 9);
+    run.s3 = (s3 << 11) | (s3 >>> 21);
+    return out;
+  }
+  function seed(run) {
+    let zero = true;
+    for (let i = 0; i < 4; i++) {
+      const value = ((randomByte() << 24) | (randomByte() << 16) | (randomByte() << 8) | randomByte()) >>> 0;
+      if (value !== 0) zero = false;
+      if (i === 0) run.s0 = value;
+      else if (i === 1) run.s1 = value;
+      else if (i === 2) run.s2 = value;
+      else run.s3 = value;
+    }
+    // The one state xoshiro never leaves.
+    if (zero) run.s0 = 1;
+    run.seeded = true;
+  }
+  // A method, like the built-in: no prototype, not a constructor.
+  const { random } = {
+    random() {
+      const run = current;
+      if (!run.seeded) seed(run);
+      return ((word(run) >>> 5) * 67108864 + (word(run) >>> 6)) / 9007199254740992;
+    },
+  };
+  own(Math, 'random', random);
 
   // Error.prepareStackTrace belongs to the run that set it: V8 reads it through this accessor
   // (Error.stackTraceLimit, which V8 reads as a data property only, is frozen instead).

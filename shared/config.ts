@@ -45,6 +45,8 @@ export interface Config {
     nice: number;
     /** Whether runners on one host split its CPUs between them (runner/cpu-split.ts). */
     cpuSplit: boolean;
+    /** Whose runs a `logic.code` context serves (sandbox/isolate-pool.ts, `contexts`). */
+    codeContexts: 'shared' | 'tenant';
     /** Port of the runner's /metrics, /healthz and /readyz (0: none), and its interface. */
     metricsPort: number;
     metricsHost: string;
@@ -141,6 +143,7 @@ const envSchema = z
     RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', RUNNER_TIMING_DEFAULTS.orphanSeconds),
     RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
     RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
+    RUNNER_CODE_CONTEXTS: oneOfVar('RUNNER_CODE_CONTEXTS', ['shared', 'organization']),
     METRICS_PORT: port('METRICS_PORT', 0),
     METRICS_HOST: z.string().optional(),
     OTEL_EXPORTER_OTLP_ENDPOINT: z
@@ -254,6 +257,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       orphanSeconds: v.RUNNER_ORPHAN_SECONDS,
       nice: v.RUNNER_NICE,
       cpuSplit: v.RUNNER_CPU_SPLIT === 'auto',
+      codeContexts: v.RUNNER_CODE_CONTEXTS === 'organization' ? 'tenant' : 'shared',
       metricsPort: v.METRICS_PORT,
       metricsHost: v.METRICS_HOST ?? '127.0.0.1',
     },

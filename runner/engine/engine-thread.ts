@@ -149,7 +149,7 @@ async function open(): Promise<WorkerState> {
   // threads (sandbox/sandbox-process.ts): a memory bomb costs its organization a strike, not the
   // runner its process.
   const sandbox = new ProcessSandbox({
-    pool: { size: data.isolates, memoryMb: data.memoryMb },
+    pool: { size: data.isolates, memoryMb: data.memoryMb, contexts: data.contexts },
     nice: Math.min(MAX_NICE, getPriority(0) + SANDBOX_NICE_STEP),
     refuse: (request) => cooledDown(cooldowns, request.tenant) ?? cooledDown(provisional, request.tenant),
     onDegraded: (reason, tenant) => {

@@ -12,6 +12,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { RUNNER_TIMING_DEFAULTS } from '../../shared/runner-timings.ts';
 import { EngineThreadPool } from './thread-pool.ts';
+import type { ContextScope } from '../../sandbox/isolate-pool.ts';
 import {
   MAX_SNAPSHOT_TENANTS,
   type ExecutionTaskResult,
@@ -66,6 +67,8 @@ export interface EngineTuning {
   isolatesPerThread?: number;
   /** Heap bound per isolate, MiB. Default 64. */
   codeMemoryMb?: number;
+  /** Whose runs a `logic.code` context serves (sandbox/isolate-pool.ts, `contexts`). Default 'shared'. */
+  codeContexts?: ContextScope;
   /** Take schedule fires too (runner/scheduler/fire-loop.ts). Default true. */
   fires?: boolean;
   /** How often overdue schedule fires are looked for, seconds. Default 30. */
@@ -219,6 +222,7 @@ export function createEngine(options: EngineOptions): Engine {
     threads: options.workerThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
     isolatesPerThread: options.isolatesPerThread ?? 4,
     memoryMb: options.codeMemoryMb ?? 64,
+    contexts: options.codeContexts ?? 'shared',
     tracing: options.threadTracing ?? null,
     onNotice(notice) {
       switch (notice.type) {

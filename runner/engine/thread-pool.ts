@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { ClaimedExecution } from './claim.ts';
+import type { ContextScope } from '../../sandbox/isolate-pool.ts';
 import type { WorkerTracingSettings } from '../messages.ts';
 import {
   workerNoticeSchema,
@@ -33,6 +34,8 @@ export interface EngineThreadPoolOptions {
   isolatesPerThread: number;
   /** Heap bound of each isolate in MiB. Default 64. */
   memoryMb?: number;
+  /** Whose runs a context serves (sandbox/isolate-pool.ts). Default 'shared'. */
+  contexts?: ContextScope;
   /** Connections of each thread's pg pool (step writes, transactions, ctx calls). Default 6. */
   connectionsPerThread?: number;
   /** Degradation reports and errors the workers hid from the executions. */
@@ -79,6 +82,7 @@ export class EngineThreadPool {
       connections: Math.max(2, options.connectionsPerThread ?? 6),
       isolates,
       memoryMb: options.memoryMb ?? 64,
+      contexts: options.contexts ?? 'shared',
       channel,
       tracing: options.tracing ?? null,
     };

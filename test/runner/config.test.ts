@@ -19,6 +19,7 @@ t.test(
       orphanSeconds: 30,
       nice: 10,
       cpuSplit: true,
+      codeContexts: 'shared',
       metricsPort: 0,
       metricsHost: '127.0.0.1',
     });
@@ -32,6 +33,7 @@ t.test(
         RUNNER_ORPHAN_SECONDS: '5',
         RUNNER_NICE: '0',
         RUNNER_CPU_SPLIT: 'off',
+        RUNNER_CODE_CONTEXTS: 'organization',
         METRICS_PORT: '9464',
         METRICS_HOST: '0.0.0.0',
       }).runner,
@@ -43,6 +45,7 @@ t.test(
         orphanSeconds: 5,
         nice: 0,
         cpuSplit: false,
+        codeContexts: 'tenant',
         metricsPort: 9464,
         metricsHost: '0.0.0.0',
       },

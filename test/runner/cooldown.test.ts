@@ -114,8 +114,8 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
   const reported = sandbox.find((r: any) => r.host === 'test-host').sandbox;
   t.ok(reported.isolatesIdle + reported.isolatesBusy === reported.isolatesLive, 'isolates busy + idle = live');
   t.ok(reported.contexts >= 1);
-  // Bob's and mallory's first runs each made a context, then runs of theirs found it.
-  t.ok(reported.contextsMade >= 2 && reported.contextsMade >= reported.contexts, 'contexts made are counted');
+  // Bob's run made the context of the isolate it ran on, or took the warm one (shared contexts).
+  t.ok(reported.contextsMade >= 1 && reported.contextsMade >= reported.contexts, 'contexts made are counted');
   t.equal(typeof reported.contextsReused, 'number');
   t.equal(reported.isolatesRecycled, 0, 'no isolate was retired');
 

@@ -6,7 +6,7 @@
  * tenant's runs fill it. No assertion is about time: without the behaviour under test, the waits
  * below would run into `workflow.code_run_seconds` (870 s) and the test would time out.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
 import {
   command,
@@ -176,3 +176,73 @@ t.test(
     );
   },
 );
+
+/** Places one organization's code tries to leave a mark in; another's reads them. */
+const MARKS: Array<[string, string, string]> = [
+  ['globalThis', 'globalThis.mark = "mallory"', 'globalThis.mark'],
+  ['Object.prototype', 'Object.prototype.mark = "mallory"', '({}).mark'],
+  ['Array.prototype.push', 'Array.prototype.push = () => "mallory"', '[].push(1)'],
+  ['JSON.stringify', 'JSON.stringify = () => "mallory"', 'JSON.stringify(1)'],
+  ['Error.prepareStackTrace', 'Error.prepareStackTrace = () => "mallory"', 'new Error("x").stack'],
+];
+const leave = code(`export default () => {
+  const took = [];
+  ${MARKS.map(([label, write]) => `try { ${write}; took.push(${JSON.stringify(label)}); } catch {}`).join('\n  ')}
+  return { took, random: [Math.random(), Math.random()] };
+}`);
+const look = code(`export default () => {
+  const found = [];
+  ${MARKS.map(([label, , read]) => `try { if ((${read}) === 'mallory') found.push(${JSON.stringify(label)}); } catch (e) { found.push(${JSON.stringify(label)} + ': ' + e.message); }`).join('\n  ')}
+  return { found, random: [Math.random(), Math.random()] };
+}`);
+
+/** Mallory's code tries to leave marks, then bob's looks for them on the same isolate; the runner's sandbox counts. */
+async function markThenLook(t: Test, codeContexts?: 'shared' | 'tenant') {
+  // One isolate, runs one after the other: both run on it.
+  const runner = await startRunner(t, databaseUrl, {
+    workerThreads: 1,
+    isolatesPerThread: 1,
+    ...(codeContexts ? { codeContexts } : {}),
+  });
+  const hostile = await createWorkflow(app, mallory);
+  const left = await waitForEnd(
+    app,
+    mallory,
+    hostile,
+    (await runGraph(app, mallory, hostile, { start: 'leave', nodes: { leave } })).id,
+  );
+  const flow = await createWorkflow(app, bob);
+  const looked = await waitForEnd(
+    app,
+    bob,
+    flow,
+    (await runGraph(app, bob, flow, { start: 'look', nodes: { look } })).id,
+  );
+  t.equal(left.status, 'succeeded');
+  t.same(left.output.took, ['Error.prepareStackTrace'], "mallory's code could set only its own run's stack formatter");
+  t.equal(looked.status, 'succeeded');
+  t.same(looked.output.found, [], "bob's code found none of mallory's marks");
+  t.notSame(looked.output.random, left.output.random, 'Math.random is seeded per run');
+  const sandbox = await waitFor(
+    async () => runner.runner.sandbox(),
+    (snapshot) => snapshot !== null && snapshot.contextsReused + snapshot.contextsMade >= 2,
+    'the sandbox to report both runs',
+  );
+  await runner.stop();
+  return sandbox!;
+}
+
+t.test("one organization's code leaves nothing for another's in the context they share", async (t) => {
+  const sandbox = await markThenLook(t);
+  t.match(
+    sandbox,
+    { isolatesLive: 1, contextsMade: 1, contextsReused: 1 },
+    "bob's run reused the context mallory's ran in",
+  );
+});
+
+t.test('RUNNER_CODE_CONTEXTS=organization gives each organization contexts of its own', async (t) => {
+  const sandbox = await markThenLook(t, 'tenant');
+  t.match(sandbox, { isolatesLive: 1, contextsReused: 0 }, "bob's run did not reuse mallory's context");
+  t.ok(sandbox.contextsMade >= 2, `a context per organization (${sandbox.contextsMade} made)`);
+});

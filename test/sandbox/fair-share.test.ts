@@ -227,8 +227,8 @@ t.test('an aborted run leaves the queue, or its isolate, at once', async (t) => 
   });
 });
 
-t.test('kept contexts are bounded by bytes at their measured size', async (t) => {
-  const pool = testPool(t, { size: 1, contextBytesPerIsolate: 2 * 1024 * 1024 }, pools);
+t.test('with a context per tenant, kept contexts are bounded by bytes at their measured size', async (t) => {
+  const pool = testPool(t, { size: 1, contexts: 'tenant', contextBytesPerIsolate: 2 * 1024 * 1024 }, pools);
   for (let i = 0; i < 30; i++)
     t.match(await runCode(pool, request('export default () => 1', { tenant: `org-${i}` }), fakeHost()), {
       kind: 'output',

@@ -1,8 +1,9 @@
 /**
- * A context serves many runs of one tenant (docs/sandbox.md, "Context reuse"). Each test here
- * has a first run try to leave something behind and a second run of the same tenant, on the
- * same isolate and context, look for it. Reusing a context without the lockdown and the per-run
- * reset fails every one of them; two tenants never share a context.
+ * A context serves many runs, of every organization by default (docs/sandbox.md, "Context reuse").
+ * Each test here has a first run try to leave something behind and a second run, of another
+ * organization, on the same isolate and context, look for it. Reusing a context without the
+ * lockdown and the per-run reset fails every one of them. With `contexts: 'tenant'` two
+ * organizations never share a context (the last tests).
  */
 import { lateObjectCount } from '../../sandbox/context-snapshot.ts';
 import t, { type Test } from 'tap';
@@ -19,7 +20,10 @@ function output(result: CodeResult): unknown {
   return result.kind === 'output' ? result.output : result;
 }
 
-/** Runs `first` then `second` for one tenant and checks the second found the first's context. */
+/**
+ * Runs `first` for one organization, then `second` for another (the tenant each request names is
+ * replaced), and checks the second found the first's context.
+ */
 async function twoRuns(
   t: Test,
   pool: IsolatePool,
@@ -27,9 +31,9 @@ async function twoRuns(
   second: CodeRequest,
   hosts: [FakeHost, FakeHost] = [fakeHost(), fakeHost()],
 ): Promise<[CodeResult, CodeResult]> {
-  const one = await runCode(pool, first, hosts[0]);
+  const one = await runCode(pool, { ...first, tenant: 'org-first' }, hosts[0]);
   const reused = pool.stats().contextsReused;
-  const two = await runCode(pool, second, hosts[1]);
+  const two = await runCode(pool, { ...second, tenant: 'org-second' }, hosts[1]);
   t.equal(pool.stats().contextsReused, reused + 1, "the second run reused the first run's context");
   return [one, two];
 }
@@ -367,19 +371,64 @@ t.test("the module that reaches the bootstrap is out of the code's reach", async
   }
 });
 
+t.test("Math.random is each run's own generator, seeded from the run's random budget", async (t) => {
+  // Fails against V8's Math.random, whose state belongs to the context (so to every run of it)
+  // and draws nothing from the host.
+  const budget = testPool(t, { size: 1, bounds: { maxRandomBytes: 256 } }, pools);
+  const drained = `export default () => {
+    crypto.getRandomValues(new Uint8Array(256));
+    try { return Math.random(); } catch (e) { return e.code; }
+  }`;
+  t.match(await runCode(budget, request(drained), fakeHost()), { kind: 'output', output: 'call_refused' });
+  const values = `export default () => {
+    const v = [];
+    for (let i = 0; i < 20000; i++) v.push(Math.random());
+    const buckets = new Array(10).fill(0);
+    for (const x of v) buckets[Math.floor(x * 10)]++;
+    const own = Object.getOwnPropertyDescriptor(Math, 'random');
+    return { first: v.slice(0, 4), inRange: v.every((x) => x >= 0 && x < 1), buckets, writable: own.writable,
+      frozen: Object.isFrozen(Math.random), name: Math.random.name, length: Math.random.length,
+      constructible: 'prototype' in Math.random };
+  }`;
+  const [one, two] = await twoRuns(t, pool, request(values), request(values));
+  for (const result of [one, two]) {
+    const got = output(result) as { buckets: number[] };
+    t.match(got, { inRange: true, writable: false, frozen: true, name: 'random', length: 0, constructible: false });
+    t.ok(
+      got.buckets.every((count) => count > 1700 && count < 2300),
+      `uniform over tenths: ${got.buckets.join(' ')}`,
+    );
+  }
+  t.notSame(
+    (output(one) as { first: number[] }).first,
+    (output(two) as { first: number[] }).first,
+    'each run starts from a seed of its own',
+  );
+});
+
+t.test("with shared contexts, the runs of every organization use the isolate's one context", async (t) => {
+  const shared = testPool(t, { size: 1 }, pools);
+  for (const tenant of ['a', 'b', 'c', 'a'])
+    t.match(await runCode(shared, request('export default () => 1', { tenant }), fakeHost()), {
+      kind: 'output',
+      output: 1,
+    });
+  t.match(shared.stats(), { created: 1, contextsCreated: 1, contextsReused: 3, contexts: 1 });
+});
+
 // Fails against an isolate that keeps one context for all the runs it serves.
-t.test('two tenants never share a context', async (t) => {
-  const isolated = testPool(t, { size: 1 }, pools);
+t.test("with contexts: 'tenant', two tenants never share a context", async (t) => {
+  const isolated = testPool(t, { size: 1, contexts: 'tenant' }, pools);
   const run = (tenant: string) => runCode(isolated, request('export default () => 1', { tenant }), fakeHost());
   for (const tenant of ['a', 'b', 'a', 'b', 'c']) t.match(await run(tenant), { kind: 'output', output: 1 });
   t.match(isolated.stats(), { created: 1, contextsReused: 2 }, 'only the second runs of a and b found a context');
 
-  const one = testPool(t, { size: 1, maxContextsPerIsolate: 1 }, pools);
+  const one = testPool(t, { size: 1, contexts: 'tenant', maxContextsPerIsolate: 1 }, pools);
   for (const tenant of ['a', 'b', 'a'])
     t.match(await runCode(one, request('export default () => 1', { tenant }), fakeHost()), { kind: 'output' });
   t.match(one.stats(), { created: 1, contextsReused: 0 }, 'b took the only place, so a got a new context');
 
-  const anonymous = testPool(t, { size: 1 }, pools);
+  const anonymous = testPool(t, { size: 1, contexts: 'tenant' }, pools);
   for (let i = 0; i < 2; i++)
     t.match(await runCode(anonymous, request('export default () => 1', { tenant: undefined }), fakeHost()), {
       kind: 'output',
