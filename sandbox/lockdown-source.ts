@@ -1,8 +1,8 @@
 /**
  * The JavaScript that freezes a context's realm once, when the context is made ("lockdown"). A
- * context serves many runs of one tenant (sandbox/isolate-pool.ts), so whatever a run could
- * write to and the next run could read would carry state, code or a stashed resolver from one
- * run into the next. After lockdown no object that outlives a run is writable by user code:
+ * context serves many runs, by default of every organization (sandbox/isolate-pool.ts,
+ * `contexts`), so whatever a run could write to and the next run could read would carry state,
+ * code or a stashed resolver from one run, or one organization, into the next. After lockdown no object that outlives a run is writable by user code:
  *
  * - globalThis is frozen: no property may be added, changed or deleted (a top-level `var` in an
  *   indirect eval throws; a sloppy-mode implicit global is silently dropped);
