@@ -99,7 +99,10 @@ export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPro
     Iterator.prototype.map.call([].values(), (x) => x), Iterator.from({ next() { return { done: true }; } }),
     getPrototypeOf(Uint8Array),
     getOwnPropertyDescriptor((function () { 'use strict'; return arguments; })(), 'callee').get,
+    // Both halves of an error's own 'stack' accessor: one getter and one setter serve every error
+    // of the realm, and nothing but an error instance leads to them.
     getOwnPropertyDescriptor(new Error('probe'), 'stack').get,
+    getOwnPropertyDescriptor(new Error('probe'), 'stack').set,
   );
   for (let i = 0; i < roots.length; i++) {
     if (roots[i] === null || (typeof roots[i] !== 'object' && typeof roots[i] !== 'function')) throw new TypeErrorCtor('lockdown found no intrinsic at root ' + i);

@@ -119,6 +119,16 @@ const places: Array<[string, string, string]> = [
     "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get.stash = MARK",
     "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get.stash",
   ],
+  [
+    'error stack setter',
+    "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').set.stash = MARK",
+    "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').set.stash",
+  ],
+  [
+    'error stack setter prototype',
+    "Object.setPrototypeOf(Object.getOwnPropertyDescriptor(new Error('x'), 'stack').set, { stash: MARK })",
+    "Object.getOwnPropertyDescriptor(new Error('x'), 'stack').set.stash",
+  ],
   ['RegExp statics', 'RegExp.input = MARK', 'RegExp.input'],
   ['console', 'console.log = () => {}; console.stash = MARK', 'console.stash'],
   ['console function prototype', 'console.log.prototype.stash = MARK', 'console.log.prototype.stash'],
@@ -303,7 +313,8 @@ t.test('every object reachable from globalThis and the hidden intrinsics is froz
     Error.prepareStackTrace = undefined;
     const roots = [globalThis, ctx.LimitExceeded, ...instances.map((instance) => Object.getPrototypeOf(instance)),
       Object.getOwnPropertyDescriptor((function () { 'use strict'; return arguments; })(), 'callee').get,
-      Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get];
+      Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get,
+      Object.getOwnPropertyDescriptor(new Error('x'), 'stack').set];
     const seen = new Set();
     const open = [];
     const todo = [...roots];
