@@ -8,9 +8,16 @@ import { ServiceError } from './errors.ts';
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where = 'body'): z.output<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const problems = result.error.issues.slice(0, 5).map((issue) => {
-    const path = issue.path.length > 0 ? issue.path.join('.') : where;
-    return `${path}: ${issue.message}`;
-  });
-  throw new ServiceError('invalid_request_body', `Invalid ${where}: ${problems.join('; ')}`);
+  throw new ServiceError('invalid_request_body', `Invalid ${where}: ${zodProblems(result.error, where)}`);
+}
+
+/**
+ * The first five problems of a failed parse, `path: message` joined by '; ', a problem of the
+ * value as a whole named `whole` (the wording of every refusal and of the tests' schema checks).
+ */
+export function zodProblems(error: z.ZodError, whole: string): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : whole}: ${issue.message}`)
+    .join('; ');
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
-import { parseInput } from '../../shared/validate.ts';
+import { parseInput, zodProblems } from '../../shared/validate.ts';
 import { commandKey, runKeyedCommand } from '../idempotency/keyed-command.ts';
 import { requireRole, revisionFor } from '../access/standing.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -76,10 +76,7 @@ function checkingResults(definition: CommandDefinition): CommandDefinition {
       const value = await handler(...args);
       const checked = result.safeParse(JSON.parse(JSON.stringify(value)));
       if (!checked.success) {
-        const problems = checked.error.issues
-          .slice(0, 5)
-          .map((issue) => `${issue.path.join('.') || 'result'}: ${issue.message}`)
-          .join('; ');
+        const problems = zodProblems(checked.error, 'result');
         process.stderr.write(`result check: ${definition.name}: ${problems}\n`);
         throw new ServiceError(
           'internal_error',

@@ -11,7 +11,10 @@ export const IDEMPOTENCY_PARAM = 'idempotency_key';
 // Visible ASCII only: a header is Latin-1 on the wire and trimmed of spaces, a JSON-RPC param is
 // UTF-8 text, so only this alphabet reads the same on both transports. UUIDs, ULIDs and base64
 // all fit.
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/** A key as JSON Schema, for the API documents (the header in OpenAPI, the param in OpenRPC). */
+export const IDEMPOTENCY_KEY_JSON_SCHEMA = { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source } as const;
 
 /** Where a key came from, for the refusal's wording. */
 type KeySource = 'header' | 'param';
@@ -28,7 +31,7 @@ export interface RawIdempotencyKey {
  */
 export function checkedKey(raw: RawIdempotencyKey): string {
   const { value, source } = raw;
-  if (typeof value === 'string' && KEY_PATTERN.test(value)) return value;
+  if (typeof value === 'string' && IDEMPOTENCY_KEY_PATTERN.test(value)) return value;
   const where = source === 'header' ? 'Invalid Idempotency-Key header' : `Invalid params: ${IDEMPOTENCY_PARAM}`;
   throw new ServiceError(
     'invalid_request_body',

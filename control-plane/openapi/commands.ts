@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
 import type { CommandDefinition, RevisionCommand } from '../commands/command.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
+import { IDEMPOTENCY_KEY_JSON_SCHEMA } from '../idempotency/idempotency-key.ts';
 import { IDEMPOTENCY_KEY_DESCRIPTION } from './route-schema.ts';
 
 /** Named schemas (`meta({ id })`) met while converting, for the document's `components.schemas`. */
@@ -139,7 +140,7 @@ export function expandCommands(
                 name: 'idempotency-key',
                 required: false,
                 description: IDEMPOTENCY_KEY_DESCRIPTION,
-                schema: { type: 'string', minLength: 1, maxLength: 255 },
+                schema: IDEMPOTENCY_KEY_JSON_SCHEMA,
               },
             ]
           : parameters,

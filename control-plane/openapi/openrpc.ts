@@ -3,6 +3,7 @@ import { VERSION } from '../../shared/version.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
 import { RPC_ERROR } from '../ws/json-rpc.ts';
 import { paramsJsonSchema, resultJsonSchema, revisionDefinitions, type SchemaDefs } from './commands.ts';
+import { IDEMPOTENCY_KEY_JSON_SCHEMA } from '../idempotency/idempotency-key.ts';
 import { IDEMPOTENCY_KEY_DESCRIPTION } from './route-schema.ts';
 
 /** Creating commands (`creates`) take a key among their params (control-plane/idempotency/). */
@@ -10,7 +11,7 @@ const IDEMPOTENCY_KEY = {
   name: 'idempotency_key',
   required: false,
   description: IDEMPOTENCY_KEY_DESCRIPTION.replace('`Idempotent-Replayed: true`', 'the same result'),
-  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  schema: IDEMPOTENCY_KEY_JSON_SCHEMA,
 };
 
 const REVISION_ID = {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
 import { LIMIT_GROUPS, OVERRIDE_LEVELS } from '../../shared/limits/catalog.ts';
 import { ROLES } from '../../shared/roles.ts';
-import { limitObjectSchema } from './route-schema.ts';
+import { limitObjectSchema, limitValueSchema } from './route-schema.ts';
 
 /**
  * The records of REST answers as they go over the wire (docs/api.md, "Conventions"), one zod schema
@@ -325,16 +325,14 @@ export const metadataFields = {
   updated_at: timestamp,
 };
 
-const limitValue = z.union([z.number(), z.boolean(), z.array(z.string()), z.null()]);
-
 const limitEntrySchema = z
   .strictObject({
     id: z.string(),
     kind: z.enum(['quota', 'ceiling', 'entitlement', 'retention']),
     unit: z.enum(['count', 'bytes', 'seconds', 'days', 'flag', 'modules']),
     per: z.string(),
-    default: limitValue,
-    value: limitValue,
+    default: limitValueSchema,
+    value: limitValueSchema,
     source: z.enum(['default', ...OVERRIDE_LEVELS]),
     most_permissive: z.number().nullable(),
     set_on: z.array(z.enum(OVERRIDE_LEVELS)),

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
+import { zodProblems } from '../../shared/validate.ts';
 
 /**
  * What is wrong with an answer against the route's documented responses (`schema.response` of
@@ -27,11 +28,7 @@ export function responseProblem(
       return 'the body is not JSON';
     }
     const result = documented.safeParse(body);
-    if (result.success) return null;
-    return result.error.issues
-      .slice(0, 5)
-      .map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`)
-      .join('; ');
+    return result.success ? null : zodProblems(result.error, 'body');
   }
   const content = (documented as { content?: Record<string, unknown> }).content ?? {};
   const type = contentType.split(';')[0]!.trim();

@@ -1,6 +1,7 @@
 import type { FastifySchema } from 'fastify';
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.ts';
+import { IDEMPOTENCY_KEY_PATTERN } from '../idempotency/idempotency-key.ts';
 
 /**
  * What a route declares to fastify for the OpenAPI document (docs/api.md): the same zod schemas
@@ -33,7 +34,11 @@ export interface RouteDoc {
 export const IDEMPOTENCY_KEY_DESCRIPTION =
   'Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`.';
 const idempotencyHeaders = z.object({
-  'idempotency-key': z.string().min(1).max(255).optional().meta({ description: IDEMPOTENCY_KEY_DESCRIPTION }),
+  'idempotency-key': z
+    .string()
+    .regex(IDEMPOTENCY_KEY_PATTERN)
+    .optional()
+    .meta({ description: IDEMPOTENCY_KEY_DESCRIPTION }),
 });
 
 /** A response whose body is not JSON (a download, an upgrade): its content types and, for downloads, the `X-Response-Body` envelope. */
@@ -42,11 +47,14 @@ export interface BinaryResponse {
   content: Record<string, { schema: z.ZodType }>;
 }
 
+/** A limit's value: a number, a flag, a module list (entitlements), or null (unlimited). */
+export const limitValueSchema = z.union([z.number(), z.boolean(), z.array(z.string()), z.null()]);
+
 /** The `limit` object of refusals (shared/errors.ts LimitObject). */
 export const limitObjectSchema = z
   .object({
     id: z.string(),
-    value: z.union([z.number(), z.boolean(), z.array(z.string()), z.null()]),
+    value: limitValueSchema,
     held: z.number().optional(),
   })
   .meta({
