@@ -322,6 +322,27 @@ t.test("keys are the caller's: another user, or another credential of the same u
   t.equal(asService.body.org.owner_id, a.body.user.id);
 });
 
+t.test("a stored answer moved onto another caller's key does not open for them", async (t) => {
+  // The sealed answer is bound to its caller and key (AAD): a row copied in the database, by a bug
+  // or by hand, cannot hand Alice's answer (an account id, or a minted secret) to Bob.
+  const key = freshKey();
+  const a = await call(app, 'POST', '/v1/users', { headers: keyed(alice, key), body: { name: 'sealed' } });
+  const b = await call(app, 'POST', '/v1/users', { headers: keyed(bob, key), body: { name: 'sealed' } });
+  t.equal(a.status, 201);
+  t.equal(b.status, 201);
+  const moved = await db.query(
+    `UPDATE idempotency_keys AS theirs SET iv = mine.iv, auth_tag = mine.auth_tag, response = mine.response
+       FROM idempotency_keys AS mine
+      WHERE mine.caller = $1 AND mine.key = $3 AND theirs.caller = $2 AND theirs.key = $3`,
+    [`user:${alice.user.id}`, `user:${bob.user.id}`, key],
+  );
+  t.equal(moved.rowCount, 1, "Alice's sealed answer is now in Bob's row");
+  const retry = await call(app, 'POST', '/v1/users', { headers: keyed(bob, key), body: { name: 'sealed' } });
+  t.equal(retry.status, 500, 'the answer does not open under his caller and key');
+  t.equal(retry.body.error, 'internal_error');
+  t.notOk(retry.res.payload.includes(a.body.user.id), "nothing of Alice's answer reaches Bob");
+});
+
 t.test('a refused create stores nothing: the retry runs again', async (t) => {
   const org = await createOrg(app, alice);
   const { blob, revision } = await createBlob(app, alice, org.id);
