@@ -294,6 +294,14 @@ export class HostBridge {
   }
 
   /** True when no host call is in progress and no answer is on its way into the isolate. */
+  /**
+   * No answer is on its way into the isolate and none failed there: no task of this run since the
+   * last clean one can have left the code's microtasks queued (sandbox.ts, Stop 'failed').
+   */
+  get clean(): boolean {
+    return !this.#faulted && this.#deliveries.size === 0;
+  }
+
   get quiet(): boolean {
     return this.#inFlight === 0 && this.#deliveries.size === 0;
   }

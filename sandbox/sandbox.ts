@@ -40,7 +40,15 @@ const SYNC_COMPILE_CHARS = 64 * 1024;
 /** Longest route name accepted from the code. */
 const MAX_ROUTE_CHARS = 128;
 
-type Stop = { reason: 'timeout' | 'memory' | 'shutdown' | 'aborted' | 'stuck' };
+/**
+ * Why a run was stopped. `failed`: a task of the code failed after our own code handed it over (a
+ * top-level throw or an unhandled rejection while the module ran, or while an answer was
+ * delivered); it ends as `code_error` with `message`, and its isolate is disposed, because
+ * isolated-vm copied the thrown value out after the task's microtask checkpoint, running the
+ * code's getters, and what they queued would run in the next synchronous call into the isolate:
+ * on this thread, without a deadline, or in the next run.
+ */
+type Stop = { reason: 'timeout' | 'memory' | 'shutdown' | 'aborted' | 'stuck' } | { reason: 'failed'; message: string };
 /** How a code run ended: with its result, or stopped (why: `Stop`). */
 type CodeRunOutcome = { result: CodeResult } | Stop;
 
@@ -172,15 +180,16 @@ class CodeRun {
     }
     // Probation (isolate-pool.ts) counts what the code did: a run stopped at its deadline or memory
     // bound distrusts its tenant; one aborted by its runner or the pool, or stuck, says nothing.
+    // A failed task is code that ended by itself (a thrown error), as far as probation goes.
     const verdict =
-      healthy && settled
+      (healthy && settled) || ('reason' in outcome && outcome.reason === 'failed')
         ? 'trust'
         : 'reason' in outcome && (outcome.reason === 'timeout' || outcome.reason === 'memory')
           ? 'distrust'
           : 'neutral';
     this.#pool.release(this.#lease, healthy && settled, verdict);
     if ('result' in outcome) return { ...outcome.result, stats: this.#stats };
-    return this.#stopped(outcome.reason);
+    return this.#stopped(outcome);
   }
 
   async #work(): Promise<CodeRunOutcome> {
@@ -195,7 +204,10 @@ class CodeRun {
         host: this.#host,
         bounds: this.#pool.bounds,
         deadline: this.#deadline,
-        onFault: (error) => this.#stop(this.#stopOfError(error) ?? { reason: 'timeout' }),
+        // A delivery's task failed: an unhandled rejection (a call that failed before the code
+        // awaited it), or the deadline.
+        onFault: (error) =>
+          this.#stop(this.#stopOfError(error) ?? { reason: 'failed', message: describeHostError(error) }),
         onQuiet: () => this.#checkStuck(),
       });
       const ids = request.ids;
@@ -235,13 +247,16 @@ class CodeRun {
       } catch (error) {
         // The module threw at top level, or a promise was rejected with no handler while the
         // task ran, at top level or in the default export (isolated-vm fails the task).
-        return this.#stopOfError(error) ?? this.#error('code_error', describeHostError(error));
+        return this.#stopOfError(error) ?? { reason: 'failed', message: describeHostError(error) };
       }
 
-      let tuple: unknown = prepared.result.applySync(undefined, [], {
-        timeout: this.#remaining(),
-        result: { copy: true },
-      });
+      // On this thread, unless an answer was delivered since the module's task and may have
+      // failed (Stop 'failed'): then on the isolate's, where leftovers of the code run under the
+      // deadline.
+      const options = { timeout: this.#remaining(), result: { copy: true } } as const;
+      let tuple: unknown = this.#bridge.clean
+        ? prepared.result.applySync(undefined, [], options)
+        : await prepared.result.apply(undefined, [], options);
       if (tuple === 'unstarted') {
         return this.#error('code_error', 'The module did not finish loading: a top-level await never settled.');
       }
@@ -374,8 +389,16 @@ class CodeRun {
     return { reason: cause === 'pool' ? 'shutdown' : cause === 'stopped' ? 'timeout' : 'memory' };
   }
 
-  #stopped(reason: Stop['reason']): CodeResult {
+  #stopped(stop: Stop): CodeResult {
     const stats = this.#stats;
+    const reason = stop.reason;
+    if (stop.reason === 'failed') {
+      return {
+        kind: 'error',
+        error: { code: 'code_error', message: truncateChars(stop.message, this.#pool.bounds.maxMessageChars) },
+        stats,
+      };
+    }
     if (reason === 'timeout') {
       const seconds = this.#request.timeoutMs / 1000;
       return {

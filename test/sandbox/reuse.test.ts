@@ -8,6 +8,7 @@
 import { lateObjectCount } from '../../sandbox/context-snapshot.ts';
 import t, { type Test } from 'tap';
 import { IsolatePool } from '../../sandbox/isolate-pool.ts';
+import { ServiceError } from '../../shared/errors.ts';
 import type { CodeRequest, CodeResult } from '../../sandbox/messages.ts';
 import { vettedSet } from '../../sandbox/modules.ts';
 import { runCode } from '../../sandbox/sandbox.ts';
@@ -285,6 +286,58 @@ t.test('calls and continuations left by one run never reach the next', async (t)
   t.same(next.logs, [{ level: 'info', message: 'run 2' }], 'no continuation of run 1 logged into run 2');
   t.equal(slow.threadItems.length, 2, 'run 1 had maxCallsInFlight calls with its host; its queued calls were dropped');
   t.same(slow.logs, [], 'answers after run 1 ended resumed nothing');
+});
+
+t.test("the code's microtasks never run on the host's thread, even those a thrown value's getters queue", async (t) => {
+  // isolated-vm copies a failed task's thrown value out after the task's microtask checkpoint,
+  // running its getters; a microtask they queue would run in the next synchronous call into the
+  // isolate (the pool's heap check, reading the result, the next run's begin): on this thread,
+  // without a deadline. Here that microtask spins forever: without the fix this file hangs (and tap
+  // fails it at its timeout); with it, the isolate is disposed and the next run is served.
+  const arm = `function arm() {
+    const error = new Error('x');
+    Object.defineProperty(error, 'message', { get() {
+      Promise.resolve().then(() => { for (;;) {} });
+      return 'armed';
+    } });
+    return error;
+  }`;
+  const cases: Record<string, string> = {
+    'an unhandled rejection': `${arm} export default () => { Promise.reject(arm()); return 1; };`,
+    'a top-level throw': `${arm} throw arm(); export default () => 1;`,
+    'an unhandled rejection while an answer is delivered': `${arm} export default async (input, ctx) => {
+      ctx.objects.get('a').catch(() => { Promise.reject(arm()); });
+      await ctx.graph.query({});
+      return 1;
+    };`,
+  };
+  for (const [label, code] of Object.entries(cases)) {
+    const fresh = testPool(t, { size: 1 }, pools);
+    const host = fakeHost();
+    host.objects.get = () => Promise.reject(new ServiceError('not_found', 'No such object.'));
+    const result = await runCode(fresh, request(code, { tenant: 'org-first', timeoutMs: 1000 }), host);
+    // The third may end with its output first: the refused call's answer can arrive either side of it.
+    if (!label.includes('answer'))
+      t.match(result, { kind: 'error', error: { code: 'code_error' } }, `${label}: the run failed as code_error`);
+    t.match(
+      await runCode(fresh, request('export default () => 2', { tenant: 'org-second' }), fakeHost()),
+      { kind: 'output', output: 2 },
+      `${label}: the next run is served`,
+    );
+  }
+});
+
+t.test('a ctx call that fails before the code awaits it fails the run as code_error, not code_timeout', async (t) => {
+  const code = `export default async (input, ctx) => {
+    const slow = ctx.graph.query({});
+    const failing = ctx.objects.get('missing');
+    try { await slow; await failing; } catch (e) { return 'caught ' + e.code; }
+  }`;
+  const host = fakeHost();
+  host.objects.get = () => Promise.reject(new ServiceError('not_found', 'No such object.'));
+  const result = await runCode(testPool(t, { size: 1 }, pools), request(code), host);
+  // Node would report the same unhandled rejection; the run must not be blamed on its deadline.
+  t.match(result, { kind: 'error', error: { code: 'code_error', message: /not_found|No such object|Uncaught/ } });
 });
 
 t.test('log counters and the random budget start afresh in every run', async (t) => {
