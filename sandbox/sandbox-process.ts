@@ -41,6 +41,15 @@ const MAX_BACKOFF_MS = 10_000;
 const STABLE_AFTER_MS = 30_000;
 /** After a child was lost, a started spare is kept this long (renewed by each further loss). */
 const SPARE_KEEP_MS = 5 * 60_000;
+/**
+ * A ready child reports its stats every second from its main thread; one not heard from for this
+ * long is stuck (something ran on its main thread without a deadline, or the process was stopped)
+ * and is killed, which replaces it and gives its runs their one more try. Generous: a niced child
+ * on a saturated host may go a few seconds without a turn.
+ */
+const UNRESPONSIVE_MS = 10_000;
+/** How often the children's liveness is looked at. */
+const LIVENESS_EVERY_MS = 1_000;
 
 /**
  * V8's heap growing factor in the sandbox process (1 + percent/100; V8 picks 1.1-2 by itself), for
@@ -70,6 +79,8 @@ export interface ProcessSandboxOptions {
    * a result ends the run at once without running it (a cooled-down organization's).
    */
   refuse?: (request: CodeRequest) => CodeResult | null;
+  /** How long a ready child may go unheard before it is killed and replaced. Default UNRESPONSIVE_MS (10 s). */
+  unresponsiveMs?: number;
   /** Children started, retired and died, for the runner's log. */
   log?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -114,6 +125,8 @@ class Child {
   exited = false;
   /** It said it is ready (its pool warmed). */
   isReady = false;
+  /** When a message of it last arrived (performance.now()). */
+  lastHeard = performance.now();
   stats: PoolStats | null = null;
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
@@ -187,6 +200,7 @@ export class ProcessSandbox {
   /** Until when a spare is kept started (after the last lost child). */
   #spareUntil = 0;
   #spareExpiry: NodeJS.Timeout | undefined;
+  #liveness: NodeJS.Timeout | undefined;
 
   constructor(options: ProcessSandboxOptions) {
     this.#o = options;
@@ -240,6 +254,8 @@ export class ProcessSandbox {
   /** Kills every child; runs in progress end with `internal_error`. */
   async dispose(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#liveness);
+    this.#liveness = undefined;
     clearTimeout(this.#spareTimer);
     clearTimeout(this.#spareExpiry);
     const exits = [...this.#children].map(
@@ -297,6 +313,7 @@ export class ProcessSandbox {
   #start(): Child {
     const child = new Child(this.#o.pool, this.#o.nice);
     this.#children.add(child);
+    this.#watchLiveness();
     child.proc.on('message', (batch: unknown) => this.#receive(child, fromChild(batch)));
     child.proc.on('error', () => {});
     child.proc.on('exit', (code, signal) => this.#exited(child, code, signal));
@@ -304,7 +321,33 @@ export class ProcessSandbox {
     return child;
   }
 
+  /** Kills ready children that stopped reporting (UNRESPONSIVE_MS); runs while any child lives. */
+  #watchLiveness(): void {
+    if (this.#liveness !== undefined) return;
+    this.#liveness = setInterval(() => {
+      if (this.#children.size === 0 || this.#closed) {
+        clearInterval(this.#liveness);
+        this.#liveness = undefined;
+        return;
+      }
+      const now = performance.now();
+      for (const child of this.#children) {
+        if (!child.isReady || child.exited || now - child.lastHeard < (this.#o.unresponsiveMs ?? UNRESPONSIVE_MS))
+          continue;
+        this.#o.log?.('sandbox child unresponsive: killed', {
+          child_pid: child.proc.pid,
+          silent_ms: Math.round(now - child.lastHeard),
+          runs_in_progress: child.runs.size,
+        });
+        // Not retired: its exit counts as a death, so it is replaced and its runs are tried again once.
+        child.kill();
+      }
+    }, LIVENESS_EVERY_MS);
+    this.#liveness.unref();
+  }
+
   #receive(child: Child, messages: FromChild[]): void {
+    child.lastHeard = performance.now();
     for (const m of messages) {
       switch (m.t) {
         case 'ready':

@@ -220,6 +220,26 @@ t.test('abort stops a spinning run and the next run is served', async (t) => {
   t.match(await sandbox.run(request('export default () => 3'), fakeHost()), { kind: 'output', output: 3 });
 });
 
+t.test('a child that stops answering is killed and replaced, and its run is tried again', async (t) => {
+  // SIGSTOP stands for anything that holds the child's main thread without a deadline: no
+  // message comes from it any more. Without the liveness check the run below never ends.
+  const watched = new ProcessSandbox({
+    pool: { size: 1 },
+    unresponsiveMs: 1500,
+    log: (message) => logged.push(message),
+  });
+  t.teardown(() => watched.dispose());
+  await watched.warm();
+  const stuck = watched.stats().servingPid!;
+  process.kill(stuck, 'SIGSTOP');
+  t.match(await watched.run(request('export default () => 7'), fakeHost()), { kind: 'output', output: 7 });
+  t.not(watched.stats().servingPid, stuck, 'another child serves');
+  t.equal(watched.stats().replaced, 1);
+  await until(() => !alive(stuck), 'the stopped child to be gone');
+  t.ok(logged.includes('sandbox child unresponsive: killed'), 'logged');
+  await watched.dispose();
+});
+
 t.test('dispose leaves no child process behind', async (t) => {
   t.ok((await childPids()).length > 0);
   await sandbox.dispose();
