@@ -47,7 +47,10 @@ export class CodeChecker {
 
   /**
    * The errors of `code`, empty when it passes. Compiles on the calling thread: a source is at
-   * most a request body (1 MiB), which V8 parses in milliseconds.
+   * most 256 KiB (MAX_CODE_BYTES), which V8 parses in a few milliseconds, except Unicode property
+   * escapes in regular expression literals (≈ 0.35 ms each, and ≈ 0.9 MiB outside the isolate's
+   * heap within one literal): the caller budgets those per graph before compiling
+   * (shared/workflow/validate-graph.ts, MAX_PROPERTY_ESCAPES).
    */
   async check(code: string, options: CodeCheckOptions): Promise<FieldError[]> {
     return this.#check(code, options);
@@ -110,7 +113,10 @@ export class CodeChecker {
 /** The specifier the probe imports the checked module by; the probe imports nothing else. */
 const PROBED = 'sandbox:checked-module';
 
+/** Longest message of one problem: a syntax error in a regular expression quotes the whole pattern. */
+const MAX_MESSAGE_CHARS = 500;
+
 function messageOf(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS - 1)}…` : message;
 }

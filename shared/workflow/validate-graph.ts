@@ -72,6 +72,19 @@ export interface ValidateGraphOptions {
 /** Issues reported per node and field family at most, so one broken config cannot flood the verdict. */
 const MAX_ISSUES_PER_PART = 10;
 
+/**
+ * Unicode property escapes (`\p{…}`, `\P{…}`) the `logic.code` sources of one graph may hold
+ * together, counted in the source text before anything compiles. V8 resolves each one while it
+ * parses a regular expression literal: up to ≈ 0.35 ms of the control plane's main thread and,
+ * within one literal, ≈ 0.9 MiB outside the isolate's heap (`\p{RGI_Emoji}` under `/v`), so a
+ * 40 KiB source of them aborted the process ("Fatal process out of memory: Zone").
+ */
+export const MAX_PROPERTY_ESCAPES = 64;
+
+function propertyEscapes(code: string): number {
+  return code.match(/\\[pP]\{/g)?.length ?? 0;
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -134,8 +147,9 @@ export async function validateGraph(graph: unknown, options: ValidateGraphOption
   }
 
   const valid = new Map<string, GraphNode>();
+  const budget = { escapes: 0 };
   for (const name of names) {
-    const node = await validateNode(name, nodes[name], nodes, options, errors, warnings);
+    const node = await validateNode(name, nodes[name], nodes, options, errors, warnings, budget);
     if (node) valid.set(name, node);
   }
 
@@ -170,6 +184,7 @@ async function validateNode(
   options: ValidateGraphOptions,
   errors: GraphIssue[],
   warnings: GraphIssue[],
+  budget: { escapes: number },
 ): Promise<GraphNode | undefined> {
   if (!NODE_NAME_RE.test(name)) {
     errors.push({
@@ -209,12 +224,22 @@ async function validateNode(
         });
       }
       if (spec.name === 'logic.code') {
-        const problems = await options.codeCheck.check((config.data as { code: string }).code, {
-          imports: options.codeImports,
-          field: 'config.code',
-        });
-        for (const problem of problems.slice(0, MAX_ISSUES_PER_PART)) {
-          errors.push({ code: 'invalid_code', node: name, field: problem.field, message: problem.message });
+        const code = (config.data as { code: string }).code;
+        budget.escapes += propertyEscapes(code);
+        if (budget.escapes > MAX_PROPERTY_ESCAPES) {
+          errors.push({
+            code: 'invalid_code',
+            node: name,
+            field: 'config.code',
+            message: `the graph's code holds more than ${MAX_PROPERTY_ESCAPES} Unicode property escapes (\\p{…}, \\P{…})`,
+          });
+        } else {
+          // A check compiles on the calling thread: let other requests in between two sources.
+          await new Promise((resolve) => setImmediate(resolve));
+          const problems = await options.codeCheck.check(code, { imports: options.codeImports, field: 'config.code' });
+          for (const problem of problems.slice(0, MAX_ISSUES_PER_PART)) {
+            errors.push({ code: 'invalid_code', node: name, field: problem.field, message: problem.message });
+          }
         }
       }
     }

@@ -2,7 +2,7 @@ import t from 'tap';
 import { CodeChecker } from '../../sandbox/check.ts';
 import { MAX_GRAPH_BYTES, MAX_NODES } from '../../shared/workflow/graph.ts';
 import { MAX_CODE_BYTES, PROCESSOR_NAMES } from '../../shared/workflow/processors.ts';
-import { validateGraph, type GraphIssue } from '../../shared/workflow/validate-graph.ts';
+import { MAX_PROPERTY_ESCAPES, validateGraph, type GraphIssue } from '../../shared/workflow/validate-graph.ts';
 
 const checker = new CodeChecker();
 t.teardown(() => checker.dispose());
@@ -302,4 +302,48 @@ t.test('every problem is reported, not just the first', async (t) => {
     { code: 'invalid_code', node: 'c', field: 'config.code' },
     { code: 'start_not_found', node: null, field: 'start' },
   ]);
+});
+
+t.test('Unicode property escapes are budgeted per graph before anything compiles', async (t) => {
+  // Each \p{…} in a regular expression literal is resolved while V8 parses it, on the control
+  // plane's thread, and within one literal takes ≈ 0.9 MiB outside the isolate's heap: a 40 KiB
+  // source of them aborted the process. The budget is counted in the text, so what crosses it is
+  // never compiled.
+  const compiled: string[] = [];
+  const counting = {
+    check: async (code: string, options: { imports: readonly string[]; field: string }) => {
+      compiled.push(code);
+      return checker.check(code, options);
+    },
+  };
+  const escapes = (n: number) => `const re = /${'\\p{L}'.repeat(n)}/u; export default () => re.source.length;`;
+  const two = (a: number, b: number) => ({
+    start: 'a',
+    nodes: {
+      a: { processor: 'logic.code', config: { code: escapes(a) }, routes: { success: 'b' } },
+      b: { processor: 'logic.code', config: { code: escapes(b) } },
+    },
+  });
+  const within = await validateGraph(two(32, MAX_PROPERTY_ESCAPES - 32), { codeCheck: counting, codeImports: [] });
+  t.same(within.errors, [], `${MAX_PROPERTY_ESCAPES} in all pass`);
+  t.equal(compiled.length, 2);
+
+  compiled.length = 0;
+  const past = await validateGraph(two(32, MAX_PROPERTY_ESCAPES - 31), { codeCheck: counting, codeImports: [] });
+  t.same(shapes(past.errors), [{ code: 'invalid_code', node: 'b', field: 'config.code' }]);
+  t.match(past.errors[0]?.message, /Unicode property escapes/);
+  t.equal(compiled.length, 1, 'the source past the budget was not compiled');
+
+  const bomb = await check(
+    single({ processor: 'logic.code', config: { code: `/${'\\p{RGI_Emoji}'.repeat(2500)}/v` } }),
+  );
+  t.same(shapes(bomb.errors), [{ code: 'invalid_code', node: 'only', field: 'config.code' }], 'refused, not compiled');
+});
+
+t.test('a syntax error quoting a long pattern is cut in the verdict', async (t) => {
+  const verdict = await check(
+    single({ processor: 'logic.code', config: { code: `/(${'a'.repeat(10_000)}/; export default () => 1` } }),
+  );
+  t.equal(verdict.errors.length, 1);
+  t.ok(verdict.errors[0]!.message.length <= 500, `${verdict.errors[0]!.message.length} characters`);
 });
