@@ -93,6 +93,8 @@ process.on('message', (batch: unknown) => {
         runs.set(m.id, run);
         const onStart = () => {
           run.started = true;
+          // The parent blames a crash on the organization whose code was running (sandbox-process.ts).
+          outbox.post({ t: 'started', id: m.id });
         };
         void runCode(pool, m.request, hostFor(m.id), run.abort.signal, onStart).then((result) => {
           runs.delete(m.id);

@@ -32,6 +32,8 @@ export type FromChild =
   | { t: 'ready' }
   | { t: 'result'; id: number; result: CodeResult }
   | { t: 'requeue'; id: number }
+  /** The run has its isolate: its code may be running from now on. */
+  | { t: 'started'; id: number }
   | { t: 'call'; id: number; call: number; op: string; args: unknown[] }
   | { t: 'log'; id: number; level: LogLevel; message: string }
   | { t: 'degraded'; reason: string; tenant: string | null }
@@ -54,6 +56,7 @@ export function fromChild(batch: unknown): FromChild[] {
         if (isId(m.id) && isObject(m.result) && typeof m.result.kind === 'string') out.push(m as FromChild);
         break;
       case 'requeue':
+      case 'started':
         if (isId(m.id)) out.push(m as FromChild);
         break;
       case 'call':

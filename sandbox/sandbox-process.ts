@@ -50,6 +50,15 @@ const SPARE_KEEP_MS = 5 * 60_000;
 const UNRESPONSIVE_MS = 10_000;
 /** How often the children's liveness is looked at. */
 const LIVENESS_EVERY_MS = 1_000;
+/** Signals a process raises on itself when it crashes: V8's fatal errors abort (SIGABRT). */
+const CRASH_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set([
+  'SIGABRT',
+  'SIGSEGV',
+  'SIGBUS',
+  'SIGILL',
+  'SIGFPE',
+  'SIGTRAP',
+]);
 
 /**
  * V8's heap growing factor in the sandbox process (1 + percent/100; V8 picks 1.1-2 by itself), for
@@ -106,6 +115,8 @@ interface Run {
   readonly started: number;
   /** Sent again once already, after its child died under it. */
   retried: boolean;
+  /** Its child said it has an isolate: its code may be running there. */
+  running: boolean;
 }
 
 const EMPTY_STATS: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
@@ -127,6 +138,8 @@ class Child {
   isReady = false;
   /** When a message of it last arrived (performance.now()). */
   lastHeard = performance.now();
+  /** Killed by the liveness check: something held its main thread. */
+  stuck = false;
   stats: PoolStats | null = null;
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
@@ -231,6 +244,7 @@ export class ProcessSandbox {
         host,
         started: performance.now(),
         retried: false,
+        running: false,
         resolve: (result) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(result);
@@ -339,7 +353,9 @@ export class ProcessSandbox {
           silent_ms: Math.round(now - child.lastHeard),
           runs_in_progress: child.runs.size,
         });
-        // Not retired: its exit counts as a death, so it is replaced and its runs are tried again once.
+        // Not retired: its exit counts as a death, so it is replaced and its runs are tried again
+        // once, or blamed (a crash, #crashSuspect).
+        child.stuck = true;
         child.kill();
       }
     }, LIVENESS_EVERY_MS);
@@ -357,6 +373,11 @@ export class ProcessSandbox {
         case 'stats':
           child.stats = m.stats;
           break;
+        case 'started': {
+          const run = child.runs.get(m.id);
+          if (run) run.running = true;
+          break;
+        }
         case 'result': {
           const run = child.runs.get(m.id);
           if (!run) break;
@@ -463,6 +484,23 @@ export class ProcessSandbox {
     child.retire();
   }
 
+  /**
+   * The organization a child's death is blamed on, if any: only a crash from within (a signal the
+   * process raises on itself: V8's fatal out-of-memory abort, a segmentation fault) or a child the
+   * liveness check killed, and only when the runs whose code may have been running in it
+   * (`running`) are all one organization's — narrowed to those that already lost a child, when
+   * some did. A kill from outside (SIGKILL: an operator, the kernel's OOM killer) blames no one:
+   * its runs get their one more try. A tenantless run is never blamed.
+   */
+  #crashSuspect(child: Child, signal: NodeJS.Signals | null, runs: Array<[number, Run]>): string | undefined {
+    if (child.degraded || !(child.stuck || (signal !== null && CRASH_SIGNALS.has(signal)))) return undefined;
+    const running = runs.map(([, run]) => run).filter((run) => run.running);
+    const again = running.filter((run) => run.retried);
+    const suspects = new Set((again.length > 0 ? again : running).map((run) => run.request.tenant));
+    const [only] = suspects;
+    return suspects.size === 1 ? only : undefined;
+  }
+
   #exited(child: Child, code: number | null, signal: NodeJS.Signals | null): void {
     child.exited = true;
     child.markReady();
@@ -471,19 +509,34 @@ export class ProcessSandbox {
     const unexpected = !child.retired && !this.#closed;
     const runs = [...child.runs.entries()];
     child.runs.clear();
+    const crashedBy = unexpected ? this.#crashSuspect(child, signal, runs) : undefined;
     if (unexpected) {
-      this.#o.log?.('sandbox child died', { child_pid: child.proc.pid, code, signal, runs_in_progress: runs.length });
+      this.#o.log?.('sandbox child died', {
+        child_pid: child.proc.pid,
+        code,
+        signal,
+        runs_in_progress: runs.length,
+        ...(crashedBy !== undefined ? { blamed_org_id: crashedBy } : {}),
+      });
       this.#replaced++;
       this.#keepSpare();
+      if (crashedBy !== undefined)
+        this.#o.onDegraded?.(
+          `The sandbox process ${child.stuck ? 'stopped answering' : `crashed (${signal})`} while only this organization's code ran in it.`,
+          crashedBy,
+        );
     }
     for (const [id, run] of runs) {
       // A child that died by itself (not one that lost an isolate to a bomb) costs its runs one
       // more try in a new child: node runs are at-least-once anyway (docs/architecture.md), and a
       // run whose second child dies too fails, so code that kills its process cannot loop.
       // A lost child that died while it bridged: other organizations' runs get that try too.
-      const blamed = child.degraded && (child.blamed === undefined || run.request.tenant === child.blamed);
+      const blamed =
+        (child.degraded && (child.blamed === undefined || run.request.tenant === child.blamed)) ||
+        (crashedBy !== undefined && run.request.tenant === crashedBy);
       if (unexpected && !blamed && !run.retried) {
         run.retried = true;
+        run.running = false;
         const next = this.#servingChildAfter(child);
         run.child = next;
         next.runs.set(id, run);

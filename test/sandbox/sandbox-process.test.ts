@@ -240,6 +240,33 @@ t.test('a child that stops answering is killed and replaced, and its run is trie
   await watched.dispose();
 });
 
+t.test("a child that crashes while only one organization's code runs in it blames that organization", async (t) => {
+  // SIGABRT stands for V8's fatal out-of-memory abort, which code can cause outside the heap bound
+  // (a regular expression of thousands of \p{RGI_Emoji} under /v). A kill from outside (SIGKILL,
+  // the test above) blames no one.
+  const blamed: Array<{ reason: string; tenant: string | undefined }> = [];
+  const crashy = new ProcessSandbox({
+    pool: { size: 2 },
+    onDegraded: (reason, tenant) => blamed.push({ reason, tenant }),
+  });
+  t.teardown(() => crashy.dispose());
+  await crashy.warm();
+  const pid = crashy.stats().servingPid!;
+  const spin = crashy.run(
+    request('export default () => { for (;;) {} }', { tenant: 'org-crasher', timeoutMs: 30_000 }),
+    fakeHost(),
+  );
+  await until(() => (crashy.stats().pool?.busy ?? 0) > 0, 'the spinning run to hold an isolate');
+  process.kill(pid, 'SIGABRT');
+  t.match(await spin, { kind: 'error', error: { code: 'code_memory' } }, 'its run is not tried again');
+  t.match(blamed, [{ tenant: 'org-crasher', reason: /crashed \(SIGABRT\)/ }], 'a strike for it');
+  t.match(await crashy.run(request('export default () => 5', { tenant: 'org-other' }), fakeHost()), {
+    kind: 'output',
+    output: 5,
+  });
+  await crashy.dispose();
+});
+
 t.test('dispose leaves no child process behind', async (t) => {
   t.ok((await childPids()).length > 0);
   await sandbox.dispose();
