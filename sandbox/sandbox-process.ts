@@ -17,7 +17,6 @@
  * docs/sandbox.md), a ctx call two more.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { isServiceError } from '../shared/errors.ts';
 import type { HostApi } from './host-bridge.ts';
@@ -49,7 +48,7 @@ const SPARE_KEEP_MS = 5 * 60_000;
  * on a saturated host may go a few seconds without a turn.
  */
 const UNRESPONSIVE_MS = 10_000;
-/** How often the children's liveness and memory are looked at. */
+/** How often the children's liveness is looked at. */
 const LIVENESS_EVERY_MS = 1_000;
 /** Signals a process raises on itself when it crashes: V8's fatal errors abort (SIGABRT). */
 const CRASH_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set([
@@ -91,14 +90,6 @@ export interface ProcessSandboxOptions {
   refuse?: (request: CodeRequest) => CodeResult | null;
   /** How long a ready child may go unheard before it is killed and replaced. Default UNRESPONSIVE_MS (10 s). */
   unresponsiveMs?: number;
-  /**
-   * Resident memory (MiB) past which a child is killed, replaced, and the organization whose code
-   * ran in it blamed like a crash: code can grow memory outside every isolate's heap bound (ICU
-   * objects of Intl, resizable ArrayBuffers, the compiler's memory for huge generated code).
-   * Default 256 MiB plus twice the heap bounds of all the child's isolates (1,280 MiB at the
-   * runner's 4 isolates of 64 MiB).
-   */
-  maxRssMiB?: number;
   /** Children started, retired and died, for the runner's log. */
   log?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -149,8 +140,6 @@ class Child {
   lastHeard = performance.now();
   /** Killed by the liveness check: something held its main thread. */
   stuck = false;
-  /** Killed for its resident memory (ProcessSandboxOptions.maxRssMiB). */
-  overMemory = false;
   stats: PoolStats | null = null;
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
@@ -339,9 +328,6 @@ export class ProcessSandbox {
     const child = new Child(this.#o.pool, this.#o.nice);
     this.#children.add(child);
     this.#watchLiveness();
-    // When the host runs out of memory, the kernel kills a sandbox child first, not the runner or
-    // the database (raising one's own children's score needs no privilege).
-    if (child.proc.pid !== undefined) void writeFile(`/proc/${child.proc.pid}/oom_score_adj`, '1000').catch(() => {});
     child.proc.on('message', (batch: unknown) => this.#receive(child, fromChild(batch)));
     child.proc.on('error', () => {});
     child.proc.on('exit', (code, signal) => this.#exited(child, code, signal));
@@ -372,41 +358,8 @@ export class ProcessSandbox {
         child.stuck = true;
         child.kill();
       }
-      for (const child of this.#children) if (child.isReady && !child.exited) void this.#checkMemory(child);
     }, LIVENESS_EVERY_MS);
     this.#liveness.unref();
-  }
-
-  /** Kills `child` when its resident memory passed maxRssMiB (a death blamed like a crash). */
-  async #checkMemory(child: Child): Promise<void> {
-    const pid = child.proc.pid;
-    if (pid === undefined) return;
-    let status: string;
-    try {
-      status = await readFile(`/proc/${pid}/status`, 'utf8');
-    } catch {
-      return; // Gone, or no /proc: nothing to measure.
-    }
-    const kib = Number(/^VmRSS:\s+(\d+)\s+kB$/m.exec(status)?.[1] ?? 0);
-    const limitMiB = this.#o.maxRssMiB ?? 256 + 2 * this.#maxIsolates() * this.#memoryMb();
-    if (kib <= limitMiB * 1024 || child.exited || child.overMemory) return;
-    this.#o.log?.('sandbox child over its memory bound: killed', {
-      child_pid: pid,
-      rss_mib: Math.round(kib / 1024),
-      limit_mib: limitMiB,
-      runs_in_progress: child.runs.size,
-    });
-    child.overMemory = true;
-    child.kill();
-  }
-
-  #memoryMb(): number {
-    return Math.max(8, this.#o.pool.memoryMb ?? 64);
-  }
-
-  #maxIsolates(): number {
-    const size = Math.max(1, this.#o.pool.size ?? 2);
-    return Math.max(size, this.#o.pool.maxIsolates ?? size * 2);
   }
 
   #receive(child: Child, messages: FromChild[]): void {
@@ -540,8 +493,7 @@ export class ProcessSandbox {
    * its runs get their one more try. A tenantless run is never blamed.
    */
   #crashSuspect(child: Child, signal: NodeJS.Signals | null, runs: Array<[number, Run]>): string | undefined {
-    const crashed = child.stuck || child.overMemory || (signal !== null && CRASH_SIGNALS.has(signal));
-    if (child.degraded || !crashed) return undefined;
+    if (child.degraded || !(child.stuck || (signal !== null && CRASH_SIGNALS.has(signal)))) return undefined;
     const running = runs.map(([, run]) => run).filter((run) => run.running);
     const again = running.filter((run) => run.retried);
     const suspects = new Set((again.length > 0 ? again : running).map((run) => run.request.tenant));
@@ -570,7 +522,7 @@ export class ProcessSandbox {
       this.#keepSpare();
       if (crashedBy !== undefined)
         this.#o.onDegraded?.(
-          `The sandbox process ${child.stuck ? 'stopped answering' : child.overMemory ? 'used more memory than its bound' : `crashed (${signal})`} while only this organization's code ran in it.`,
+          `The sandbox process ${child.stuck ? 'stopped answering' : `crashed (${signal})`} while only this organization's code ran in it.`,
           crashedBy,
         );
     }
