@@ -234,11 +234,10 @@ async function markThenLook(t: Test, codeContexts?: 'shared' | 'tenant') {
 
 t.test("one organization's code leaves nothing for another's in the context they share", async (t) => {
   const sandbox = await markThenLook(t);
-  t.match(
-    sandbox,
-    { isolatesLive: 1, contextsMade: 1, contextsReused: 1 },
-    "bob's run reused the context mallory's ran in",
-  );
+  // One context made (the isolate's first), and bob's run found it kept: with a context per
+  // organization it would have made a second (the next test).
+  t.match(sandbox, { isolatesLive: 1, contextsMade: 1 }, 'one context served both organizations');
+  t.ok(sandbox.contextsReused >= 1, "bob's run reused the context mallory's ran in");
 });
 
 t.test('RUNNER_CODE_CONTEXTS=organization gives each organization contexts of its own', async (t) => {
