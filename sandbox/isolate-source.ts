@@ -312,18 +312,16 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     run.s3 = (s3 << 11) | (s3 >>> 21);
     return out;
   }
+  function seedWord() {
+    return ((randomByte() << 24) | (randomByte() << 16) | (randomByte() << 8) | randomByte()) >>> 0;
+  }
   function seed(run) {
-    let zero = true;
-    for (let i = 0; i < 4; i++) {
-      const value = ((randomByte() << 24) | (randomByte() << 16) | (randomByte() << 8) | randomByte()) >>> 0;
-      if (value !== 0) zero = false;
-      if (i === 0) run.s0 = value;
-      else if (i === 1) run.s1 = value;
-      else if (i === 2) run.s2 = value;
-      else run.s3 = value;
-    }
+    run.s0 = seedWord();
+    run.s1 = seedWord();
+    run.s2 = seedWord();
+    run.s3 = seedWord();
     // The one state xoshiro never leaves.
-    if (zero) run.s0 = 1;
+    if ((run.s0 | run.s1 | run.s2 | run.s3) === 0) run.s0 = 1;
     run.seeded = true;
   }
   // A method, like the built-in: no prototype, not a constructor.
