@@ -4,10 +4,11 @@
  *
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
- *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only]
+ *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only]
  *
- * The scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts) and then the
- * tenant-isolation section (bench/isolation.ts) run last, each on a system of its own.
+ * The scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
+ * section (bench/pressure.ts) and then the tenant-isolation section (bench/isolation.ts) run last,
+ * each on a system of its own.
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
  * takes every process and the temporary folder down again, also on failure or Ctrl-C.
@@ -49,6 +50,8 @@ const { values: args } = parseArgs({
     'scheduler-only': { type: 'boolean', default: false },
     'skip-onnx': { type: 'boolean', default: false },
     'onnx-only': { type: 'boolean', default: false },
+    'skip-pressure': { type: 'boolean', default: false },
+    'pressure-only': { type: 'boolean', default: false },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -382,6 +385,11 @@ function onnxSection(): Promise<string> {
   return childSection('onnx.ts', 'ONNX models (one runner, defaults; docs/benchmarks.md "ONNX models")');
 }
 
+/** The shared-processes section (bench/pressure.ts): a quiet tenant's REST calls beside each hostile scenario. */
+function pressureSection(): Promise<string> {
+  return childSection('pressure.ts', 'Shared processes under a hostile tenant (docs/benchmarks.md "Shared processes")');
+}
+
 /** The tenant-isolation section in a child process (bench/isolation.ts): its own system, its own table. */
 async function isolationSection(): Promise<string> {
   const script = fileURLToPath(new URL('./isolation.ts', import.meta.url));
@@ -406,6 +414,10 @@ async function main(): Promise<void> {
   }
   if (args['onnx-only']) {
     process.stdout.write(`\n${await onnxSection()}\n`);
+    return;
+  }
+  if (args['pressure-only']) {
+    process.stdout.write(`\n${await pressureSection()}\n`);
     return;
   }
   log('sandbox warm overhead (bench/sandbox.ts)');
@@ -502,6 +514,10 @@ async function main(): Promise<void> {
   if (!args['skip-onnx']) {
     log('ONNX models (bench/onnx.ts)');
     process.stdout.write(`\n${await onnxSection()}\n`);
+  }
+  if (!args['skip-pressure']) {
+    log('shared processes under a hostile tenant (bench/pressure.ts)');
+    process.stdout.write(`\n${await pressureSection()}\n`);
   }
   if (!args['skip-isolation']) {
     log('tenant isolation (bench/isolation.ts)');

@@ -1,0 +1,220 @@
+/**
+ * Shared processes under a hostile tenant (docs/benchmarks.md "Shared processes"), on a system of
+ * its own with one runner at its defaults. Prints, asserts nothing.
+ *
+ * A quiet tenant calls the REST API at a steady rate (open loop: a request starts every 25 ms
+ * whatever the earlier ones are doing, so a stall shows in the latencies instead of slowing the
+ * sender): its organization, its blob list, a metadata write and an anonymous sign-up in turn.
+ * First alone, then while each scenario of bench/pressure/ presses on the control plane or the
+ * model host. Each row: the quiet tenant's p99 beside the target (≤ 2 × alone + 50 ms), its 5xx
+ * answers and failed requests (target 0), and the resident memory of the control plane with its
+ * children (the model host) before, at the peak and after the scenario (target: growth ≤ 100 MiB).
+ *
+ *   ./node_modules/.bin/node --no-node-snapshot bench/pressure.ts [--seconds 10 --only time-zones,cron-checks]
+ * `npm run bench` runs it after the ONNX section (`--pressure-only` runs only it).
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import '../shared/db/embedded.ts';
+import { childPids } from '../shared/proc-stat.ts';
+import { signIn, type Account } from './client.ts';
+import { fmt, summarize, table } from './stats.ts';
+import { runSection, type System } from './system.ts';
+import type { PressureContext, PressureScenario } from './pressure/scenario.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    only: { type: 'string' },
+  },
+});
+const SECONDS = Number(args.seconds);
+const ONLY = args.only ? new Set(args.only.split(',')) : null;
+/** The quiet tenant's request interval. */
+const INTERVAL_MS = 25;
+/** A quiet request not answered within this counts as failed. */
+const REQUEST_TIMEOUT_MS = 30_000;
+/** How long a scenario presses before the quiet tenant is measured, so the pressure is established. */
+const RAMP_MS = 1_000;
+
+const log = (message: string) => process.stderr.write(`[bench pressure] ${message}\n`);
+
+/** The scenarios of bench/pressure/, by file name (scenario.ts is their shape, not one of them). */
+async function loadScenarios(): Promise<{ file: string; scenario: PressureScenario }[]> {
+  const dir = new URL('./pressure/', import.meta.url);
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.ts') && f !== 'scenario.ts').sort();
+  const loaded = [];
+  for (const file of files) {
+    const name = file.slice(0, -3);
+    if (ONLY && !ONLY.has(name)) continue;
+    const module = (await import(new URL(file, dir).href)) as { scenario: PressureScenario };
+    loaded.push({ file: name, scenario: module.scenario });
+  }
+  return loaded;
+}
+
+async function rssOf(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** Resident memory of the control plane and its children (the model host), MiB. */
+async function controlPlaneRss(system: System): Promise<number> {
+  const pid = system.controlPlane.pid;
+  let total = await rssOf(pid);
+  for (const child of await childPids(pid)) total += await rssOf(child);
+  return total;
+}
+
+interface QuietTenant {
+  account: Account;
+  orgId: string;
+  blobId: string;
+}
+
+async function quietTenant(system: System): Promise<QuietTenant> {
+  const account = await signIn(system);
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${system.apiUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${account.token}` },
+      body: JSON.stringify(body),
+    });
+    if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as any;
+  };
+  const org = (await post('/v1/orgs', { alias: `quiet-${process.pid}` })).org;
+  const { blob } = await post(`/v1/blobs/${org.id}`, { type: 'svc.compute.workflow', alias: 'quiet-flow' });
+  return { account, orgId: org.id, blobId: blob.id };
+}
+
+interface QuietFigures {
+  latencies: number[];
+  /** Answers with a 5xx status. */
+  serverErrors: number;
+  /** Requests that got no answer (network error or no answer within REQUEST_TIMEOUT_MS). */
+  failed: number;
+}
+
+/** The quiet tenant's calls for `ms`, open loop; resolves once every one of them settled. */
+async function measureQuiet(system: System, quiet: QuietTenant, ms: number): Promise<QuietFigures> {
+  const figures: QuietFigures = { latencies: [], serverErrors: 0, failed: 0 };
+  const auth = { authorization: `Bearer ${quiet.account.token}` };
+  const requests: (() => [string, RequestInit])[] = [
+    () => [`/v1/orgs/${quiet.orgId}`, { headers: auth }],
+    () => [`/v1/orgs/${quiet.orgId}/blobs`, { headers: auth }],
+    () => [
+      `/v1/blobs/${quiet.orgId}/${quiet.blobId}/metadata/note`,
+      {
+        method: 'PUT',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ entries: [{ at: Date.now() }] }),
+      },
+    ],
+    () => ['/v1/auth/anonymous', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }],
+  ];
+  const inFlight: Promise<void>[] = [];
+  const end = performance.now() + ms;
+  for (let i = 0; performance.now() < end; i++) {
+    const [path, init] = requests[i % requests.length]!();
+    const started = performance.now();
+    inFlight.push(
+      fetch(`${system.apiUrl}${path}`, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
+        .then(async (res) => {
+          await res.arrayBuffer();
+          figures.latencies.push(performance.now() - started);
+          if (res.status >= 500) figures.serverErrors++;
+        })
+        .catch(() => {
+          figures.failed++;
+        }),
+    );
+    await sleep(Math.max(0, started + INTERVAL_MS - performance.now()));
+  }
+  await Promise.all(inFlight);
+  return figures;
+}
+
+async function pressure(system: System): Promise<string> {
+  const scenarios = await loadScenarios();
+  const quiet = await quietTenant(system);
+  // Warm the control plane's paths before the baseline.
+  await measureQuiet(system, quiet, 2_000);
+  const alone = await measureQuiet(system, quiet, SECONDS * 1000);
+  const aloneP99 = summarize(alone.latencies).p99;
+  const target = 2 * aloneP99 + 50;
+  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+  const rows: string[][] = [
+    ['hostile tenant', 'quiet p50 / p99', 'p99 target', 'met', '5xx / failed', 'RSS before / peak / after', 'growth'],
+  ];
+  const aloneSummary = summarize(alone.latencies);
+  rows.push([
+    'none (quiet tenant alone)',
+    `${fmt(aloneSummary.p50)} / ${fmt(aloneSummary.p99)} ms`,
+    '-',
+    '',
+    `${alone.serverErrors} / ${alone.failed}`,
+    `${fmt(await controlPlaneRss(system), 0)} MiB`,
+    '',
+  ]);
+
+  for (const { file, scenario } of scenarios) {
+    const hostile = await signIn(system);
+    const ctx: PressureContext = { system, hostile, log: (m) => log(`${file}: ${m}`) };
+    log(`${file}: ${scenario.name}`);
+    try {
+      await scenario.prepare?.(ctx);
+      const before = await controlPlaneRss(system);
+      let peak = before;
+      const sampler = setInterval(() => {
+        void controlPlaneRss(system).then((mib) => {
+          if (mib > peak) peak = mib;
+        });
+      }, 200);
+      const stop = new AbortController();
+      const running = scenario.run(ctx, stop.signal);
+      // A scenario that fails at once must not leave the measurement to wait on nothing.
+      const failedEarly = running.then(
+        () => null,
+        (error: unknown) => error as Error,
+      );
+      await sleep(RAMP_MS);
+      const figures = await measureQuiet(system, quiet, SECONDS * 1000);
+      stop.abort();
+      const error = await failedEarly;
+      // Give the process a moment to settle (caches evicted, buffers freed) before "after".
+      await sleep(2_000);
+      clearInterval(sampler);
+      const after = await controlPlaneRss(system);
+      const s = summarize(figures.latencies);
+      const growth = after - before;
+      rows.push([
+        scenario.name + (error ? ` (scenario failed: ${error.message.slice(0, 80)})` : ''),
+        `${fmt(s.p50)} / ${fmt(s.p99)} ms`,
+        `<= ${fmt(target)} ms`,
+        yes(s.p99 <= target && figures.serverErrors === 0 && figures.failed === 0 && growth <= 100),
+        `${figures.serverErrors} / ${figures.failed}`,
+        `${fmt(before, 0)} / ${fmt(peak, 0)} / ${fmt(after, 0)} MiB`,
+        `${fmt(growth, 0)} MiB (<= 100)`,
+      ]);
+    } catch (error) {
+      rows.push([
+        `${scenario.name} (could not run: ${(error as Error).message.slice(0, 120)})`,
+        '-',
+        '-',
+        'NO',
+        '-',
+        '-',
+        '-',
+      ]);
+    }
+  }
+  return [
+    table(rows),
+    '',
+    `quiet tenant: a REST call every ${INTERVAL_MS} ms (its organization, its blobs, a metadata write, a sign-up), ${SECONDS} s per row`,
+  ].join('\n');
+}
+
+await runSection(1, pressure);
