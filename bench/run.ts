@@ -4,9 +4,11 @@
  *
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
- *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only]
+ *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only
+ *                     --skip-peer --peer-only]
  *
- * The scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
+ * The peer section (bench/peer.ts: graphile-worker beside the product on a durable PostgreSQL), the
+ * scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
  * section (bench/pressure.ts) and then the tenant-isolation section (bench/isolation.ts) run last,
  * each on a system of its own.
  *
@@ -51,6 +53,8 @@ const { values: args } = parseArgs({
     'skip-onnx': { type: 'boolean', default: false },
     'onnx-only': { type: 'boolean', default: false },
     'skip-pressure': { type: 'boolean', default: false },
+    'skip-peer': { type: 'boolean', default: false },
+    'peer-only': { type: 'boolean', default: false },
     'pressure-only': { type: 'boolean', default: false },
   },
 });
@@ -385,6 +389,14 @@ function onnxSection(): Promise<string> {
   return childSection('onnx.ts', 'ONNX models (one runner, defaults; docs/benchmarks.md "ONNX models")');
 }
 
+/** The peer section (bench/peer.ts): the product beside graphile-worker on a durable PostgreSQL. */
+function peerSection(): Promise<string> {
+  return childSection(
+    'peer.ts',
+    'Beside graphile-worker, durable PostgreSQL (docs/benchmarks.md "Beside graphile-worker")',
+  );
+}
+
 /** The shared-processes section (bench/pressure.ts): a quiet tenant's REST calls beside each hostile scenario. */
 function pressureSection(): Promise<string> {
   return childSection('pressure.ts', 'Shared processes under a hostile tenant (docs/benchmarks.md "Shared processes")');
@@ -414,6 +426,10 @@ async function main(): Promise<void> {
   }
   if (args['onnx-only']) {
     process.stdout.write(`\n${await onnxSection()}\n`);
+    return;
+  }
+  if (args['peer-only']) {
+    process.stdout.write(`\n${await peerSection()}\n`);
     return;
   }
   if (args['pressure-only']) {
@@ -507,6 +523,10 @@ async function main(): Promise<void> {
   log('stopping the system before the scheduler and tenant-isolation sections');
   await system.stop();
   system = undefined;
+  if (!args['skip-peer']) {
+    log('beside graphile-worker (bench/peer.ts)');
+    process.stdout.write(`\n${await peerSection()}\n`);
+  }
   if (!args['skip-scheduler']) {
     log('scheduler (bench/scheduler.ts)');
     process.stdout.write(`\n${await schedulerSection()}\n`);

@@ -1,0 +1,249 @@
+/**
+ * The product beside the queue a user would otherwise pick (docs/benchmarks.md "Beside
+ * graphile-worker"), on one DURABLE embedded PostgreSQL (fsync and synchronous commit on), in
+ * the same run. Prints, asserts nothing.
+ *
+ * - The product: the bench's three-node `logic.code` workflow (bench/workflow.ts) created over the
+ *   public WebSocket JSON-RPC API, one control plane and one runner at their defaults.
+ * - The peer: graphile-worker running the same three steps as a chain of three jobs (each job
+ *   adds the next), with its documented throughput settings (a local queue and batched
+ *   completions), in this process, on the same server (its own schema).
+ *
+ * Start latency: product = first `node.started` − the execution's `created_at` (database clock);
+ * peer = the first step's handler entered − `addJob` called (this process's clock). `--latency`
+ * starts, one every `--gap` ms. Throughput: `--executions` executions (chains) with `--in-flight`
+ * creates (adds) outstanding at a time, from the first create to the last end. Then the CPU and
+ * I/O account of the product's throughput batch per execution: CPU ms of each process group, WAL
+ * bytes and WAL fsyncs (pg_stat_io, PostgreSQL 16+), transactions committed (pg_stat_database).
+ *
+ *   ./node_modules/.bin/node --no-node-snapshot bench/peer.ts [--executions 3000 --in-flight 64 --latency 200 --gap 15]
+ * `npm run bench` runs it as a section of its own (`--peer-only` runs only it).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import '../shared/db/embedded.ts';
+import { Logger, run, type Runner, type Task } from 'graphile-worker';
+import { createWorkload, type Workload } from './client.ts';
+import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
+import { batchSpan, createMany, executionLatencies, waitForEnd } from './executions.ts';
+import { fmt, summarize, table, type Summary } from './stats.ts';
+import { BENCH_GRAPH } from './workflow.ts';
+import { startSystem, type System } from './system.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    executions: { type: 'string', default: '3000' },
+    'in-flight': { type: 'string', default: '64' },
+    latency: { type: 'string', default: '200' },
+    gap: { type: 'string', default: '15' },
+    orgs: { type: 'string', default: '1' },
+  },
+});
+const EXECUTIONS = Number(args.executions);
+const IN_FLIGHT = Number(args['in-flight']);
+const LATENCY = Number(args.latency);
+const GAP_MS = Number(args.gap);
+const ORGS = Number(args.orgs);
+/** The peer's worker concurrency and local queue: graphile-worker's performance page's advice, sized for 2 cores. */
+const PEER_CONCURRENCY = 16;
+const PEER_LOCAL_QUEUE = PEER_CONCURRENCY + 1;
+const BATCH_TIMEOUT_MS = 180_000;
+
+const log = (message: string) => process.stderr.write(`[bench peer] ${message}\n`);
+
+interface Side {
+  start: Summary;
+  perSecond: number;
+  succeeded: number;
+}
+
+/** The three steps as graphile-worker tasks: each adds the next, the last one resolves its chain. */
+function peerTasks(entered: Map<number, number>, ended: (chain: number) => void): Record<string, Task> {
+  return {
+    step_a: async (payload, helpers) => {
+      const { chain, n } = payload as { chain: number; n: number };
+      if (!entered.has(chain)) entered.set(chain, performance.now());
+      await helpers.addJob('step_b', { chain, n, a: 1 });
+    },
+    step_b: async (payload, helpers) => {
+      await helpers.addJob('step_c', { ...(payload as object), b: 2 });
+    },
+    step_c: async (payload) => {
+      ended((payload as { chain: number }).chain);
+    },
+  };
+}
+
+async function peer(system: System): Promise<Side> {
+  const entered = new Map<number, number>();
+  const waiting = new Map<number, () => void>();
+  const runner: Runner = await run({
+    connectionString: system.databaseUrl,
+    concurrency: PEER_CONCURRENCY,
+    noHandleSignals: true,
+    pollInterval: 2000,
+    taskList: peerTasks(entered, (chain) => waiting.get(chain)?.()),
+    preset: { worker: { localQueue: { size: PEER_LOCAL_QUEUE }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+    logger: new Logger(() => () => {}),
+  });
+  try {
+    const chainDone = (chain: number) => new Promise<void>((resolve) => waiting.set(chain, resolve));
+    // Warm-up: the peer's statements prepared and its pool filled, as the product's are by its own warm-up.
+    await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const done = chainDone(-1 - i);
+        await runner.addJob('step_a', { chain: -1 - i, n: i });
+        await done;
+      }),
+    );
+
+    log(`peer: ${LATENCY} starts, one every ${GAP_MS} ms`);
+    const latencies: number[] = [];
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < LATENCY; i++) {
+      const chain = i;
+      const done = chainDone(chain);
+      const at = performance.now();
+      pending.push(
+        runner.addJob('step_a', { chain, n: i }).then(async () => {
+          await done;
+          latencies.push(entered.get(chain)! - at);
+        }),
+      );
+      await sleep(GAP_MS);
+    }
+    await Promise.all(pending);
+
+    log(`peer: ${EXECUTIONS} chains, ${IN_FLIGHT} adds in flight`);
+    const ends: Promise<void>[] = [];
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        for (;;) {
+          const i = next++;
+          if (i >= EXECUTIONS) return;
+          const chain = LATENCY + i;
+          ends.push(chainDone(chain));
+          await runner.addJob('step_a', { chain, n: i });
+        }
+      }),
+    );
+    await Promise.all(ends);
+    const seconds = (performance.now() - started) / 1000;
+    return { start: summarize(latencies), perSecond: EXECUTIONS / seconds, succeeded: ends.length };
+  } finally {
+    await runner.stop();
+  }
+}
+
+interface Account {
+  cpuMsPerExecution: Record<string, number>;
+  walBytesPerExecution: number;
+  walSyncsPerExecution: number;
+  commitsPerExecution: number;
+}
+
+async function ioSnapshot(system: System): Promise<{ wal: bigint; syncs: number; commits: number }> {
+  const { rows } = await system.sql.query<{ lsn: string; syncs: string; commits: string }>(
+    `SELECT pg_current_wal_lsn()::text AS lsn,
+            (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal')::text AS syncs,
+            (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::text AS commits`,
+  );
+  const [hi, lo] = rows[0]!.lsn.split('/');
+  return {
+    wal: (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`),
+    syncs: Number(rows[0]!.syncs),
+    commits: Number(rows[0]!.commits),
+  };
+}
+
+async function product(system: System): Promise<{ side: Side; account: Account }> {
+  const workloads: Workload[] = [];
+  for (let i = 0; i < ORGS; i++)
+    workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: 8, quota: EXECUTIONS + LATENCY + 1000 }));
+  const warm = await createMany(system, workloads, { count: 500, window: 8 });
+  await waitForEnd(system.sql, warm, BATCH_TIMEOUT_MS);
+
+  log(`product: ${LATENCY} starts, one every ${GAP_MS} ms`);
+  const latencyIds = await createMany(system, workloads, { count: LATENCY, window: 1, ratePerSecond: 1000 / GAP_MS });
+  await waitForEnd(system.sql, latencyIds, BATCH_TIMEOUT_MS);
+  const { toStart } = await executionLatencies(system.sql, latencyIds);
+
+  log(`product: ${EXECUTIONS} executions, ${IN_FLIGHT} creates in flight`);
+  const postmaster = await postmasterPid(system.sql);
+  const groups = {
+    'control plane': [system.controlPlane.pid],
+    'runner (with its sandbox children)': system.runners.map((r) => r.pid),
+  };
+  const cpuBefore = await cpuSnapshot(groups, postmaster);
+  const ioBefore = await ioSnapshot(system);
+  const ids = await createMany(system, workloads, { count: EXECUTIONS, window: 8, inFlight: IN_FLIGHT });
+  const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
+  const cpuAfter = await cpuSnapshot(groups, postmaster);
+  const ioAfter = await ioSnapshot(system);
+  const span = await batchSpan(system.sql, ids);
+  if (open > 0) log(`product: ${open} executions had not ended after ${BATCH_TIMEOUT_MS / 1000} s`);
+  const spent = cpuSpent(cpuBefore, cpuAfter);
+  return {
+    side: { start: summarize(toStart), perSecond: span.succeeded / span.seconds, succeeded: span.succeeded },
+    account: {
+      cpuMsPerExecution: Object.fromEntries(Object.entries(spent).map(([name, s]) => [name, (s * 1000) / EXECUTIONS])),
+      walBytesPerExecution: Number(ioAfter.wal - ioBefore.wal) / EXECUTIONS,
+      walSyncsPerExecution: (ioAfter.syncs - ioBefore.syncs) / EXECUTIONS,
+      commitsPerExecution: (ioAfter.commits - ioBefore.commits) / EXECUTIONS,
+    },
+  };
+}
+
+async function main(): Promise<string> {
+  const system = await startSystem({ runners: 1, durable: true });
+  try {
+    const ours = await product(system);
+    const theirs = await peer(system);
+    const p = ours.side;
+    const g = theirs;
+    const ratio = (a: number, b: number) => `×${fmt(a / b, 2)}`;
+    const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+    const rows = [
+      ['figure (durable PostgreSQL, same run)', 'product', 'graphile-worker', 'ratio', 'target', 'met'],
+      [
+        'start latency p50',
+        `${fmt(p.start.p50)} ms`,
+        `${fmt(g.start.p50)} ms`,
+        ratio(p.start.p50, g.start.p50),
+        '<= ×1.0',
+        yes(p.start.p50 <= g.start.p50),
+      ],
+      [
+        'start latency p99',
+        `${fmt(p.start.p99)} ms`,
+        `${fmt(g.start.p99)} ms`,
+        ratio(p.start.p99, g.start.p99),
+        '<= ×1.5',
+        yes(p.start.p99 <= 1.5 * g.start.p99),
+      ],
+      [
+        `throughput (${EXECUTIONS}, ${IN_FLIGHT} in flight, ${ORGS} org${ORGS === 1 ? '' : 's'})`,
+        `${fmt(p.perSecond, 0)}/s (${p.succeeded} succeeded)`,
+        `${fmt(g.perSecond, 0)}/s`,
+        ratio(p.perSecond, g.perSecond),
+        '>= ×5',
+        yes(p.perSecond >= 5 * g.perSecond),
+      ],
+    ];
+    const a = ours.account;
+    const accountRows = [
+      ['per execution of the product throughput batch', 'value'],
+      ...Object.entries(a.cpuMsPerExecution).map(([name, ms]) => [`CPU: ${name}`, `${fmt(ms, 2)} ms`]),
+      ['WAL written', `${fmt(a.walBytesPerExecution / 1024, 1)} KiB`],
+      ['WAL fsyncs (pg_stat_io)', fmt(a.walSyncsPerExecution, 2)],
+      ['transactions committed', fmt(a.commitsPerExecution, 1)],
+    ];
+    return [table(rows), '', table(accountRows)].join('\n');
+  } finally {
+    await system.stop();
+  }
+}
+
+process.stdout.write(`${await main()}\n`);
