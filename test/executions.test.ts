@@ -739,3 +739,21 @@ t.test('access: a stranger gets 404 everywhere; a reader reads but may not creat
     'a writer may cancel',
   );
 });
+
+t.test('execution and session ids are time-ordered UUIDv7s: each later one sorts after the earlier', async (t) => {
+  const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const ids: string[] = [];
+  const sessions: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    sessions.push((await ok(alice, flow.rev, 'create_session', {})).session.id);
+    ids.push((await createExecution(flow)).id);
+    // A new millisecond, so the clock part, not the random part, orders them.
+    const start = Date.now();
+    while (Date.now() === start);
+  }
+  for (const id of [...ids, ...sessions]) t.match(id, V7, `${id} is a version-7 UUID`);
+  t.same([...ids].sort(), ids, 'executions sort in creation order');
+  t.same([...sessions].sort(), sessions, 'sessions sort in creation order');
+  const millis = Number.parseInt(ids[0]!.replaceAll('-', '').slice(0, 12), 16);
+  t.ok(Math.abs(millis - Date.now()) < 60_000, 'the first 48 bits are the creation time in Unix milliseconds');
+});
