@@ -99,6 +99,9 @@ export async function appendExecutionEvent(
 /** The two event logs: a session's events, and an execution's. Each has its own id sequence. */
 export type EventStream = 'session' | 'execution';
 
+/** The largest event id (bigint): the upper bound of an owner's range of (owner, id) pairs. */
+const MAX_ID = '9223372036854775807';
+
 // Table and owner column per stream; both are constants, never request input.
 const STREAMS = {
   session: { table: 'session_events', owner: 'session_id' },
@@ -108,6 +111,13 @@ const STREAMS = {
 /**
  * Up to `count` events of one session or execution with an id above `afterId`, in id order: a
  * keyset read, so rows inserted meanwhile are neither repeated nor shift the page.
+ *
+ * The owner is bounded by row comparisons, not `owner = $1`: with an equality the planner treats
+ * the owner as a constant and `ORDER BY owner, id` as `ORDER BY id`, which the primary key also
+ * gives, and for a session holding a large share of the table it walks the primary key from the
+ * cursor on and filters — for a session idle since, every other session's events written
+ * meanwhile. The range of (owner, id) pairs is something only the (owner, id) index reads in
+ * order (test/event-listing-plans.test.ts builds such a table and checks the plan).
  */
 export async function readEvents(
   q: Queryable,
@@ -119,17 +129,24 @@ export async function readEvents(
   const { table, owner } = STREAMS[stream];
   const { rows } = await q.query<EventRow>(
     `SELECT id, kind, at, session_id, execution_id, node, attributes FROM ${table}
-      WHERE ${owner} = $1::uuid AND id > $2::bigint ORDER BY id LIMIT $3::int`,
+      WHERE (${owner}, id) > ($1::uuid, $2::bigint) AND (${owner}, id) <= ($1::uuid, ${MAX_ID})
+      ORDER BY ${owner}, id LIMIT $3::int`,
     [ownerId, afterId, count],
   );
   return rows;
 }
 
-/** The id of the newest event of one session or execution (0 when it has none). */
+/**
+ * The id of the newest event of one session or execution (0 when it has none). Read as the last
+ * entry of the (owner, id) index (bounded as in readEvents): `max(id)` may be planned as a backward
+ * walk of the primary key that filters out every newer event of every other owner.
+ */
 export async function lastEventId(q: Queryable, stream: EventStream, ownerId: string): Promise<number> {
   const { table, owner } = STREAMS[stream];
   const { rows } = await q.query<{ id: number }>(
-    `SELECT coalesce(max(id), 0)::bigint AS id FROM ${table} WHERE ${owner} = $1::uuid`,
+    `SELECT coalesce((SELECT id FROM ${table}
+                        WHERE (${owner}, id) > ($1::uuid, 0) AND (${owner}, id) <= ($1::uuid, ${MAX_ID})
+                        ORDER BY ${owner} DESC, id DESC LIMIT 1), 0)::bigint AS id`,
     [ownerId],
   );
   return rows[0]!.id;
