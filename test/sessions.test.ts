@@ -102,6 +102,36 @@ t.test('workflow.sessions_per_revision: exact limit object, slot freed as a sess
   await db.query(`DELETE FROM limit_overrides WHERE target_type = 'org' AND target_id = $1::uuid`, [org.id]);
 });
 
+t.test('the active-session count on the revision follows every way a session comes and goes', async (t) => {
+  const { revisionId } = await freshRevision();
+  const counted = async () => {
+    const { rows } = await db.query<{ kept: number; live: number }>(
+      `SELECT r.active_sessions AS kept,
+              (SELECT count(*)::int FROM sessions s WHERE s.revision_id = r.id AND s.status = 'active') AS live
+         FROM revisions r WHERE r.id = $1::uuid`,
+      [revisionId],
+    );
+    return rows[0]!;
+  };
+  const made = await Promise.all(Array.from({ length: 6 }, () => newSession(revisionId)));
+  t.same(await counted(), { kept: 6, live: 6 }, 'concurrent creates each counted once');
+  for (const session of made.slice(0, 2)) {
+    const res = await io.rest(alice, revisionId, 'delete_session', { session_id: session.id });
+    t.equal(res.status, 200);
+  }
+  await waitUntilNone(db, `SELECT 1 FROM sessions WHERE revision_id = $1::uuid AND status = 'deleting'`, [revisionId]);
+  t.same(await counted(), { kept: 4, live: 4 }, 'a deleted session leaves the count as it enters deleting');
+  // A session removed while still active (its revision's cascade, or by hand) is taken off too.
+  await db.query('DELETE FROM sessions WHERE id = $1::uuid', [made[5]!.id]);
+  t.same(await counted(), { kept: 3, live: 3 });
+  const revision = await app.inject({
+    method: 'GET',
+    url: `/v1/revisions/${revisionId}`,
+    headers: { authorization: `Bearer ${alice.token}` },
+  });
+  t.equal(revision.json().revision.held['workflow.sessions_per_revision'], 3, "Get Revision's held reads the count");
+});
+
 t.test('get_session by id and by alias, with the held map of the session quotas', async (t) => {
   const session = await newSession(rev, 'held-map');
   const expected = {

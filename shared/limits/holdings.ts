@@ -11,9 +11,9 @@ interface Holding {
 
 // A quota counts live rows rather than keeping a counter: the count can never drift from what
 // exists, deleting a record frees its slot by construction, and deleting a holder deletes its
-// counts with it. The exceptions, executions per session and running executions per organization,
-// are counters kept by triggers in the statements that add, end and remove the rows, which gives
-// the same guarantees. Concurrency is handled by locking the holder row first (see takeSlot).
+// counts with it. The exceptions, executions per session, running executions per organization and
+// active sessions per revision, are counters kept by triggers in the statements that add, end and
+// remove the rows, which gives the same guarantees. Concurrency is handled by locking the holder row first (see takeSlot).
 const HOLDINGS = {
   'platform.orgs_per_user': { holder: 'user', count: 'SELECT count(*)::int AS n FROM orgs WHERE owner_id = $1::uuid' },
   'platform.blobs_per_org': { holder: 'org', count: 'SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid' },
@@ -29,10 +29,11 @@ const HOLDINGS = {
     holder: 'revision',
     count: `SELECT count(*)::int AS n FROM definitions WHERE revision_id = $1::uuid AND category = 'playground'`,
   },
-  // A session entering `deleting` frees its slot at that moment.
+  // Kept on the revision row by triggers on sessions (migration 024); a session entering
+  // `deleting` frees its slot at that moment.
   'workflow.sessions_per_revision': {
     holder: 'revision',
-    count: `SELECT count(*)::int AS n FROM sessions WHERE revision_id = $1::uuid AND status = 'active'`,
+    count: 'SELECT active_sessions AS n FROM revisions WHERE id = $1::uuid',
   },
   // Kept on the session row by triggers on executions (migration 014): a create reads it in O(1).
   'workflow.executions_per_session': {
