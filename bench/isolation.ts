@@ -48,7 +48,7 @@ const RATE = Number(args.rate);
 const CANCELS = Number(args.cancels);
 /** A's executions kept running in each noisy-neighbour phase (its default workflow.running_executions_per_org). */
 const HOSTILE = 10;
-/** A re-creates its ended executions at most this fast (a create flood is the hardening issue's, not this bench's). */
+/** A re-creates its ended executions at most this fast (a flood of creates is refused by the API's own bounds; this bench measures the runner). */
 const HOSTILE_CREATES_PER_SECOND = 20;
 
 const log = (message: string) => process.stderr.write(`[bench isolation] ${message}\n`);

@@ -1,6 +1,6 @@
 /**
  * References a reader can follow: the specification and its contract are not in the repository,
- * and issue numbers are history (CHANGELOG.md keeps them), so comments and docs point at the
+ * and issue numbers say nothing to a reader of the project, so comments and docs point at the
  * section of docs/ that states a rule instead, as `(docs/access.md, "Standing")`. This test fails
  * on a reference to a document the reader does not have, and on a docs reference whose file or
  * heading does not exist.

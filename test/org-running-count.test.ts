@@ -151,6 +151,23 @@ t.test('compaction folds the ends of closed connections and changes no count', a
   t.same(await drift(), []);
 });
 
+t.test("an organization's counts go with it, row 0 included, without waiting for a compaction", async (t) => {
+  const { flow, long } = await flowWith(10);
+  await startExecution(app, alice, flow, long);
+  await db.query('INSERT INTO execution_ends (org_id, backend, ended) VALUES ($1, 0, 7)', [flow.orgId]);
+  const deleted = await call(app, 'DELETE', `/v1/orgs/${flow.orgId}`, { as: alice });
+  t.equal(deleted.status, 200);
+  const left = async () =>
+    (await db.query<{ backend: number }>('SELECT backend FROM execution_ends WHERE org_id = $1', [flow.orgId])).rows;
+  t.notOk(
+    (await left()).some((r) => r.backend === 0),
+    'row 0 went with the organization',
+  );
+  // The ends its cascade counted are rows of this connection: the next compaction drops them.
+  await db.query('SELECT compact_execution_ends()');
+  t.same(await left(), [], 'nothing is left after a compaction');
+});
+
 t.test('compaction never waits: a row being written is skipped until the next call', async (t) => {
   const { flow } = await flowWith(10);
   // A row of a connection id no backend has (pids are below 2^22), held locked by a transaction

@@ -15,7 +15,7 @@ export interface TensorSpec {
 
 export type JsonTensor = z.output<typeof tensorSchema>;
 
-/** The types run_model accepts (the six; the runtime's others are not offered). */
+/** The types run_model accepts (the six of docs/blob-types.md; the runtime's others are not offered). */
 const RUN_TYPES = ['float32', 'float64', 'int32', 'int64', 'bool', 'string'] as const;
 
 function elementProblem(type: string, value: unknown): string | null {
