@@ -14,6 +14,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   embeddedPgPort: number;
+  /** Shared buffers of the embedded server in MiB; 0: an eighth of the machine's memory, 128 MiB–2 GiB. */
+  embeddedPgSharedBuffersMb: number;
   secrets: Secrets;
   oidc: { issuer: string; jwksUrl: string; audience: string };
   accessTokenSeconds: number;
@@ -127,6 +129,7 @@ const envSchema = z
     DATABASE_URL: z.string().optional(),
     DATA_DIR: z.string().optional(),
     EMBEDDED_PG_PORT: port('EMBEDDED_PG_PORT', 54329),
+    EMBEDDED_PG_SHARED_BUFFERS_MB: intVar('EMBEDDED_PG_SHARED_BUFFERS_MB', 0, { max: 1_048_576 }),
     OIDC_ISSUER: z.string().optional(),
     OIDC_JWKS_URL: z.string().optional(),
     OIDC_AUDIENCE: z.string().optional(),
@@ -233,6 +236,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: v.DATABASE_URL || undefined,
     dataDir,
     embeddedPgPort: v.EMBEDDED_PG_PORT,
+    embeddedPgSharedBuffersMb: v.EMBEDDED_PG_SHARED_BUFFERS_MB,
     secrets,
     oidc: {
       issuer: v.OIDC_ISSUER ?? 'https://accounts.google.com',

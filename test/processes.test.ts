@@ -132,8 +132,17 @@ t.test('npm start serves the API with a registered runner', async (t) => {
   const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${pgPort}/workspace` });
   await client.connect();
   const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migrations');
+  const settings = await client.query<{ name: string; setting: string }>(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('shared_buffers', 'checkpoint_timeout', 'logging_collector') ORDER BY name`,
+  );
   await client.end();
   t.ok(rows[0]!.n > 0, 'migrated the workspace database of the embedded server');
+  const setting = Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]));
+  // shared_buffers is in 8 kB pages: sized from the machine, so at least the 128 MiB floor.
+  t.ok(Number(setting.shared_buffers) >= (128 * 1024) / 8, 'shared buffers sized from the machine');
+  t.equal(setting.checkpoint_timeout, '900', 'checkpoints every 15 minutes');
+  t.equal(setting.logging_collector, 'off');
+  t.match(await readFile(join(dataDir, 'postgresql.log'), 'utf8'), /database system is ready/, "the server's log");
 
   // The probes of both processes, without credentials.
   t.same(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json(), {

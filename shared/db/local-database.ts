@@ -7,6 +7,7 @@ import type { EmbeddedDatabase } from './embedded.ts';
 import { STOP_SIGNALS } from '../shutdown.ts';
 import { migrate } from './migrate.ts';
 import { statFields } from '../proc-stat.ts';
+import { serverMemory } from './server-settings.ts';
 
 /** Creates `database` on the server behind `adminUrl` unless it exists. Safe to race. */
 export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
@@ -77,6 +78,8 @@ async function stopLeftoverServer(clusterDir: string, log: (line: string) => voi
 interface LocalDatabaseOptions {
   dataDir: string;
   port: number;
+  /** EMBEDDED_PG_SHARED_BUFFERS_MB; 0: sized from the machine (server-settings.ts). */
+  sharedBuffersMb: number;
   log: (line: string) => void;
   /** The server died or is being started again (supervision); defaults to `log`. */
   warn?: (line: string) => void;
@@ -105,6 +108,8 @@ async function startLocalDatabase(options: LocalDatabaseOptions): Promise<Embedd
     server = await startEmbeddedPostgres({
       dir: options.dataDir,
       port: options.port,
+      logFile: true,
+      sharedBuffersMb: options.sharedBuffersMb,
       onLog: (chunk) => {
         recent.push(...chunk.trimEnd().split('\n'));
         recent.splice(0, recent.length - 20);
@@ -140,7 +145,12 @@ export interface OpenedDatabase {
  * Entry files call this once at start and stop `embedded` last at shutdown.
  */
 export async function openDatabase(
-  config: { databaseUrl: string | undefined; dataDir: string; embeddedPgPort: number },
+  config: {
+    databaseUrl: string | undefined;
+    dataDir: string;
+    embeddedPgPort: number;
+    embeddedPgSharedBuffersMb: number;
+  },
   log: { info(fields: object, message?: string): void; warn(fields: object, message?: string): void },
 ): Promise<OpenedDatabase> {
   let url = config.databaseUrl;
@@ -149,11 +159,21 @@ export async function openDatabase(
     embedded = await startLocalDatabase({
       dataDir: config.dataDir,
       port: config.embeddedPgPort,
+      sharedBuffersMb: config.embeddedPgSharedBuffersMb,
       log: (line) => log.info({ line }, 'postgres'),
       warn: (line) => log.warn({}, line),
     });
     url = embedded.url;
-    log.info({ data_dir: config.dataDir, port: config.embeddedPgPort }, 'embedded PostgreSQL started');
+    const memory = serverMemory(config.embeddedPgSharedBuffersMb);
+    log.info(
+      {
+        data_dir: config.dataDir,
+        port: config.embeddedPgPort,
+        shared_buffers_mb: memory.sharedBuffersMb,
+        log_file: join(config.dataDir, 'postgresql.log'),
+      },
+      'embedded PostgreSQL started',
+    );
   }
   const applied = await migrate(url);
   if (applied.length) log.info({ applied }, 'migrations applied');
