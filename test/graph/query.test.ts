@@ -560,3 +560,35 @@ t.test('caps come from the session blob through limitsInForce', async (t) => {
   const caps = await graphQueryCaps(db, chain.blobId);
   t.same(caps, DEFAULT_CAPS);
 });
+
+t.test("a start by label with where reads the properties' index, not every node of the label", async (t) => {
+  const session = await newSession();
+  const people = ids('p', 20_000);
+  await insertNodes(
+    db,
+    session,
+    people.map((id, i) => [id, 'person', { name: `name-${i}`, team: i % 10 }] as const),
+  );
+  await db.query('ANALYZE graph_elements');
+  const plans: string[] = [];
+  const explaining = {
+    async query(text: string, values?: unknown[]) {
+      if (text.includes('LIMIT') && !text.includes('ANY($2')) {
+        const { rows } = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values);
+        plans.push(rows.map((r) => r['QUERY PLAN']).join('\n'));
+      }
+      return db.query(text, values);
+    },
+  } as Queryable;
+  const found = await run(
+    session,
+    { start: { label: 'person', where: { name: 'name-12345' } } },
+    DEFAULT_CAPS,
+    explaining,
+  );
+  t.same(
+    found.nodes.map((n) => n.id),
+    ['p12345'],
+  );
+  t.match(plans[0], /graph_elements_properties_idx/, 'the start set is found through the properties index');
+});
