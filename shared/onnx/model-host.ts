@@ -35,7 +35,7 @@ export interface ModelHostOptions {
 }
 
 /** Most bytes a run's outputs may take as JSON: a code node's output bound (sandbox/messages.ts). */
-export const MODEL_OUTPUT_BYTES = 5 * 1024 * 1024;
+const MODEL_OUTPUT_BYTES = 5 * 1024 * 1024;
 
 /** Runs of the host at once, all organizations together and per organization, and waiting per organization. */
 const TURNS = { concurrency: 2, perKey: 1, maxWaitingPerKey: 64 };
