@@ -34,6 +34,15 @@ export interface Config {
   corsOrigins: string[];
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
   modelStore: S3Settings | null;
+  /** Bounds of model uploads (control-plane/routes/models.ts, control-plane/models/). */
+  models: {
+    /** Seconds an upload's body may go without a byte before it is refused. */
+    uploadIdleSeconds: number;
+    /** Seconds an upload's whole body may take. */
+    uploadSeconds: number;
+    /** Nodes a model may hold, in all its graphs, subgraphs and functions. */
+    maxNodes: number;
+  };
   runner: {
     /** Executions one runner works on at once; 0 lets the engine choose. */
     concurrency: number;
@@ -139,6 +148,9 @@ const envSchema = z
     SIGNUPS_PER_MINUTE: intVar('SIGNUPS_PER_MINUTE', 20),
     AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
     WS_CONNECTIONS_PER_ADDRESS: intVar('WS_CONNECTIONS_PER_ADDRESS', 200),
+    MODEL_UPLOAD_IDLE_SECONDS: intVar('MODEL_UPLOAD_IDLE_SECONDS', 30, { min: 1, max: 3600 }),
+    MODEL_UPLOAD_SECONDS: intVar('MODEL_UPLOAD_SECONDS', 3600, { min: 1 }),
+    MODEL_MAX_NODES: intVar('MODEL_MAX_NODES', 50_000, { min: 1 }),
     RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
     RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
     RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
@@ -253,6 +265,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     corsOrigins: v.CORS_ORIGINS,
     modelStore,
+    models: {
+      uploadIdleSeconds: v.MODEL_UPLOAD_IDLE_SECONDS,
+      uploadSeconds: v.MODEL_UPLOAD_SECONDS,
+      maxNodes: v.MODEL_MAX_NODES,
+    },
     runner: {
       concurrency: v.RUNNER_CONCURRENCY,
       leaseSeconds: v.RUNNER_LEASE_SECONDS,

@@ -12,8 +12,9 @@ const RUN_MODEL_SECONDS = 30;
 /**
  * `run_model {inputs, outputs?}` on an ONNX revision → `outputs` (name → tensor). The inputs are
  * checked against the model's recorded inputs first (400 naming the input and the mismatch); the
- * run happens in the control plane's model host (a child process), stopped after
- * RUN_MODEL_SECONDS (400 `model_timeout`).
+ * run happens in the control plane's model host (a child process), in the organization's turn,
+ * stopped after RUN_MODEL_SECONDS (400 `model_timeout`); outputs past MODEL_OUTPUT_BYTES as JSON
+ * are refused there, before they are built (400 `model_run_failed`).
  */
 const runModel = defineCommand({
   name: 'run_model',
@@ -41,6 +42,7 @@ const runModel = defineCommand({
     if (problems.length > 0)
       throw new ServiceError('invalid_request_body', `Invalid params: ${problems.slice(0, 5).join('; ')}`);
     const result = await ctx.models.run(
+      blob.org_id,
       {
         revisionId: revision.id,
         sha256: model.sha256,
@@ -52,6 +54,8 @@ const runModel = defineCommand({
     if ('error' in result) {
       if (result.error.code === 'model_timeout') throw new ServiceError('model_timeout', result.error.message);
       if (result.error.code === 'model_unavailable') throw new ServiceError('conflict', result.error.message);
+      if (result.error.code === 'model_busy') throw new ServiceError('rate_limited', result.error.message);
+      if (result.error.code === 'output_too_large') throw new ServiceError('model_run_failed', result.error.message);
       throw new ServiceError('model_run_failed', `ONNX Runtime failed to run the model: ${result.error.message}`);
     }
     return { outputs: result.outputs };

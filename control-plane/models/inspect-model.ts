@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { FairQueue } from '../../shared/fair-queue.ts';
 
 /** One input or output of a model as ONNX Runtime reports it (`shape` entries: sizes or symbolic names). */
 export interface TensorSpec {
@@ -14,33 +15,26 @@ const CHILD = fileURLToPath(new URL('./inspect-model-child.ts', import.meta.url)
 /** Opening a model of 500 MB takes seconds; one that takes longer than this is refused. */
 const INSPECT_MS = 120_000;
 
+/** Models opened at once by this process, and per organization; an organization's others wait their turn. */
+const inspections = new FairQueue({ concurrency: 2, perKey: 1, maxWaitingPerKey: 16 });
+
 /**
  * Opens the model at `file` with ONNX Runtime in a child process (inspect-model-child.ts) and
  * returns its inputs and outputs, or why it could not be opened. The child holds the model's
- * memory and dies with it; one that does not answer within two minutes is killed. At most two
- * run at once per process; the others wait.
+ * memory and dies with it; one that does not answer within two minutes is killed. Each inspection
+ * holds a whole model in a process of its own, so a flood of uploads waits its turn instead of
+ * starting as many processes as there are uploads: two at once per control plane, one per
+ * organization, organizations taking turns (shared/fair-queue.ts). A model of more than `maxNodes`
+ * nodes, or with external data, is refused before the runtime sees it. Throws a QueueFullError
+ * when `orgId` already has 16 uploads waiting.
  */
-export async function inspectModel(file: string): Promise<Inspection> {
-  // Each inspection holds a whole model in a process of its own: a flood of uploads (one tenant's
-  // or many) waits its turn instead of starting as many processes as there are uploads.
-  while (inspecting >= MAX_INSPECTIONS) await new Promise<void>((resolve) => waiting.push(resolve));
-  inspecting++;
-  try {
-    return await inspectAlone(file);
-  } finally {
-    inspecting--;
-    waiting.shift()?.();
-  }
+export function inspectModel(file: string, orgId: string, maxNodes: number): Promise<Inspection> {
+  return inspections.run(orgId, () => inspectAlone(file, maxNodes));
 }
 
-/** Models opened at once by this process. */
-const MAX_INSPECTIONS = 2;
-let inspecting = 0;
-const waiting: Array<() => void> = [];
-
-function inspectAlone(file: string): Promise<Inspection> {
+function inspectAlone(file: string, maxNodes: number): Promise<Inspection> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, file], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [CHILD, file, String(maxNodes)], { stdio: ['ignore', 'pipe', 'ignore'] });
     let out = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {

@@ -6,11 +6,11 @@
  * back out of the large object.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Transform, Writable, type Readable } from 'node:stream';
+import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import LargeObjectManager from 'pg-large-object/lib/LargeObjectManager.js';
@@ -25,7 +25,8 @@ import { REVISION_COLUMNS, type RevisionRow } from '../sql/revisions.ts';
 import type { RevisionScope } from '../commands/command.ts';
 import type { AppContext } from '../context.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
-import { inspectModel, type TensorSpec } from '../models/inspect-model.ts';
+import { inspectModel, type Inspection, type TensorSpec } from '../models/inspect-model.ts';
+import { QueueFullError } from '../../shared/fair-queue.ts';
 import { RECLAIM_EVERY_BYTES, reclaimStreamBuffers } from '../models/reclaim.ts';
 import type { S3Objects } from '../../shared/onnx/s3-objects.ts';
 import { ok } from '../reply.ts';
@@ -79,26 +80,6 @@ function declaredSize(request: FastifyRequest): number {
     throw new ServiceError('invalid_request_body', 'The X-Request-Body header is not valid JSON.');
   }
   return parseInput(declaredSchema, value, 'X-Request-Body').size;
-}
-
-function writeTo(stream: NodeJS.WritableStream, chunk: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: Error) => reject(error);
-    stream.once('error', onError);
-    const flushed = stream.write(chunk, () => {
-      stream.off('error', onError);
-      if (flushed) resolve();
-    });
-    if (!flushed) stream.once('drain', () => resolve());
-  });
-}
-
-function endOf(stream: NodeJS.WritableStream): Promise<void> {
-  return new Promise((resolve, reject) => {
-    stream.once('error', reject);
-    stream.once('finish', () => resolve());
-    stream.end();
-  });
 }
 
 interface PendingUpload {
@@ -156,46 +137,24 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
         const body = request.body as Readable;
         const file = join(tmpdir(), `ws-model-${randomUUID()}.onnx`);
         try {
-          const stored = await storeUpload(ctx, scope, body, declared, file);
-          if ('refusal' in stored) {
+          // The client's pace is paid for with a socket and a temporary file only: no pool
+          // connection, no transaction and no row lock is taken before the whole body is here.
+          const spooled = await spoolBody(body, declared, file, ctx.config.models);
+          if ('refusal' in spooled) {
             reply.header('connection', 'close');
-            throw stored.refusal;
+            throw spooled.refusal;
           }
-          const inspection = await inspectModel(file);
-          const failed = 'error' in inspection;
-          const row = await ctx.db.transaction(async (tx) => {
-            // A model that did not open keeps none of its bytes; the revision says why it failed.
-            if (failed) {
-              if ('oid' in stored.location) await tx.query('SELECT lo_unlink($1::oid)', [stored.location.oid]);
-              else
-                await tx.query('INSERT INTO model_object_deletions (object_key) VALUES ($1) ON CONFLICT DO NOTHING', [
-                  stored.location.key,
-                ]);
-            }
-            const kept = failed ? {} : stored.location;
-            const { rows: models } = await tx.query<ModelRow>(
-              `INSERT INTO models (revision_id, oid, object_key, size, sha256, inputs, outputs, error)
-             VALUES ($1::uuid, $2::oid, $3, $4, $5, $6::jsonb, $7::jsonb, $8)
-             ON CONFLICT (revision_id) DO UPDATE SET oid = EXCLUDED.oid, object_key = EXCLUDED.object_key, size = EXCLUDED.size,
-               sha256 = EXCLUDED.sha256, inputs = EXCLUDED.inputs, outputs = EXCLUDED.outputs, error = EXCLUDED.error, created_at = now()
-             RETURNING size, sha256, oid, object_key, inputs, outputs, error`,
-              [
-                scope.revision.id,
-                'oid' in kept ? kept.oid : null,
-                'key' in kept ? kept.key : null,
-                stored.size,
-                stored.sha256,
-                failed ? null : JSON.stringify(inspection.inputs),
-                failed ? null : JSON.stringify(inspection.outputs),
-                failed ? inspection.error : null,
-              ],
-            );
-            const { rows: revisions } = await tx.query<RevisionRow>(
-              `UPDATE revisions r SET status = $2 WHERE r.id = $1::uuid RETURNING ${REVISION_COLUMNS}`,
-              [scope.revision.id, failed ? 'failed' : 'ready'],
-            );
-            return { revision: revisions[0]!, model: models[0]! };
-          });
+          const inspection = await inspectModel(file, scope.org.id, ctx.config.models.maxNodes).catch(
+            (error: unknown) => {
+              if (!(error instanceof QueueFullError)) throw error;
+              reply.header('retry-after', '5');
+              throw new ServiceError(
+                'rate_limited',
+                `Too many uploads of this organization are waiting to be opened (${error.waiting}); try again in 5 s.`,
+              );
+            },
+          );
+          const row = await recordModel(ctx, scope, file, spooled, inspection);
           if (row.model.error !== null) {
             throw new ServiceError(
               'invalid_model',
@@ -243,15 +202,30 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
   );
 }
 
-/** Where an upload's bytes went: a large object, or an object of the S3 store. */
+/** Where a model's bytes went: a large object, or an object of the S3 store. */
 type Location = { oid: number } | { key: string };
-type Stored = { location: Location; size: number; sha256: string } | { refusal: ServiceError };
+/** A complete body in its temporary file, counted and hashed. */
+type Spooled = { size: number; sha256: string } | { refusal: ServiceError };
 
-/** Counts and hashes the body on its way, refusing bytes past the declared size. */
-function meterFor(declared: number, hash: ReturnType<typeof createHash>, counted: { size: number }): Transform {
+/**
+ * Counts and hashes the body on its way, refusing bytes past the declared size, a body that goes
+ * `idleSeconds` without a byte, and one still arriving after `totalSeconds`.
+ */
+function meterFor(
+  declared: number,
+  hash: ReturnType<typeof createHash>,
+  counted: { size: number },
+  bounds: { uploadIdleSeconds: number; uploadSeconds: number },
+): Transform {
   let reclaimedAt = 0;
-  return new Transform({
+  const stalled = (what: string) =>
+    meter.destroy(new ServiceError('invalid_request_body', `The body ${what}; nothing was kept.`));
+  const idle = () => stalled(`sent no byte for ${bounds.uploadIdleSeconds} s`);
+  const idleTimer = setTimeout(idle, bounds.uploadIdleSeconds * 1000);
+  const totalTimer = setTimeout(() => stalled(`took more than ${bounds.uploadSeconds} s`), bounds.uploadSeconds * 1000);
+  const meter: Transform = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
+      idleTimer.refresh();
       counted.size += chunk.length;
       if (counted.size > declared)
         return callback(
@@ -268,19 +242,20 @@ function meterFor(declared: number, hash: ReturnType<typeof createHash>, counted
       }
       callback(null, chunk);
     },
-  });
-}
-
-/** Writes every chunk to each of `targets`, at the pace of the slowest. */
-function teeTo(targets: NodeJS.WritableStream[]): Writable {
-  return new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      Promise.all(targets.map((target) => writeTo(target, chunk))).then(() => callback(), callback);
+    destroy(error, callback) {
+      clearTimeout(idleTimer);
+      clearTimeout(totalTimer);
+      callback(error);
     },
-    final(callback) {
-      Promise.all(targets.map((target) => endOf(target))).then(() => callback(), callback);
+    flush(callback) {
+      clearTimeout(idleTimer);
+      clearTimeout(totalTimer);
+      callback();
     },
   });
+  idleTimer.unref();
+  totalTimer.unref();
+  return meter;
 }
 
 function shortBody(size: number, declared: number): ServiceError {
@@ -291,79 +266,97 @@ function shortBody(size: number, declared: number): ServiceError {
 }
 
 /**
- * Streams the body into the model store and `file` at once, counting and hashing; keeps only a
- * body of exactly the declared size. A body longer or shorter than declared, or a connection
- * dropped mid-way, keeps nothing: a large object is written in the upload's transaction and rolls
- * back with it; an S3 upload is aborted, or its object deleted.
+ * Streams the body into `file`, counting and hashing; keeps only a body of exactly the declared
+ * size, arriving within the upload's bounds. A body longer or shorter than declared, one that
+ * stalls, or a connection dropped mid-way is refused. Nothing of the database is held meanwhile.
  */
-async function storeUpload(
-  ctx: AppContext,
-  scope: RevisionScope,
+async function spoolBody(
   body: Readable,
   declared: number,
   file: string,
-): Promise<Stored> {
+  bounds: { uploadIdleSeconds: number; uploadSeconds: number },
+): Promise<Spooled> {
+  const hash = createHash('sha256');
+  const counted = { size: 0 };
   try {
-    if (ctx.modelObjects !== null) return await storeInS3(ctx.modelObjects, scope, body, declared, file);
+    await pipeline(body, meterFor(declared, hash, counted, bounds), createWriteStream(file));
+  } catch (error) {
+    body.destroy();
+    if (error instanceof ServiceError) return { refusal: error };
+    // The client went away mid-upload (the message is the stream's, never a path of ours).
+    return { refusal: new ServiceError('invalid_request_body', 'The upload did not complete; nothing was kept.') };
+  }
+  if (counted.size !== declared) return { refusal: shortBody(counted.size, declared) };
+  return { size: counted.size, sha256: hash.digest('hex') };
+}
+
+/**
+ * Records what the upload came to: for a model that opened, its bytes (copied from the temporary
+ * file into a large object inside the transaction, or put to the S3 store before it) and its
+ * inputs and outputs, the revision `ready`; for one that did not, no bytes and the reason, the
+ * revision `failed`. The transaction (and the revision's row lock, so uploads of one revision
+ * queue) lasts as long as a copy from local disk, never a client's pace.
+ */
+async function recordModel(
+  ctx: AppContext,
+  scope: RevisionScope,
+  file: string,
+  spooled: { size: number; sha256: string },
+  inspection: Inspection,
+): Promise<{ revision: RevisionRow; model: ModelRow }> {
+  const failed = 'error' in inspection;
+  const key = !failed && ctx.modelObjects !== null ? await putToS3(ctx.modelObjects, scope, file) : null;
+  try {
     return await ctx.db.transaction(async (tx) => {
-      // One upload of a revision at a time.
       await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [scope.revision.id]);
-      const manager = new LargeObjectManager({ pg: tx.client });
-      const [oid, lo] = (await manager.createAndWritableStreamAsync(CHUNK)) as [number, NodeJS.WritableStream];
-      const out = createWriteStream(file);
-      const hash = createHash('sha256');
-      const counted = { size: 0 };
-      try {
-        await pipeline(body, meterFor(declared, hash, counted), teeTo([lo, out]));
-      } catch (error) {
-        out.destroy();
-        throw error;
+      let location: Location | null = key === null ? null : { key };
+      if (!failed && key === null) {
+        const manager = new LargeObjectManager({ pg: tx.client });
+        const [oid, lo] = (await manager.createAndWritableStreamAsync(CHUNK)) as [number, NodeJS.WritableStream];
+        await pipeline(createReadStream(file, { highWaterMark: CHUNK }), lo as unknown as Writable);
+        location = { oid };
       }
-      if (counted.size !== declared) throw shortBody(counted.size, declared);
-      return { location: { oid }, size: counted.size, sha256: hash.digest('hex') };
+      const { rows: models } = await tx.query<ModelRow>(
+        `INSERT INTO models (revision_id, oid, object_key, size, sha256, inputs, outputs, error)
+         VALUES ($1::uuid, $2::oid, $3, $4, $5, $6::jsonb, $7::jsonb, $8)
+         ON CONFLICT (revision_id) DO UPDATE SET oid = EXCLUDED.oid, object_key = EXCLUDED.object_key, size = EXCLUDED.size,
+           sha256 = EXCLUDED.sha256, inputs = EXCLUDED.inputs, outputs = EXCLUDED.outputs, error = EXCLUDED.error, created_at = now()
+         RETURNING size, sha256, oid, object_key, inputs, outputs, error`,
+        [
+          scope.revision.id,
+          location !== null && 'oid' in location ? location.oid : null,
+          location !== null && 'key' in location ? location.key : null,
+          spooled.size,
+          spooled.sha256,
+          failed ? null : JSON.stringify(inspection.inputs),
+          failed ? null : JSON.stringify(inspection.outputs),
+          failed ? inspection.error : null,
+        ],
+      );
+      const { rows: revisions } = await tx.query<RevisionRow>(
+        `UPDATE revisions r SET status = $2 WHERE r.id = $1::uuid RETURNING ${REVISION_COLUMNS}`,
+        [scope.revision.id, failed ? 'failed' : 'ready'],
+      );
+      return { revision: revisions[0]!, model: models[0]! };
     });
   } catch (error) {
-    if (error instanceof ServiceError) return { refusal: error };
-    // The client went away mid-upload: nothing was kept.
-    return {
-      refusal: new ServiceError(
-        'invalid_request_body',
-        `The upload did not complete (${(error as Error).message}); nothing was kept.`,
-      ),
-    };
+    if (key !== null) await ctx.modelObjects!.delete(key).catch(() => {});
+    throw error;
   }
 }
 
-async function storeInS3(
-  objects: S3Objects,
-  scope: RevisionScope,
-  body: Readable,
-  declared: number,
-  file: string,
-): Promise<Stored> {
+/** Puts the temporary file to the S3 store under a fresh key; a failed put leaves no object. */
+async function putToS3(objects: S3Objects, scope: RevisionScope, file: string): Promise<string> {
   const key = objects.keyFor(scope.revision.id, randomUUID().slice(0, 8));
-  const out = createWriteStream(file);
-  const toS3 = new PassThrough();
   const abort = new AbortController();
-  const hash = createHash('sha256');
-  const counted = { size: 0 };
-  const sending = objects.put(key, toS3, abort.signal);
   try {
-    await pipeline(body, meterFor(declared, hash, counted), teeTo([out, toS3]));
-    await sending;
+    await objects.put(key, createReadStream(file), abort.signal);
   } catch (error) {
     abort.abort();
-    toS3.destroy();
-    out.destroy();
-    await sending.catch(() => {});
     await objects.delete(key).catch(() => {});
     throw error;
   }
-  if (counted.size !== declared) {
-    await objects.delete(key).catch(() => {});
-    throw shortBody(counted.size, declared);
-  }
-  return { location: { key }, size: counted.size, sha256: hash.digest('hex') };
+  return key;
 }
 
 /** The headers of Download Model: the bytes' type and length, and the envelope in `X-Response-Body`. */
@@ -375,31 +368,36 @@ function modelHeaders(reply: FastifyReply, model: ModelRow): FastifyReply {
 }
 
 /**
- * Streams the large object to the reply inside a read transaction held until the last byte is
- * sent (or the client leaves), with `X-Response-Body: {status, size, sha256}`.
+ * Streams the large object to the reply one chunk at a time, each chunk its own short query
+ * (`lo_get`) on a pooled connection given back at once: a client that reads slowly, or not at all,
+ * holds a socket and at most a chunk or two of buffer, never a connection. The stream reads the
+ * next chunk only when the client has taken the last one. A model replaced mid-download ends the
+ * stream early (its large object is gone), so the client sees fewer bytes than `content-length`.
  */
-async function sendModel(ctx: AppContext, reply: FastifyReply, model: ModelRow): Promise<FastifyReply> {
-  const client = await ctx.db.pool.connect();
-  let released = false;
-  const release = async (ok: boolean) => {
-    if (released) return;
-    released = true;
-    await client.query(ok ? 'COMMIT' : 'ROLLBACK').catch(() => {});
-    client.release();
-  };
-  try {
-    await client.query('BEGIN READ ONLY');
-    const manager = new LargeObjectManager({ pg: client });
-    const [, stream] = (await manager.openAndReadableStreamAsync(model.oid!, CHUNK)) as [number, Readable];
-    stream.once('end', () => void release(true));
-    stream.once('error', () => void release(false));
-    reply.raw.once('close', () => {
-      if (!stream.readableEnded) stream.destroy();
-      void release(stream.readableEnded);
-    });
-    return modelHeaders(reply, model).send(stream);
-  } catch (error) {
-    await release(false);
-    throw error;
-  }
+function sendModel(ctx: AppContext, reply: FastifyReply, model: ModelRow): FastifyReply {
+  const oid = model.oid!;
+  let offset = 0;
+  const stream = new Readable({
+    highWaterMark: CHUNK,
+    read() {
+      if (offset >= model.size) {
+        this.push(null);
+        return;
+      }
+      const length = Math.min(CHUNK, model.size - offset);
+      ctx.db
+        .query<{ data: Buffer }>('SELECT lo_get($1::oid, $2::bigint, $3::int) AS data', [oid, offset, length])
+        .then(({ rows }) => {
+          const data = rows[0]?.data;
+          if (!data || data.length === 0) throw new Error('the model changed during the download');
+          offset += data.length;
+          this.push(data);
+        })
+        .catch((error: unknown) => this.destroy(error as Error));
+    },
+  });
+  reply.raw.once('close', () => {
+    if (!stream.readableEnded) stream.destroy();
+  });
+  return modelHeaders(reply, model).send(stream);
 }

@@ -30,7 +30,9 @@ function fail(code: string, message: string): NodeResult {
  * node's input taken as the map of input name → tensor; routes `success` with `{outputs}`. The
  * inputs are checked against the model's recorded inputs first (`invalid_model_input`, naming the
  * input). The run counts against the execution's `workflow.code_run_seconds`, like a code run: a
- * model still running then is stopped (`model_timeout`). Failures take the `failure` route.
+ * model still running then is stopped (`model_timeout`). Outputs are held to a code node's
+ * output bound, 5 MiB as JSON (`output_invalid`, before they are built). Failures take the
+ * `failure` route.
  */
 export const onnxRun: Processor<OnnxRunConfig> = {
   name: 'onnx.run',
@@ -55,6 +57,7 @@ export const onnxRun: Processor<OnnxRunConfig> = {
     if (problems.length > 0) return fail('invalid_model_input', problems.slice(0, 5).join('; '));
     const seconds = ctx.execution.limits['workflow.code_run_seconds'];
     const result = await hostFor(ctx).run(
+      ctx.execution.orgId,
       {
         revisionId: model.revisionId,
         sha256: model.sha256,
@@ -68,6 +71,8 @@ export const onnxRun: Processor<OnnxRunConfig> = {
         result.error.code === 'model_timeout'
           ? `${result.error.message} (workflow.code_run_seconds is ${seconds})`
           : result.error.message;
+      // Held to a code node's output bound, and failing as a code node's output past it does.
+      if (result.error.code === 'output_too_large') return fail('output_invalid', message);
       return fail(result.error.code, message);
     }
     return { kind: 'route', route: 'success', output: { outputs: result.outputs } };

@@ -2,8 +2,11 @@
  * The model host (shared/onnx/model-host.ts): a process that loads ONNX models from the database
  * and runs them, so that a model's memory, a runtime crash and a run that will not stop are this
  * process's, which its parent kills and replaces, never the API's or the runner's. Sessions are
- * cached per revision and model hash, least recently used first out, bounded by the models' bytes
- * (`MODEL_CACHE_BYTES`).
+ * cached per revision and model hash, least recently used first out, bounded by the memory the
+ * sessions hold (`MODEL_CACHE_BYTES`): a session is loaded alone and charged the growth of this
+ * process's resident memory across its load (at least the model's bytes), since a small file of
+ * many nodes can cost a hundred times its size once opened. Outputs are held to the request's
+ * `maxOutputBytes` as JSON before any of them is turned into JSON.
  */
 import ort from 'onnxruntime-node';
 import pg from 'pg';
@@ -13,6 +16,7 @@ import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
 import { s3SettingsFrom } from './s3-settings.ts';
 import { S3Objects } from './s3-objects.ts';
+import { runtimeReason } from './runtime-messages.ts';
 
 const pool = new pg.Pool({
   connectionString: process.env.DATABASE_URL,
@@ -69,6 +73,26 @@ async function readModel(revisionId: string, sha256: string): Promise<Buffer> {
   }
 }
 
+/** Loads one at a time, so the memory a load adds is that session's. */
+let loads: Promise<unknown> = Promise.resolve();
+
+async function load(key: string, revisionId: string, sha256: string): Promise<Cached> {
+  const before = process.memoryUsage.rss();
+  const bytes = await readModel(revisionId, sha256);
+  const size = bytes.length;
+  const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  const entry = { session, bytes: Math.max(size, process.memoryUsage.rss() - before) };
+  cache.set(key, entry);
+  let total = [...cache.values()].reduce((n, c) => n + c.bytes, 0);
+  for (const [oldKey, old] of cache) {
+    if (total <= budget || oldKey === key) break;
+    cache.delete(oldKey);
+    total -= old.bytes;
+    void old.session.release();
+  }
+  return entry;
+}
+
 async function sessionFor(revisionId: string, sha256: string): Promise<Cached> {
   const key = `${revisionId}:${sha256}`;
   const hit = cache.get(key);
@@ -79,23 +103,33 @@ async function sessionFor(revisionId: string, sha256: string): Promise<Cached> {
   }
   let pending = loading.get(key);
   if (!pending) {
-    pending = (async () => {
-      const bytes = await readModel(revisionId, sha256);
-      const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-      const entry = { session, bytes: bytes.length };
-      cache.set(key, entry);
-      let total = [...cache.values()].reduce((n, c) => n + c.bytes, 0);
-      for (const [oldKey, old] of cache) {
-        if (total <= budget || oldKey === key) break;
-        cache.delete(oldKey);
-        total -= old.bytes;
-        void old.session.release();
-      }
-      return entry;
-    })().finally(() => loading.delete(key));
+    pending = loads
+      .catch(() => {})
+      .then(() => cache.get(key) ?? load(key, revisionId, sha256))
+      .finally(() => loading.delete(key));
+    loads = pending;
     loading.set(key, pending);
   }
   return pending;
+}
+
+/**
+ * The bytes `tensor` takes as JSON data, counted element by element until past `room`
+ * (then `room + 1`): nothing is built to count it.
+ */
+function jsonBytes(tensor: ort.Tensor, room: number): number {
+  // Every element takes at least a digit and a comma.
+  if (tensor.size * 2 > room) return room + 1;
+  let total = 0;
+  const data = tensor.data as ArrayLike<number | bigint | string>;
+  for (let i = 0; i < data.length && total <= room; i++) {
+    const v = data[i]!;
+    if (typeof v === 'string') total += Buffer.byteLength(JSON.stringify(v)) + 1;
+    else if (tensor.type === 'bool') total += 6;
+    // An int64 past 2^53 is a quoted decimal string (fromOrt).
+    else total += String(v).length + (typeof v === 'bigint' ? 3 : 1);
+  }
+  return total;
 }
 
 function toOrt(tensor: JsonTensor): ort.Tensor {
@@ -137,6 +171,17 @@ process.on('message', (message: HostRequest) => {
       const { session } = await sessionFor(message.revisionId, message.sha256);
       const feeds = Object.fromEntries(Object.entries(message.inputs).map(([name, tensor]) => [name, toOrt(tensor)]));
       const results = message.outputs ? await session.run(feeds, message.outputs) : await session.run(feeds);
+      let room = message.maxOutputBytes;
+      for (const tensor of Object.values(results)) {
+        room -= jsonBytes(tensor, room);
+        if (room < 0)
+          throw Object.assign(
+            new Error(
+              `The outputs are larger than ${message.maxOutputBytes} bytes as JSON; pick fewer with outputs, or send smaller inputs.`,
+            ),
+            { code: 'output_too_large' },
+          );
+      }
       reply = {
         id: message.id,
         outputs: Object.fromEntries(Object.entries(results).map(([name, tensor]) => [name, fromOrt(tensor)])),
@@ -147,7 +192,7 @@ process.on('message', (message: HostRequest) => {
         id: message.id,
         error: {
           code: typeof code === 'string' ? code : 'model_run_failed',
-          message: String((error as Error)?.message ?? error).slice(0, 2000),
+          message: runtimeReason(String((error as Error)?.message ?? error)),
         },
       };
     }

@@ -8,6 +8,8 @@ export interface HostRequest {
   inputs: Record<string, JsonTensor>;
   /** Output names to return; all when left out. */
   outputs?: string[];
+  /** Most bytes the outputs may take as JSON, all together; past it the run answers `output_too_large`. */
+  maxOutputBytes: number;
 }
 
 export type HostReply =

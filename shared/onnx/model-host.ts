@@ -4,12 +4,18 @@
  * stopped: the child is killed (every run in it fails with `model_timeout`) and a new one starts
  * with the next run. The control plane keeps one for `run_model`, each runner engine thread one for
  * `onnx.run`; neither starts a process before its first model run.
+ *
+ * Runs are sent to the child in turns (shared/fair-queue.ts): two at once, one per organization,
+ * organizations taking turns, at most 64 of one organization waiting (more answer `model_busy`).
+ * An organization's heavy runs so delay another's by at most one run, and a run stopped at its
+ * bound takes at most one other organization's run down with the process.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
 import { s3Env, type S3Settings } from './s3-settings.ts';
+import { FairQueue, QueueFullError } from '../fair-queue.ts';
 
 const CHILD = fileURLToPath(new URL('./model-host-child.ts', import.meta.url));
 
@@ -24,9 +30,15 @@ export interface ModelHostOptions {
   databaseUrl: string;
   /** The S3 store of model bytes, if the models are there (MODEL_STORE=s3). */
   s3?: S3Settings | null;
-  /** Bytes of models whose sessions the child keeps (least recently used out first). Default 512 MiB. */
+  /** Bytes of memory the child's cached sessions may hold (least recently used out first). Default 512 MiB. */
   cacheBytes?: number;
 }
+
+/** Most bytes a run's outputs may take as JSON: a code node's output bound (sandbox/messages.ts). */
+const MODEL_OUTPUT_BYTES = 5 * 1024 * 1024;
+
+/** Runs of the host at once, all organizations together and per organization, and waiting per organization. */
+const TURNS = { concurrency: 2, perKey: 1, maxWaitingPerKey: 64 };
 
 interface Waiting {
   resolve: (result: ModelRunResult) => void;
@@ -41,13 +53,35 @@ export class ModelHost {
   readonly #waiting = new Map<number, Waiting>();
   #nextId = 1;
   #closed = false;
+  readonly #turns = new FairQueue(TURNS);
 
   constructor(options: ModelHostOptions) {
     this.#options = options;
   }
 
-  /** Runs the model of `revisionId` (as hashed `sha256`) on `inputs`, stopped after `timeoutMs`. */
-  run(request: Omit<HostRequest, 'id'>, timeoutMs: number): Promise<ModelRunResult> {
+  /**
+   * Runs the model of `revisionId` (as hashed `sha256`) on `inputs` in `orgId`'s turn, stopped
+   * after `timeoutMs` of running (the wait for its turn is not counted).
+   */
+  async run(
+    orgId: string,
+    request: Omit<HostRequest, 'id' | 'maxOutputBytes'>,
+    timeoutMs: number,
+  ): Promise<ModelRunResult> {
+    try {
+      return await this.#turns.run(orgId, () => this.#runNow(request, timeoutMs));
+    } catch (error) {
+      if (!(error instanceof QueueFullError)) throw error;
+      return {
+        error: {
+          code: 'model_busy',
+          message: `${error.waiting} model runs of this organization are already waiting; try again shortly.`,
+        },
+      };
+    }
+  }
+
+  #runNow(request: Omit<HostRequest, 'id' | 'maxOutputBytes'>, timeoutMs: number): Promise<ModelRunResult> {
     if (this.#closed)
       return Promise.resolve({ error: { code: 'model_unavailable', message: 'The model host is shutting down.' } });
     const child = this.#spawn();
@@ -64,7 +98,7 @@ export class ModelHost {
         child.kill('SIGKILL');
       }, timeoutMs);
       this.#waiting.set(id, { resolve, timer, child });
-      child.send({ ...request, id } satisfies HostRequest);
+      child.send({ ...request, id, maxOutputBytes: MODEL_OUTPUT_BYTES } satisfies HostRequest);
     });
   }
 

@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { buildTestApp, signInAnonymous, type Caller } from '../helpers/app.ts';
-import { mlpModel, mlpReference } from '../helpers/onnx-models.ts';
+import { constantOfShapeModel, mlpModel, mlpReference } from '../helpers/onnx-models.ts';
 import { createBlob } from '../helpers/resources.ts';
 import { createWorkflow, runGraph, startRunner, waitForEnd } from '../helpers/runner.ts';
 
@@ -106,4 +106,31 @@ t.test("bad input, a missing model and another organization's model take failure
     null,
   );
   t.match(stolen.error, { code: 'model_not_found' }, "mallory's workflow cannot run alice's model");
+});
+
+t.test("an onnx.run node's outputs are held to a code node's output bound", async (t) => {
+  const { revision: zeros } = await createBlob(app, alice, flow.orgId, { type: 'svc.model.onnx' });
+  t.equal(await upload(alice, zeros.id, constantOfShapeModel()), 200);
+  const run = (count: number) =>
+    runGraph(
+      app,
+      alice,
+      flow,
+      {
+        start: 'model',
+        nodes: {
+          model: {
+            processor: 'onnx.run',
+            config: { revision_id: zeros.id, inputs: { S: { type: 'int64', dims: [1], data: [count] } } },
+          },
+        },
+      },
+      null,
+    ).then((execution) => waitForEnd(app, alice, flow, execution.id));
+  // 3,000,000 zeros are 6 MB as JSON, past the 5 MiB a code node's output may take.
+  const over = await run(3_000_000);
+  t.equal(over.status, 'failed');
+  t.match(over.error, { code: 'output_invalid', message: /larger than 5242880 bytes/ });
+  const under = await run(1000);
+  t.equal(under.status, 'succeeded', JSON.stringify(under.error));
 });

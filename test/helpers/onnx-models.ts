@@ -107,3 +107,153 @@ export function mlpReference(x: number[][]): number[][] {
     );
   });
 }
+
+const INT64 = onnx.TensorProto.DataType.INT64;
+
+/** Y = a float32 tensor of zeros shaped by the int64 input S (ConstantOfShape): outputs as large as asked. */
+export function constantOfShapeModel(): Buffer {
+  return model(
+    onnx.GraphProto.create({
+      name: 'zeros',
+      node: [onnx.NodeProto.create({ opType: 'ConstantOfShape', input: ['S'], output: ['Y'] })],
+      input: [
+        onnx.ValueInfoProto.create({
+          name: 'S',
+          type: { tensorType: { elemType: INT64, shape: { dim: [{ dimValue: 1 }] } } },
+        }),
+      ],
+      output: [valueInfo('Y', ['n'])],
+    }),
+  );
+}
+
+/** Y = X through a chain of `nodes` Identity nodes; `inSubgraph` puts the chain in an If's branches. */
+export function chainModel(nodes: number, options: { inSubgraph?: boolean } = {}): Buffer {
+  const chain = (prefix: string, from: string, to: string) =>
+    Array.from({ length: nodes }, (_, i) =>
+      onnx.NodeProto.create({
+        opType: 'Identity',
+        input: [i === 0 ? from : `${prefix}${i - 1}`],
+        output: [i === nodes - 1 ? to : `${prefix}${i}`],
+      }),
+    );
+  if (!options.inSubgraph)
+    return model(
+      onnx.GraphProto.create({
+        name: 'chain',
+        node: chain('h', 'X', 'Y'),
+        input: [valueInfo('X', ['n'])],
+        output: [valueInfo('Y', ['n'])],
+      }),
+    );
+  return model(
+    ifModel((name) =>
+      onnx.GraphProto.create({
+        name,
+        node: chain(`${name}_`, 'X', `${name}_out`),
+        output: [valueInfo(`${name}_out`, ['n'])],
+      }),
+    ),
+  );
+}
+
+/** A graph whose If node takes `branch('then')` or `branch('else')` on the bool input C; Y is the branch's output. */
+function ifModel(branch: (name: string) => InstanceType<typeof onnx.GraphProto>): InstanceType<typeof onnx.GraphProto> {
+  return onnx.GraphProto.create({
+    name: 'if',
+    node: [
+      onnx.NodeProto.create({
+        opType: 'If',
+        input: ['C'],
+        output: ['Y'],
+        attribute: [
+          { name: 'then_branch', type: onnx.AttributeProto.AttributeType.GRAPH, g: branch('then') },
+          { name: 'else_branch', type: onnx.AttributeProto.AttributeType.GRAPH, g: branch('else') },
+        ],
+      }),
+    ],
+    input: [
+      onnx.ValueInfoProto.create({
+        name: 'C',
+        type: { tensorType: { elemType: onnx.TensorProto.DataType.BOOL, shape: { dim: [{ dimValue: 1 }] } } },
+      }),
+      valueInfo('X', ['n']),
+    ],
+    output: [valueInfo('Y', ['n'])],
+  });
+}
+
+/**
+ * Y = X + W where the initializer W keeps its data in the external file `location` (a path the
+ * runtime would resolve next to the model); `inSubgraph` puts it in an If's branches.
+ */
+export function externalDataModel(location: string, options: { inSubgraph?: boolean } = {}): Buffer {
+  const weights = (name: string) =>
+    onnx.TensorProto.create({
+      name,
+      dims: [4],
+      dataType: FLOAT,
+      dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
+      externalData: [
+        { key: 'location', value: location },
+        { key: 'offset', value: '0' },
+        { key: 'length', value: '16' },
+      ],
+    });
+  if (!options.inSubgraph)
+    return model(
+      onnx.GraphProto.create({
+        name: 'external',
+        node: [onnx.NodeProto.create({ opType: 'Add', input: ['X', 'W'], output: ['Y'] })],
+        initializer: [weights('W')],
+        input: [valueInfo('X', [4])],
+        output: [valueInfo('Y', [4])],
+      }),
+    );
+  return model(
+    ifModel((name) =>
+      onnx.GraphProto.create({
+        name,
+        node: [onnx.NodeProto.create({ opType: 'Add', input: ['X', `${name}_W`], output: [`${name}_out`] })],
+        initializer: [weights(`${name}_W`)],
+        output: [valueInfo(`${name}_out`, [4])],
+      }),
+    ),
+  );
+}
+
+/** A model whose IR version no runtime knows: the runtime's refusal names the file it was given. */
+export function futureIrModel(): Buffer {
+  const proto = onnx.ModelProto.decode(addModel());
+  proto.irVersion = 99;
+  return Buffer.from(onnx.ModelProto.encode(proto).finish());
+}
+
+/**
+ * Y[1] = the sum of M^(2^depth)-ish products: X (a float32 [1]) expanded to a size × size matrix,
+ * multiplied by itself `depth` times. CPU-bound for as long as `depth` and `size` say; the output
+ * is one number.
+ */
+export function heavyModel(depth: number, size = 256): Buffer {
+  const nodes = [
+    onnx.NodeProto.create({ opType: 'Expand', input: ['X', 'shape'], output: ['M0'] }),
+    ...Array.from({ length: depth }, (_, i) =>
+      onnx.NodeProto.create({ opType: 'MatMul', input: [`M${i}`, `M${i}`], output: [`M${i + 1}`] }),
+    ),
+    onnx.NodeProto.create({
+      opType: 'ReduceSum',
+      input: [`M${depth}`],
+      output: ['Y'],
+      attribute: [{ name: 'keepdims', type: onnx.AttributeProto.AttributeType.INT, i: 0 }],
+    }),
+  ];
+  return model(
+    onnx.GraphProto.create({
+      name: 'heavy',
+      node: nodes,
+      initializer: [onnx.TensorProto.create({ name: 'shape', dims: [2], dataType: INT64, int64Data: [size, size] })],
+      input: [valueInfo('X', [1])],
+      output: [valueInfo('Y', [])],
+    }),
+  );
+}
