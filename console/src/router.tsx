@@ -4,7 +4,7 @@
  */
 import { useSyncExternalStore, type AnchorHTMLAttributes, type MouseEvent } from 'react';
 
-export const BASE = '/console';
+const BASE = '/console';
 
 const listeners = new Set<() => void>();
 window.addEventListener('popstate', () => listeners.forEach((listener) => listener()));

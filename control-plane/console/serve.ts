@@ -29,7 +29,7 @@ const TYPES: Record<string, string> = {
  * `upgrade-insecure-requests` is left out: on a plain-HTTP deployment it would send the
  * same-origin WebSocket to a `wss:` that is not there.
  */
-export const CONSOLE_CSP = [
+const CONSOLE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "script-src-attr 'none'",

@@ -44,9 +44,6 @@ export function RevisionPage({ revisionId }: { revisionId: string }) {
           <dd>{revision.data.revision.status}</dd>
         </dl>
       )}
-      <p>
-        <Link to={`${base}/schedules`}>Schedules</Link>
-      </p>
       <h2>Definitions</h2>
       {definitions.state === 'loading' && <Loading what="definitions" />}
       {definitions.state === 'error' && <Refusal error={definitions.error} />}
