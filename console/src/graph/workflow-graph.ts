@@ -15,7 +15,7 @@ export interface GraphSpec {
   nodes: Record<string, NodeSpec>;
 }
 
-/** A node's state in an execution (docs/executions.md, "Execution events"). */
+/** A node's state in an execution (docs/architecture.md, "Execution events"). */
 export type NodeState = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
 
 export interface RouteEdge {
