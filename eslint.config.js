@@ -5,7 +5,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'client/dist/', '.data/', '.tap/', '.scratch/', 'sandbox/vetted/*.js'] },
+  {
+    ignores: ['node_modules/', 'client/dist/', 'console/dist/', '.data/', '.tap/', '.scratch/', 'sandbox/vetted/*.js'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -46,6 +46,7 @@ import { createSessionRemoval } from './workflow/session-reaper.ts';
 import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createExecutionCreator } from './workflow/execution-creator.ts';
 import type { ProcessTracing } from '../shared/tracing/load-tracing.ts';
+import { consoleRoutes } from './console/serve.ts';
 import { registerApiDocument } from './openapi/document.ts';
 import { registerResponseCheck } from './openapi/response-check.ts';
 import { probeSchemas } from './openapi/probes.ts';
@@ -186,6 +187,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const commands = createCommandRegistry(options.commands ?? COMMANDS, { checkResults: options.checkResponses });
   // Before any route: @fastify/swagger documents the routes added after it (/v1/openapi.json, /docs).
   await registerApiDocument(app, commands);
+  // The web console's pages (docs/console.md), hidden from the document.
+  await consoleRoutes(app, { oidc: options.config.oidc.audience !== '' });
   const forgetPool = watchPool(options.db.pool);
   app.addHook('onClose', async () => forgetPool());
   // Liveness and readiness, without credentials (docs/operations.md, "Probes").

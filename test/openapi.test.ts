@@ -84,15 +84,15 @@ t.test('GET /v1/openapi.json: OpenAPI 3.1, no credentials needed, every $ref res
 
 t.test('the document lists every registered route and nothing that is not registered', async (t) => {
   const { routes, document } = await documentedApp(t);
-  // HEAD routes are fastify's copies of GET; OPTIONS * is CORS's preflight; hidden ones are the reference's page and script.
+  // HEAD routes are fastify's copies of GET; OPTIONS * is CORS's preflight; hidden ones are the reference's page and script and the console's pages.
   const served = routes.filter((route) => route.method !== 'head' && route.method !== 'options');
   const registered = served.filter((route) => !route.hidden);
   t.same(
     [...new Set(served.filter((route) => route.hidden).map((route) => route.path))].filter(
-      (path) => !path.startsWith('/docs'),
+      (path) => !path.startsWith('/docs') && !path.startsWith('/console'),
     ),
     [],
-    'only /docs is hidden',
+    'only /docs and /console (pages, not API) are hidden',
   );
   const commandNames = registry.names.filter((name) => revisionDefinitions(registry, name).length > 0);
   const documented: string[] = [];

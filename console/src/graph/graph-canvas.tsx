@@ -1,0 +1,104 @@
+/**
+ * The graph canvas (@xyflow/react): one box per node with its processor and, in an execution,
+ * its state in words; routes as labelled arrows, failure routes dashed, the routes an execution
+ * took drawn bold. Loaded on demand (React.lazy), so pages without a graph do not load it.
+ * A node is chosen by click or, with the keyboard, by focusing it and pressing Enter.
+ */
+import { Background, Controls, Handle, Position, ReactFlow, type Edge, type Node, type NodeProps } from '@xyflow/react';
+import '@xyflow/react/dist/style.css';
+import { useMemo } from 'react';
+import { edgesOf, layoutOf, NODE_HEIGHT, NODE_WIDTH, type GraphSpec, type NodeState } from './workflow-graph.ts';
+
+interface BoxData extends Record<string, unknown> {
+  name: string;
+  processor: string;
+  state?: NodeState;
+  start: boolean;
+  issues: number;
+}
+
+function NodeBox({ data, selected }: NodeProps<Node<BoxData>>) {
+  return (
+    <div
+      className={`node-box ${data.state ?? ''} ${selected ? 'selected' : ''} ${data.issues > 0 ? 'has-issues' : ''}`}
+      style={{ width: NODE_WIDTH, height: NODE_HEIGHT }}
+      data-node={data.name}
+      data-state={data.state ?? ''}
+    >
+      <Handle type="target" position={Position.Top} />
+      <strong>{data.name}</strong>
+      {data.start && <span className="tag">start</span>}
+      <span className="processor">{data.processor}</span>
+      {data.state && <span className="node-state">{data.state}</span>}
+      {data.issues > 0 && (
+        <span className="node-issues">
+          {data.issues} problem{data.issues > 1 ? 's' : ''}
+        </span>
+      )}
+      <Handle type="source" position={Position.Bottom} />
+    </div>
+  );
+}
+
+const NODE_TYPES = { box: NodeBox };
+
+export interface GraphCanvasProps {
+  graph: GraphSpec;
+  states?: Record<string, NodeState>;
+  /** Routes taken (`from:route`), drawn bold. */
+  taken?: ReadonlySet<string>;
+  /** Problems per node (check_definition). */
+  issues?: Record<string, number>;
+  selected?: string | null;
+  onSelect?: (node: string) => void;
+  label: string;
+}
+
+export default function GraphCanvas({ graph, states, taken, issues, selected, onSelect, label }: GraphCanvasProps) {
+  const edges = useMemo(() => edgesOf(graph), [graph]);
+  const positions = useMemo(() => layoutOf(graph, edges), [graph, edges]);
+  const nodes: Node<BoxData>[] = Object.entries(graph.nodes).map(([name, node]) => ({
+    id: name,
+    type: 'box',
+    position: positions.get(name) ?? { x: 0, y: 0 },
+    selected: selected === name,
+    ariaLabel: `Node ${name}, ${node.processor}${states?.[name] ? `, ${states[name]}` : ''}`,
+    data: {
+      name,
+      processor: node.processor,
+      state: states?.[name],
+      start: graph.start === name,
+      issues: issues?.[name] ?? 0,
+    },
+  }));
+  const flowEdges: Edge[] = edges.map((edge) => ({
+    id: edge.id,
+    source: edge.from,
+    target: edge.to,
+    label: edge.route,
+    className: `${edge.failure ? 'failure-route' : ''} ${taken?.has(edge.id) ? 'taken' : ''}`,
+    animated: taken?.has(edge.id) ?? false,
+  }));
+  return (
+    <div className="graph" role="group" aria-label={label}>
+      <ReactFlow
+        nodes={nodes}
+        edges={flowEdges}
+        nodeTypes={NODE_TYPES}
+        fitView
+        nodesDraggable={false}
+        nodesConnectable={false}
+        edgesFocusable={false}
+        onNodeClick={(_event, node) => onSelect?.(node.id)}
+        onNodesChange={(changes) => {
+          // Enter on a focused node selects it: the same as a click.
+          for (const change of changes) if (change.type === 'select' && change.selected) onSelect?.(change.id);
+        }}
+        minZoom={0.2}
+      >
+        <Background />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+    </div>
+  );
+}

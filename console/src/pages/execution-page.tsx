@@ -1,0 +1,239 @@
+/**
+ * One execution, live: its graph with each node's state (queued, running, succeeded, failed,
+ * skipped), a node's runs with their timings, route, error and logs on click, the event timeline,
+ * and cancel. Events come through `subscribe` with replay, so nothing is missed or repeated.
+ */
+import { useEffect, useMemo, useState } from 'react';
+import { useEvents } from '../api/use-events.ts';
+import { useLoad } from '../api/use-load.ts';
+import { useService } from '../context.ts';
+import { GraphView } from '../graph/lazy-graph.tsx';
+import { NodeConfig } from '../graph/node-details.tsx';
+import { executionView, type NodeRun } from '../graph/node-runs.ts';
+import { graphOf } from '../graph/workflow-graph.ts';
+import { Link, seg } from '../router.tsx';
+import { Json, limitInWords, Loading, Refusal, Time } from '../ui/states.tsx';
+
+const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+
+export function ExecutionPage({ revisionId, executionId }: { revisionId: string; executionId: string }) {
+  const service = useService();
+  const execution = useLoad(
+    () => service.command('get_execution', revisionId, { execution_id: executionId }),
+    executionId,
+  );
+  const definitions = useLoad(() => service.command('list_definitions', revisionId, {}), revisionId);
+  const live = useEvents(revisionId, { execution_id: executionId }, true);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [cancelError, setCancelError] = useState<unknown>(null);
+  const record = execution.state === 'ready' ? execution.data.execution : null;
+  const finished = live.events.some((event) => event.kind === 'execution.finished');
+  const { reload } = execution;
+  useEffect(() => {
+    // The record's status, output and error change as the execution moves: read it again.
+    if (live.events.length > 0) void reload();
+    // Deliberately narrow dependencies: once per batch of events
+  }, [live.events.length]);
+
+  const definition =
+    record && definitions.state === 'ready'
+      ? definitions.data.definitions.find((d) => d.id === record.definition_id)
+      : undefined;
+  const graph = useMemo(() => (definition ? graphOf(definition.graph) : null), [definition]);
+  const ended = finished || (record !== null && ENDED.has(record.status));
+  const view = useMemo(() => executionView(graph, live.events, ended), [graph, live.events, ended]);
+
+  const cancel = async () => {
+    setCancelError(null);
+    try {
+      await service.command('cancel_execution', revisionId, { execution_id: executionId });
+      await reload();
+    } catch (caught) {
+      setCancelError(caught);
+    }
+  };
+
+  return (
+    <main>
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link to={`/revisions/${seg(revisionId)}`}>Revision</Link>
+        {record && (
+          <>
+            {' / '}
+            <Link to={`/revisions/${seg(revisionId)}/sessions/${seg(record.session_id)}`}>Session</Link>
+          </>
+        )}
+      </nav>
+      <h1>Execution {executionId}</h1>
+      {execution.state === 'loading' && <Loading what="the execution" />}
+      {execution.state === 'error' && <Refusal error={execution.error} />}
+      {record && (
+        <dl className="facts">
+          <dt>Status</dt>
+          <dd>
+            <span className={`status ${record.status}`} data-testid="execution-status">
+              {record.status}
+            </span>
+          </dd>
+          <dt>Created</dt>
+          <dd>
+            <Time at={record.created_at} />
+          </dd>
+          <dt>Started</dt>
+          <dd>
+            <Time at={record.started_at} />
+          </dd>
+          <dt>Ended</dt>
+          <dd>
+            <Time at={record.ended_at} />
+          </dd>
+          <dt>Node runs</dt>
+          <dd>{record.node_runs}</dd>
+          {record.error && (
+            <>
+              <dt>Error</dt>
+              <dd className="problem">
+                <code>{record.error.code}</code> {record.error.message}
+                {record.error.limit && ` (${limitInWords(record.error.limit)})`}
+              </dd>
+            </>
+          )}
+        </dl>
+      )}
+      {record && !ENDED.has(record.status) && (
+        <button type="button" className="danger" onClick={() => void cancel()}>
+          Cancel execution
+        </button>
+      )}
+      {cancelError !== null && <Refusal error={cancelError} action="Cancelling" />}
+      {live.error !== null && <Refusal error={live.error} action="Following the events" />}
+      {graph && (
+        <div className="split">
+          <GraphView
+            graph={graph}
+            states={view.states}
+            taken={view.taken}
+            selected={selected}
+            onSelect={setSelected}
+            label={`Graph of execution ${executionId}`}
+          />
+          <div>
+            <NodeList states={view.states} onSelect={setSelected} selected={selected} />
+            {selected && graph.nodes[selected] && (
+              <>
+                <NodeRuns
+                  name={selected}
+                  runs={view.runs[selected] ?? []}
+                  input={graph.start === selected ? record?.input_data : undefined}
+                  output={
+                    ended && view.lastNode === selected && record?.status === 'succeeded' ? record.output : undefined
+                  }
+                />
+                <NodeConfig name={selected} node={graph.nodes[selected]} />
+              </>
+            )}
+          </div>
+        </div>
+      )}
+      {record && ENDED.has(record.status) && (
+        <section aria-labelledby="output-heading">
+          <h2 id="output-heading">Execution output</h2>
+          <Json value={record.output} label="Execution output" />
+        </section>
+      )}
+      <section aria-labelledby="timeline-heading">
+        <h2 id="timeline-heading">Events</h2>
+        <ol className="timeline">
+          {live.events.map((event) => (
+            <li key={event.id}>
+              <Time at={event.at} /> <code>{event.kind}</code> {event.node && <strong>{event.node}</strong>}{' '}
+              <span className="muted">
+                {Object.keys(event.attributes).length > 0 ? JSON.stringify(event.attributes) : ''}
+              </span>
+            </li>
+          ))}
+        </ol>
+      </section>
+    </main>
+  );
+}
+
+/** The nodes as a list of buttons: the keyboard's and the screen reader's way into the graph. */
+function NodeList({
+  states,
+  selected,
+  onSelect,
+}: {
+  states: Record<string, string>;
+  selected: string | null;
+  onSelect: (node: string) => void;
+}) {
+  return (
+    <ul className="node-list" aria-label="Nodes">
+      {Object.entries(states).map(([name, state]) => (
+        <li key={name}>
+          <button type="button" aria-pressed={selected === name} onClick={() => onSelect(name)} data-node={name}>
+            {name}: <span className={`status ${state}`}>{state}</span>
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function NodeRuns({ name, runs, input, output }: { name: string; runs: NodeRun[]; input: unknown; output: unknown }) {
+  return (
+    <section className="panel" aria-labelledby="node-runs-heading">
+      <h3 id="node-runs-heading">Runs of {name}</h3>
+      {runs.length === 0 && <p className="muted">Not run.</p>}
+      <ol>
+        {runs.map((run, i) => (
+          <li key={i} className="node-run">
+            <p>
+              Started <Time at={run.startedAt} />
+              {run.endedAt && (
+                <>
+                  , ended <Time at={run.endedAt} />
+                </>
+              )}
+              {run.durationMs !== null && ` (${run.durationMs} ms)`}
+            </p>
+            {run.route && (
+              <p>
+                Route taken:{' '}
+                <strong className={run.route === 'failure' ? 'route failure' : 'route'}>{run.route}</strong>
+              </p>
+            )}
+            {run.error && (
+              <p className="problem node-error">
+                Error <code>{run.error.code}</code>: {run.error.message}
+                {run.error.limit && ` (${limitInWords(run.error.limit)})`}
+              </p>
+            )}
+            {run.logs.length > 0 && (
+              <ul className="logs">
+                {run.logs.map((log, j) => (
+                  <li key={j}>
+                    [{log.level}] {log.message}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </li>
+        ))}
+      </ol>
+      {input !== undefined && (
+        <>
+          <h4>Input</h4>
+          <Json value={input} label={`Input of node ${name}`} />
+        </>
+      )}
+      {output !== undefined && (
+        <>
+          <h4>Output</h4>
+          <Json value={output} label={`Output of node ${name}`} />
+        </>
+      )}
+    </section>
+  );
+}
