@@ -5,7 +5,7 @@ import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
-import { claimKey, findStoredKey, storeAnswer } from '../sql/idempotency-keys.ts';
+import { claimKey, findStoredKey, markInFlight, storeAnswer } from '../sql/idempotency-keys.ts';
 import { callerScope, checkedKey, fingerprint, IDEMPOTENCY_HEADER } from './idempotency-key.ts';
 import { IDEMPOTENCY_KEY_SECONDS } from '../../shared/retention/idempotency-keys.ts';
 
@@ -39,9 +39,18 @@ function cipherFor(credentialKey: string): CredentialCipher {
 // statements; a third miss in a row is not a race but a fault.
 const CLAIM_ATTEMPTS = 3;
 
+/** The refusal of a duplicate that arrives while the first request with its key still runs. */
+function inProgress(): ServiceError {
+  return new ServiceError(
+    'conflict',
+    'A request with this idempotency key is still in progress: retry it once that one has been answered.',
+  );
+}
+
 /**
- * Runs `create` once per caller and key. In one transaction: the key is claimed first (a
- * concurrent request with the same key waits here for this one's commit or rollback), then
+ * Runs `create` once per caller and key. In one transaction: the key is marked in flight and
+ * claimed first (a concurrent request with the same key is answered 409 `conflict` "in progress"
+ * at once, rather than waiting with a pool connection for this one to finish), then
  * `create` runs on the same transaction and its answer is stored, sealed, before the commit. So
  * the key and what it created commit or roll back together: a refusal `create` throws stores
  * nothing, and a retry runs afresh.
@@ -71,6 +80,7 @@ export async function runIdempotent(
         fingerprint: print,
         ttlSeconds: IDEMPOTENCY_KEY_SECONDS,
       };
+      if (!(await markInFlight(tx, caller, request.key))) throw inProgress();
       if (await claimKey(tx, claim)) {
         const created = await create(tx);
         await storeAnswer(tx, caller, request.key, created.status, cipher.encrypt(JSON.stringify(created.body), aad));

@@ -17,9 +17,8 @@ export interface KeyClaim {
   ttlSeconds: number;
 }
 
-// Inserted first in the creating transaction. A concurrent insert of the same (caller, key) waits
-// on the primary key for the first transaction: at its commit this statement takes the conflict
-// path, at its rollback it inserts. A row past its lifetime is taken over (the retention sweep may
+// Inserted first in the creating transaction, after markInFlight: no other claim of the same
+// (caller, key) is uncommitted, so this takes the conflict path on a committed row or inserts. A row past its lifetime is taken over (the retention sweep may
 // not have removed it yet); a live one is left alone and no row comes back.
 const CLAIM_SQL = `
   INSERT INTO idempotency_keys AS k (caller, key, operation, fingerprint)
@@ -30,10 +29,27 @@ const CLAIM_SQL = `
    WHERE k.created_at < now() - make_interval(secs => $5::int)
   RETURNING true AS claimed`;
 
+// Taken before the claim, for the rest of the transaction. A concurrent request with the same key
+// finds it taken and is answered at once, instead of waiting on the claim's row lock (holding a
+// pool connection) for as long as the first request takes. A 64-bit hash of caller and key: a
+// collision between two keys in flight at once is vanishingly unlikely, and would only answer one
+// of them "in progress".
+const IN_FLIGHT_SQL = `SELECT pg_try_advisory_xact_lock(hashtextextended($1::text || E'\\n' || $2::text, 0)) AS free`;
+
+/**
+ * Marks `(caller, key)` as in flight in this transaction: false when another transaction has it
+ * (a duplicate of a request still running). Never waits.
+ */
+export async function markInFlight(tx: Queryable, caller: string, key: string): Promise<boolean> {
+  const { rows } = await tx.query<{ free: boolean }>(IN_FLIGHT_SQL, [caller, key]);
+  return rows[0]!.free;
+}
+
 /**
  * Claims `(caller, key)` for this transaction: true when it is ours (new, or expired and taken
  * over), false when a live row committed by another request holds it (read it with
- * findStoredKey). Waits while another transaction holds the same key uncommitted.
+ * findStoredKey). Called after markInFlight, so no other claim of the key is uncommitted and
+ * this never waits on one.
  */
 export async function claimKey(tx: Queryable, claim: KeyClaim): Promise<boolean> {
   const { rows } = await tx.query(CLAIM_SQL, [
