@@ -28,6 +28,20 @@ export interface Config {
     /** WebSocket connections open at once per address. */
     wsConnectionsPerAddress: number;
   };
+  /**
+   * Heavy requests (large bodies) in flight on this control plane (control-plane/plugins/heavy-work.ts);
+   * 0 turns a bound off, `bodyBytes` 0 the whole gate.
+   */
+  heavyWork: {
+    /** A body of at least this many bytes is heavy. */
+    bodyBytes: number;
+    /** Heavy requests one account may have in flight at once. */
+    perAccount: number;
+    /** Heavy requests one client address may have in flight at once. */
+    perAddress: number;
+    /** Bytes of heavy bodies in flight at once, all callers together. */
+    bytesInFlight: number;
+  };
   /** Origins (scheme://host[:port]) a browser app may call the REST API from (CORS); none by default. */
   corsOrigins: string[];
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
@@ -136,6 +150,10 @@ const envSchema = z
     SIGNUPS_PER_MINUTE: intVar('SIGNUPS_PER_MINUTE', 20),
     AUTH_FAILURES_PER_MINUTE: intVar('AUTH_FAILURES_PER_MINUTE', 100),
     WS_CONNECTIONS_PER_ADDRESS: intVar('WS_CONNECTIONS_PER_ADDRESS', 200),
+    HEAVY_BODY_BYTES: intVar('HEAVY_BODY_BYTES', 256 * 1024),
+    HEAVY_REQUESTS_PER_ACCOUNT: intVar('HEAVY_REQUESTS_PER_ACCOUNT', 2),
+    HEAVY_REQUESTS_PER_ADDRESS: intVar('HEAVY_REQUESTS_PER_ADDRESS', 4),
+    HEAVY_BYTES_IN_FLIGHT: intVar('HEAVY_BYTES_IN_FLIGHT', 64 * 1024 * 1024),
     RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
     RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
     RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
@@ -246,6 +264,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       signupsPerMinute: v.SIGNUPS_PER_MINUTE,
       authFailuresPerMinute: v.AUTH_FAILURES_PER_MINUTE,
       wsConnectionsPerAddress: v.WS_CONNECTIONS_PER_ADDRESS,
+    },
+    heavyWork: {
+      bodyBytes: v.HEAVY_BODY_BYTES,
+      perAccount: v.HEAVY_REQUESTS_PER_ACCOUNT,
+      perAddress: v.HEAVY_REQUESTS_PER_ADDRESS,
+      bytesInFlight: v.HEAVY_BYTES_IN_FLIGHT,
     },
     corsOrigins: v.CORS_ORIGINS,
     modelStore,

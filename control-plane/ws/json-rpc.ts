@@ -172,6 +172,16 @@ export function notificationText(method: string, params: Record<string, unknown>
   return JSON.stringify({ jsonrpc: '2.0', method, params });
 }
 
+/**
+ * The answer to a message refused before it was parsed (a large message past its account's or
+ * address's admission): `id` is null, as for any request whose id could not be read, and
+ * `data.retry_after` says when to send it again.
+ */
+export function refusedFrameReply(error: ServiceError, retryAfterSeconds: number): string {
+  const rpc = toRpcError(error, () => undefined);
+  return errorResponse(null, { ...rpc, data: { ...rpc.data, retry_after: retryAfterSeconds } });
+}
+
 /** The answer to a binary frame: requests are JSON text, so it is a parse error like any non-JSON. */
 export function binaryFrameReply(): string {
   return errorResponse(
