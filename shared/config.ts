@@ -42,6 +42,21 @@ export interface Config {
     /** Bytes of heavy bodies in flight at once, all callers together. */
     bytesInFlight: number;
   };
+  /**
+   * What one account may keep stored beyond the limits catalog (control-plane/limits/storage-bounds.ts);
+   * 0 turns a bound off.
+   */
+  storage: {
+    /** Stored idempotent answers (and their bytes) one account may hold at once. */
+    idempotentAnswersPerAccount: number;
+    idempotentBytesPerAccount: number;
+    /** Records (and their bytes) one NLP dataset revision may hold. */
+    nlpRecordsPerRevision: number;
+    nlpBytesPerRevision: number;
+    /** Elements (and their bytes) one graph blob revision may hold. */
+    graphElementsPerRevision: number;
+    graphBytesPerRevision: number;
+  };
   /** Origins (scheme://host[:port]) a browser app may call the REST API from (CORS); none by default. */
   corsOrigins: string[];
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
@@ -154,6 +169,12 @@ const envSchema = z
     HEAVY_REQUESTS_PER_ACCOUNT: intVar('HEAVY_REQUESTS_PER_ACCOUNT', 2),
     HEAVY_REQUESTS_PER_ADDRESS: intVar('HEAVY_REQUESTS_PER_ADDRESS', 4),
     HEAVY_BYTES_IN_FLIGHT: intVar('HEAVY_BYTES_IN_FLIGHT', 64 * 1024 * 1024),
+    IDEMPOTENT_ANSWERS_PER_ACCOUNT: intVar('IDEMPOTENT_ANSWERS_PER_ACCOUNT', 10_000),
+    IDEMPOTENT_BYTES_PER_ACCOUNT: intVar('IDEMPOTENT_BYTES_PER_ACCOUNT', 64 * 1024 * 1024),
+    NLP_RECORDS_PER_REVISION: intVar('NLP_RECORDS_PER_REVISION', 100_000),
+    NLP_BYTES_PER_REVISION: intVar('NLP_BYTES_PER_REVISION', 64 * 1024 * 1024),
+    GRAPH_ELEMENTS_PER_REVISION: intVar('GRAPH_ELEMENTS_PER_REVISION', 100_000),
+    GRAPH_BYTES_PER_REVISION: intVar('GRAPH_BYTES_PER_REVISION', 64 * 1024 * 1024),
     RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
     RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
     RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
@@ -270,6 +291,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perAccount: v.HEAVY_REQUESTS_PER_ACCOUNT,
       perAddress: v.HEAVY_REQUESTS_PER_ADDRESS,
       bytesInFlight: v.HEAVY_BYTES_IN_FLIGHT,
+    },
+    storage: {
+      idempotentAnswersPerAccount: v.IDEMPOTENT_ANSWERS_PER_ACCOUNT,
+      idempotentBytesPerAccount: v.IDEMPOTENT_BYTES_PER_ACCOUNT,
+      nlpRecordsPerRevision: v.NLP_RECORDS_PER_REVISION,
+      nlpBytesPerRevision: v.NLP_BYTES_PER_REVISION,
+      graphElementsPerRevision: v.GRAPH_ELEMENTS_PER_REVISION,
+      graphBytesPerRevision: v.GRAPH_BYTES_PER_REVISION,
     },
     corsOrigins: v.CORS_ORIGINS,
     modelStore,

@@ -79,7 +79,9 @@ export class HeavyWorkGate {
 }
 
 function refusal(what: string): ServiceError {
-  return new ServiceError('rate_limited', `${what}; try again in ${HEAVY_RETRY_AFTER_SECONDS} s.`);
+  const error = new ServiceError('rate_limited', `${what}; try again in ${HEAVY_RETRY_AFTER_SECONDS} s.`);
+  error.retryAfterSeconds = HEAVY_RETRY_AFTER_SECONDS;
+  return error;
 }
 
 /** The body size a request announces; a body without `Content-Length` (chunked) counts as `limit`. */
@@ -106,10 +108,7 @@ export function registerHeavyWork(app: FastifyInstance, settings: HeavyWorkSetti
     const bytes = announcedBytes(request, request.routeOptions.bodyLimit ?? 0);
     if (!gate.isHeavy(bytes)) return payload;
     const admitted = gate.admit(request.principal.userId, request.ip, bytes);
-    if (admitted instanceof ServiceError) {
-      reply.header('retry-after', String(HEAVY_RETRY_AFTER_SECONDS));
-      throw admitted;
-    }
+    if (admitted instanceof ServiceError) throw admitted;
     const entry = { release: admitted, handling: false };
     releases.set(request, entry);
     // A client gone before its handler started frees the slot now; once the handler runs, the

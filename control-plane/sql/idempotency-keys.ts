@@ -11,6 +11,8 @@ export interface StoredKeyRow {
 
 export interface KeyClaim {
   caller: string;
+  /** The account whose stored answers the row counts against (idempotency_usage). */
+  account: string;
   key: string;
   operation: string;
   fingerprint: Buffer;
@@ -21,10 +23,10 @@ export interface KeyClaim {
 // (caller, key) is uncommitted, so this takes the conflict path on a committed row or inserts. A row past its lifetime is taken over (the retention sweep may
 // not have removed it yet); a live one is left alone and no row comes back.
 const CLAIM_SQL = `
-  INSERT INTO idempotency_keys AS k (caller, key, operation, fingerprint)
-  VALUES ($1::text, $2::text, $3::text, $4::bytea)
+  INSERT INTO idempotency_keys AS k (caller, key, operation, fingerprint, account)
+  VALUES ($1::text, $2::text, $3::text, $4::bytea, $6::uuid)
   ON CONFLICT (caller, key) DO UPDATE
-     SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
+     SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint, account = EXCLUDED.account,
          status = NULL, iv = NULL, auth_tag = NULL, response = NULL, created_at = now()
    WHERE k.created_at < now() - make_interval(secs => $5::int)
   RETURNING true AS claimed`;
@@ -58,6 +60,7 @@ export async function claimKey(tx: Queryable, claim: KeyClaim): Promise<boolean>
     claim.operation,
     claim.fingerprint,
     claim.ttlSeconds,
+    claim.account,
   ]);
   return rows.length === 1;
 }

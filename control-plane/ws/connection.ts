@@ -11,7 +11,7 @@ import { runCommand, type CommandRegistry } from '../commands/registry.ts';
 import type { AppContext } from '../context.ts';
 import { binaryFrameReply, handleRpcMessage, notificationText, refusedFrameReply, type Dispatch } from './json-rpc.ts';
 import { ServiceError } from '../../shared/errors.ts';
-import { HEAVY_RETRY_AFTER_SECONDS, type HeavyWorkGate, type Release } from '../plugins/heavy-work.ts';
+import type { HeavyWorkGate, Release } from '../plugins/heavy-work.ts';
 
 /** Close code when the credential expires or stops authenticating (revoked key, deleted account). */
 const CLOSE_CREDENTIAL = 4001;
@@ -164,7 +164,7 @@ export function serveConnection(options: ServeOptions): CommandConnection {
     if (options.heavyWork?.isHeavy(bytes)) {
       const admitted = options.heavyWork.admit(options.principal.userId, options.address, bytes);
       if (admitted instanceof ServiceError) {
-        send(refusedFrameReply(admitted, HEAVY_RETRY_AFTER_SECONDS));
+        send(refusedFrameReply(admitted));
         return;
       }
       release = admitted;

@@ -65,6 +65,7 @@ export function toRpcError(error: unknown, onInternal: OnInternalError): RpcErro
       ...known.extras,
       http_status: known.status,
       ...(known.code === 'unavailable' ? { retry_after: RETRY_AFTER_SECONDS } : {}),
+      ...(known.retryAfterSeconds !== undefined ? { retry_after: known.retryAfterSeconds } : {}),
     },
   };
 }
@@ -177,9 +178,11 @@ export function notificationText(method: string, params: Record<string, unknown>
  * address's admission): `id` is null, as for any request whose id could not be read, and
  * `data.retry_after` says when to send it again.
  */
-export function refusedFrameReply(error: ServiceError, retryAfterSeconds: number): string {
-  const rpc = toRpcError(error, () => undefined);
-  return errorResponse(null, { ...rpc, data: { ...rpc.data, retry_after: retryAfterSeconds } });
+export function refusedFrameReply(error: ServiceError): string {
+  return errorResponse(
+    null,
+    toRpcError(error, () => undefined),
+  );
 }
 
 /** The answer to a binary frame: requests are JSON text, so it is a parse error like any non-JSON. */
