@@ -108,7 +108,12 @@ export function registerHeavyWork(app: FastifyInstance, settings: HeavyWorkSetti
     const bytes = announcedBytes(request, request.routeOptions.bodyLimit ?? 0);
     if (!gate.isHeavy(bytes)) return payload;
     const admitted = gate.admit(request.principal.userId, request.ip, bytes);
-    if (admitted instanceof ServiceError) throw admitted;
+    if (admitted instanceof ServiceError) {
+      // The body is not read: closing the connection after the answer stops the client sending
+      // it, where keeping the connection alive would make this process read and drop every byte.
+      reply.header('connection', 'close');
+      throw admitted;
+    }
     const entry = { release: admitted, handling: false };
     releases.set(request, entry);
     // A client gone before its handler started frees the slot now; once the handler runs, the
