@@ -21,7 +21,7 @@ import type { Config } from '../../shared/config.ts';
 import { ServiceError } from '../../shared/errors.ts';
 
 /** Seconds a refused client is told to wait: slots free as soon as a request of its finishes. */
-export const HEAVY_RETRY_AFTER_SECONDS = 1;
+const HEAVY_RETRY_AFTER_SECONDS = 1;
 
 /** Gives back what `admit` took; calling it again does nothing. */
 export type Release = () => void;
