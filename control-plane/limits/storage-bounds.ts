@@ -3,7 +3,7 @@
  * can do to the others"): the catalog bounds each NLP upload and graph mutation, not what a
  * revision accumulates. These bounds are the service's configuration (Config['storage']), the
  * same for every account; 0 turns one off. The counts they are checked against change in the
- * writing transaction (migration 024), so a refusal rolls the write back whole.
+ * writing transaction (migration 027), so a refusal rolls the write back whole.
  */
 import type { Config } from '../../shared/config.ts';
 import { ServiceError } from '../../shared/errors.ts';

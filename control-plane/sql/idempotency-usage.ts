@@ -2,7 +2,7 @@ import type { Queryable } from '../../shared/db/db.ts';
 
 // Takes one answer of `bytes` for the account when both of its counts stay within their bounds
 // (the row's lock, held to commit, makes a concurrent taker wait and see this one). The triggers
-// of migration 024 free it when the answer's row is deleted or taken over.
+// of migration 027 free it when the answer's row is deleted or taken over.
 const TAKE_SQL = `
   INSERT INTO idempotency_usage AS u (account, answers, bytes) VALUES ($1::uuid, 1, $2::bigint)
   ON CONFLICT (account) DO UPDATE SET answers = u.answers + 1, bytes = u.bytes + EXCLUDED.bytes

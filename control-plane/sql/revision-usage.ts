@@ -1,6 +1,6 @@
 import type { Queryable } from '../../shared/db/db.ts';
 
-/** What a revision holds (migration 024's `revision_usage`, kept by triggers in the writers' transactions). */
+/** What a revision holds (migration 027's `revision_usage`, kept by triggers in the writers' transactions). */
 export interface RevisionUsage {
   records: number;
   recordBytes: number;
