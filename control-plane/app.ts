@@ -14,6 +14,7 @@ import { registerEnvelope } from './plugins/envelope.ts';
 import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
 import { registerThrottles } from './plugins/throttle.ts';
+import { registerHeavyWork } from './plugins/heavy-work.ts';
 import { registerHttpMetrics } from './metrics.ts';
 import { watchPool } from '../shared/metrics.ts';
 import { readinessProbe } from '../shared/probes.ts';
@@ -205,9 +206,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Before auth: an address refused for its failed credentials is not authenticated again.
   const wsAdmission = await registerThrottles(app, options.config.throttle);
   registerAuth(app);
+  // After auth: a large body is admitted for its account before it is read.
+  const heavyWork = registerHeavyWork(app, options.config.heavyWork);
   registerAudit(app);
 
-  await app.register(websocketPlugin, { commands, admission: wsAdmission });
+  await app.register(websocketPlugin, { commands, admission: wsAdmission, heavyWork });
   await app.register(
     async (v1) => {
       await v1.register(authRoutes);

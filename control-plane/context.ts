@@ -45,5 +45,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route needs no credential (sign-in, refresh). */
     public?: boolean;
+    /** A large body of this route is heavy work, admitted per account and address (control-plane/plugins/heavy-work.ts). */
+    heavyBody?: boolean;
   }
 }

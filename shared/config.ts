@@ -30,6 +30,35 @@ export interface Config {
     /** WebSocket connections open at once per address. */
     wsConnectionsPerAddress: number;
   };
+  /**
+   * Heavy requests (large bodies) in flight on this control plane (control-plane/plugins/heavy-work.ts);
+   * 0 turns a bound off, `bodyBytes` 0 the whole gate.
+   */
+  heavyWork: {
+    /** A body of at least this many bytes is heavy. */
+    bodyBytes: number;
+    /** Heavy requests one account may have in flight at once. */
+    perAccount: number;
+    /** Heavy requests one client address may have in flight at once. */
+    perAddress: number;
+    /** Bytes of heavy bodies in flight at once, all callers together. */
+    bytesInFlight: number;
+  };
+  /**
+   * What one account may keep stored beyond the limits catalog (control-plane/limits/storage-bounds.ts);
+   * 0 turns a bound off.
+   */
+  storage: {
+    /** Stored idempotent answers (and their bytes) one account may hold at once. */
+    idempotentAnswersPerAccount: number;
+    idempotentBytesPerAccount: number;
+    /** Records (and their bytes) one NLP dataset revision may hold. */
+    nlpRecordsPerRevision: number;
+    nlpBytesPerRevision: number;
+    /** Elements (and their bytes) one graph blob revision may hold. */
+    graphElementsPerRevision: number;
+    graphBytesPerRevision: number;
+  };
   /** Origins (scheme://host[:port]) a browser app may call the REST API from (CORS); none by default. */
   corsOrigins: string[];
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
@@ -151,6 +180,16 @@ const envSchema = z
     MODEL_UPLOAD_IDLE_SECONDS: intVar('MODEL_UPLOAD_IDLE_SECONDS', 30, { min: 1, max: 3600 }),
     MODEL_UPLOAD_SECONDS: intVar('MODEL_UPLOAD_SECONDS', 3600, { min: 1 }),
     MODEL_MAX_NODES: intVar('MODEL_MAX_NODES', 50_000, { min: 1 }),
+    HEAVY_BODY_BYTES: intVar('HEAVY_BODY_BYTES', 256 * 1024),
+    HEAVY_REQUESTS_PER_ACCOUNT: intVar('HEAVY_REQUESTS_PER_ACCOUNT', 2),
+    HEAVY_REQUESTS_PER_ADDRESS: intVar('HEAVY_REQUESTS_PER_ADDRESS', 4),
+    HEAVY_BYTES_IN_FLIGHT: intVar('HEAVY_BYTES_IN_FLIGHT', 64 * 1024 * 1024),
+    IDEMPOTENT_ANSWERS_PER_ACCOUNT: intVar('IDEMPOTENT_ANSWERS_PER_ACCOUNT', 10_000),
+    IDEMPOTENT_BYTES_PER_ACCOUNT: intVar('IDEMPOTENT_BYTES_PER_ACCOUNT', 64 * 1024 * 1024),
+    NLP_RECORDS_PER_REVISION: intVar('NLP_RECORDS_PER_REVISION', 100_000),
+    NLP_BYTES_PER_REVISION: intVar('NLP_BYTES_PER_REVISION', 64 * 1024 * 1024),
+    GRAPH_ELEMENTS_PER_REVISION: intVar('GRAPH_ELEMENTS_PER_REVISION', 100_000),
+    GRAPH_BYTES_PER_REVISION: intVar('GRAPH_BYTES_PER_REVISION', 64 * 1024 * 1024),
     RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
     RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
     RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
@@ -262,6 +301,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       signupsPerMinute: v.SIGNUPS_PER_MINUTE,
       authFailuresPerMinute: v.AUTH_FAILURES_PER_MINUTE,
       wsConnectionsPerAddress: v.WS_CONNECTIONS_PER_ADDRESS,
+    },
+    heavyWork: {
+      bodyBytes: v.HEAVY_BODY_BYTES,
+      perAccount: v.HEAVY_REQUESTS_PER_ACCOUNT,
+      perAddress: v.HEAVY_REQUESTS_PER_ADDRESS,
+      bytesInFlight: v.HEAVY_BYTES_IN_FLIGHT,
+    },
+    storage: {
+      idempotentAnswersPerAccount: v.IDEMPOTENT_ANSWERS_PER_ACCOUNT,
+      idempotentBytesPerAccount: v.IDEMPOTENT_BYTES_PER_ACCOUNT,
+      nlpRecordsPerRevision: v.NLP_RECORDS_PER_REVISION,
+      nlpBytesPerRevision: v.NLP_BYTES_PER_REVISION,
+      graphElementsPerRevision: v.GRAPH_ELEMENTS_PER_REVISION,
+      graphBytesPerRevision: v.GRAPH_BYTES_PER_REVISION,
     },
     corsOrigins: v.CORS_ORIGINS,
     modelStore,

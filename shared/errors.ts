@@ -62,6 +62,8 @@ export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly extras: ErrorExtras;
+  /** When the client may try again: REST sends it as `Retry-After`, JSON-RPC as `data.retry_after`. Never in the body. */
+  retryAfterSeconds: number | undefined;
 
   constructor(code: ErrorCode, message?: string, extras: ErrorExtras = {}, options?: ErrorOptions) {
     super(message ?? errorCatalog[code].message, options);

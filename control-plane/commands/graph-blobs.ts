@@ -7,6 +7,8 @@ import { limitInForce } from '../../shared/limits/in-force.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
 import { defineCommand } from './command.ts';
 import { graphEdgeSchema, graphMutationResult, graphNodeSchema } from '../openapi/records.ts';
+import { checkElementBounds } from '../limits/storage-bounds.ts';
+import { revisionUsage } from '../sql/revision-usage.ts';
 
 /**
  * Graph blob commands (docs/blob-types.md, "Graph blobs"): each revision of a
@@ -29,7 +31,15 @@ const mutateGraphCommand = defineCommand({
     const { blob, revision } = call.revision;
     await requireEntitlement(ctx.db, blob.id, 'graphdb.enabled');
     const ceilings = await graphMutationCeilings(ctx.db, blob.id);
-    const outcome = await ctx.db.transaction((tx) => mutateRevisionGraph(tx, revision.id, params.mutations, ceilings));
+    const outcome = await ctx.db.transaction(async (tx) => {
+      // Writers of the revision queue on its row (as mutateRevisionGraph does), so `before` is
+      // what this call starts from; the mutations' triggers count what they change.
+      await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [revision.id]);
+      const before = await revisionUsage(tx, revision.id);
+      const applied = await mutateRevisionGraph(tx, revision.id, params.mutations, ceilings);
+      checkElementBounds(before, await revisionUsage(tx, revision.id), ctx.config.storage);
+      return applied;
+    });
     return { elements: outcome.elements, deleted: outcome.deleted };
   },
 });

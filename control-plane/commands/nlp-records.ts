@@ -5,6 +5,8 @@ import { requireEntitlement } from '../limits/entitlement.ts';
 import { insertRecords, listRecords, nlpRecord, type NewNlpRecord } from '../sql/nlp-records.ts';
 import { defineCommand } from './command.ts';
 import { nlpRecordSchema } from '../openapi/records.ts';
+import { checkRecordBounds } from '../limits/storage-bounds.ts';
+import { revisionUsage } from '../sql/revision-usage.ts';
 
 /**
  * NLP dataset commands (docs/blob-types.md, "NLP datasets"): a revision of a
@@ -112,11 +114,10 @@ const uploadRecords = defineCommand({
       // Writers of one revision queue here, so `seq` order is commit order (see insertRecords).
       await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [revision.id]);
       await insertRecords(tx, revision.id, records);
-      const { rows } = await tx.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM nlp_records WHERE revision_id = $1::uuid',
-        [revision.id],
-      );
-      return rows[0]!.n;
+      // The insert's trigger counted the records in this transaction: past a bound, it rolls back.
+      const usage = await revisionUsage(tx, revision.id);
+      checkRecordBounds(usage, ctx.config.storage);
+      return usage.records;
     });
     return { uploaded: records.length, total };
   },

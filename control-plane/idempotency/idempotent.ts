@@ -5,7 +5,8 @@ import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
-import { claimKey, findStoredKey, storeAnswer } from '../sql/idempotency-keys.ts';
+import { claimKey, findStoredKey, markInFlight, storeAnswer } from '../sql/idempotency-keys.ts';
+import { purgeExpiredAnswers, secondsUntilOldestExpires, takeAnswerSlot } from '../sql/idempotency-usage.ts';
 import { callerScope, checkedKey, fingerprint, IDEMPOTENCY_HEADER } from './idempotency-key.ts';
 import { IDEMPOTENCY_KEY_SECONDS } from '../../shared/retention/idempotency-keys.ts';
 
@@ -39,9 +40,45 @@ function cipherFor(credentialKey: string): CredentialCipher {
 // statements; a third miss in a row is not a race but a fault.
 const CLAIM_ATTEMPTS = 3;
 
+/** The refusal of a duplicate that arrives while the first request with its key still runs. */
+function inProgress(): ServiceError {
+  return new ServiceError(
+    'conflict',
+    'A request with this idempotency key is still in progress: retry it once that one has been answered.',
+  );
+}
+
 /**
- * Runs `create` once per caller and key. In one transaction: the key is claimed first (a
- * concurrent request with the same key waits here for this one's commit or rollback), then
+ * Counts a stored answer of `bytes` against the account, in the storing transaction: past
+ * IDEMPOTENT_ANSWERS_PER_ACCOUNT or IDEMPOTENT_BYTES_PER_ACCOUNT (after removing its expired
+ * answers) it is 429 `rate_limited`, and the create rolls back with it: the caller retries once
+ * older answers have expired, or sends the request without a key.
+ */
+async function countAnswer(ctx: AppContext, tx: Tx, account: string, bytes: number): Promise<void> {
+  const { idempotentAnswersPerAccount: answers, idempotentBytesPerAccount: maxBytes } = ctx.config.storage;
+  const bounds = {
+    maxAnswers: answers === 0 ? Number.MAX_SAFE_INTEGER : answers,
+    maxBytes: maxBytes === 0 ? Number.MAX_SAFE_INTEGER : maxBytes,
+  };
+  if (bytes <= bounds.maxBytes) {
+    if (await takeAnswerSlot(tx, account, bytes, bounds)) return;
+    if ((await purgeExpiredAnswers(tx, account, IDEMPOTENCY_KEY_SECONDS)) > 0) {
+      if (await takeAnswerSlot(tx, account, bytes, bounds)) return;
+    }
+  }
+  const wait = await secondsUntilOldestExpires(tx, account, IDEMPOTENCY_KEY_SECONDS);
+  const refusal = new ServiceError(
+    'rate_limited',
+    `This account holds as many stored idempotent answers as the service keeps (${answers} answers, ${maxBytes} bytes, for 24 hours); retry in ${wait} s, or send the request without an idempotency key.`,
+  );
+  refusal.retryAfterSeconds = wait;
+  throw refusal;
+}
+
+/**
+ * Runs `create` once per caller and key. In one transaction: the key is marked in flight and
+ * claimed first (a concurrent request with the same key is answered 409 `conflict` "in progress"
+ * at once, rather than waiting with a pool connection for this one to finish), then
  * `create` runs on the same transaction and its answer is stored, sealed, before the commit. So
  * the key and what it created commit or roll back together: a refusal `create` throws stores
  * nothing, and a retry runs afresh.
@@ -70,10 +107,14 @@ export async function runIdempotent(
         operation: request.operation,
         fingerprint: print,
         ttlSeconds: IDEMPOTENCY_KEY_SECONDS,
+        account: principal.userId,
       };
+      if (!(await markInFlight(tx, caller, request.key))) throw inProgress();
       if (await claimKey(tx, claim)) {
         const created = await create(tx);
-        await storeAnswer(tx, caller, request.key, created.status, cipher.encrypt(JSON.stringify(created.body), aad));
+        const sealed = cipher.encrypt(JSON.stringify(created.body), aad);
+        await countAnswer(ctx, tx, principal.userId, sealed.ciphertext.length);
+        await storeAnswer(tx, caller, request.key, created.status, sealed);
         return { ...created, replayed: false };
       }
       const stored = await findStoredKey(tx, caller, request.key, IDEMPOTENCY_KEY_SECONDS);

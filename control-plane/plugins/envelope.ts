@@ -79,6 +79,7 @@ export function registerEnvelope(app: FastifyInstance): void {
     const known = error instanceof ServiceError ? error : fromFastify(error);
     if (known) {
       if (known.code === 'unavailable') reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+      else if (known.retryAfterSeconds !== undefined) reply.header('retry-after', String(known.retryAfterSeconds));
       else if (known.status >= 500) request.log.error({ err: error }, 'request failed');
       return reply.code(known.status).send(known.toEnvelope());
     }

@@ -77,7 +77,7 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
 
   app.post(
     '/revisions/:revision_id/:command',
-    { bodyLimit: COMMAND_MESSAGE_LIMIT, schema: commandSchema },
+    { bodyLimit: COMMAND_MESSAGE_LIMIT, schema: commandSchema, config: { heavyBody: true } },
     async (request, reply) => {
       const { revision_id, command } = parseInput(pathParams, request.params, 'path');
       let body = request.body;

@@ -125,6 +125,7 @@ export async function sessionFileRoutes(app: FastifyInstance): Promise<void> {
       '/revisions/:revision_id/upload_session_file',
       {
         bodyLimit: UPLOAD_BODY_LIMIT,
+        config: { heavyBody: true },
         schema: routeSchema({
           tags: TAGS,
           summary: 'upload_session_file: store a session file from raw bytes',
@@ -135,7 +136,15 @@ export async function sessionFileRoutes(app: FastifyInstance): Promise<void> {
           body: z.string().meta({ format: 'binary' }),
           consumes: ['application/octet-stream'],
           responses: { 200: success({ object: sessionFileSchema }, "The stored file's record.") },
-          errors: ['not_found', 'unknown_command', 'forbidden', 'session_file_too_large', 'limit_exceeded', 'conflict'],
+          errors: [
+            'not_found',
+            'unknown_command',
+            'forbidden',
+            'session_file_too_large',
+            'limit_exceeded',
+            'conflict',
+            'rate_limited',
+          ],
         }),
         // Access and the header are checked before the body is read: a caller who may not write,
         // or whose header is malformed, is answered without spending 4 MiB of reading on it.

@@ -11,29 +11,47 @@ export interface StoredKeyRow {
 
 export interface KeyClaim {
   caller: string;
+  /** The account whose stored answers the row counts against (idempotency_usage). */
+  account: string;
   key: string;
   operation: string;
   fingerprint: Buffer;
   ttlSeconds: number;
 }
 
-// Inserted first in the creating transaction. A concurrent insert of the same (caller, key) waits
-// on the primary key for the first transaction: at its commit this statement takes the conflict
-// path, at its rollback it inserts. A row past its lifetime is taken over (the retention sweep may
+// Inserted first in the creating transaction, after markInFlight: no other claim of the same
+// (caller, key) is uncommitted, so this takes the conflict path on a committed row or inserts. A row past its lifetime is taken over (the retention sweep may
 // not have removed it yet); a live one is left alone and no row comes back.
 const CLAIM_SQL = `
-  INSERT INTO idempotency_keys AS k (caller, key, operation, fingerprint)
-  VALUES ($1::text, $2::text, $3::text, $4::bytea)
+  INSERT INTO idempotency_keys AS k (caller, key, operation, fingerprint, account)
+  VALUES ($1::text, $2::text, $3::text, $4::bytea, $6::uuid)
   ON CONFLICT (caller, key) DO UPDATE
-     SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
+     SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint, account = EXCLUDED.account,
          status = NULL, iv = NULL, auth_tag = NULL, response = NULL, created_at = now()
    WHERE k.created_at < now() - make_interval(secs => $5::int)
   RETURNING true AS claimed`;
 
+// Taken before the claim, for the rest of the transaction. A concurrent request with the same key
+// finds it taken and is answered at once, instead of waiting on the claim's row lock (holding a
+// pool connection) for as long as the first request takes. A 64-bit hash of caller and key: a
+// collision between two keys in flight at once is vanishingly unlikely, and would only answer one
+// of them "in progress".
+const IN_FLIGHT_SQL = `SELECT pg_try_advisory_xact_lock(hashtextextended($1::text || E'\\n' || $2::text, 0)) AS free`;
+
+/**
+ * Marks `(caller, key)` as in flight in this transaction: false when another transaction has it
+ * (a duplicate of a request still running). Never waits.
+ */
+export async function markInFlight(tx: Queryable, caller: string, key: string): Promise<boolean> {
+  const { rows } = await tx.query<{ free: boolean }>(IN_FLIGHT_SQL, [caller, key]);
+  return rows[0]!.free;
+}
+
 /**
  * Claims `(caller, key)` for this transaction: true when it is ours (new, or expired and taken
  * over), false when a live row committed by another request holds it (read it with
- * findStoredKey). Waits while another transaction holds the same key uncommitted.
+ * findStoredKey). Called after markInFlight, so no other claim of the key is uncommitted and
+ * this never waits on one.
  */
 export async function claimKey(tx: Queryable, claim: KeyClaim): Promise<boolean> {
   const { rows } = await tx.query(CLAIM_SQL, [
@@ -42,6 +60,7 @@ export async function claimKey(tx: Queryable, claim: KeyClaim): Promise<boolean>
     claim.operation,
     claim.fingerprint,
     claim.ttlSeconds,
+    claim.account,
   ]);
   return rows.length === 1;
 }

@@ -9,7 +9,9 @@ import type { Principal } from '../auth/principal.ts';
 import type { CommandConnection } from '../commands/command.ts';
 import { runCommand, type CommandRegistry } from '../commands/registry.ts';
 import type { AppContext } from '../context.ts';
-import { binaryFrameReply, handleRpcMessage, notificationText, type Dispatch } from './json-rpc.ts';
+import { binaryFrameReply, handleRpcMessage, notificationText, refusedFrameReply, type Dispatch } from './json-rpc.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import type { HeavyWorkGate, Release } from '../plugins/heavy-work.ts';
 
 /** Close code when the credential expires or stops authenticating (revoked key, deleted account). */
 const CLOSE_CREDENTIAL = 4001;
@@ -27,8 +29,12 @@ export interface ServeOptions {
   registry: CommandRegistry;
   socket: WebSocket;
   credential: Credential;
-  /** Who the handshake authenticated, for the log. */
+  /** Who the handshake authenticated, for the log and the admission of large messages. */
   principal: Principal;
+  /** The client address, for the admission of large messages. */
+  address: string;
+  /** Admits a large message per account and address; null: every message is served. */
+  heavyWork: HeavyWorkGate | null;
   log: FastifyBaseLogger;
 }
 
@@ -41,6 +47,11 @@ function expiryOf(credential: Credential): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+function byteLength(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((sum, chunk) => sum + chunk.length, 0);
+  return data.byteLength;
 }
 
 function textOf(data: RawData): string {
@@ -146,11 +157,24 @@ export function serveConnection(options: ServeOptions): CommandConnection {
       send(binaryFrameReply());
       return;
     }
+    // A large message is heavy work, admitted like a large REST body before it is parsed; refused,
+    // it is answered (id null: it was not read) and dropped.
+    let release: Release | undefined;
+    const bytes = byteLength(data);
+    if (options.heavyWork?.isHeavy(bytes)) {
+      const admitted = options.heavyWork.admit(options.principal.userId, options.address, bytes);
+      if (admitted instanceof ServiceError) {
+        send(refusedFrameReply(admitted));
+        return;
+      }
+      release = admitted;
+    }
     inFlight += 1;
     if (inFlight >= MAX_IN_FLIGHT) socket.pause();
     answer(textOf(data))
       .catch(onInternal)
       .finally(() => {
+        release?.();
         inFlight -= 1;
         if (socket.isPaused && inFlight < MAX_IN_FLIGHT) socket.resume();
       });

@@ -65,6 +65,7 @@ export function toRpcError(error: unknown, onInternal: OnInternalError): RpcErro
       ...known.extras,
       http_status: known.status,
       ...(known.code === 'unavailable' ? { retry_after: RETRY_AFTER_SECONDS } : {}),
+      ...(known.retryAfterSeconds !== undefined ? { retry_after: known.retryAfterSeconds } : {}),
     },
   };
 }
@@ -170,6 +171,18 @@ export async function handleRpcMessage(
 /** A server-to-client notification (no `id`): the push channel of `subscribe` (docs/sessions-and-events.md, "Live updates (WebSocket only)"). */
 export function notificationText(method: string, params: Record<string, unknown>): string {
   return JSON.stringify({ jsonrpc: '2.0', method, params });
+}
+
+/**
+ * The answer to a message refused before it was parsed (a large message past its account's or
+ * address's admission): `id` is null, as for any request whose id could not be read, and
+ * `data.retry_after` says when to send it again.
+ */
+export function refusedFrameReply(error: ServiceError): string {
+  return errorResponse(
+    null,
+    toRpcError(error, () => undefined),
+  );
 }
 
 /** The answer to a binary frame: requests are JSON text, so it is a parse error like any non-JSON. */

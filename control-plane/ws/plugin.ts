@@ -4,6 +4,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { COMMAND_MESSAGE_LIMIT, createCommandRegistry, COMMANDS, type CommandRegistry } from '../commands/registry.ts';
 import { wsRefusal, type WsAdmission } from '../plugins/throttle.ts';
+import type { HeavyWorkGate } from '../plugins/heavy-work.ts';
 import { websocketConnections } from '../metrics.ts';
 import { serveConnection } from './connection.ts';
 import { z } from 'zod';
@@ -15,6 +16,8 @@ export interface WebsocketPluginOptions {
   commands?: CommandRegistry;
   /** Connections per client address (control-plane/plugins/throttle.ts); unset: unbounded. */
   admission?: WsAdmission;
+  /** Admission of large messages per account and address (control-plane/plugins/heavy-work.ts); unset: unbounded. */
+  heavyWork?: HeavyWorkGate;
 }
 
 /**
@@ -93,6 +96,8 @@ export async function websocketPlugin(app: FastifyInstance, options: WebsocketPl
         socket,
         credential: handshake.credential,
         principal: request.principal,
+        address: request.ip,
+        heavyWork: options.heavyWork ?? null,
         log: request.log,
       });
     },
