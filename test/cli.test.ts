@@ -259,10 +259,7 @@ t.test("run --follow prints a workflow's logs and errors with their control char
     ['stdout', run.stdout],
     ['stderr', run.stderr.replace(redraw, '')],
   ] as const) {
-    t.notOk(
-      control.test(text),
-      `${name} holds no control character: ${JSON.stringify(text)}`,
-    );
+    t.notOk(control.test(text), `${name} holds no control character: ${JSON.stringify(text)}`);
   }
   t.match(run.stdout, /\\u001b\[2J\\u001b\]0;pwned\\u0007/, 'the escapes are shown, escaped');
   t.notOk(/^✓ fake/m.test(run.stdout), 'a log cannot start a line of its own');
