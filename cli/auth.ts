@@ -1,6 +1,7 @@
 /**
- * `wsctl login` (anonymous, refresh token, API key), `logout`, `whoami`. A secret given as `-` is
- * read from stdin, so it need not appear in the shell's history or the process list.
+ * `wsctl login` (anonymous, refresh token, API key), `logout`, `whoami`. A secret is read from
+ * stdin (`-`) or the environment (`env:NAME`), never taken from the command line, so it appears
+ * in neither the shell's history nor the process list.
  */
 import type { Command } from 'commander';
 import { createRestClient, ok } from '../client/src/index.ts';
@@ -13,8 +14,8 @@ export function registerAuth(program: Command, context: () => CliContext): void 
     .description('sign in and store the credential in the profile (mode 0600)')
     .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8080', process.env.WSCTL_URL)
     .option('--anonymous', 'sign up as a new anonymous user')
-    .option('--refresh-token <token>', 'sign in with a refresh token (- reads it from stdin)')
-    .option('--api-key <key>', 'use an API key (- reads it from stdin)')
+    .option('--refresh-token <source>', 'sign in with a refresh token: - (stdin) or env:NAME')
+    .option('--api-key <source>', 'use an API key: - (stdin) or env:NAME')
     .action(async (options: { url: string; anonymous?: boolean; refreshToken?: string; apiKey?: string }) => {
       const ctx = context();
       const chosen = [options.anonymous, options.refreshToken, options.apiKey].filter((v) => v !== undefined).length;
@@ -23,7 +24,7 @@ export function registerAuth(program: Command, context: () => CliContext): void 
       const url = originOf(options.url);
       const rest = createRestClient({ baseUrl: url });
       if (options.apiKey !== undefined) {
-        const apiKey = await readSecret(options.apiKey);
+        const apiKey = await readSecret(options.apiKey, '--api-key');
         const keyed = createRestClient({ baseUrl: url, credential: { apiKey } });
         const { user } = await ok(keyed.GET('/v1/users/{user_id}', { params: { path: { user_id: 'me' } } }));
         await ctx.save({ url, user_id: user.id, api_key: apiKey, ...(await keptOps(ctx)) });
@@ -32,7 +33,11 @@ export function registerAuth(program: Command, context: () => CliContext): void 
       }
       const answer = options.anonymous
         ? await ok(rest.POST('/v1/auth/anonymous', { body: {} }))
-        : await ok(rest.POST('/v1/auth/refresh', { body: { refresh_token: await readSecret(options.refreshToken!) } }));
+        : await ok(
+            rest.POST('/v1/auth/refresh', {
+              body: { refresh_token: await readSecret(options.refreshToken!, '--refresh-token') },
+            }),
+          );
       await ctx.save({ url, ...tokensOf(answer), ...(await keptOps(ctx)) });
       ctx.output.out(`signed in to ${url} as ${answer.user.id} (profile ${ctx.profileName})`);
     });

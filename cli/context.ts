@@ -5,6 +5,7 @@
  */
 import { createRestClient, ok, RpcClient, socketUrlOf, type Credential, type RestClient } from '../client/src/index.ts';
 import { readProfiles, writeProfiles, type Profile, type ProfileFile } from './profiles.ts';
+import { printableLines } from './terminal-text.ts';
 
 /** A refusal of wsctl itself (not of the service), printed like the service's: `error: code: message`. */
 export class CliError extends Error {
@@ -31,7 +32,11 @@ export interface Output {
   readonly interactive: boolean;
 }
 
-/** Output on the process's streams. */
+/**
+ * Output on the process's streams. Every line is escaped (terminal-text.ts) before it is
+ * written, so no text from the service acts on the terminal; only wsctl's own redraw of the
+ * progress line does.
+ */
 export function processOutput(): Output {
   const tty = process.stderr.isTTY === true;
   let open = false;
@@ -39,18 +44,18 @@ export function processOutput(): Output {
     interactive: tty,
     out(line) {
       if (open) this.endProgress();
-      process.stdout.write(`${line}\n`);
+      process.stdout.write(`${printableLines(line)}\n`);
     },
     err(line) {
       if (open) this.endProgress();
-      process.stderr.write(`${line}\n`);
+      process.stderr.write(`${printableLines(line)}\n`);
     },
     progress(line) {
       if (tty) {
-        process.stderr.write(`\r\x1b[K${line}`);
+        process.stderr.write(`\r\x1b[K${printableLines(line).replace(/\n/g, '\\n')}`);
         open = true;
       } else {
-        process.stderr.write(`${line}\n`);
+        process.stderr.write(`${printableLines(line)}\n`);
       }
     },
     endProgress() {

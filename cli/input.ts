@@ -11,10 +11,23 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A secret argument: `-` reads it from stdin (trimmed). */
-export async function readSecret(value: string): Promise<string> {
-  const secret = value === '-' ? (await readStdin()).trim() : value;
-  if (!secret) throw new CliError('invalid_arguments', 'The secret is empty.', 2);
+/**
+ * A secret named by where to read it, never given itself: `-` reads it from stdin, `env:NAME`
+ * from the environment variable NAME. A secret written on the command line would be visible to
+ * every user of the machine in the process list (and kept in the shell's history), so anything
+ * else is refused.
+ */
+export async function readSecret(value: string, option: string): Promise<string> {
+  let secret: string;
+  if (value === '-') secret = (await readStdin()).trim();
+  else if (value.startsWith('env:') && value.length > 4) secret = (process.env[value.slice(4)] ?? '').trim();
+  else
+    throw new CliError(
+      'invalid_arguments',
+      `${option} takes - (read the secret from stdin) or env:NAME (from the environment variable NAME), not the secret itself: a command line is visible to every user in the process list.`,
+      2,
+    );
+  if (!secret) throw new CliError('invalid_arguments', `The secret for ${option} is empty.`, 2);
   return secret;
 }
 

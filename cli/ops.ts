@@ -54,12 +54,12 @@ export function registerOps(program: Command, context: () => CliContext): void {
     .command('login')
     .description("stores the operations API's address and token in the profile")
     .requiredOption('--url <url>', 'e.g. http://127.0.0.1:8081')
-    .requiredOption('--token <token>', 'OPS_TOKEN (- reads it from stdin)')
+    .requiredOption('--token <source>', 'OPS_TOKEN: - (stdin) or env:NAME')
     .action(async (options: { url: string; token: string }) => {
       const ctx = context();
       // An operator may have no account of the service: the profile can hold the ops API alone.
       const profile = (await ctx.existing()) ?? { url: '' };
-      const target = { url: originOf(options.url), token: await readSecret(options.token) };
+      const target = { url: originOf(options.url), token: await readSecret(options.token, '--token') };
       // Checked before it is kept: a wrong token is refused here, not at the next command.
       const { health } = await opsQuery<{ health: { status: string; version: string } }>(
         ctx,

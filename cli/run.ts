@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import type { EventRecord, ExecutionRecord, RpcClient } from '../client/src/index.ts';
 import { CliError, type CliContext } from './context.ts';
 import { printRecord, readJsonValue } from './input.ts';
+import { printable } from './terminal-text.ts';
 
 /** `12 ms`, `3.40 s`. */
 function duration(ms: number): string {
@@ -15,9 +16,10 @@ function duration(ms: number): string {
 }
 
 function describeError(error: unknown): string {
-  if (typeof error === 'string') return error;
+  if (typeof error === 'string') return printable(error);
   const e = error as { code?: string; error?: string; message?: string; limit?: { id: string; value: unknown } } | null;
-  let line = `${e?.code ?? e?.error ?? 'error'}${e?.message ? `: ${e.message}` : ''}`;
+  // A workflow's error: one line whatever its message holds (terminal-text.ts).
+  let line = printable(`${e?.code ?? e?.error ?? 'error'}${e?.message ? `: ${e.message}` : ''}`);
   if (e?.limit) line += ` (limit ${e.limit.id} = ${JSON.stringify(e.limit.value)})`;
   return line;
 }
@@ -77,7 +79,7 @@ async function follow(
             `${event.kind === 'node.finished' ? '✓' : '✗'} ${node} (${begun?.processor ?? '?'}) ${outcome}  ${duration(ms)}`,
           );
           for (const log of (attributes.logs as Array<{ level: string; message: string }> | undefined) ?? [])
-            out.out(`    ${log.level}: ${log.message}`);
+            out.out(`    ${printable(String(log.level))}: ${printable(String(log.message))}`);
           current = '';
           progress('running');
           break;

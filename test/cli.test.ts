@@ -237,6 +237,61 @@ t.test('run --follow exits 1 when the execution fails, naming the error', async 
   t.match(run.stderr, /\nerror: [a-z_]+: [^\n]*no such customer[^\n]*\n$/);
 });
 
+t.test("run --follow prints a workflow's logs and errors with their control characters escaped", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'wsctl-hostile-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const code =
+    'export default async () => { ' +
+    "console.log('\\u001b[2J\\u001b]0;pwned\\u0007\\u001b]52;c;ZWNobyBvd25lZA==\\u0007'); " +
+    "console.log('fine\\n✓ fake (logic.code) → success  1 ms'); " +
+    "throw new Error('bad\\u001b[31m\\rerror: not this one\\u009b2J') }";
+  await writeFile(
+    join(dir, 'hostile.json'),
+    JSON.stringify({ graph: { start: 'only', nodes: { only: { processor: 'logic.code', config: { code } } } } }),
+  );
+  const pushed = JSON.parse(await ok(t, ['definition', 'push', join(dir, 'hostile.json'), '--revision', revision]));
+  const run = await wsctl(['run', '--revision', revision, '--definition', pushed.id, '--input', '{}', '--follow']);
+  t.equal(run.code, 1, run.stderr);
+  // wsctl's own redraw of the progress line is the one control sequence allowed.
+  const redraw = new RegExp(String.raw`\r\u001b\[K`, 'g');
+  const control = new RegExp(String.raw`[\u0000-\u0008\u000b-\u001f\u007f-\u009f]`);
+  for (const [name, text] of [
+    ['stdout', run.stdout],
+    ['stderr', run.stderr.replace(redraw, '')],
+  ] as const) {
+    t.notOk(control.test(text), `${name} holds no control character: ${JSON.stringify(text)}`);
+  }
+  t.match(run.stdout, /\\u001b\[2J\\u001b\]0;pwned\\u0007/, 'the escapes are shown, escaped');
+  t.notOk(/^✓ fake/m.test(run.stdout), 'a log cannot start a line of its own');
+  t.match(run.stdout, /fine\\n✓ fake/);
+  t.notOk(/^error: not this one/m.test(run.stderr), 'nor can an error');
+});
+
+t.test('secrets are taken from stdin or the environment, never from the command line', async (t) => {
+  for (const option of ['--api-key', '--refresh-token']) {
+    const refused = await wsctl([
+      '--profile',
+      'argv',
+      'login',
+      '--url',
+      base,
+      option,
+      'wsk_secret_on_the_command_line',
+    ]);
+    t.equal(refused.code, 2, option);
+    t.match(refused.stderr, /process list/, option);
+  }
+  const ops = await wsctl(['ops', 'login', '--url', opsBase, '--token', 'test-ops-token']);
+  t.equal(ops.code, 2, '--token too');
+  process.env.WSCTL_TEST_OPS_TOKEN = 'test-ops-token';
+  t.teardown(() => delete process.env.WSCTL_TEST_OPS_TOKEN);
+  t.match(
+    await ok(t, ['--profile', 'from-env', 'ops', 'login', '--url', opsBase, '--token', 'env:WSCTL_TEST_OPS_TOKEN']),
+    /: ok \(version /,
+    'env:NAME reads the environment',
+  );
+});
+
 t.test('events tail prints an execution from its start to its end', async (t) => {
   const created = JSON.parse(
     await ok(t, ['run', '--revision', revision, '--definition', 'greeter', '--input', '{"name":"bo"}']),
@@ -284,7 +339,7 @@ t.test('an access token about to expire is refreshed first, and the rotated pair
 });
 
 t.test('ops: login, runners, queues, limit overrides, retention sweep', async (t) => {
-  const bad = await wsctl(['ops', 'login', '--url', opsBase, '--token', 'wrong']);
+  const bad = await wsctl(['ops', 'login', '--url', opsBase, '--token', '-'], 'wrong');
   t.equal(bad.code, 1);
   t.match(bad.stderr, /^error: unauthorized: [^\n]+\n$/);
   t.notOk(JSON.parse(await readFile(profileFile, 'utf8')).profiles.default.ops_token, 'a refused token is not kept');

@@ -6,6 +6,7 @@
  */
 import { get } from 'node:http';
 import t from 'tap';
+import { mintKey } from './helpers/access.ts';
 import { buildTestApp, signInAnonymous as signIn } from './helpers/app.ts';
 import { startOpsApp } from './helpers/ops.ts';
 import { wsUrl } from './helpers/ws-client.ts';
@@ -39,49 +40,71 @@ t.test(
 );
 
 t.test(
-  "failed credentials: counted on failures only; past AUTH_FAILURES_PER_MINUTE the address's credentialed requests are refused",
+  'failed credentials: counted per credential on failures only; past AUTH_FAILURES_PER_MINUTE that credential is refused, valid ones from the address are not',
   async (t) => {
     const { app } = await buildTestApp(t, { AUTH_FAILURES_PER_MINUTE: '5' });
     const honest = await signIn(app);
+    const { key } = await mintKey(app, honest, 'user', honest.user.id, 'read');
     for (let i = 0; i < 30; i++) {
       const res = await app.inject({ method: 'GET', url: `/v1/users/${honest.user.id}`, headers: honest.headers });
       if (res.statusCode !== 200) t.fail(`an honest request was refused: ${res.statusCode}`);
     }
     const bad = { authorization: 'Bearer not-a-token' };
     const failures = [];
-    for (let i = 0; i < 4; i++)
+    for (let i = 0; i < 5; i++)
       failures.push((await app.inject({ method: 'GET', url: `/v1/users/${honest.user.id}`, headers: bad })).statusCode);
-    failures.push(
-      (await app.inject({ method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: 'not-a-refresh-token' } }))
-        .statusCode,
-    );
-    t.same(failures, [401, 401, 401, 401, 401], 'five failures answer 401, a bad refresh token among them');
+    t.same(failures, [401, 401, 401, 401, 401], 'five failures answer 401');
     const blocked = await app.inject({ method: 'GET', url: `/v1/users/${honest.user.id}`, headers: bad });
     t.equal(blocked.statusCode, 429);
-    t.match(blocked.json(), { status: 'failure', error: 'rate_limited' });
+    t.match(blocked.json(), { status: 'failure', error: 'rate_limited', message: /credential/ });
     t.ok(Number(blocked.headers['retry-after']) >= 1);
     t.equal(
-      (await app.inject({ method: 'GET', url: `/v1/users/${honest.user.id}`, headers: honest.headers })).statusCode,
+      (await app.inject({ method: 'GET', url: `/v1/users/${honest.user.id}`, headers: bad, remoteAddress: '10.9.9.9' }))
+        .statusCode,
       429,
-      'the address is refused even with a valid token until the window ends',
+      'the failing credential is refused from any address',
     );
+
+    // The address that failed keeps working for every valid credential: tokens, keys, refresh, WebSocket.
+    t.equal(
+      (await app.inject({ method: 'GET', url: `/v1/users/${honest.user.id}`, headers: honest.headers })).statusCode,
+      200,
+      'a valid token from the same address',
+    );
+    t.equal(
+      (await app.inject({ method: 'GET', url: `/v1/users/${honest.user.id}`, headers: { 'x-api-key': key } }))
+        .statusCode,
+      200,
+      'a valid API key from the same address',
+    );
+    const socket = new WebSocket(await wsUrl(app), [
+      'authorization.bearer.base64',
+      Buffer.from(honest.token).toString('base64url'),
+    ]);
+    const opened = await new Promise<boolean>((resolve) => {
+      socket.addEventListener('open', () => resolve(true), { once: true });
+      socket.addEventListener('error', () => resolve(false), { once: true });
+    });
+    t.ok(opened, 'a WebSocket with a valid token from the same address');
+    socket.close();
+
+    const badRefresh = [];
+    for (let i = 0; i < 6; i++)
+      badRefresh.push(
+        (
+          await app.inject({
+            method: 'POST',
+            url: '/v1/auth/refresh',
+            payload: { refresh_token: 'not-a-refresh-token' },
+          })
+        ).statusCode,
+      );
+    t.same(badRefresh, [401, 401, 401, 401, 401, 429], 'a bad refresh token is throttled too');
     t.equal(
       (await app.inject({ method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: honest.refreshToken } }))
         .statusCode,
-      429,
-      'refresh too',
-    );
-    t.equal(
-      (
-        await app.inject({
-          method: 'GET',
-          url: `/v1/users/${honest.user.id}`,
-          headers: honest.headers,
-          remoteAddress: '10.9.9.9',
-        })
-      ).statusCode,
       200,
-      'another address is not affected',
+      'a valid refresh token from the same address',
     );
     t.equal(
       (await app.inject({ method: 'POST', url: '/v1/auth/anonymous', payload: {} })).statusCode,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared/cursor.ts';
+import { jsonProblem } from '../../shared/json-guard.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
 import { insertRecords, listRecords, nlpRecord, type NewNlpRecord } from '../sql/nlp-records.ts';
@@ -80,7 +81,9 @@ function checkedRecords(input: unknown): NewNlpRecord[] {
 /**
  * Parses a JSON Lines body (REST `upload_records` with `content-type: application/x-ndjson` or
  * `application/jsonl`): one JSON record per non-empty line; a line that is not JSON is refused
- * naming its record index (its line among the non-empty ones).
+ * naming its record index (its line among the non-empty ones). The records then pass the guard
+ * every JSON body passes (shared/json-guard.ts: depth, U+0000, unpaired surrogates), counted as
+ * the JSON body `{"records": [...]}` they stand for, so either transport refuses the same input.
  */
 export function jsonLinesRecords(body: string): unknown[] {
   const records: unknown[] = [];
@@ -95,6 +98,8 @@ export function jsonLinesRecords(body: string): unknown[] {
       );
     }
   }
+  const problem = jsonProblem({ records });
+  if (problem !== null) throw new ServiceError('invalid_request_body', `Invalid body: ${problem}.`);
   return records;
 }
 

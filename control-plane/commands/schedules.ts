@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
+import { limitById } from '../../shared/limits/catalog.ts';
 import { limitsInForce } from '../../shared/limits/in-force.ts';
 import { takeSlot } from '../../shared/limits/holdings.ts';
 import { limitRefusal, type LimitInForce } from '../../shared/limits/index.ts';
@@ -13,7 +13,6 @@ import {
 } from '../../shared/scheduler/cron.ts';
 import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { runRecord, scheduleRecord } from '../../shared/scheduler/schedule-record.ts';
-import type { AppContext } from '../context.ts';
 import { checkedInput, resolveTarget } from '../scheduler/target.ts';
 import {
   deleteSchedule,
@@ -34,6 +33,12 @@ import { scheduleRunSchema, scheduleSchema } from '../openapi/records.ts';
 const scheduleResult = z.strictObject({ schedule: scheduleSchema });
 
 const SCHEDULER = ['svc.compute.scheduler'] as const;
+
+/**
+ * The shortest interval no override can pass: an expression whose wall-clock gap is under it is
+ * refused without walking its clock changes (shortestGapSeconds).
+ */
+const INTERVAL_FLOOR = limitById('scheduler.min_interval_seconds').most_permissive;
 
 const targetSchema = z.strictObject({ revision_id: refSchema, session_id: refSchema, definition_id: refSchema });
 const cronSchema = z.string().min(1).max(200);
@@ -83,7 +88,7 @@ const createSchedule = defineCommand({
     const parsed = parseCron(params.cron, params.timezone ?? DEFAULT_TIMEZONE, now);
     const target = await resolveTarget(ctx, principal, params.target);
     const inputJson = await checkedInput(ctx, target, params.input_data);
-    const gap = shortestGapSeconds(parsed);
+    const gap = await shortestGapSeconds(parsed, INTERVAL_FLOOR);
     const enabled = params.enabled ?? true;
     const next = enabled ? nextFire(parsed, now) : null;
     const schedule = await ctx.db.transaction(async (tx) => {
@@ -116,9 +121,12 @@ const createSchedule = defineCommand({
 /**
  * `update_schedule {schedule_id, alias?, cron?, timezone?, target?, input_data?, enabled?}` →
  * `schedule`. Only the fields sent change (`alias: null` removes the alias, `input_data: null`
- * the input). A new cron or time zone is checked against `scheduler.min_interval_seconds`; a new
- * target as on create. When the timing changes (cron, time zone, or enabling) the next fire is
- * computed from now and its job sent; the job of the old next fire then fires nothing.
+ * the input). Every update is checked as if it created the schedule it leaves: the target (the
+ * new one, or the current one) must be one the caller can write, and the input (sent or kept) is
+ * measured against that target's `workflow.execution_input_bytes`; the caller becomes
+ * `updated_by`, the account the fires act as. A new cron or time zone is checked against
+ * `scheduler.min_interval_seconds`. When the timing changes (cron, time zone, or enabling) the
+ * next fire is computed from now and its job sent; the job of the old next fire then fires nothing.
  */
 const updateScheduleCommand = defineCommand({
   name: 'update_schedule',
@@ -140,21 +148,23 @@ const updateScheduleCommand = defineCommand({
     const current = await findSchedule(ctx.db, revision.id, params.schedule_id);
     const timing = params.cron !== undefined || params.timezone !== undefined;
     const parsed = parseCron(params.cron ?? current.cron, params.timezone ?? current.timezone, now);
-    const gap = timing ? shortestGapSeconds(parsed) : undefined;
-    const target = params.target === undefined ? undefined : await resolveTarget(ctx, principal, params.target);
-    const inputJson =
-      params.input_data === undefined
-        ? undefined
-        : await checkedInput(
-            ctx,
-            target ?? {
-              revisionId: current.target_revision_id,
-              sessionId: current.target_session_id,
-              definitionId: current.target_definition_id,
-              blobId: await targetBlobId(ctx, current.target_revision_id),
-            },
-            params.input_data,
-          );
+    const gap = timing ? await shortestGapSeconds(parsed, INTERVAL_FLOOR) : undefined;
+    // Whoever changes anything of a schedule makes its fires run as them, so they must be able to
+    // write what it runs: a scheduler writer may not drive a workflow only its owner can run.
+    const target = await resolveTarget(
+      ctx,
+      principal,
+      params.target ?? {
+        revision_id: current.target_revision_id,
+        session_id: current.target_session_id,
+        definition_id: current.target_definition_id,
+      },
+    );
+    const inputJson = await checkedInput(
+      ctx,
+      target,
+      params.input_data === undefined ? current.input_data : params.input_data,
+    );
 
     const schedule = await ctx.db.transaction(async (tx) => {
       const row = await findSchedule(tx, revision.id, current.id, true);
@@ -170,34 +180,24 @@ const updateScheduleCommand = defineCommand({
         alias: params.alias === undefined ? row.alias : params.alias,
         cron: parsed.expression,
         timezone: parsed.timezone,
-        targetRevisionId: target?.revisionId ?? row.target_revision_id,
-        targetSessionId: target?.sessionId ?? row.target_session_id,
-        targetDefinitionId: target?.definitionId ?? row.target_definition_id,
-        inputJson:
-          inputJson === undefined ? (row.input_data === null ? null : JSON.stringify(row.input_data)) : inputJson,
+        targetRevisionId: target.revisionId,
+        targetSessionId: target.sessionId,
+        targetDefinitionId: target.definitionId,
+        // The input checked above: a concurrent update that changed it in between is overwritten
+        // by the one this caller was checked against, never combined with it.
+        inputJson,
         enabled,
         nextFireAt: next,
       };
-      const updated = await claimingAlias('schedule of this revision', () => updateSchedule(tx, row.id, fields));
+      const updated = await claimingAlias('schedule of this revision', () =>
+        updateSchedule(tx, row.id, principal.userId, fields),
+      );
       if (rearm && next !== null) await sendFireJob(ctx.queue, tx, row.id, next);
       return updated;
     });
     return { schedule: scheduleRecord(schedule) };
   },
 });
-
-/** The blob of a (still existing) target revision, for limits; a deleted one has none to check. */
-async function targetBlobId(ctx: AppContext, revisionId: string): Promise<string> {
-  const { rows } = await ctx.db.query<{ blob_id: string }>('SELECT blob_id FROM revisions WHERE id = $1::uuid', [
-    revisionId,
-  ]);
-  if (!rows[0])
-    throw new ServiceError(
-      'invalid_request_body',
-      'Invalid params: target: the target revision no longer exists; send a new target.',
-    );
-  return rows[0].blob_id;
-}
 
 /** `get_schedule {schedule_id}` → `schedule` with `last_run` (null before the first fire). */
 const getSchedule = defineCommand({

@@ -182,6 +182,7 @@ export const scheduleSchema = z
     enabled: z.boolean(),
     next_fire_at: timestamp.nullable(),
     created_by: uuid,
+    updated_by: uuid,
     created_at: timestamp,
   })
   .meta({ id: 'Schedule' });

@@ -7,29 +7,42 @@
  * - Anonymous sign-up (`POST /v1/auth/anonymous`): @fastify/rate-limit, a fixed window per
  *   address.
  * - Failed credentials (401 answers: bad or expired access tokens, API keys, refresh tokens,
- *   WebSocket handshakes): counted on failures only, so an honest busy client is never slowed;
- *   once an address failed `authFailuresPerMinute` times in its window, its requests that carry
- *   a credential are refused until the window ends. @fastify/rate-limit counts every request, so
- *   this one is ours.
+ *   WebSocket handshakes): counted per credential, on failures only; once a credential failed
+ *   `authFailuresPerMinute` times in its window, requests presenting it are refused until the
+ *   window ends. What fails is throttled, never what succeeds: a valid credential sent from the
+ *   same address (a proxy, a NAT shared with whoever is failing) is not slowed.
+ *   @fastify/rate-limit counts every request by a key known before the request is read, so this
+ *   one is ours.
  * - Concurrent WebSocket connections per address: control-plane/ws/plugin.ts asks `wsAdmit`.
  *
  * Each setting 0 turns its throttle off. The client address is fastify's `request.ip`, the peer
  * of the connection: behind a reverse proxy that is the proxy, so throttle there instead.
  */
+import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../shared/config.ts';
 import { ServiceError } from '../../shared/errors.ts';
 
 const WINDOW_MS = 60_000;
-/** Addresses remembered per counter; the oldest are forgotten first (a flood of addresses costs bounded memory). */
-const MAX_ADDRESSES = 100_000;
+/**
+ * Keys remembered per counter (client addresses, credential digests); the oldest are forgotten
+ * first, so a flood of them costs bounded memory (≈ 150 bytes each).
+ */
+const MAX_KEYS = 100_000;
 
 function refusal(retryAfterSeconds: number, what: string): ServiceError {
   return new ServiceError('rate_limited', `Too many ${what} from this address; try again in ${retryAfterSeconds} s.`);
 }
 
-/** Failures per address in fixed one-minute windows. */
+function credentialRefusal(retryAfterSeconds: number): ServiceError {
+  return new ServiceError(
+    'rate_limited',
+    `This credential failed too many times; try again in ${retryAfterSeconds} s, or use a valid one.`,
+  );
+}
+
+/** Failures per key (a credential's digest) in fixed one-minute windows. */
 class FailureWindows {
   readonly #max: number;
   readonly #windows = new Map<string, { start: number; count: number }>();
@@ -38,33 +51,43 @@ class FailureWindows {
     this.#max = max;
   }
 
-  /** Seconds until `address` may try again, or 0 when it may now. */
-  blockedFor(address: string, now = Date.now()): number {
-    const window = this.#windows.get(address);
+  /** Seconds until `key` may be tried again, or 0 when it may now. */
+  blockedFor(key: string, now = Date.now()): number {
+    const window = this.#windows.get(key);
     if (!window || window.count < this.#max || now - window.start >= WINDOW_MS) return 0;
     return Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
   }
 
-  fail(address: string, now = Date.now()): void {
-    let window = this.#windows.get(address);
+  fail(key: string, now = Date.now()): void {
+    let window = this.#windows.get(key);
     if (!window || now - window.start >= WINDOW_MS) window = { start: now, count: 0 };
     window.count++;
     // Re-inserted at the end: Map order is the eviction order.
-    this.#windows.delete(address);
-    this.#windows.set(address, window);
-    if (this.#windows.size > MAX_ADDRESSES) this.#windows.delete(this.#windows.keys().next().value!);
+    this.#windows.delete(key);
+    this.#windows.set(key, window);
+    if (this.#windows.size > MAX_KEYS) this.#windows.delete(this.#windows.keys().next().value!);
   }
 }
 
-/** Whether a request presents a credential (or a refresh token) that a failure would count against. */
-function carriesCredential(request: FastifyRequest): boolean {
+const isRefresh = (request: FastifyRequest) =>
+  request.method === 'POST' && request.url.split('?')[0] === '/v1/auth/refresh';
+
+/**
+ * The digest of the credential a request presents (its `Authorization`, `X-API-Key`, WebSocket
+ * sub-protocol, or the refresh token of `POST /v1/auth/refresh` once the body is read), which a
+ * failure counts against; undefined when it presents none. A digest, so that no secret is kept.
+ */
+function credentialKey(request: FastifyRequest, withBody: boolean): string | undefined {
   const h = request.headers;
-  return (
-    h.authorization !== undefined ||
-    h['x-api-key'] !== undefined ||
-    h['sec-websocket-protocol'] !== undefined ||
-    (request.method === 'POST' && request.url.split('?')[0] === '/v1/auth/refresh')
+  const parts = [h.authorization, h['x-api-key'], h['sec-websocket-protocol']].map((v) =>
+    Array.isArray(v) ? v.join(',') : (v ?? ''),
   );
+  if (withBody && isRefresh(request)) {
+    const body = request.body as { refresh_token?: unknown } | undefined;
+    parts.push(typeof body?.refresh_token === 'string' ? body.refresh_token : '');
+  }
+  if (parts.every((p) => p === '')) return undefined;
+  return createHash('sha256').update(parts.join('\n')).digest('base64url');
 }
 
 export interface WsAdmission {
@@ -91,15 +114,25 @@ export async function registerThrottles(app: FastifyInstance, settings: Config['
 
   if (settings.authFailuresPerMinute > 0) {
     const failures = new FailureWindows(settings.authFailuresPerMinute);
-    app.addHook('onRequest', async (request, reply) => {
-      if (!carriesCredential(request)) return;
-      const wait = failures.blockedFor(request.ip);
+    const refuseFailing = (request: FastifyRequest, reply: FastifyReply, withBody: boolean) => {
+      const key = credentialKey(request, withBody);
+      const wait = key === undefined ? 0 : failures.blockedFor(key);
       if (wait === 0) return;
       reply.header('retry-after', String(wait));
-      throw refusal(wait, 'failed sign-ins');
+      throw credentialRefusal(wait);
+    };
+    // Headers before authentication (which runs on onRequest too, registered after this); a
+    // refresh token once its body is read (the refresh route is public: nothing checked it yet).
+    app.addHook('onRequest', async (request, reply) => {
+      if (!isRefresh(request)) refuseFailing(request, reply, false);
+    });
+    app.addHook('preHandler', async (request, reply) => {
+      if (isRefresh(request)) refuseFailing(request, reply, true);
     });
     app.addHook('onResponse', async (request, reply) => {
-      if (reply.statusCode === 401) failures.fail(request.ip);
+      if (reply.statusCode !== 401) return;
+      const key = credentialKey(request, true);
+      if (key !== undefined) failures.fail(key);
     });
   }
 

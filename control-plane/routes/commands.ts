@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
@@ -66,12 +67,16 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
   const registry = options.commands ?? createCommandRegistry(COMMANDS);
 
   // `upload_records` also takes its records as JSON Lines (docs/blob-types.md); the text is parsed
-  // by the route, so the command sees the same params either way.
+  // by the route, so the command sees the same params either way. The bytes are held to the JSON
+  // bodies' rule (UTF-8, not decoded into U+FFFD and stored so), the records to their guard.
   app.addContentTypeParser(
     JSON_LINES_TYPES,
-    { parseAs: 'string', bodyLimit: COMMAND_MESSAGE_LIMIT },
+    { parseAs: 'buffer', bodyLimit: COMMAND_MESSAGE_LIMIT },
     (_request, body, done) => {
-      done(null, new JsonLinesBody(body as string));
+      const bytes = body as Buffer;
+      if (!isUtf8(bytes))
+        return done(new ServiceError('invalid_request_body', 'The body is not valid UTF-8.'), undefined);
+      done(null, new JsonLinesBody(bytes.toString('utf8')));
     },
   );
 

@@ -45,21 +45,30 @@ export async function insertSchedule(
   fields: ScheduleFields,
 ): Promise<ScheduleRow> {
   const { rows } = await q.query<ScheduleRow>(
-    `INSERT INTO schedules AS sc (alias, cron, timezone, target_revision_id, target_session_id, target_definition_id, input_data, enabled, next_fire_at, revision_id, created_by)
-     VALUES ($1, $2, $3, $4::uuid, $5::uuid, $6::uuid, $7::jsonb, $8, $9::timestamptz, $10::uuid, $11::uuid)
+    `INSERT INTO schedules AS sc (alias, cron, timezone, target_revision_id, target_session_id, target_definition_id, input_data, enabled, next_fire_at, revision_id, created_by, updated_by)
+     VALUES ($1, $2, $3, $4::uuid, $5::uuid, $6::uuid, $7::jsonb, $8, $9::timestamptz, $10::uuid, $11::uuid, $11::uuid)
      RETURNING ${SCHEDULE_COLUMNS}`,
     [...values(fields), revisionId, createdBy],
   );
   return rows[0]!;
 }
 
-/** Writes every field of schedule `id` (the caller merged the change into the row it locked). */
-export async function updateSchedule(q: Queryable, id: string, fields: ScheduleFields): Promise<ScheduleRow> {
+/**
+ * Writes every field of schedule `id` (the caller merged the change into the row it locked), and
+ * `updatedBy` as the account its fires now act as.
+ */
+export async function updateSchedule(
+  q: Queryable,
+  id: string,
+  updatedBy: string,
+  fields: ScheduleFields,
+): Promise<ScheduleRow> {
   const { rows } = await q.query<ScheduleRow>(
     `UPDATE schedules sc SET alias = $1, cron = $2, timezone = $3, target_revision_id = $4::uuid, target_session_id = $5::uuid,
-            target_definition_id = $6::uuid, input_data = $7::jsonb, enabled = $8, next_fire_at = $9::timestamptz
+            target_definition_id = $6::uuid, input_data = $7::jsonb, enabled = $8, next_fire_at = $9::timestamptz,
+            updated_by = $11::uuid
       WHERE sc.id = $10::uuid RETURNING ${SCHEDULE_COLUMNS}`,
-    [...values(fields), id],
+    [...values(fields), id, updatedBy],
   );
   return rows[0]!;
 }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { noteDatabaseEndpoint } from './unavailable.ts';
+import { fromDatabase, noteDatabaseEndpoint } from './unavailable.ts';
 import type { QueryResult, QueryResultRow } from 'pg';
 
 /** Anything that runs SQL: the pool, or one transaction's client. */
@@ -39,6 +39,11 @@ export interface DbOptions {
   statementTimeoutMs?: number;
 }
 
+/** Rethrows a query's error marked as the database's (a dropped socket then reads as unavailable). */
+function rethrowFromDatabase(error: unknown): never {
+  throw fromDatabase(error);
+}
+
 /** Opens a pool. Nothing connects until the first query. */
 export function createDb(options: DbOptions): Db {
   noteDatabaseEndpoint(options.connectionString);
@@ -57,15 +62,15 @@ export function createDb(options: DbOptions): Db {
   pool.on('error', () => {});
   return {
     pool,
-    query: (text, values) => pool.query(text, values),
+    query: (text, values) => pool.query(text, values).catch(rethrowFromDatabase),
     async transaction(fn) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch(rethrowFromDatabase);
       let lost = false;
       try {
-        await client.query('BEGIN');
-        const tx: Tx = { client, query: (text, values) => client.query(text, values) };
+        await client.query('BEGIN').catch(rethrowFromDatabase);
+        const tx: Tx = { client, query: (text, values) => client.query(text, values).catch(rethrowFromDatabase) };
         const result = await fn(tx);
-        await client.query('COMMIT');
+        await client.query('COMMIT').catch(rethrowFromDatabase);
         return result;
       } catch (error) {
         // A connection that cannot even roll back is thrown away rather than returned to the pool.

@@ -22,17 +22,43 @@ const NETWORK_CODES = new Set([
 ]);
 
 /**
- * SQLSTATEs that mean the server is going away or not there yet: class 08 (connection
- * exception), 57P01–57P03 (admin shutdown, crash shutdown, cannot connect now: starting up or
- * recovering), 53300 (too many connections).
+ * SQLSTATEs that mean the server is going away, not there yet, or not taking this work now:
+ * class 08 (connection exception), 57P01–57P03 (admin shutdown, crash shutdown, cannot connect
+ * now: starting up, shutting down or recovering), 53300 (too many connections, or the remaining
+ * slots reserved), 25006 (a read-only transaction: the server is a standby, as after a failover
+ * until the new primary is found), and 55000 when the server refused the connection itself
+ * (severity FATAL: the database does not currently accept connections, `ALLOW_CONNECTIONS
+ * false`) — 55000 of a statement is a state error of ours.
  */
-function unavailableState(code: string): boolean {
-  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
+function unavailableState(code: string, severity: unknown): boolean {
+  return (
+    code.startsWith('08') ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    code === '53300' ||
+    code === '25006' ||
+    (code === '55000' && severity === 'FATAL')
+  );
+}
+
+/** Marks errors thrown by a database connection's socket (shared/db/db.ts), whatever they name. */
+const FROM_DATABASE_SOCKET = Symbol('from database socket');
+
+/**
+ * Notes that `error` came from a query of a database pool or client, so that a socket error
+ * without an address (`read ECONNRESET`, `write EPIPE` of a connection the server dropped) reads
+ * as the database's loss. Returns `error`.
+ */
+export function fromDatabase(error: unknown): unknown {
+  if (error instanceof Error && typeof (error as { code?: unknown }).code === 'string')
+    Object.defineProperty(error, FROM_DATABASE_SOCKET, { value: true });
+  return error;
 }
 
 /** Messages only node-postgres throws, when a connection drops or cannot be made in time. */
 const DROPPED =
-  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end)/;
+  /^(Connection terminated|Connection ended unexpectedly|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end)/;
 
 /** Hosts and ports of the databases this process opened pools to (shared/db/db.ts notes each). */
 const endpoints = { hosts: new Set<string>(), ports: new Set<number>() };
@@ -64,9 +90,15 @@ function aimedAtDatabase(e: { port?: unknown; address?: unknown; hostname?: unkn
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && unavailableState(code) && 'severity' in e)
+    const severity = (e as { severity?: unknown }).severity;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && 'severity' in e && unavailableState(code, severity))
       return true;
-    if (typeof code === 'string' && NETWORK_CODES.has(code) && aimedAtDatabase(e as never)) return true;
+    if (
+      typeof code === 'string' &&
+      NETWORK_CODES.has(code) &&
+      (FROM_DATABASE_SOCKET in e || aimedAtDatabase(e as never))
+    )
+      return true;
     if (DROPPED.test(e.message)) return true;
     if (e instanceof AggregateError && e.errors.some((inner) => isDatabaseUnavailable(inner))) return true;
   }

@@ -5,9 +5,11 @@
  * does not have: the validation messages a client sees, and the shortest gap between two
  * consecutive fires (`scheduler.min_interval_seconds`, shortestGapSeconds).
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Cron, CronPattern } from 'croner';
+import { ByteBoundedCache } from '../byte-bounded-cache.ts';
 import { ServiceError } from '../errors.ts';
-import { offsetMinutes, transitionsOf } from './zone-transitions.ts';
+import { canonicalZone, offsetMinutes, transitionsOf } from './zone-transitions.ts';
 
 /** Longest expression and time-zone name accepted (a cron needs far less). */
 const MAX_EXPRESSION = 200;
@@ -30,16 +32,14 @@ function invalid(field: 'cron' | 'timezone', message: string): ServiceError {
   return new ServiceError('invalid_request_body', `Invalid params: ${field}: ${message}`);
 }
 
-/** True for a time-zone name the platform's time-zone database knows (`Europe/Paris`, `UTC`). */
-function isTimeZone(name: string): boolean {
+/**
+ * The canonical name of a time zone the platform's time-zone database knows (`Europe/Paris`,
+ * `UTC`), whatever letter case or alias it was sent in; undefined for anything else.
+ */
+function timeZoneOf(name: string): string | undefined {
   // Offsets (`+01:00`) are valid to Intl but are not zones: they have no DST rules to follow.
-  if (name.length === 0 || name.length > MAX_ZONE || !/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name)) return false;
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
+  if (name.length === 0 || name.length > MAX_ZONE || !/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name)) return undefined;
+  return canonicalZone(name);
 }
 
 /**
@@ -49,7 +49,8 @@ function isTimeZone(name: string): boolean {
  */
 export function parseCron(expression: string, timezone: string = DEFAULT_TIMEZONE, now: Date = new Date()): ParsedCron {
   if (expression.length > MAX_EXPRESSION) throw invalid('cron', `at most ${MAX_EXPRESSION} characters`);
-  if (!isTimeZone(timezone))
+  const zone = timeZoneOf(timezone);
+  if (zone === undefined)
     throw invalid(
       'timezone',
       `${JSON.stringify(timezone.slice(0, MAX_ZONE))} is not an IANA time zone (e.g. "UTC", "Europe/Paris")`,
@@ -71,13 +72,13 @@ export function parseCron(expression: string, timezone: string = DEFAULT_TIMEZON
   let pattern: CronPattern;
   try {
     const mode = fields === 5 ? '5-part' : '6-part';
-    cron = new Cron(parts.join(' '), { timezone, paused: true, mode });
-    pattern = new CronPattern(parts.join(' '), timezone, { mode });
+    cron = new Cron(parts.join(' '), { timezone: zone, paused: true, mode });
+    pattern = new CronPattern(parts.join(' '), zone, { mode });
   } catch (error) {
     throw invalid('cron', String((error as Error).message).replace(/^CronPattern: /, ''));
   }
   if (cron.nextRun(now) === null) throw invalid('cron', 'the expression never fires');
-  return { expression: parts.join(' '), timezone, fields, cron, pattern };
+  return { expression: parts.join(' '), timezone: zone, fields, cron, pattern };
 }
 
 /** The first fire strictly after `after`, or null when there is none (never, for a parsed expression). */
@@ -87,6 +88,25 @@ export function nextFire(parsed: ParsedCron, after: Date): Date | null {
 
 const DAY = 86_400;
 const DAY_MS = DAY * 1000;
+
+/**
+ * The gap computation's work in slices: after each step (a croner match or walk step: from a few
+ * microseconds to a fraction of a millisecond) it looks at the clock, and once a slice has run
+ * SLICE_MS it gives the event loop a turn, so an expression that is costly to check delays the
+ * requests of others by one slice, not by its whole check.
+ */
+const SLICE_MS = 2;
+
+class Slices {
+  #start = performance.now();
+
+  /** Ends the slice when it has run long enough: resolves after the event loop's next turn. */
+  async step(): Promise<void> {
+    if (performance.now() - this.#start < SLICE_MS) return;
+    await nextTurn();
+    this.#start = performance.now();
+  }
+}
 
 /** The seconds of the day the expression fires at, ascending (its hours, minutes and seconds fields). */
 function timesOfDay(pattern: CronPattern): number[] {
@@ -108,14 +128,15 @@ function timesOfDay(pattern: CronPattern): number[] {
 const DAYS_FROM = Date.UTC(2001, 0, 1);
 const DAYS_TO = Date.UTC(2029, 0, 1);
 
-const dayGapCache = new Map<string, number>();
+// Keys are a client's day fields (≤ 200 characters): 256 KiB holds ~1,000 of the longest.
+const dayGapCache = new ByteBoundedCache<number>(256 * 1024);
 
 /**
  * The fewest days between two consecutive days the expression's day-of-month, month and
  * day-of-week fields match, as croner matches them (OR of day-of-month and day-of-week, `L`,
  * `W`, `#`): croner matches each day of the window at midnight, in UTC so that no day is skipped.
  */
-function shortestDayGap(dayFields: string): number {
+async function shortestDayGap(dayFields: string, slices: Slices): Promise<number> {
   const cached = dayGapCache.get(dayFields);
   if (cached !== undefined) return cached;
   const days = new Cron(`0 0 0 ${dayFields}`, { utcOffset: 0, paused: true, mode: '6-part' });
@@ -138,6 +159,7 @@ function shortestDayGap(dayFields: string): number {
     if (matches === undefined) {
       matches = days.match(date);
       seen.set(key, matches);
+      await slices.step();
     }
     if (matches) {
       if (previous !== undefined) shortest = Math.min(shortest, Math.round((at - previous) / DAY_MS));
@@ -145,8 +167,7 @@ function shortestDayGap(dayFields: string): number {
     }
     at += DAY_MS;
   }
-  if (dayGapCache.size >= 1000) dayGapCache.clear();
-  dayGapCache.set(dayFields, shortest);
+  dayGapCache.set(dayFields, shortest, 16);
   return shortest;
 }
 
@@ -165,28 +186,43 @@ const TRANSITION_YEARS = 28;
  * time only around a clock change, where croner's own fires are walked — once per distinct
  * situation (the change's time, its size, which nearby days match), plus, for each change, the
  * one pair of fires that straddles it.
+ *
+ * `refuseBelow`: a floor no value in force can pass (the catalog's most permissive value). When
+ * the wall-clock gap alone is already under it, that gap is answered without walking the clock
+ * changes — the expression is refused whatever they add, and the walk of a dense expression
+ * (`* * * * * *`: thousands of fires per change) is the costly part. The answer is then an upper
+ * bound of the shortest gap, still under the floor. The work runs in slices (Slices), never
+ * holding the event loop for more than one.
  */
-export function shortestGapSeconds(parsed: ParsedCron): number {
+export async function shortestGapSeconds(parsed: ParsedCron, refuseBelow = 0): Promise<number> {
   const key = `${parsed.timezone} ${parsed.expression}`;
   const known = gapCache.get(key);
   if (known !== undefined) return known;
-  const gap = computeShortestGap(parsed);
-  if (gapCache.size >= 1000) gapCache.delete(gapCache.keys().next().value!);
-  gapCache.set(key, gap);
+  const slices = new Slices();
+  const wall = await wallClockGap(parsed, slices);
+  if (wall < refuseBelow) return wall;
+  const gap = await computeShortestGap(parsed, wall, slices);
+  gapCache.set(key, gap, 16);
   return gap;
 }
 
 /** Shortest gaps already computed, by zone and expression (a day's clock changes barely move them). */
-const gapCache = new Map<string, number>();
+const gapCache = new ByteBoundedCache<number>(512 * 1024);
 
-function computeShortestGap(parsed: ParsedCron): number {
+/** The shortest gap in wall-clock time: within a day, and between the days the expression matches. */
+async function wallClockGap(parsed: ParsedCron, slices: Slices): Promise<number> {
   const times = timesOfDay(parsed.pattern);
   let withinDay = Infinity;
   for (let i = 1; i < times.length; i++) withinDay = Math.min(withinDay, times[i]! - times[i - 1]!);
-  const parts = parsed.expression.split(' ');
-  const dayGap = shortestDayGap(parts.slice(-3).join(' '));
+  const dayGap = await shortestDayGap(parsed.expression.split(' ').slice(-3).join(' '), slices);
   const spread = times.at(-1)! - times[0]!;
-  let shortest = Math.min(withinDay, dayGap * DAY - spread);
+  return Math.min(withinDay, dayGap * DAY - spread);
+}
+
+/** The shortest gap, clock changes included, from the wall-clock gap (see shortestGapSeconds). */
+async function computeShortestGap(parsed: ParsedCron, wallGap: number, slices: Slices): Promise<number> {
+  const parts = parsed.expression.split(' ');
+  let shortest = wallGap;
 
   const cron = parsed.cron;
   const dayMatcher = new Cron(`0 0 0 ${parts.slice(-3).join(' ')}`, { utcOffset: 0, paused: true, mode: '6-part' });
@@ -208,6 +244,7 @@ function computeShortestGap(parsed: ParsedCron): number {
   // The straddling pair found last: a change before its second fire straddles the same pair.
   let pairEnd = -Infinity;
   for (const change of transitionsOf(parsed.timezone, Date.now(), TRANSITION_YEARS)) {
+    await slices.step();
     const wallSeconds = (((change.at / 1000 + change.fromMinutes * 60) % DAY) + DAY) % DAY;
     const key = `${change.toMinutes - change.fromMinutes}:${wallSeconds}:${[-1, 0, 1].map((d) => matchesWallDay(change.at, change.fromMinutes, d)).join('')}`;
     const bothSides = walked.get(key);
@@ -259,6 +296,7 @@ function computeShortestGap(parsed: ParsedCron): number {
       if (at > change.at + reach) break;
       previous = fire;
       fire = cron.nextRun(fire);
+      await slices.step();
     }
     walked.set(key, fixed && fire !== null && fire !== undefined);
   }

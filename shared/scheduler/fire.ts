@@ -57,24 +57,25 @@ interface LockedSchedule {
   scheduler_blob_id: string;
   target_blob_id: string | null;
   target_org_id: string | null;
-  creator_owns: boolean | null;
-  creator_role: Role | null;
+  writer_owns: boolean | null;
+  writer_role: Role | null;
   db_now: string;
 }
 
 // The schedules of a batch under their row locks (taken in id order, so two batches never wait
 // on each other in a circle), with what each fire decides on: the scheduler blob (for
 // `scheduler.enabled`), the target's blob and organization (null once the target revision is
-// gone), and the creator's standing there (ownership of the organization, or the highest
-// membership on it or on the blob). One row per request, in id order.
+// gone), and the standing there of the account that last wrote the schedule, `updated_by`
+// (ownership of the organization, or the highest membership on it or on the blob): every write
+// checked that its caller could write the target, so the fire acts as whoever set what it runs. One row per request, in id order.
 const LOCK_SQL = `
 SELECT req.at::int AS at, sc.id, sc.cron, sc.timezone, sc.target_revision_id, sc.target_session_id, sc.target_definition_id,
        sc.input_data::text AS input_json, sc.enabled, sc.next_fire_at = req.due AS due_matches,
        r.blob_id AS scheduler_blob_id, tb.id AS target_blob_id, tb.org_id AS target_org_id,
-       o.owner_id = sc.created_by AS creator_owns,
+       o.owner_id = sc.updated_by AS writer_owns,
        (SELECT m.role FROM memberships m
-         WHERE m.user_id = sc.created_by AND (m.org_id = tb.org_id OR m.blob_id = tb.id)
-         ORDER BY array_position(ARRAY['read', 'write', 'admin'], m.role) DESC LIMIT 1) AS creator_role,
+         WHERE m.user_id = sc.updated_by AND (m.org_id = tb.org_id OR m.blob_id = tb.id)
+         ORDER BY array_position(ARRAY['read', 'write', 'admin'], m.role) DESC LIMIT 1) AS writer_role,
        now() AS db_now
   FROM unnest($1::uuid[], $2::timestamptz[]) WITH ORDINALITY AS req (id, due, at)
   JOIN schedules sc ON sc.id = req.id
@@ -105,7 +106,10 @@ const gone = (what: string): Decision => ({
 const FORBIDDEN: Decision = {
   status: 'failed',
   executionId: null,
-  error: { code: 'forbidden', message: "The schedule's creator can no longer write the target; nothing was created." },
+  error: {
+    code: 'forbidden',
+    message: 'The account that last wrote the schedule can no longer write the target; nothing was created.',
+  },
   limit: null,
   disable: false,
 };
@@ -116,7 +120,7 @@ async function precheck(
   enabledOf: (blobId: string) => Promise<LimitInForce>,
 ): Promise<Decision | undefined> {
   if (s.target_blob_id === null || s.target_org_id === null) return gone('revision');
-  if (!(s.creator_owns === true || roleAtLeast(s.creator_role, 'write'))) return FORBIDDEN;
+  if (!(s.writer_owns === true || roleAtLeast(s.writer_role, 'write'))) return FORBIDDEN;
   const enabled = await enabledOf(s.scheduler_blob_id);
   if (enabled.value !== true) {
     return {

@@ -14,12 +14,14 @@ export interface ScheduleRow {
   enabled: boolean;
   next_fire_at: string | null;
   created_by: string;
+  /** The account that last wrote the schedule: its fires act with this account's standing. */
+  updated_by: string;
   created_at: string;
 }
 
 /** The select list of a ScheduleRow for the schedules row aliased `sc`. */
 export const SCHEDULE_COLUMNS =
-  'sc.id, sc.revision_id, sc.alias, sc.cron, sc.timezone, sc.target_revision_id, sc.target_session_id, sc.target_definition_id, sc.input_data, sc.enabled, sc.next_fire_at, sc.created_by, sc.created_at';
+  'sc.id, sc.revision_id, sc.alias, sc.cron, sc.timezone, sc.target_revision_id, sc.target_session_id, sc.target_definition_id, sc.input_data, sc.enabled, sc.next_fire_at, sc.created_by, sc.updated_by, sc.created_at';
 
 /** The schedule record (docs/scheduler.md, "Commands"; plus `revision_id`, the scheduler revision holding it). */
 export function scheduleRecord(row: ScheduleRow): Record<string, unknown> {
@@ -38,6 +40,7 @@ export function scheduleRecord(row: ScheduleRow): Record<string, unknown> {
     enabled: row.enabled,
     next_fire_at: row.next_fire_at,
     created_by: row.created_by,
+    updated_by: row.updated_by,
     created_at: row.created_at,
   };
 }

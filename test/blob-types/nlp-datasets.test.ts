@@ -94,6 +94,32 @@ t.test('bad records are refused with their index; nothing of the call is written
   t.equal(await count(), before, 'nothing written');
 });
 
+t.test('a JSON Lines body passes the guard of JSON bodies: storable text, UTF-8, bounded depth', async (t) => {
+  const before = await count();
+  const deep = '{"text":"x","meta":{"a":' + '['.repeat(70) + ']'.repeat(70) + '}}';
+  const cases: Array<[string, string | Buffer, RegExp]> = [
+    ['U+0000', '{"text":"a\\u0000b"}\n', /U\+0000|unpaired|records\[0\]/],
+    ['a lone surrogate', '{"text":"a\\ud800b"}\n', /records\[0\]/],
+    [
+      'invalid UTF-8',
+      Buffer.concat([Buffer.from('{"text":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]),
+      /UTF-8/,
+    ],
+    ['70 levels deep', `${deep}\n`, /deep|depth|levels/],
+  ];
+  for (const [what, payload, message] of cases) {
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revision.id}/upload_records`,
+      headers: { ...alice.headers, 'content-type': 'application/x-ndjson' },
+      payload,
+    });
+    t.equal(res.statusCode, 400, what);
+    t.match(res.json(), { status: 'failure', error: 'invalid_request_body', message }, what);
+  }
+  t.equal(await count(), before, 'nothing written');
+});
+
 t.test('nlp.enabled is checked on every call', async (t) => {
   await setOverride(app, 'nlp.enabled', 'org', org.id, false);
   const off = await post('upload_records', { records: [{ text: 'x' }] });

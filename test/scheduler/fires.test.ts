@@ -185,6 +185,28 @@ t.test(
   },
 );
 
+t.test('a fire acts as the account that last wrote the schedule, not as its creator', async (t) => {
+  const member = { target: 'organization', target_id: flow.orgId, user_id: bob.user.id };
+  t.ok((await call(app, 'POST', '/v1/members', { as: alice, body: { ...member, role: 'write' } })).status < 300);
+  const schedule = await createSchedule(alice, {});
+  const updated = (
+    await command(app, bob, schedRev.id, 'update_schedule', { schedule_id: schedule.id, input_data: { n: 5 } })
+  ).schedule;
+  t.match(updated, { created_by: alice.user.id, updated_by: bob.user.id });
+  t.ok((await call(app, 'DELETE', '/v1/members', { as: alice, body: member })).status < 300);
+  await makeDue(boss, schedule.id);
+  const [run] = await waitForRuns(schedule.id, 1);
+  t.match(run, { status: 'failed', execution_id: null, error: { code: 'forbidden' } }, 'bob can no longer write it');
+
+  // The creator sets it again: the fires act as her, and run.
+  await command(app, alice, schedRev.id, 'update_schedule', { schedule_id: schedule.id, input_data: { n: 4 } });
+  await makeDue(boss, schedule.id, 2);
+  const [latest] = await waitForRuns(schedule.id, 2);
+  t.equal(latest.status, 'started');
+  t.match(await waitForEnd(app, alice, flow, latest.execution_id), { status: 'succeeded', output: { twice: 8 } });
+  await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: schedule.id });
+});
+
 t.test('ops: schedules by organization or blob, fireScheduleNow, and the reconciler', async (t) => {
   const { ops, boss: opsBoss } = await startOpsApp(t, { config, db, databaseUrl });
   const graphql = async (query: string) => {

@@ -329,3 +329,89 @@ t.test('list_schedules resumed from a schedule deleted between pages fails as a 
   t.equal(resumed.status, 500);
   t.equal(resumed.body.error, 'cursor_record_deleted');
 });
+
+t.test(
+  'every update is checked as a create: a scheduler writer cannot drive a workflow they cannot write',
+  async (t) => {
+    const bob = await signInAnonymous(app);
+    const grant = await call(app, 'POST', '/v1/members', {
+      as: alice,
+      body: { target: 'blob', target_id: sched.blobId, user_id: bob.user.id, role: 'write' },
+    });
+    t.ok(grant.status < 300, JSON.stringify(grant.body));
+    const created = await command(app, alice, sched.rev, 'create_schedule', {
+      cron: '0 3 * * *',
+      target,
+      input_data: { n: 1 },
+      enabled: false,
+    });
+    const id = created.schedule.id;
+    const changes: Array<[string, Record<string, unknown>]> = [
+      ['input_data', { input_data: { n: 666 } }],
+      ['cron', { cron: '* * * * *' }],
+      ['timezone', { timezone: 'Europe/Paris' }],
+      ['enabled', { enabled: true }],
+      ['alias', { alias: 'mine' }],
+      ['input_data removed', { input_data: null }],
+    ];
+    for (const [what, change] of changes) {
+      const res = await post(bob, sched.rev, 'update_schedule', { schedule_id: id, ...change });
+      t.equal(res.status, 403, what);
+      t.match(res.body, { status: 'failure', error: 'forbidden', message: /target/ }, what);
+    }
+    const unchanged = (await command(app, alice, sched.rev, 'get_schedule', { schedule_id: id })).schedule;
+    t.match(unchanged, {
+      cron: '0 3 * * *',
+      input_data: { n: 1 },
+      enabled: false,
+      alias: null,
+      updated_by: alice.user.id,
+    });
+
+    // With write on the target too, the same update is one bob could have created: it passes, and
+    // the fires now act as bob.
+    const onTarget = await call(app, 'POST', '/v1/members', {
+      as: alice,
+      body: { target: 'blob', target_id: flow.blobId, user_id: bob.user.id, role: 'write' },
+    });
+    t.ok(onTarget.status < 300, JSON.stringify(onTarget.body));
+    const updated = await command(app, bob, sched.rev, 'update_schedule', { schedule_id: id, input_data: { n: 2 } });
+    t.match(updated.schedule, { input_data: { n: 2 }, created_by: alice.user.id, updated_by: bob.user.id });
+
+    await db.query('DELETE FROM schedules WHERE revision_id = $1', [sched.rev]);
+  },
+);
+
+t.test('a time zone is stored by its canonical name, whatever its letter case', async (t) => {
+  const created = await command(app, alice, sched.rev, 'create_schedule', {
+    cron: '0 3 * * *',
+    timezone: 'europe/PARIS',
+    target,
+  });
+  t.equal(created.schedule.timezone, 'Europe/Paris');
+  const updated = await command(app, alice, sched.rev, 'update_schedule', {
+    schedule_id: created.schedule.id,
+    timezone: 'AMERICA/new_york',
+  });
+  t.equal(updated.schedule.timezone, 'America/New_York');
+  await db.query('DELETE FROM schedules WHERE revision_id = $1', [sched.rev]);
+});
+
+t.test('every second in a zone with clock changes is refused by the floor, with its limit object', async (t) => {
+  for (const name of ['create_schedule', 'update_schedule'] as const) {
+    const body =
+      name === 'create_schedule'
+        ? { cron: '* * * * * *', timezone: 'America/New_York', target }
+        : {
+            schedule_id: (await command(app, alice, sched.rev, 'create_schedule', { cron: '0 3 * * *', target }))
+              .schedule.id,
+            cron: '* * * * * *',
+            timezone: 'America/New_York',
+          };
+    const res = await post(alice, sched.rev, name, body);
+    t.equal(res.status, 400, name);
+    t.same(res.body.limit, { id: 'scheduler.min_interval_seconds', value: 60 }, name);
+    t.match(res.body.message, /1 s apart/, name);
+  }
+  await db.query('DELETE FROM schedules WHERE revision_id = $1', [sched.rev]);
+});
