@@ -137,6 +137,8 @@ interface Run {
   retried: boolean;
   /** Its child said it has an isolate: its code may be running there. */
   running: boolean;
+  /** Its child's resident memory (MiB, the watchdog's last sample) when it started running; null: not sampled. */
+  startedMb: number | null;
 }
 
 const EMPTY_STATS: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
@@ -166,6 +168,9 @@ class Child {
   overMemory = false;
   /** Its own cgroup (cgroup-v2 plans), once it is in it. */
   cgroup: ChildCgroup | null = null;
+  /** The watchdog's last sample of its resident memory, and the least it saw (MiB); null before the first. */
+  lastMb: number | null = null;
+  leastMb: number | null = null;
   stats: PoolStats | null = null;
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
@@ -286,6 +291,7 @@ export class ProcessSandbox {
         started: performance.now(),
         retried: false,
         running: false,
+        startedMb: null,
         resolve: (result) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(result);
@@ -406,7 +412,10 @@ export class ProcessSandbox {
       const sizes = await Promise.all(children.map((child) => (child.proc.pid === undefined ? null : residentMb(child.proc.pid))));
       for (const [i, child] of children.entries()) {
         const mb = sizes[i];
-        if (mb === null || mb === undefined || mb <= this.#memory.boundMb || child.exited || child.overMemory) continue;
+        if (mb === null || mb === undefined) continue;
+        child.lastMb = mb;
+        child.leastMb = Math.min(child.leastMb ?? mb, mb);
+        if (mb <= this.#memory.boundMb || child.exited || child.overMemory) continue;
         this.#o.log?.('sandbox child over its memory bound: killed', {
           child_pid: child.proc.pid,
           resident_mib: Math.round(mb),
@@ -480,7 +489,10 @@ export class ProcessSandbox {
           break;
         case 'started': {
           const run = child.runs.get(m.id);
-          if (run) run.running = true;
+          if (run) {
+            run.running = true;
+            run.startedMb = child.lastMb;
+          }
           break;
         }
         case 'result': {
@@ -603,6 +615,18 @@ export class ProcessSandbox {
     if (child.degraded || child.retired) return undefined;
     if (!(child.stuck || child.overMemory || (signal !== null && CRASH_SIGNALS.has(signal)))) return undefined;
     const running = runs.map(([, run]) => run).filter((run) => run.running);
+    if (child.overMemory) {
+      // The growth happened while the suspects ran: a run that started when the child was already
+      // more than halfway from its resting size to the bound (another organization's quick run
+      // caught by the kill) did not make it. Those retried before are not singled out here: an
+      // innocent run's second try may well meet the same bomb's second try.
+      const rest = child.leastMb ?? 0;
+      const halfway = rest + (this.#memory.boundMb - rest) / 2;
+      const grew = running.filter((run) => run.startedMb === null || run.startedMb <= halfway);
+      const suspects = new Set((grew.length > 0 ? grew : running).map((run) => run.request.tenant));
+      const [only] = suspects;
+      return suspects.size === 1 ? only : undefined;
+    }
     const again = running.filter((run) => run.retried);
     const suspects = new Set((again.length > 0 ? again : running).map((run) => run.request.tenant));
     const [only] = suspects;
