@@ -256,8 +256,7 @@ export class ProcessSandbox {
     const size = Math.max(1, options.pool.size ?? 2);
     const maxIsolates = Math.max(size, options.pool.maxIsolates ?? size * 2);
     this.#memory =
-      options.memory ??
-      watchdogPlan(defaultMemoryBoundMb(maxIsolates, Math.max(8, options.pool.memoryMb ?? 64)));
+      options.memory ?? watchdogPlan(defaultMemoryBoundMb(maxIsolates, Math.max(8, options.pool.memoryMb ?? 64)));
   }
 
   /** How the children's memory is bounded. */
@@ -391,7 +390,8 @@ export class ProcessSandbox {
       void ChildCgroup.enter(this.#memory, pid).then((cgroup) => {
         if (child.exited) cgroup?.remove();
         else if (cgroup) child.cgroup = cgroup;
-        else this.#o.log?.('sandbox child could not enter its cgroup: its memory is sampled instead', { child_pid: pid });
+        else
+          this.#o.log?.('sandbox child could not enter its cgroup: its memory is sampled instead', { child_pid: pid });
         this.#watchMemory();
       });
     } else {
@@ -408,8 +408,12 @@ export class ProcessSandbox {
   #watchMemory(): void {
     if (this.#watchdog !== undefined || this.#closed) return;
     const sample = async () => {
-      const children = [...this.#children].filter((child) => child.cgroup === null && !child.exited && !child.overMemory);
-      const sizes = await Promise.all(children.map((child) => (child.proc.pid === undefined ? null : residentMb(child.proc.pid))));
+      const children = [...this.#children].filter(
+        (child) => child.cgroup === null && !child.exited && !child.overMemory,
+      );
+      const sizes = await Promise.all(
+        children.map((child) => (child.proc.pid === undefined ? null : residentMb(child.proc.pid))),
+      );
       for (const [i, child] of children.entries()) {
         const mb = sizes[i];
         if (mb === null || mb === undefined) continue;

@@ -451,7 +451,12 @@ export function createEngine(options: EngineOptions): Engine {
       started = true;
       memoryBound = await planMemoryBound(sandboxMemoryMb);
       log.info(
-        { runner_id: runnerId, mechanism: memoryBound.mechanism, bound_mib: memoryBound.boundMb, detail: memoryBound.detail },
+        {
+          runner_id: runnerId,
+          mechanism: memoryBound.mechanism,
+          bound_mib: memoryBound.boundMb,
+          detail: memoryBound.detail,
+        },
         'sandbox children memory bound',
       );
       pool.start(memoryBound);

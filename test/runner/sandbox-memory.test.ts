@@ -82,70 +82,73 @@ function childPids(): number[] {
   return out;
 }
 
-t.test('each allocator fails its run with code_memory; another organization runs meanwhile; only sandbox children are replaced', async (t) => {
-  const { ops } = await startOpsApp(t, { config, db, databaseUrl });
-  const runner = await startRunner(t, databaseUrl, { sandboxMemoryMb: 300 });
-  const registration = await registerRunner(
-    db,
-    { host: 'memory-host', pid: process.pid, version: 'test' },
-    () => {},
-    () => runner.runner.sandbox(),
-  );
-  t.teardown(() => registration.stop());
-  const pid = process.pid;
-  const postgres = await postmasterStart();
-
-  const flow = await createWorkflow(app, bob);
-  await setOverride(app, 'workflow.running_executions_per_org', 'org', flow.orgId, 50);
-  const three = await define(app, bob, flow, THREE);
-  // Organization B's three-node executions, one after another, all the while.
-  let bombing = true;
-  const others: Array<Record<string, any>> = [];
-  const other = (async () => {
-    while (bombing || others.length === 0) {
-      others.push(await waitForEnd(app, bob, flow, (await startExecution(app, bob, flow, three)).id));
-    }
-  })();
-
-  const before = childPids();
-  for (const [name, source] of Object.entries(ALLOCATORS)) {
-    // An organization per allocator: each strike cools its organization down.
-    const hostile = await createWorkflow(app, mallory);
-    const { id } = await runGraph(app, mallory, hostile, { start: 'bomb', nodes: { bomb: code(source) } });
-    const ended = await waitFor(
-      () => getExecution(app, mallory, hostile, id),
-      (execution) => execution.status !== 'running' && execution.status !== 'queued',
-      `the ${name} execution to end`,
-      BOMB_WAIT_MS,
+t.test(
+  'each allocator fails its run with code_memory; another organization runs meanwhile; only sandbox children are replaced',
+  async (t) => {
+    const { ops } = await startOpsApp(t, { config, db, databaseUrl });
+    const runner = await startRunner(t, databaseUrl, { sandboxMemoryMb: 300 });
+    const registration = await registerRunner(
+      db,
+      { host: 'memory-host', pid: process.pid, version: 'test' },
+      () => {},
+      () => runner.runner.sandbox(),
     );
-    t.equal(ended.status, 'failed', name);
-    t.equal(ended.error?.code, 'code_memory', `${name}: ${JSON.stringify(ended.error)}`);
-    t.match(ended.error?.message, /memory bound/, `${name}: the message names the bound`);
-  }
-  bombing = false;
-  await other;
-  t.ok(others.length > 0);
-  t.same(
-    others.filter((ended) => ended.status !== 'succeeded' || ended.output !== 3),
-    [],
-    "every one of the other organization's executions succeeded",
-  );
-  t.equal(process.pid, pid, 'the runner kept its process');
-  t.equal(await postmasterStart(), postgres, 'PostgreSQL was not restarted');
-  t.ok(
-    before.every((child) => !childPids().includes(child)),
-    'the sandbox children of the start were replaced',
-  );
+    t.teardown(() => registration.stop());
+    const pid = process.pid;
+    const postgres = await postmasterStart();
 
-  const reported = await waitFor(
-    async () =>
-      (await graphql(ops, '{ runners { host sandbox { memoryKills memoryBound { mechanism boundMb detail } } } }'))
-        .runners,
-    (runners: any[]) => runners.some((r) => r.host === 'memory-host' && r.sandbox?.memoryKills >= 1),
-    'the runner to report a memory kill with a heartbeat',
-  );
-  const sandbox = reported.find((r: any) => r.host === 'memory-host').sandbox;
-  t.ok(['cgroup-v2', 'rss-watchdog'].includes(sandbox.memoryBound.mechanism), 'the mechanism in force');
-  t.equal(sandbox.memoryBound.boundMb, 300);
-  t.match(sandbox.memoryBound.detail, /300 MiB/);
-});
+    const flow = await createWorkflow(app, bob);
+    await setOverride(app, 'workflow.running_executions_per_org', 'org', flow.orgId, 50);
+    const three = await define(app, bob, flow, THREE);
+    // Organization B's three-node executions, one after another, all the while.
+    let bombing = true;
+    const others: Array<Record<string, any>> = [];
+    const other = (async () => {
+      while (bombing || others.length === 0) {
+        others.push(await waitForEnd(app, bob, flow, (await startExecution(app, bob, flow, three)).id));
+      }
+    })();
+
+    const before = childPids();
+    for (const [name, source] of Object.entries(ALLOCATORS)) {
+      // An organization per allocator: each strike cools its organization down.
+      const hostile = await createWorkflow(app, mallory);
+      const { id } = await runGraph(app, mallory, hostile, { start: 'bomb', nodes: { bomb: code(source) } });
+      const ended = await waitFor(
+        () => getExecution(app, mallory, hostile, id),
+        (execution) => execution.status !== 'running' && execution.status !== 'queued',
+        `the ${name} execution to end`,
+        BOMB_WAIT_MS,
+      );
+      t.equal(ended.status, 'failed', name);
+      t.equal(ended.error?.code, 'code_memory', `${name}: ${JSON.stringify(ended.error)}`);
+      t.match(ended.error?.message, /memory bound/, `${name}: the message names the bound`);
+    }
+    bombing = false;
+    await other;
+    t.ok(others.length > 0);
+    t.same(
+      others.filter((ended) => ended.status !== 'succeeded' || ended.output !== 3),
+      [],
+      "every one of the other organization's executions succeeded",
+    );
+    t.equal(process.pid, pid, 'the runner kept its process');
+    t.equal(await postmasterStart(), postgres, 'PostgreSQL was not restarted');
+    t.ok(
+      before.every((child) => !childPids().includes(child)),
+      'the sandbox children of the start were replaced',
+    );
+
+    const reported = await waitFor(
+      async () =>
+        (await graphql(ops, '{ runners { host sandbox { memoryKills memoryBound { mechanism boundMb detail } } } }'))
+          .runners,
+      (runners: any[]) => runners.some((r) => r.host === 'memory-host' && r.sandbox?.memoryKills >= 1),
+      'the runner to report a memory kill with a heartbeat',
+    );
+    const sandbox = reported.find((r: any) => r.host === 'memory-host').sandbox;
+    t.ok(['cgroup-v2', 'rss-watchdog'].includes(sandbox.memoryBound.mechanism), 'the mechanism in force');
+    t.equal(sandbox.memoryBound.boundMb, 300);
+    t.match(sandbox.memoryBound.detail, /300 MiB/);
+  },
+);
