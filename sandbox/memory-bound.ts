@@ -32,10 +32,10 @@ export const SAMPLE_MS = 100;
  * Resident memory of a child beyond its isolates' heaps: Node and V8 at rest (≈ 90 MiB), the code
  * of the vetted modules, ICU data, malloc's arenas and isolated-vm's copies in flight.
  */
-export const MEMORY_MARGIN_MB = 256;
+const MEMORY_MARGIN_MB = 256;
 const CGROUP_ROOT = '/sys/fs/cgroup';
 
-export type MemoryMechanism = 'cgroup-v2' | 'rss-watchdog';
+type MemoryMechanism = 'cgroup-v2' | 'rss-watchdog';
 
 /** How a runner's sandbox children are bounded (JSON: it crosses to the engine threads). */
 export interface MemoryBoundPlan {

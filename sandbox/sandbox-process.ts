@@ -175,7 +175,7 @@ class Child {
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
 
-  constructor(options: ChildPoolOptions, nice: number | undefined, memory: MemoryBoundPlan) {
+  constructor(options: ChildPoolOptions, nice: number | undefined) {
     this.proc = fork(CHILD_ENTRY, [JSON.stringify({ pool: options, nice: nice ?? null })], {
       execArgv: ['--no-node-snapshot', ...SANDBOX_V8_FLAGS],
       // Nothing of the runner's environment (database URL, secrets) reaches the code's process.
@@ -374,7 +374,7 @@ export class ProcessSandbox {
   }
 
   #start(): Child {
-    const child = new Child(this.#o.pool, this.#o.nice, this.#memory);
+    const child = new Child(this.#o.pool, this.#o.nice);
     this.#children.add(child);
     this.#watchLiveness();
     child.proc.on('message', (batch: unknown) => this.#receive(child, fromChild(batch)));
@@ -412,7 +412,7 @@ export class ProcessSandbox {
         (child) => child.cgroup === null && !child.exited && !child.overMemory,
       );
       const sizes = await Promise.all(
-        children.map((child) => (child.proc.pid === undefined ? null : residentMb(child.proc.pid))),
+        children.map((child) => (child.proc.pid === undefined ? Promise.resolve(null) : residentMb(child.proc.pid))),
       );
       for (const [i, child] of children.entries()) {
         const mb = sizes[i];
