@@ -4,11 +4,7 @@
  * runs out; a poison execution ends failed after the bound; a draining runner finishes or hands
  * back what it holds, so nothing is left `running` under a runner that is gone.
  */
-import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { claimExecutions } from '../../runner/engine/claim.ts';
-import { EngineThreadPool } from '../../runner/engine/thread-pool.ts';
-import { watchdogPlan } from '../../sandbox/memory-bound.ts';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
 import {
   createWorkflow,
@@ -132,41 +128,6 @@ t.test('a poison execution ends failed after the recovery bound instead of crash
   );
   t.same(events.at(-1).attributes.status, 'failed');
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
-});
-
-t.test('an engine thread that opens after its runner was abandoned writes nothing', async (t) => {
-  // The claim itself starts the node, before the execution reaches an engine thread; a thread
-  // opens its signal channel at its first task. A runner abandoned in between once broadcast
-  // 'dead' to no one, and the thread ran the node and wrote its outcome under the lease it still
-  // held (under load, the pool's later 'close' ended the run with "The sandbox process stopped
-  // during the run." and that failure was the node's outcome).
-  const flow = await createWorkflow(app, alice);
-  const created = await runGraph(app, alice, flow, { start: 'one', nodes: { one: code('export default () => 1') } });
-  const runnerId = randomUUID();
-  const [claimed] = await claimExecutions(db, runnerId, [created.id], 30, 3);
-  t.ok(claimed?.prestarted, 'claimed, its node started by the claim');
-  const pool = new EngineThreadPool({
-    databaseUrl,
-    runnerId,
-    leaseSeconds: 30,
-    maxRecoveries: 3,
-    concurrency: 1,
-    threads: 1,
-    isolatesPerThread: 1,
-    onNotice: () => {},
-  });
-  pool.start(watchdogPlan(1280));
-  t.teardown(() => pool.destroy());
-  pool.signal({ type: 'dead', executionIds: 'all' });
-  t.same(await pool.execute(claimed!), { outcome: 'abandoned' });
-  await pool.destroy();
-  const events = await executionEvents(app, alice, flow, created.id);
-  t.same(
-    events.map((event) => event.kind),
-    ['execution.started', 'node.started'],
-    'nothing written after the claim',
-  );
-  t.equal((await holder(created.id)).status, 'running', 'left to the recovery sweep, as a killed runner leaves it');
 });
 
 t.test('drain: a node in flight finishes within the grace period, then the execution is handed back', async (t) => {
