@@ -215,7 +215,8 @@ async function memoryPhase(system: System, b: Workload, label: string, sources: 
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
-      for (const child of await childPids(pid)) peak = Math.max(peak, await rssOf(child));
+      // A child gone between the listing and the read has no figure (NaN), not a peak of NaN.
+      for (const child of await childPids(pid)) peak = Math.max(peak, (await rssOf(child)) || 0);
       await sleep(50);
     }
   })();
