@@ -11,10 +11,15 @@
  *   isolates alive;
  * - first run: what an organization's first `logic.code` run costs over a warm one (bench/first-run.ts);
  * - cancel: `cancel_execution` of a spinning execution → the isolate it held running the next run
- *   (a run of the same organization that waited for it).
+ *   (a run of the same organization that waited for it);
+ * - memory: each of the five ways to grow a sandbox child outside its heap bounds (Intl objects,
+ *   Segmenter results, resizable ArrayBuffers, generated code, run-time property escapes) asking
+ *   for 4 GiB, alone and all five at once, while B creates three-node executions at RATE/s: the
+ *   runs' outcome and time to fail, the peak resident memory of every sandbox child (read from
+ *   /proc every 50 ms) against its bound, the runner's pid, B's p99 against 2 × alone + 50 ms.
  *
  *   ./node_modules/.bin/node --no-node-snapshot bench/isolation.ts [--tenants 1000 --executions 2000 --seconds 10
- *                                                                  --parts first,cancel,tenants,neighbour]
+ *                                                                  --parts first,cancel,tenants,neighbour,memory]
  * `npm run bench` runs it as its last section (`--isolation-only` runs only it).
  */
 import { availableParallelism } from 'node:os';
@@ -37,7 +42,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     rate: { type: 'string', default: '20' },
     cancels: { type: 'string', default: '20' },
-    parts: { type: 'string', default: 'first,cancel,tenants,neighbour' },
+    parts: { type: 'string', default: 'first,cancel,tenants,neighbour,memory' },
   },
 });
 const PARTS = new Set(args.parts.split(','));
@@ -71,6 +76,17 @@ const HOSTILE_GRAPHS = {
   'memory bomb': { start: 'bomb', nodes: { bomb: code('export default () => new Array(1e9).fill(0)') } },
 } as const;
 type Hostile = keyof typeof HOSTILE_GRAPHS;
+
+/** Code asking for ≈ 4 GiB outside the isolate's heap bound, five ways (docs/sandbox.md, Memory). */
+const ALLOCATORS: Record<string, string> = {
+  'Intl objects': `export default () => { const kept = []; for (let i = 0; i < 160000; i++) kept.push(new Intl.DateTimeFormat('en-US', { timeZone: 'UTC' })); return kept.length }`,
+  'Segmenter results': `export default () => { const s = 'a'.repeat(3e6); const g = new Intl.Segmenter(); const kept = []; for (let i = 0; i < 700; i++) kept.push(g.segment(s)); return kept.length }`,
+  'resizable ArrayBuffers': `export default () => { const kept = []; for (let i = 0; i < 16; i++) { const b = new ArrayBuffer(2 ** 28, { maxByteLength: 2 ** 28 }); new Uint8Array(b).fill(1); kept.push(b) } return kept.length }`,
+  'generated code': `export default () => { const kept = []; for (let i = 0; i < 64; i++) kept.push(new Function('return [' + '[1,2,3,4],'.repeat(8e5) + ']')); return kept.length }`,
+  'property escapes': `export default () => new RegExp('[' + '\\\\p{RGI_Emoji}'.repeat(4500) + ']', 'v').test('x')`,
+};
+/** The runner's default sandbox child bound (SANDBOX_MEMORY_MB unset: 256 + 2 × 8 isolates × 64 MiB). */
+const DEFAULT_BOUND_MB = 1280;
 
 interface NeighbourRow {
   phase: string;
@@ -163,6 +179,78 @@ async function rssMiB(pid: number): Promise<{ runner: number; children: number }
   let children = 0;
   for (const child of await childPids(pid)) children += await rssOf(child);
   return { runner: await rssOf(pid), children };
+}
+
+interface MemoryRow {
+  label: string;
+  /** Each bomb's status / error code and its time from started to ended, ms. */
+  outcomes: Array<{ status: string; code: string | null; ms: number }>;
+  peakChildMb: number;
+  runnerPidKept: boolean;
+  b: Summary;
+  bStatuses: Record<string, number>;
+}
+
+/** One memory phase: `sources` run once each (each by an organization of its own) while B creates executions. */
+async function memoryPhase(system: System, b: Workload, label: string, sources: string[]): Promise<MemoryRow> {
+  const runner = system.runners[0]!;
+  const pid = runner.pid;
+  const bombs: Array<{ w: Workload; definitionId: string }> = [];
+  for (const source of sources) {
+    const w = await createWorkload(
+      system,
+      { start: 'bomb', nodes: { bomb: code(source) } },
+      { sessions: 1, quota: 1_000 },
+    );
+    const definitionId = (
+      await command(system, w.account, w.revisionId, 'create_definition', {
+        category: 'workflow',
+        graph: { start: 'bomb', nodes: { bomb: code(source) } },
+      })
+    ).definition.id;
+    bombs.push({ w, definitionId });
+  }
+  // The peak resident memory of every sandbox child, sampled from /proc while the phase runs.
+  let peak = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      // A child gone between the listing and the read has no figure (NaN), not a peak of NaN.
+      for (const child of await childPids(pid)) peak = Math.max(peak, (await rssOf(child)) || 0);
+      await sleep(50);
+    }
+  })();
+  const ids: string[] = [];
+  for (const bomb of bombs) {
+    ids.push(
+      (
+        await command(system, bomb.w.account, bomb.w.revisionId, 'create_execution', {
+          session_id: bomb.w.sessionIds[0],
+          definition_id: bomb.definitionId,
+          input_data: null,
+        })
+      ).execution.id,
+    );
+  }
+  const bIds = await createMany(system, [b], { count: RATE * SECONDS, window: 4, ratePerSecond: RATE });
+  await waitForEnd(system.sql, ids, 600_000);
+  await waitForEnd(system.sql, bIds, 120_000);
+  sampling = false;
+  await sampler;
+  const { rows } = await system.sql.query<{ status: string; code: string | null; ms: number }>(
+    `SELECT status, error->>'code' AS code, extract(epoch FROM ended_at - started_at)::float8 * 1000 AS ms
+       FROM executions WHERE id = ANY($1::uuid[])`,
+    [ids],
+  );
+  const { toEnd } = await executionLatencies(system.sql, bIds);
+  return {
+    label,
+    outcomes: rows,
+    peakChildMb: peak,
+    runnerPidKept: runner.running() && runner.pid === pid && system.runners.length === 1,
+    b: summarize(toEnd),
+    bStatuses: await statusCounts(system.sql, bIds),
+  };
 }
 
 interface SandboxFigures {
@@ -414,6 +502,50 @@ export async function isolationBench(): Promise<IsolationReport> {
       notes.push(
         `organization A after the phases: ${cooled.rows[0] ? `cooled down, ${cooled.rows[0].strikes} strike(s)` : 'not cooled down'}`,
       );
+    }
+    if (PARTS.has('memory')) {
+      log(`memory: B alone, ${RATE}/s for ${SECONDS} s`);
+      const alone = await neighbourPhase(system, a, b, null, definitions);
+      const target = 2 * alone.b.p99 + 50;
+      rows.push([
+        `memory: B alone, create -> succeeded`,
+        `p50 ${fmt(alone.b.p50)} ms, p99 ${fmt(alone.b.p99)} ms`,
+        '-',
+        '',
+      ]);
+      const phases: MemoryRow[] = [];
+      for (const [name, source] of Object.entries(ALLOCATORS)) {
+        log(`memory: ${name}`);
+        phases.push(await memoryPhase(system, b, name, [source]));
+      }
+      log('memory: all five at once');
+      phases.push(await memoryPhase(system, b, 'all five at once', Object.values(ALLOCATORS)));
+      for (const p of phases) {
+        const outcome = p.outcomes.map((o) => (o.status === 'failed' ? (o.code ?? 'failed') : o.status)).join(', ');
+        const slowest = Math.max(...p.outcomes.map((o) => o.ms));
+        const failed = p.outcomes.every((o) => o.status === 'failed');
+        rows.push([
+          `memory: ${p.label} (4 GiB): outcome, time to fail`,
+          `${outcome}; ${fmt(slowest / 1000, 1)} s`,
+          'failed, <= 5 s',
+          yes(failed && slowest <= 5000),
+        ]);
+        rows.push([
+          '    peak sandbox child RSS, runner pid',
+          `${fmt(p.peakChildMb, 0)} MiB (bound ${DEFAULT_BOUND_MB}), pid ${p.runnerPidKept ? 'unchanged' : 'CHANGED'}`,
+          `<= ${DEFAULT_BOUND_MB} MiB, unchanged`,
+          yes(p.peakChildMb <= DEFAULT_BOUND_MB && p.runnerPidKept),
+        ]);
+        const bOk = p.b.p99 <= target && (p.bStatuses.succeeded ?? 0) === RATE * SECONDS;
+        rows.push([
+          '    B meanwhile, create -> succeeded',
+          `p50 ${fmt(p.b.p50)} ms, p99 ${fmt(p.b.p99)} ms, B ${Object.entries(p.bStatuses)
+            .map(([s, n]) => `${s} ${n}`)
+            .join(', ')}`,
+          `p99 <= ${fmt(target, 0)} ms, all succeeded`,
+          yes(bOk),
+        ]);
+      }
     }
   } finally {
     await system.stop();

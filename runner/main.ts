@@ -125,6 +125,7 @@ async function start(): Promise<void> {
     sweepSeconds: config.runner.sweepSeconds,
     orphanSeconds: config.runner.orphanSeconds,
     codeContexts: config.runner.codeContexts,
+    ...(config.runner.sandboxMemoryMb > 0 ? { sandboxMemoryMb: config.runner.sandboxMemoryMb } : {}),
     tracing: tracing?.tracing ?? null,
     threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
   });

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { CodeRequest, CodeResult, LogLevel } from '../sandbox/messages.ts';
 import type { ContextScope } from '../sandbox/isolate-pool.ts';
+import type { MemoryBoundPlan } from '../sandbox/memory-bound.ts';
 import type { ClaimedExecution } from './engine/claim.ts';
 import type { TracingSettings } from '../shared/config.ts';
 
@@ -84,6 +85,14 @@ export interface EngineWorkerData {
   contexts: ContextScope;
   /** The pool's BroadcastChannel, on which the runner posts `WorkerSignal`s to every worker. */
   channel: string;
+  /**
+   * The runner-wide decisions (`RUNNER_FLAG_*`, an Int32Array over it), set before the matching
+   * signal is broadcast: a thread still opening when a signal was posted has no channel yet and
+   * never receives it, but reads these whenever it asks.
+   */
+  flags: SharedArrayBuffer;
+  /** The sandbox children's memory bound (sandbox/memory-bound.ts), decided once by the runner. */
+  memoryBound: MemoryBoundPlan;
   /** Where the worker's spans go (shared/tracing/start-thread-tracing.ts), the runner's service name resolved; null: tracing is off. */
   tracing: WorkerTracingSettings | null;
 }
@@ -103,6 +112,14 @@ export type WorkerTracingSettings = TracingSettings & { serviceName: string };
  * - `close`: sent before the threads are terminated, so each disposes its isolates first (a thread
  *   terminated under a running isolate can abort the whole process in isolated-vm's cleanup).
  */
+/** Index in `EngineWorkerData.flags`: the runner was abandoned (a simulated kill): write nothing more. */
+export const RUNNER_FLAG_ABANDONED = 0;
+/** …the runner drains: finish each node in flight, then hand its execution back. */
+export const RUNNER_FLAG_DRAINING = 1;
+/** …the pool is closing: the threads' sandboxes are disposed, and no run's failure from that is persisted. */
+export const RUNNER_FLAG_CLOSED = 2;
+export const RUNNER_FLAG_COUNT = 3;
+
 export type WorkerSignal =
   | { type: 'lost'; executionIds: string[] }
   | { type: 'cooldowns'; until: Record<string, number> }
@@ -129,11 +146,18 @@ const sandboxSnapshotSchema = z.strictObject({
   contextsMade: z.number(),
   contextsReused: z.number(),
   isolatesRecycled: z.number(),
+  /** Sandbox children killed past their memory bound (sandbox/memory-bound.ts), since the thread started. */
+  memoryKills: z.number(),
   /** Organizations with runs holding or waiting for an isolate, the busiest first (at most `MAX_SNAPSHOT_TENANTS`). */
   tenants: z.array(z.strictObject({ orgId: z.string(), waiting: z.number(), busy: z.number() })),
 });
 
 export type SandboxSnapshot = z.output<typeof sandboxSnapshotSchema>;
+
+/** A runner's sandbox for the ops API: its threads' snapshots summed, and how the children's memory is bounded. */
+export type RunnerSandboxReport = SandboxSnapshot & {
+  memoryBound: { mechanism: string; boundMb: number; detail: string };
+};
 
 /** How often each worker posts its sandbox snapshot. */
 export const SNAPSHOT_EVERY_MS = 2_000;

@@ -8,6 +8,7 @@
  * It ends itself with SIGKILL when its parent goes away: a parked isolate thread would keep an
  * ordinary exit waiting forever.
  */
+import { writeFileSync } from 'node:fs';
 import { errorCatalog, ServiceError, type ErrorCode } from '../shared/errors.ts';
 import { yieldCpu } from '../shared/priority.ts';
 import type { HostApi } from './host-bridge.ts';
@@ -18,6 +19,14 @@ import { Outbox, toChild, type ChildPoolOptions, type FromChild } from './sandbo
 
 /** How often the child reports its pool's stats. */
 const STATS_EVERY_MS = 1000;
+
+// First of all: when the host runs out of memory, the kernel kills a sandbox child before the
+// runner, the control plane or the database (raising one's own score needs no privilege).
+try {
+  writeFileSync('/proc/self/oom_score_adj', '1000');
+} catch {
+  // No /proc (not Linux): nothing to raise.
+}
 
 const started = JSON.parse(process.argv[2] ?? '{}') as { pool?: ChildPoolOptions; nice?: number | null };
 const options: ChildPoolOptions = started.pool ?? {};

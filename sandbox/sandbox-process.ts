@@ -21,6 +21,14 @@ import { fileURLToPath } from 'node:url';
 import { isServiceError } from '../shared/errors.ts';
 import type { HostApi } from './host-bridge.ts';
 import type { PoolStats } from './isolate-pool.ts';
+import {
+  ChildCgroup,
+  defaultMemoryBoundMb,
+  residentMb,
+  SAMPLE_MS,
+  watchdogPlan,
+  type MemoryBoundPlan,
+} from './memory-bound.ts';
 import { logLevels, type CodeRequest, type CodeResult, type LogLevel, type RunStats } from './messages.ts';
 import {
   fromChild,
@@ -50,6 +58,11 @@ const SPARE_KEEP_MS = 5 * 60_000;
 const UNRESPONSIVE_MS = 10_000;
 /** How often the children's liveness is looked at. */
 const LIVENESS_EVERY_MS = 1_000;
+/**
+ * A child not ready this long after it was started (its pool warms in ≈ 0.25 s) is killed and
+ * replaced: runs sent to it would otherwise wait for it forever.
+ */
+const READY_WITHIN_MS = 60_000;
 /** Signals a process raises on itself when it crashes: V8's fatal errors abort (SIGABRT). */
 const CRASH_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set([
   'SIGABRT',
@@ -90,6 +103,11 @@ export interface ProcessSandboxOptions {
   refuse?: (request: CodeRequest) => CodeResult | null;
   /** How long a ready child may go unheard before it is killed and replaced. Default UNRESPONSIVE_MS (10 s). */
   unresponsiveMs?: number;
+  /**
+   * How each child's memory is bounded (sandbox/memory-bound.ts; the runner decides it once).
+   * Default: the watchdog at defaultMemoryBoundMb of the pool's isolates.
+   */
+  memory?: MemoryBoundPlan;
   /** Children started, retired and died, for the runner's log. */
   log?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -104,6 +122,8 @@ export interface ProcessSandboxStats {
   /** Pids of the serving child and the spare (undefined when there is none). */
   servingPid: number | undefined;
   sparePid: number | undefined;
+  /** Children killed past their memory bound (by the watchdog or the kernel in their cgroup). */
+  memoryKills: number;
 }
 
 interface Run {
@@ -117,6 +137,8 @@ interface Run {
   retried: boolean;
   /** Its child said it has an isolate: its code may be running there. */
   running: boolean;
+  /** Its child's resident memory (MiB, the watchdog's last sample) when it started running; null: not sampled. */
+  startedMb: number | null;
 }
 
 const EMPTY_STATS: RunStats = { wallMs: 0, cpuMs: null, hostCalls: 0, logs: 0, logsDropped: 0 };
@@ -140,6 +162,15 @@ class Child {
   lastHeard = performance.now();
   /** Killed by the liveness check: something held its main thread. */
   stuck = false;
+  /** Liveness checks in a row that found nothing heard from it since the one before. */
+  silentChecks = 0;
+  /** Killed past its memory bound (the watchdog), or found killed by the kernel in its cgroup. */
+  overMemory = false;
+  /** Its own cgroup (cgroup-v2 plans), once it is in it. */
+  cgroup: ChildCgroup | null = null;
+  /** The watchdog's last sample of its resident memory, and the least it saw (MiB); null before the first. */
+  lastMb: number | null = null;
+  leastMb: number | null = null;
   stats: PoolStats | null = null;
   #retireTimer: NodeJS.Timeout | undefined;
   #markReady: () => void = () => {};
@@ -214,9 +245,23 @@ export class ProcessSandbox {
   #spareUntil = 0;
   #spareExpiry: NodeJS.Timeout | undefined;
   #liveness: NodeJS.Timeout | undefined;
+  #watchdog: NodeJS.Timeout | undefined;
+  /** When the liveness check last ran (performance.now()). */
+  #lastCheck = performance.now();
+  readonly #memory: MemoryBoundPlan;
+  #memoryKills = 0;
 
   constructor(options: ProcessSandboxOptions) {
     this.#o = options;
+    const size = Math.max(1, options.pool.size ?? 2);
+    const maxIsolates = Math.max(size, options.pool.maxIsolates ?? size * 2);
+    this.#memory =
+      options.memory ?? watchdogPlan(defaultMemoryBoundMb(maxIsolates, Math.max(8, options.pool.memoryMb ?? 64)));
+  }
+
+  /** How the children's memory is bounded. */
+  get memory(): MemoryBoundPlan {
+    return this.#memory;
   }
 
   /** Starts the serving child; resolves once it is ready. */
@@ -245,6 +290,7 @@ export class ProcessSandbox {
         started: performance.now(),
         retried: false,
         running: false,
+        startedMb: null,
         resolve: (result) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(result);
@@ -262,6 +308,7 @@ export class ProcessSandbox {
       replaced: this.#replaced,
       servingPid: this.#serving?.proc.pid,
       sparePid: this.#spare?.proc.pid,
+      memoryKills: this.#memoryKills,
     };
   }
 
@@ -270,6 +317,8 @@ export class ProcessSandbox {
     this.#closed = true;
     clearInterval(this.#liveness);
     this.#liveness = undefined;
+    clearTimeout(this.#watchdog);
+    this.#watchdog = undefined;
     clearTimeout(this.#spareTimer);
     clearTimeout(this.#spareExpiry);
     const exits = [...this.#children].map(
@@ -329,10 +378,66 @@ export class ProcessSandbox {
     this.#children.add(child);
     this.#watchLiveness();
     child.proc.on('message', (batch: unknown) => this.#receive(child, fromChild(batch)));
-    child.proc.on('error', () => {});
+    // A process that could not be started (EAGAIN, ENOMEM under load) may never emit 'exit':
+    // its runs would wait forever.
+    child.proc.on('error', () => {
+      if (child.proc.pid === undefined) this.#exited(child, null, null);
+    });
     child.proc.on('exit', (code, signal) => this.#exited(child, code, signal));
     this.#o.log?.('sandbox child started', { child_pid: child.proc.pid });
+    const pid = child.proc.pid;
+    if (pid !== undefined && this.#memory.mechanism === 'cgroup-v2') {
+      void ChildCgroup.enter(this.#memory, pid).then((cgroup) => {
+        if (child.exited) cgroup?.remove();
+        else if (cgroup) child.cgroup = cgroup;
+        else
+          this.#o.log?.('sandbox child could not enter its cgroup: its memory is sampled instead', { child_pid: pid });
+        this.#watchMemory();
+      });
+    } else {
+      this.#watchMemory();
+    }
     return child;
+  }
+
+  /**
+   * Kills children past the memory bound: every SAMPLE_MS each child's resident memory is read
+   * from /proc (not those in a cgroup of their own: the kernel bounds them). Runs while any child
+   * lives; a read never overlaps the next.
+   */
+  #watchMemory(): void {
+    if (this.#watchdog !== undefined || this.#closed) return;
+    const sample = async () => {
+      const children = [...this.#children].filter(
+        (child) => child.cgroup === null && !child.exited && !child.overMemory,
+      );
+      const sizes = await Promise.all(
+        children.map((child) => (child.proc.pid === undefined ? Promise.resolve(null) : residentMb(child.proc.pid))),
+      );
+      for (const [i, child] of children.entries()) {
+        const mb = sizes[i];
+        if (mb === null || mb === undefined) continue;
+        child.lastMb = mb;
+        child.leastMb = Math.min(child.leastMb ?? mb, mb);
+        if (mb <= this.#memory.boundMb || child.exited || child.overMemory) continue;
+        this.#o.log?.('sandbox child over its memory bound: killed', {
+          child_pid: child.proc.pid,
+          resident_mib: Math.round(mb),
+          bound_mib: this.#memory.boundMb,
+          runs_in_progress: child.runs.size,
+        });
+        child.overMemory = true;
+        child.kill();
+      }
+      if (this.#children.size === 0 || this.#closed) {
+        this.#watchdog = undefined;
+        return;
+      }
+      this.#watchdog = setTimeout(() => void sample(), SAMPLE_MS);
+      this.#watchdog.unref();
+    };
+    this.#watchdog = setTimeout(() => void sample(), SAMPLE_MS);
+    this.#watchdog.unref();
   }
 
   /** Kills ready children that stopped reporting (UNRESPONSIVE_MS); runs while any child lives. */
@@ -345,9 +450,22 @@ export class ProcessSandbox {
         return;
       }
       const now = performance.now();
+      const previousCheck = this.#lastCheck;
+      this.#lastCheck = now;
+      const unresponsiveMs = this.#o.unresponsiveMs ?? UNRESPONSIVE_MS;
       for (const child of this.#children) {
-        if (!child.isReady || child.exited || now - child.lastHeard < (this.#o.unresponsiveMs ?? UNRESPONSIVE_MS))
+        if (child.exited) continue;
+        if (!child.isReady) {
+          if (Date.now() - child.startedAt < READY_WITHIN_MS) continue;
+          this.#o.log?.('sandbox child never became ready: killed', { child_pid: child.proc.pid });
+          child.kill();
           continue;
+        }
+        // Silence counts only in checks that found nothing heard since the one before: after this
+        // thread itself stalled (a saturated host, a long collection), the child's reports still
+        // wait in the pipe, read after the timers, and the first check must not judge it by them.
+        child.silentChecks = child.lastHeard >= previousCheck ? 0 : child.silentChecks + 1;
+        if (now - child.lastHeard < unresponsiveMs || child.silentChecks * LIVENESS_EVERY_MS < unresponsiveMs) continue;
         this.#o.log?.('sandbox child unresponsive: killed', {
           child_pid: child.proc.pid,
           silent_ms: Math.round(now - child.lastHeard),
@@ -375,7 +493,10 @@ export class ProcessSandbox {
           break;
         case 'started': {
           const run = child.runs.get(m.id);
-          if (run) run.running = true;
+          if (run) {
+            run.running = true;
+            run.startedMb = child.lastMb;
+          }
           break;
         }
         case 'result': {
@@ -493,8 +614,23 @@ export class ProcessSandbox {
    * its runs get their one more try. A tenantless run is never blamed.
    */
   #crashSuspect(child: Child, signal: NodeJS.Signals | null, runs: Array<[number, Run]>): string | undefined {
-    if (child.degraded || !(child.stuck || (signal !== null && CRASH_SIGNALS.has(signal)))) return undefined;
+    // A degraded child's organization was blamed when it lost its isolate, and a retired child is
+    // on its way out for that: neither death counts again.
+    if (child.degraded || child.retired) return undefined;
+    if (!(child.stuck || child.overMemory || (signal !== null && CRASH_SIGNALS.has(signal)))) return undefined;
     const running = runs.map(([, run]) => run).filter((run) => run.running);
+    if (child.overMemory) {
+      // The growth happened while the suspects ran: a run that started when the child was already
+      // more than halfway from its resting size to the bound (another organization's quick run
+      // caught by the kill) did not make it. Those retried before are not singled out here: an
+      // innocent run's second try may well meet the same bomb's second try.
+      const rest = child.leastMb ?? 0;
+      const halfway = rest + (this.#memory.boundMb - rest) / 2;
+      const grew = running.filter((run) => run.startedMb === null || run.startedMb <= halfway);
+      const suspects = new Set((grew.length > 0 ? grew : running).map((run) => run.request.tenant));
+      const [only] = suspects;
+      return suspects.size === 1 ? only : undefined;
+    }
     const again = running.filter((run) => run.retried);
     const suspects = new Set((again.length > 0 ? again : running).map((run) => run.request.tenant));
     const [only] = suspects;
@@ -502,11 +638,19 @@ export class ProcessSandbox {
   }
 
   #exited(child: Child, code: number | null, signal: NodeJS.Signals | null): void {
+    if (child.exited) return;
     child.exited = true;
     child.markReady();
     this.#children.delete(child);
     if (this.#bridge === child) this.#bridge = null;
-    const unexpected = !child.retired && !this.#closed;
+    if (child.cgroup) {
+      if (!child.overMemory && signal === 'SIGKILL' && child.cgroup.oomKilled()) child.overMemory = true;
+      child.cgroup.remove();
+    }
+    if (child.overMemory) this.#memoryKills++;
+    // A retired child killed for its memory before its grace ran out: its other runs get their
+    // second try like any other death's.
+    const unexpected = (!child.retired || child.overMemory) && !this.#closed;
     const runs = [...child.runs.entries()];
     child.runs.clear();
     const crashedBy = unexpected ? this.#crashSuspect(child, signal, runs) : undefined;
@@ -515,6 +659,7 @@ export class ProcessSandbox {
         child_pid: child.proc.pid,
         code,
         signal,
+        ...(child.overMemory ? { over_memory_bound_mib: this.#memory.boundMb } : {}),
         runs_in_progress: runs.length,
         ...(crashedBy !== undefined ? { blamed_org_id: crashedBy } : {}),
       });
@@ -522,7 +667,7 @@ export class ProcessSandbox {
       this.#keepSpare();
       if (crashedBy !== undefined)
         this.#o.onDegraded?.(
-          `The sandbox process ${child.stuck ? 'stopped answering' : `crashed (${signal})`} while only this organization's code ran in it.`,
+          `The sandbox process ${child.overMemory ? `used more memory than its bound (${this.#memory.boundMb} MiB)` : child.stuck ? 'stopped answering' : `crashed (${signal})`} while only this organization's code ran in it.`,
           crashedBy,
         );
     }
@@ -547,7 +692,9 @@ export class ProcessSandbox {
         blamed
           ? failure(
               'code_memory',
-              'The code used more than the sandbox memory bound and its sandbox process was replaced.',
+              child.overMemory
+                ? `The code grew its sandbox process past the sandbox memory bound (${this.#memory.boundMb} MiB) and the process was replaced.`
+                : 'The code used more than the sandbox memory bound and its sandbox process was replaced.',
             )
           : failure('internal_error', 'The sandbox process stopped during the run.'),
       );

@@ -87,6 +87,8 @@ export interface Config {
     cpuSplit: boolean;
     /** Whose runs a `logic.code` context serves (sandbox/isolate-pool.ts, `contexts`). */
     codeContexts: 'shared' | 'tenant';
+    /** Memory bound of each sandbox child process, MiB (sandbox/memory-bound.ts); 0 derives it from the isolates' heap bounds. */
+    sandboxMemoryMb: number;
     /** Port of the runner's /metrics, /healthz and /readyz (0: none), and its interface. */
     metricsPort: number;
     metricsHost: string;
@@ -155,6 +157,12 @@ function oneOfVar<T extends string>(name: string, values: readonly [T, ...T[]]) 
     });
 }
 
+/**
+ * The least SANDBOX_MEMORY_MB: one heap bound per isolate a sandbox child may hold (8 × 64 MiB at
+ * the runner's defaults) plus the 256 MiB margin of sandbox/memory-bound.ts.
+ */
+const MIN_SANDBOX_MEMORY_MB = 768;
+
 const port = (name: string, fallback: number) => intVar(name, fallback, { max: 65_535 });
 
 /** Every variable the processes read (the README's table; docs/configuration.md), in one schema. */
@@ -198,6 +206,7 @@ const envSchema = z
     RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
     RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
     RUNNER_CODE_CONTEXTS: oneOfVar('RUNNER_CODE_CONTEXTS', ['shared', 'organization']),
+    SANDBOX_MEMORY_MB: intVar('SANDBOX_MEMORY_MB', 0),
     METRICS_PORT: port('METRICS_PORT', 0),
     METRICS_HOST: z.string().optional(),
     OTEL_EXPORTER_OTLP_ENDPOINT: z
@@ -252,6 +261,13 @@ const envSchema = z
         message: `RUNNER_RENEW_SECONDS must be at least 1 and less than RUNNER_LEASE_SECONDS (${env.RUNNER_LEASE_SECONDS}), got ${env.RUNNER_RENEW_SECONDS}`,
       });
     }
+    // Below one heap bound per isolate plus the margin, code within its heap bounds would get
+    // its child killed.
+    if (env.SANDBOX_MEMORY_MB !== 0 && env.SANDBOX_MEMORY_MB < MIN_SANDBOX_MEMORY_MB)
+      ctx.addIssue({
+        code: 'custom',
+        message: `SANDBOX_MEMORY_MB must be 0 (derived from the isolates' heap bounds) or at least ${MIN_SANDBOX_MEMORY_MB}, got ${env.SANDBOX_MEMORY_MB}`,
+      });
     if (env.RUNNER_SWEEP_SECONDS < 1)
       ctx.addIssue({
         code: 'custom',
@@ -332,6 +348,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       nice: v.RUNNER_NICE,
       cpuSplit: v.RUNNER_CPU_SPLIT === 'auto',
       codeContexts: v.RUNNER_CODE_CONTEXTS === 'organization' ? 'tenant' : 'shared',
+      sandboxMemoryMb: v.SANDBOX_MEMORY_MB,
       metricsPort: v.METRICS_PORT,
       metricsHost: v.METRICS_HOST ?? '127.0.0.1',
     },

@@ -16,6 +16,8 @@ interface SnapshotJson {
   contextsMade?: number;
   contextsReused?: number;
   isolatesRecycled?: number;
+  memoryKills?: number;
+  memoryBound?: { mechanism?: string; boundMb?: number; detail?: string };
   tenants?: Array<{ orgId: string; waiting: number; busy: number }>;
 }
 
@@ -63,6 +65,18 @@ export const sandboxOpsModule: OpsModule = {
       isolatesRecycled: Float!
       "Organizations with runs holding or waiting for an isolate, busiest first (at most 50)."
       organizations: [SandboxOrganization!]!
+      "How each sandbox child process's memory is bounded (docs/sandbox.md, Memory); null from a runner that does not say."
+      memoryBound: SandboxMemoryBound
+      "Sandbox children killed past their memory bound, since the runner's engine threads started."
+      memoryKills: Float!
+    }
+
+    type SandboxMemoryBound {
+      "cgroup-v2 (a cgroup per child with memory.max) or rss-watchdog (resident memory sampled every 100 ms)."
+      mechanism: String!
+      "The bound of each child, MiB (SANDBOX_MEMORY_MB)."
+      boundMb: Int!
+      detail: String!
     }
 
     type SandboxOrganization {
@@ -103,6 +117,15 @@ export const sandboxOpsModule: OpsModule = {
           contextsReused: s.contextsReused ?? 0,
           isolatesRecycled: s.isolatesRecycled ?? 0,
           organizations: Array.isArray(s.tenants) ? s.tenants : [],
+          memoryKills: s.memoryKills ?? 0,
+          memoryBound:
+            s.memoryBound && typeof s.memoryBound.mechanism === 'string'
+              ? {
+                  mechanism: s.memoryBound.mechanism,
+                  boundMb: s.memoryBound.boundMb ?? 0,
+                  detail: s.memoryBound.detail ?? '',
+                }
+              : null,
         };
       },
     },

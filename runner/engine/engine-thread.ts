@@ -44,6 +44,9 @@ import {
   type SandboxSnapshot,
   type WorkerNotice,
   type WorkerSignal,
+  RUNNER_FLAG_ABANDONED,
+  RUNNER_FLAG_CLOSED,
+  RUNNER_FLAG_DRAINING,
 } from '../messages.ts';
 
 interface Flight {
@@ -63,6 +66,16 @@ interface WorkerState {
 }
 
 const data = workerData as EngineWorkerData;
+const flags = new Int32Array(data.flags);
+/**
+ * The runner was abandoned, or its pool is closing (the sandbox is disposed under the runs: a
+ * run's "stopped during the run" is the shutdown's, never the node's outcome). Read from shared
+ * memory, set before the broadcast: a signal posted while this thread was still opening its
+ * channel never arrives, and 'close' may then be the first signal it sees.
+ */
+function runnerGone(): boolean {
+  return Atomics.load(flags, RUNNER_FLAG_ABANDONED) === 1 || Atomics.load(flags, RUNNER_FLAG_CLOSED) === 1;
+}
 /**
  * The sandbox child runs this much nicer than its engine thread: code that spins for its whole
  * `workflow.code_run_seconds` must not slow the interpreter, claims and leases of every other
@@ -152,6 +165,7 @@ async function open(): Promise<WorkerState> {
     pool: { size: data.isolates, memoryMb: data.memoryMb, contexts: data.contexts },
     nice: Math.min(MAX_NICE, getPriority(0) + SANDBOX_NICE_STEP),
     refuse: (request) => cooledDown(cooldowns, request.tenant) ?? cooledDown(provisional, request.tenant),
+    memory: data.memoryBound,
     onDegraded: (reason, tenant) => {
       // Refused here at once; the runner records the strike and broadcasts the cool-down it sets.
       if (tenant !== undefined) provisional.set(tenant, Date.now() + COOLDOWN_BASE_SECONDS * 1000);
@@ -183,7 +197,15 @@ async function open(): Promise<WorkerState> {
     observe: metrics.observe,
     tracing,
   };
-  const worker: WorkerState = { db, sandbox, cooldowns, engine, flights, draining: false, abandoned: false };
+  const worker: WorkerState = {
+    db,
+    sandbox,
+    cooldowns,
+    engine,
+    flights,
+    draining: Atomics.load(flags, RUNNER_FLAG_DRAINING) === 1,
+    abandoned: runnerGone(),
+  };
   const snapshots = setInterval(() => {
     notify({ type: 'sandbox', thread: threadId, snapshot: snapshotOf(sandbox) });
     void metrics.report().then((report) => notify({ type: 'metrics', thread: threadId, metrics: report }));
@@ -215,15 +237,26 @@ async function open(): Promise<WorkerState> {
         }
         return;
       case 'close':
-        // Runs in progress end at once (internal_error) and no isolate thread outlives its environment.
-        clearInterval(snapshots);
-        channel.close();
-        void sandbox.dispose();
-        // Spans still buffered leave now, while the pool waits for the runs to come back.
-        void tracing?.shutdown().catch(() => {});
+        close();
         return;
     }
   };
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    // Nothing that ends because of the close is written (runnerGone() is true from here on).
+    worker.abandoned = true;
+    for (const flight of flights.values()) flight.dead = true;
+    // Runs in progress end at once (internal_error) and no isolate thread outlives its environment.
+    clearInterval(snapshots);
+    channel.close();
+    void sandbox.dispose();
+    // Spans still buffered leave now, while the pool waits for the runs to come back.
+    void tracing?.shutdown().catch(() => {});
+  };
+  // Closed while this thread was opening: its 'close' was posted before the channel existed.
+  if (Atomics.load(flags, RUNNER_FLAG_CLOSED) === 1) close();
   return worker;
 }
 
@@ -234,10 +267,10 @@ async function runExecutionTask(worker: WorkerState, task: ExecutionTask): Promi
   const control: RunControl = {
     signal: flight.controller.signal,
     get yielding() {
-      return worker.draining;
+      return worker.draining || Atomics.load(flags, RUNNER_FLAG_DRAINING) === 1;
     },
     get dead() {
-      return flight.dead || worker.abandoned;
+      return flight.dead || worker.abandoned || runnerGone();
     },
   };
   let wakeAt: Date | undefined;
@@ -284,6 +317,7 @@ function snapshotOf(sandbox: ProcessSandbox): SandboxSnapshot {
     contextsMade: stats.contextsCreated,
     contextsReused: stats.contextsReused,
     isolatesRecycled: stats.recycled,
+    memoryKills: sandbox.stats().memoryKills,
     tenants,
   };
 }

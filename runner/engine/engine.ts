@@ -13,9 +13,11 @@ import type { Db } from '../../shared/db/db.ts';
 import { RUNNER_TIMING_DEFAULTS } from '../../shared/runner-timings.ts';
 import { EngineThreadPool } from './thread-pool.ts';
 import type { ContextScope } from '../../sandbox/isolate-pool.ts';
+import { defaultMemoryBoundMb, planMemoryBound, type MemoryBoundPlan } from '../../sandbox/memory-bound.ts';
 import {
   MAX_SNAPSHOT_TENANTS,
   type ExecutionTaskResult,
+  type RunnerSandboxReport,
   type SandboxSnapshot,
   type WorkerTracingSettings,
 } from '../messages.ts';
@@ -67,6 +69,11 @@ export interface EngineTuning {
   isolatesPerThread?: number;
   /** Heap bound per isolate, MiB. Default 64. */
   codeMemoryMb?: number;
+  /**
+   * Memory bound of each sandbox child process, MiB (SANDBOX_MEMORY_MB; sandbox/memory-bound.ts).
+   * Default: defaultMemoryBoundMb of its isolates (1,280 at the defaults).
+   */
+  sandboxMemoryMb?: number;
   /** Whose runs a `logic.code` context serves (sandbox/isolate-pool.ts, `contexts`). Default 'shared'. */
   codeContexts?: ContextScope;
   /** Take schedule fires too (runner/scheduler/fire-loop.ts). Default true. */
@@ -134,8 +141,11 @@ export interface Engine {
   /** Simulates a kill -9 (tests): stops everything at once and writes nothing more; leases run out. */
   abandon(): Promise<void>;
   stats(): EngineStats;
-  /** The sandbox of every engine worker thread, summed (each at most `SNAPSHOT_EVERY_MS` old); null before the first. */
-  sandbox(): SandboxSnapshot | null;
+  /**
+   * The sandbox of every engine worker thread, summed (each at most `SNAPSHOT_EVERY_MS` old), with
+   * how its children's memory is bounded; null before the first snapshot.
+   */
+  sandbox(): RunnerSandboxReport | null;
   /** This runner's metrics in Prometheus's text format (runner/metrics.ts), with the process's. */
   metrics(): Promise<{ contentType: string; body: string }>;
 }
@@ -164,7 +174,8 @@ function sumSnapshots(list: SandboxSnapshot[]): SandboxSnapshot | null {
       | 'contexts'
       | 'contextsMade'
       | 'contextsReused'
-      | 'isolatesRecycled',
+      | 'isolatesRecycled'
+      | 'memoryKills',
   ) => list.reduce((n, s) => n + s[key], 0);
   return {
     isolatesLive: total('isolatesLive'),
@@ -175,6 +186,7 @@ function sumSnapshots(list: SandboxSnapshot[]): SandboxSnapshot | null {
     contextsMade: total('contextsMade'),
     contextsReused: total('contextsReused'),
     isolatesRecycled: total('isolatesRecycled'),
+    memoryKills: total('memoryKills'),
     tenants: [...tenants.values()]
       .sort((a, b) => b.waiting + b.busy - (a.waiting + a.busy))
       .slice(0, MAX_SNAPSHOT_TENANTS),
@@ -213,6 +225,11 @@ export function createEngine(options: EngineOptions): Engine {
   let stopping: Promise<void> | undefined;
 
   const maxRecoveries = options.maxRecoveries ?? 3;
+  const isolatesPerThread = options.isolatesPerThread ?? 4;
+  const codeMemoryMb = options.codeMemoryMb ?? 64;
+  // A child may grow to twice its pool's size in isolates (sandbox/isolate-pool.ts, maxIsolates).
+  const sandboxMemoryMb = options.sandboxMemoryMb || defaultMemoryBoundMb(2 * isolatesPerThread, codeMemoryMb);
+  let memoryBound: MemoryBoundPlan | undefined;
   const pool = new EngineThreadPool({
     databaseUrl: options.databaseUrl,
     runnerId,
@@ -220,8 +237,8 @@ export function createEngine(options: EngineOptions): Engine {
     maxRecoveries,
     concurrency,
     threads: options.workerThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
-    isolatesPerThread: options.isolatesPerThread ?? 4,
-    memoryMb: options.codeMemoryMb ?? 64,
+    isolatesPerThread,
+    memoryMb: codeMemoryMb,
     contexts: options.codeContexts ?? 'shared',
     tracing: options.threadTracing ?? null,
     onNotice(notice) {
@@ -432,7 +449,17 @@ export function createEngine(options: EngineOptions): Engine {
     async start() {
       if (started) return;
       started = true;
-      pool.start();
+      memoryBound = await planMemoryBound(sandboxMemoryMb);
+      log.info(
+        {
+          runner_id: runnerId,
+          mechanism: memoryBound.mechanism,
+          bound_mib: memoryBound.boundMb,
+          detail: memoryBound.detail,
+        },
+        'sandbox children memory bound',
+      );
+      pool.start(memoryBound);
       cancels.start();
       cooldowns.start();
       leases.start();
@@ -494,7 +521,12 @@ export function createEngine(options: EngineOptions): Engine {
     },
 
     stats: () => ({ inFlight: flights.size, leases: leases.size }),
-    sandbox: () => sumSnapshots([...snapshots.values()]),
+    sandbox: () => {
+      const sum = sumSnapshots([...snapshots.values()]);
+      if (!sum || !memoryBound) return null;
+      const { mechanism, boundMb, detail } = memoryBound;
+      return { ...sum, memoryBound: { mechanism, boundMb, detail } };
+    },
     metrics: () => metrics.text(),
   };
 }

@@ -10,7 +10,12 @@ import { Piscina } from 'piscina';
 import type { ClaimedExecution } from './claim.ts';
 import type { ContextScope } from '../../sandbox/isolate-pool.ts';
 import type { WorkerTracingSettings } from '../messages.ts';
+import type { MemoryBoundPlan } from '../../sandbox/memory-bound.ts';
 import {
+  RUNNER_FLAG_ABANDONED,
+  RUNNER_FLAG_CLOSED,
+  RUNNER_FLAG_COUNT,
+  RUNNER_FLAG_DRAINING,
   workerNoticeSchema,
   type EngineWorkerData,
   type ExecutionTask,
@@ -60,6 +65,8 @@ export class EngineThreadPool {
   readonly #options: EngineThreadPoolOptions;
   #piscina: Piscina<ExecutionTask, ExecutionTaskResult> | null = null;
   #channel: BroadcastChannel | null = null;
+  /** EngineWorkerData.flags: what every thread reads, however late it opened its channel. */
+  readonly #flags = new Int32Array(new SharedArrayBuffer(RUNNER_FLAG_COUNT * Int32Array.BYTES_PER_ELEMENT));
   readonly #running = new Set<Promise<unknown>>();
   #closed = false;
 
@@ -67,8 +74,8 @@ export class EngineThreadPool {
     this.#options = options;
   }
 
-  /** Starts one warm thread; more start as work arrives, up to `threads`. */
-  start(): void {
+  /** Starts one warm thread; more start as work arrives, up to `threads`. Their sandbox children are bounded by `memoryBound`. */
+  start(memoryBound: MemoryBoundPlan): void {
     if (this.#piscina || this.#closed) return;
     const options = this.#options;
     const isolates = Math.max(1, options.isolatesPerThread);
@@ -84,6 +91,8 @@ export class EngineThreadPool {
       memoryMb: options.memoryMb ?? 64,
       contexts: options.contexts ?? 'shared',
       channel,
+      flags: this.#flags.buffer as SharedArrayBuffer,
+      memoryBound,
       tracing: options.tracing ?? null,
     };
     this.#channel = new BroadcastChannel(channel);
@@ -136,6 +145,11 @@ export class EngineThreadPool {
 
   /** Tells every worker what the runner decided (see WorkerSignal). */
   signal(signal: WorkerSignal): void {
+    // The runner-wide decisions are stored first: a thread that opens its channel after the
+    // broadcast never receives it, but reads them before it writes anything.
+    if (signal.type === 'dead' && signal.executionIds === 'all') Atomics.store(this.#flags, RUNNER_FLAG_ABANDONED, 1);
+    if (signal.type === 'drain') Atomics.store(this.#flags, RUNNER_FLAG_DRAINING, 1);
+    if (signal.type === 'close') Atomics.store(this.#flags, RUNNER_FLAG_CLOSED, 1);
     this.#channel?.postMessage(signal);
   }
 

@@ -20,6 +20,7 @@ t.test(
       nice: 10,
       cpuSplit: true,
       codeContexts: 'shared',
+      sandboxMemoryMb: 0,
       metricsPort: 0,
       metricsHost: '127.0.0.1',
     });
@@ -34,6 +35,7 @@ t.test(
         RUNNER_NICE: '0',
         RUNNER_CPU_SPLIT: 'off',
         RUNNER_CODE_CONTEXTS: 'organization',
+        SANDBOX_MEMORY_MB: '2048',
         METRICS_PORT: '9464',
         METRICS_HOST: '0.0.0.0',
       }).runner,
@@ -46,6 +48,7 @@ t.test(
         nice: 0,
         cpuSplit: false,
         codeContexts: 'tenant',
+        sandboxMemoryMb: 2048,
         metricsPort: 9464,
         metricsHost: '0.0.0.0',
       },
@@ -61,6 +64,11 @@ t.test(
       () => loadConfig({ ...SECRETS, RUNNER_LEASE_SECONDS: 'soon' }),
       /RUNNER_LEASE_SECONDS must be a non-negative integer/,
     );
+    t.throws(
+      () => loadConfig({ ...SECRETS, SANDBOX_MEMORY_MB: '512' }),
+      /SANDBOX_MEMORY_MB must be 0 \(derived from the isolates' heap bounds\) or at least 768, got 512/,
+    );
+    t.equal(loadConfig({ ...SECRETS, SANDBOX_MEMORY_MB: '768' }).runner.sandboxMemoryMb, 768);
     t.equal(loadConfig({ ...SECRETS, RUNNER_NICE: '19' }).runner.nice, 19);
     t.throws(() => loadConfig({ ...SECRETS, RUNNER_NICE: '20' }), /RUNNER_NICE must be from 0 to 19/);
     t.throws(() => loadConfig({ ...SECRETS, RUNNER_NICE: '-5' }), /RUNNER_NICE must be a non-negative integer/);
