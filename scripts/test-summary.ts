@@ -21,7 +21,7 @@ const ASSERTION = /^\s+(not )?ok \d+\b/;
 /** A subtest's closing line carries its time; an assertion's does not. */
 const SUBTEST_END = /# time=[\d.]+ms\s*$/;
 /** The runner's line for one test file, at the top level. */
-const FILE_END = /^(not )?ok \d+ - (.+?) # time=([\d.]+)ms\s*$/;
+const FILE_END = /^(not )?ok \d+ - (.+?)(?: # time=([\d.]+)ms)?\s*$/;
 
 /**
  * Reads the runner's raw TAP (tap's `--output-file`): one top-level result per test file, its
@@ -35,7 +35,8 @@ export function parseRunTap(tap: string): FileResult[] {
   for (const line of tap.split('\n')) {
     const end = FILE_END.exec(line);
     if (end) {
-      last = { file: end[2]!, ok: !end[1], passed, failed, ms: Number(end[3]) };
+      // Without a time, the runner gave up on the file (its own timeout: "not ok N - timeout!").
+      last = { file: end[2]!, ok: !end[1], passed, failed, ms: end[3] === undefined ? 0 : Number(end[3]) };
       results.push(last);
       passed = failed = 0;
       continue;
