@@ -2,16 +2,19 @@
  * `npm test`: starts a throwaway embedded PostgreSQL (unless TEST_DATABASE_URL names a server),
  * migrates a template database once, and runs tap. Each test file clones the template into a
  * database of its own (test/helpers/db.ts), so files run in parallel without sharing state.
+ * Ends with a summary (scripts/test-summary.ts): failed files, the ten slowest, "N passed, M failed".
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { freePort } from '../shared/db/free-port.ts';
 import { migrate } from '../shared/db/migrate.ts';
+import { findChromium } from '../test/helpers/chromium.ts';
 import { installQueueSchema } from '../test/helpers/queue.ts';
+import { formatSummary, parseRunTap } from './test-summary.ts';
 
 const TEMPLATE = 'ws_test_template';
 
@@ -41,13 +44,35 @@ async function main(): Promise<number> {
     await installQueueSchema(withDatabase(adminUrl, TEMPLATE));
 
     const args = process.argv.slice(2);
-    const child = spawn(join(import.meta.dirname, '..', 'node_modules', '.bin', 'tap'), args, {
-      stdio: 'inherit',
-      env: { ...process.env, TEST_DATABASE_URL: adminUrl, TEST_TEMPLATE_DB: TEMPLATE },
-    });
-    return await new Promise<number>((resolve) =>
-      child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))),
+    // The browser test's Chromium is unpacked (once per checkout) before any file's time runs.
+    if (!args.some((a) => a.endsWith('.ts')) || args.some((a) => a.includes('browser.test'))) await findChromium();
+    // The summary reads the runner's raw TAP. A terminal gets tap's own report and the raw TAP goes
+    // to a file (--output-file); a pipe (CI) gets the raw TAP itself, read as it passes, since
+    // --output-file then prints every line twice.
+    const terminal = process.stdout.isTTY === true;
+    const scratch = terminal ? await mkdtemp(join(tmpdir(), 'ws-test-')) : undefined;
+    const raw = scratch && join(scratch, 'run.tap');
+    const child = spawn(
+      join(import.meta.dirname, '..', 'node_modules', '.bin', 'tap'),
+      [...(raw ? [`--output-file=${raw}`] : []), ...args],
+      {
+        stdio: ['inherit', terminal ? 'inherit' : 'pipe', 'inherit'],
+        env: { ...process.env, TEST_DATABASE_URL: adminUrl, TEST_TEMPLATE_DB: TEMPLATE },
+      },
     );
+    const piped: Buffer[] = [];
+    child.stdout?.on('data', (chunk: Buffer) => {
+      piped.push(chunk);
+      process.stdout.write(chunk);
+    });
+    const code = await new Promise<number>((resolve) =>
+      child.on('close', (code, signal) => resolve(code ?? (signal ? 1 : 0))),
+    );
+    const tap = raw ? await readFile(raw, 'utf8').catch(() => '') : Buffer.concat(piped).toString('utf8');
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+    const results = parseRunTap(tap);
+    if (results.length > 0) console.log(formatSummary(results).join('\n'));
+    return code;
   } finally {
     await embedded?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });

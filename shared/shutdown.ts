@@ -10,7 +10,10 @@ interface ShutdownOptions {
 /**
  * Installs the process's handlers for the stop signals; only entry files call it. The first signal
  * runs `stop` once, further ones are ignored (npm forwards the terminal's Ctrl-C a second time).
- * The process exits 0 when `stop` resolves, 1 when it throws or overruns `graceMs`.
+ * The process exits 0 when `stop` resolves, 1 when it throws or overruns `graceMs`, always through
+ * `process.exit()`: an ordinary end runs Node's environment teardown, in which isolated-vm frees
+ * its record of the main thread and a later collection of one of its handle objects (the control
+ * plane's definition check makes them) aborts the process (test/helpers/exit-when-done.ts).
  *
  * A process started by the supervisor has an IPC channel to it (and nothing else uses one): when
  * the channel closes the supervisor is gone, killed or crashed, and the process stops as on SIGTERM

@@ -1,11 +1,12 @@
-// The service from a real browser (docs/client.md, "Building and using it"): Debian's chromium driven by playwright-core.
+// The service from a real browser (docs/client.md, "Building and using it"): Chromium driven by playwright-core.
 // The /docs reference renders; a page on another origin loads the client package's JavaScript
 // (built here from client/ with tsc, openapi-fetch through an import map), signs in, creates an
 // organization over CORS REST (and gets a limit refusal as a typed error), opens the WebSocket
 // with the sub-protocol credential and receives a session's and an execution's events.
-// .ci/run installs chromium with apt-get when /usr/bin/chromium is missing.
+// The browser is CHROMIUM_PATH's, a system Chromium, or the one inside the @sparticuz/chromium
+// devDependency (test/helpers/chromium.ts): nothing to install beyond `npm install`.
 import { execFile } from 'node:child_process';
-import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -14,14 +15,12 @@ import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import t from 'tap';
 import { buildTestApp } from './helpers/app.ts';
+import { findChromium } from './helpers/chromium.ts';
 import { startRunner } from './helpers/runner.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = join(import.meta.dirname, '..');
-
-await access(CHROMIUM).catch(() => {
-  throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does), or set CHROMIUM_PATH`);
-});
+const chromiumBinary = await findChromium();
+t.comment(`browser: ${chromiumBinary.executablePath} (${chromiumBinary.source})`);
 
 // The client as a browser gets it: JavaScript from client/src, built with the package's own tsconfig.
 const dist = await mkdtemp(join(tmpdir(), 'ws-client-dist-'));
@@ -125,7 +124,7 @@ await app.listen({ port: 0, host: '127.0.0.1' });
 const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 await startRunner(t, databaseUrl);
 
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+const browser = await chromium.launch({ executablePath: chromiumBinary.executablePath, args: chromiumBinary.args });
 t.teardown(() => browser.close());
 
 t.test('the /docs reference renders the API', async (t) => {

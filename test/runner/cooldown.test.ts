@@ -74,6 +74,9 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
   const hostileOne = await define(app, mallory, hostile, ONE);
   const flow = await createWorkflow(app, bob);
   await recordStrike(db, hostile.orgId, 'isolated-vm reported a catastrophic error: out of memory');
+  // The cool-down would end 30 s after the strike, however long the runner takes to start its
+  // engine thread and hear of it (longer than that on a loaded machine): it lasts the test's time.
+  await db.query(`UPDATE sandbox_cooldowns SET until = now() + interval '1 hour' WHERE org_id = $1`, [hostile.orgId]);
 
   // The runner reads cool-downs every 5 s: wait until mallory's code is refused.
   const refused = await waitFor(
@@ -108,14 +111,17 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
           '{ runners { host sandbox { isolatesLive isolatesBusy isolatesIdle runsWaiting contexts contextsMade contextsReused isolatesRecycled organizations { orgId waiting busy } } } }',
         )
       ).runners,
-    (runners: any[]) => runners.some((r) => r.host === 'test-host' && r.sandbox !== null && r.sandbox.isolatesLive > 0),
-    'the runner to report its sandbox with a heartbeat',
+    // A heartbeat can carry a snapshot taken before bob's run (isolates up, no context made yet):
+    // wait for one that shows the context his run took.
+    (runners: any[]) => runners.some((r) => r.host === 'test-host' && r.sandbox !== null && r.sandbox.contextsMade > 0),
+    "the runner's heartbeat to report the context bob's run took",
   );
   const reported = sandbox.find((r: any) => r.host === 'test-host').sandbox;
+  t.ok(reported.isolatesLive > 0, 'isolates are live');
   t.ok(reported.isolatesIdle + reported.isolatesBusy === reported.isolatesLive, 'isolates busy + idle = live');
-  t.ok(reported.contexts >= 1);
+  t.ok(reported.contexts >= 1, "bob's context is kept for the next run");
   // Bob's run made the context of the isolate it ran on, or took the warm one (shared contexts).
-  t.ok(reported.contextsMade >= 1 && reported.contextsMade >= reported.contexts, 'contexts made are counted');
+  t.ok(reported.contextsMade >= reported.contexts, 'contexts made are counted');
   t.equal(typeof reported.contextsReused, 'number');
   t.equal(reported.isolatesRecycled, 0, 'no isolate was retired');
 
