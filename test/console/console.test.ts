@@ -9,8 +9,8 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import sparticuz from '@sparticuz/chromium';
 import { chromium, type Page } from 'playwright-core';
+import { findChromium } from '../helpers/chromium.ts';
 import t, { type Test } from 'tap';
 import type { Processor } from '../../runner/processors/processor.ts';
 import { processorRegistry } from '../../runner/processors/registry.ts';
@@ -54,11 +54,8 @@ await app.listen({ port: 0, host: '127.0.0.1' });
 const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 await startRunner(t, databaseUrl, { processors: new Map([...processorRegistry, ['logic.code', gatedCode]]) });
 
-const browser = await chromium.launch({
-  executablePath: await sparticuz.executablePath(),
-  args: sparticuz.args,
-  headless: true,
-});
+const found = await findChromium();
+const browser = await chromium.launch({ executablePath: found.executablePath, args: found.args, headless: true });
 t.teardown(() => browser.close());
 const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
 const problems: string[] = [];
