@@ -1,61 +1,40 @@
+import { LRUCache } from 'lru-cache';
+
 /**
  * A least-recently-used map bounded by the bytes its entries hold, not by their number: a cache
  * keyed by what a client sends (a time zone, a cron expression) must not let one tenant grow the
  * process that every tenant shares. Each entry's cost is the caller's estimate of what it keeps
- * alive — its key's characters plus its value, including memory outside the JavaScript heap (an
- * `Intl.DateTimeFormat` holds ≈ 30 KB of ICU data).
+ * alive, its value including memory outside the JavaScript heap (an `Intl.DateTimeFormat` holds
+ * ≈ 30 KB of ICU data), plus its key's two bytes a character. lru-cache does the bookkeeping (its
+ * `maxSize`; an entry costlier than the whole bound is never kept).
  */
-export class ByteBoundedCache<V> {
-  readonly #maxBytes: number;
-  readonly #entries = new Map<string, { value: V; bytes: number }>();
-  #bytes = 0;
+// lru-cache stores any non-nullish value (`{}`): cached numbers are values too.
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export class ByteBoundedCache<V extends {}> {
+  readonly #cache: LRUCache<string, V>;
 
-  /** `maxBytes`: the most the entries may hold together; an entry costlier than that is never kept. */
+  /** `maxBytes`: the most the entries may hold together. */
   constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
+    this.#cache = new LRUCache<string, V>({ maxSize: maxBytes });
   }
 
   /** The value kept for `key`, now the most recently used; undefined when none is. */
   get(key: string): V | undefined {
-    const entry = this.#entries.get(key);
-    if (entry === undefined) return undefined;
-    this.#entries.delete(key);
-    this.#entries.set(key, entry);
-    return entry.value;
+    return this.#cache.get(key);
   }
 
-  /**
-   * Keeps `value` for `key` at a cost of `bytes` (plus the key's own two bytes a character),
-   * dropping the least recently used entries until the whole fits.
-   */
+  /** Keeps `value` for `key` at a cost of `bytes`, dropping the least recently used entries until it fits. */
   set(key: string, value: V, bytes: number): void {
-    const cost = bytes + key.length * 2;
-    this.delete(key);
-    if (cost > this.#maxBytes) return;
-    while (this.#bytes + cost > this.#maxBytes) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest === undefined) break;
-      this.delete(oldest);
-    }
-    this.#entries.set(key, { value, bytes: cost });
-    this.#bytes += cost;
-  }
-
-  /** Forgets `key`. */
-  delete(key: string): void {
-    const entry = this.#entries.get(key);
-    if (entry === undefined) return;
-    this.#entries.delete(key);
-    this.#bytes -= entry.bytes;
+    this.#cache.set(key, value, { size: Math.max(1, bytes + key.length * 2) });
   }
 
   /** The bytes the entries hold together, as their costs were given. */
   get bytes(): number {
-    return this.#bytes;
+    return this.#cache.calculatedSize;
   }
 
   /** How many entries are kept. */
   get size(): number {
-    return this.#entries.size;
+    return this.#cache.size;
   }
 }
