@@ -6613,6 +6613,8 @@ export interface paths {
                                     session_id: string;
                                 };
                                 timezone: string;
+                                /** Format: uuid */
+                                updated_by: string;
                             };
                             /** @constant */
                             status: "success";
@@ -12212,6 +12214,8 @@ export interface components {
                 session_id: string;
             };
             timezone: string;
+            /** Format: uuid */
+            updated_by: string;
         };
         ScheduleRun: {
             due_at: string | null;
