@@ -315,6 +315,8 @@ export const executionSchema = z
     ended_at: timestamp.nullable(),
     node_runs: z.number().int().nonnegative(),
     limits: z.record(z.string(), z.unknown()).meta({ description: 'The run limits resolved at creation.' }),
+    rerun_of: uuid.nullable().meta({ description: 'The execution this one re-runs (rerun_execution); null otherwise.' }),
+    rerun_by: uuid.nullable().meta({ description: 'The newest re-run of this execution; null when none.' }),
   })
   .meta({ id: 'Execution' });
 
