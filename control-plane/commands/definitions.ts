@@ -15,7 +15,7 @@ import {
 } from '../sql/definitions.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { defineCommand, type RevisionScope, WORKFLOW_BLOBS } from './command.ts';
-import { definitionSchema, graphIssueSchema } from '../openapi/records.ts';
+import { definitionSchema, graphIssueSchema, workflowGraphSchema } from '../openapi/records.ts';
 
 const categorySchema = z.enum(['workflow', 'playground']);
 
@@ -23,7 +23,9 @@ const categorySchema = z.enum(['workflow', 'playground']);
  * A graph param must be a JSON object; everything inside it is validated by validateGraph, so
  * that each problem comes back as an issue naming its node and field.
  */
-const graphParam = z.record(z.string(), z.unknown());
+const graphParam = workflowGraphSchema(
+  'The workflow graph (docs/workflow.md); any object is taken, and problems in it come back as issues.',
+);
 
 /** The quota a definition of each category takes in its revision. */
 const QUOTA_OF: Record<DefinitionCategory, QuotaId> = {

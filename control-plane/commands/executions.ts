@@ -145,7 +145,10 @@ function rerunStart(
   if (node === null)
     throw new ServiceError('invalid_request_body', 'The execution stopped at no node: name one in from_node.');
   if (!source.has_node)
-    throw new ServiceError('invalid_request_body', `from_node: ${JSON.stringify(node)} is not a node of the execution's graph.`);
+    throw new ServiceError(
+      'invalid_request_body',
+      `from_node: ${JSON.stringify(node)} is not a node of the execution's graph.`,
+    );
   if (inputGiven) return { node, input: params.input_data ?? null };
   // Only two inputs are kept: the one the execution stopped with, and its own input_data.
   if (node === source.node) return { node, input: source.input };

@@ -57,7 +57,10 @@ export async function withNodeTimeout(
     if (result !== null && !timer.signal.aborted) return result;
     return {
       kind: 'failure',
-      error: { code: NODE_TIMEOUT, message: `Node "${name}" ran past its timeout_seconds (${seconds} s) and was stopped.` },
+      error: {
+        code: NODE_TIMEOUT,
+        message: `Node "${name}" ran past its timeout_seconds (${seconds} s) and was stopped.`,
+      },
     };
   } finally {
     clearTimeout(handle);

@@ -8,10 +8,10 @@ import { z } from 'zod';
 import { defaultOf } from '../limits/catalog.ts';
 
 /** Most attempts one node run may take (structural, like the graph's size bounds). */
-export const MAX_ATTEMPTS = 100;
+const MAX_ATTEMPTS = 100;
 
 /** The longest wait between two attempts: `workflow.sleep_seconds`, fixed, the bound of any wait. */
-export const MAX_RETRY_INTERVAL_SECONDS = defaultOf('workflow.sleep_seconds');
+const MAX_RETRY_INTERVAL_SECONDS = defaultOf('workflow.sleep_seconds');
 
 /** Largest backoff factor: past it the second wait already reaches any interval cap. */
 const MAX_BACKOFF_FACTOR = 10;
@@ -51,9 +51,7 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([NODE_TIMEOUT, 'code_timeout'
  * processors it already bounds (`logic.code`, `onnx.run`), `workflow.execution_seconds` for the
  * others. `logic.sleep` takes no timeout (its wait is not a run).
  */
-export function timeoutCeiling(
-  processor: string,
-): 'workflow.code_run_seconds' | 'workflow.execution_seconds' | null {
+export function timeoutCeiling(processor: string): 'workflow.code_run_seconds' | 'workflow.execution_seconds' | null {
   if (processor === 'logic.sleep') return null;
   return processor === 'logic.code' || processor === 'onnx.run'
     ? 'workflow.code_run_seconds'

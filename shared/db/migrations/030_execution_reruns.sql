@@ -206,6 +206,7 @@ DECLARE
   v_session uuid;
   v_session_status text;
   v_original executions%ROWTYPE;
+  v_id uuid;
   v_run_limits jsonb;
   v_event bigint;
 BEGIN
@@ -230,12 +231,13 @@ BEGIN
   INSERT INTO executions AS e (session_id, org_id, blob_id, revision_id, definition_id, graph, input_data, limits, state, rerun_of)
   VALUES (v_session, p_org_id, p_blob_id, p_revision_id, v_original.definition_id, v_original.graph, p_input, v_run_limits,
           jsonb_build_object('node', p_node, 'input', p_input), p_original)
-  RETURNING e.id INTO id;
-  UPDATE executions e SET rerun_by = id WHERE e.id = p_original;
+  RETURNING e.id INTO v_id;
+  id := v_id;
+  UPDATE executions e SET rerun_by = v_id WHERE e.id = p_original;
 
   INSERT INTO session_events AS ev (session_id, execution_id, kind, attributes)
-  VALUES (v_session, id, 'execution.created',
-          jsonb_build_object('execution_id', id, 'definition_id', v_original.definition_id, 'rerun_of', p_original, 'node', p_node))
+  VALUES (v_session, v_id, 'execution.created',
+          jsonb_build_object('execution_id', v_id, 'definition_id', v_original.definition_id, 'rerun_of', p_original, 'node', p_node))
   RETURNING ev.id INTO v_event;
   PERFORM pg_notify(p_channel, 'session:' || v_session || ':' || v_event);
 END
