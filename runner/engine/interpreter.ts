@@ -285,7 +285,8 @@ async function interpret(
           ctx.onParked?.(parked);
           return 'parked';
         }
-        // The wait would end past the deadline: this failure stands.
+        // The wait would end past the deadline: this failure stands, and says why it was not retried.
+        failed.attributes = { ...failed.attributes, retry_skipped: 'deadline' };
       }
       events.push(failed);
       const target = targetOf(node, FAILURE);

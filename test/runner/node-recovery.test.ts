@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import type { NodeResult } from '../../runner/processors/processor.ts';
 import { processorRegistry } from '../../runner/processors/registry.ts';
-import { buildTestApp, call, signInAnonymous } from '../helpers/app.ts';
+import { buildTestApp, call, setOverride, signInAnonymous } from '../helpers/app.ts';
 import {
   command,
   createWorkflow,
@@ -137,6 +137,34 @@ t.test('a limit refusal is never retried', async (t) => {
   t.equal(ended.error.code, 'too_many_files');
   t.equal(ended.node_runs, 1);
   const events = await executionEvents(app, alice, flow, created.id);
+  t.equal(events.filter((event) => event.kind === 'node.retrying').length, 0);
+});
+
+t.test('a retry wait that would end past the deadline is not taken: the failure stands', async (t) => {
+  await startRunner(t, databaseUrl);
+  const flow = await createWorkflow(app, alice);
+  await setOverride(app, 'workflow.execution_seconds', 'blob', flow.blobId, 300);
+  const created = await runGraph(app, alice, flow, {
+    start: 'post',
+    nodes: {
+      // A file alias the session does not have: invalid_request_body, the node's own error.
+      post: {
+        processor: 'thread.post',
+        config: { text: 'x', files: ['missing'] },
+        retry: { max_attempts: 3, initial_interval_seconds: 600 },
+      },
+    },
+  });
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.equal(ended.status, 'failed');
+  t.equal(ended.error.code, 'invalid_request_body');
+  t.equal(ended.node_runs, 1);
+  const events = await executionEvents(app, alice, flow, created.id);
+  const failed = events.filter((event) => event.kind === 'node.failed');
+  t.same(
+    failed.map((event) => [event.attributes.attempt, event.attributes.retry_skipped]),
+    [[1, 'deadline']],
+  );
   t.equal(events.filter((event) => event.kind === 'node.retrying').length, 0);
 });
 
