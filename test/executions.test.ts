@@ -113,6 +113,8 @@ t.test(
       'ended_at',
       'node_runs',
       'limits',
+      'rerun_of',
+      'rerun_by',
     ]);
     t.match(execution, {
       id: UUID,

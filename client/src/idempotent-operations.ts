@@ -15,6 +15,7 @@ export const IDEMPOTENT_OPERATIONS: readonly string[] = [
   'POST /v1/revisions/{revision_id}/create_schedule',
   'POST /v1/revisions/{revision_id}/create_session',
   'POST /v1/revisions/{revision_id}/post_session_thread_item',
+  'POST /v1/revisions/{revision_id}/rerun_execution',
   'POST /v1/revisions/{revision_id}/upload_records',
   'POST /v1/users',
 ];

@@ -5044,7 +5044,34 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description The workflow graph (docs/workflow.md); any object is taken, and problems in it come back as issues. */
                         graph: {
+                            nodes?: {
+                                [key: string]: {
+                                    config?: {
+                                        [key: string]: unknown;
+                                    };
+                                    processor: string;
+                                    retry?: {
+                                        /** @default 2 */
+                                        backoff_factor?: number;
+                                        /** @default 1 */
+                                        initial_interval_seconds?: number;
+                                        /** @default false */
+                                        jitter?: boolean;
+                                        max_attempts: number;
+                                        /** @default 3600 */
+                                        max_interval_seconds?: number;
+                                        on_codes?: string[];
+                                    };
+                                    routes?: {
+                                        [key: string]: string | null;
+                                    };
+                                    timeout_seconds?: number;
+                                };
+                            };
+                            start?: string;
+                        } & {
                             [key: string]: unknown;
                         };
                     };
@@ -5208,7 +5235,34 @@ export interface paths {
                         alias?: string;
                         /** @enum {string} */
                         category: "workflow" | "playground";
+                        /** @description The workflow graph (docs/workflow.md); any object is taken, and problems in it come back as issues. */
                         graph: {
+                            nodes?: {
+                                [key: string]: {
+                                    config?: {
+                                        [key: string]: unknown;
+                                    };
+                                    processor: string;
+                                    retry?: {
+                                        /** @default 2 */
+                                        backoff_factor?: number;
+                                        /** @default 1 */
+                                        initial_interval_seconds?: number;
+                                        /** @default false */
+                                        jitter?: boolean;
+                                        max_attempts: number;
+                                        /** @default 3600 */
+                                        max_interval_seconds?: number;
+                                        on_codes?: string[];
+                                    };
+                                    routes?: {
+                                        [key: string]: string | null;
+                                    };
+                                    timeout_seconds?: number;
+                                };
+                            };
+                            start?: string;
+                        } & {
                             [key: string]: unknown;
                         };
                     };
@@ -9731,6 +9785,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/revisions/{revision_id}/rerun_execution": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * rerun_execution
+         * @description The `rerun_execution` command over REST (also the JSON-RPC method `rerun_execution` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        execution_id: string;
+                        from_node?: string;
+                        input_data?: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            execution: components["schemas"]["Execution"];
+                            /** @constant */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/revisions/{revision_id}/run_model": {
         parameters: {
             query?: never;
@@ -11863,6 +12073,32 @@ export interface components {
             created_at: string;
             /** @description The workflow graph (docs/workflow.md). */
             graph: {
+                nodes?: {
+                    [key: string]: {
+                        config?: {
+                            [key: string]: unknown;
+                        };
+                        processor: string;
+                        retry?: {
+                            /** @default 2 */
+                            backoff_factor: number;
+                            /** @default 1 */
+                            initial_interval_seconds: number;
+                            /** @default false */
+                            jitter: boolean;
+                            max_attempts: number;
+                            /** @default 3600 */
+                            max_interval_seconds: number;
+                            on_codes?: string[];
+                        };
+                        routes?: {
+                            [key: string]: string | null;
+                        };
+                        timeout_seconds?: number;
+                    };
+                };
+                start?: string;
+            } & {
                 [key: string]: unknown;
             };
             /** Format: uuid */
@@ -11904,6 +12140,10 @@ export interface components {
             };
             node_runs: number;
             output: unknown;
+            /** @description The newest re-run of this execution; null when none. */
+            rerun_by: string | null;
+            /** @description The execution this one re-runs (rerun_execution); null otherwise. */
+            rerun_of: string | null;
             /** Format: uuid */
             session_id: string;
             started_at: string | null;

@@ -4,7 +4,7 @@ import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { validateGraph, type GraphVerdict } from '../../shared/workflow/validate-graph.ts';
 import type { AppContext } from '../context.ts';
 import { takeSlot, type QuotaId } from '../../shared/limits/holdings.ts';
-import { limitInForce } from '../../shared/limits/in-force.ts';
+import { limitInForce, limitsInForce } from '../../shared/limits/in-force.ts';
 import {
   deleteDefinition,
   definitionRecord,
@@ -15,7 +15,7 @@ import {
 } from '../sql/definitions.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { defineCommand, type RevisionScope, WORKFLOW_BLOBS } from './command.ts';
-import { definitionSchema, graphIssueSchema } from '../openapi/records.ts';
+import { definitionSchema, graphIssueSchema, workflowGraphSchema } from '../openapi/records.ts';
 
 const categorySchema = z.enum(['workflow', 'playground']);
 
@@ -23,7 +23,9 @@ const categorySchema = z.enum(['workflow', 'playground']);
  * A graph param must be a JSON object; everything inside it is validated by validateGraph, so
  * that each problem comes back as an issue naming its node and field.
  */
-const graphParam = z.record(z.string(), z.unknown());
+const graphParam = workflowGraphSchema(
+  'The workflow graph (docs/workflow.md); any object is taken, and problems in it come back as issues.',
+);
 
 /** The quota a definition of each category takes in its revision. */
 const QUOTA_OF: Record<DefinitionCategory, QuotaId> = {
@@ -35,11 +37,19 @@ const FOREIGN_KEY_VIOLATION = '23503';
 
 /**
  * Validates `graph` for the revision in `scope`. `logic.code` imports are checked against
- * `workflow.code_imports` in force for the revision's blob, the blob whose sessions will run it.
+ * `workflow.code_imports` in force for the revision's blob, the blob whose sessions will run it;
+ * a node's `timeout_seconds` against `workflow.code_run_seconds` / `workflow.execution_seconds` there.
  */
 async function verdictFor(ctx: AppContext, scope: RevisionScope, graph: unknown): Promise<GraphVerdict> {
-  const imports = await limitInForce(ctx.db, { blobId: scope.blob.id }, 'workflow.code_imports');
-  return validateGraph(graph, { codeCheck: ctx.codeCheck, codeImports: imports.value });
+  const limits = await limitsInForce(ctx.db, { blobId: scope.blob.id });
+  return validateGraph(graph, {
+    codeCheck: ctx.codeCheck,
+    codeImports: limits['workflow.code_imports'].value,
+    ceilings: {
+      'workflow.code_run_seconds': limits['workflow.code_run_seconds'].value,
+      'workflow.execution_seconds': limits['workflow.execution_seconds'].value,
+    },
+  });
 }
 
 /** `list_definitions {category?}` → `definitions`: unpaginated; the category filter applies after the read. */

@@ -5,7 +5,9 @@ import { limitExceeded } from '../../shared/limits/index.ts';
 import { announceCancel, endExecution } from '../../shared/workflow/execution-end.ts';
 import { executionRecord, type ExecutionRecordRow } from '../../shared/workflow/execution-record.ts';
 import type { Queryable } from '../../shared/db/db.ts';
-import { executionListing, findExecution } from '../sql/executions.ts';
+import { executionListing, findExecution, findRerunSource } from '../sql/executions.ts';
+import { enqueueExecution, fairPriority } from '../../shared/queue/execution-jobs.ts';
+import { rerunExecutionRow } from '../../shared/workflow/create-execution.ts';
 import { readRecordPage, recordCursorParams } from '../workflow/record-cursor.ts';
 import { findSession } from '../workflow/session-ref.ts';
 import { defineCommand, WORKFLOW_BLOBS } from './command.ts';
@@ -133,5 +135,87 @@ const listExecutions = defineCommand({
   },
 });
 
+/** The node a re-run starts at and its input, from the original's row and the params. */
+function rerunStart(
+  source: { node: string | null; input: unknown; start: string; input_data: unknown; has_node: boolean },
+  params: { from_node?: string | undefined; input_data?: unknown },
+  inputGiven: boolean,
+): { node: string; input: unknown } {
+  const node = params.from_node ?? source.node;
+  if (node === null)
+    throw new ServiceError('invalid_request_body', 'The execution stopped at no node: name one in from_node.');
+  if (!source.has_node)
+    throw new ServiceError(
+      'invalid_request_body',
+      `from_node: ${JSON.stringify(node)} is not a node of the execution's graph.`,
+    );
+  if (inputGiven) return { node, input: params.input_data ?? null };
+  // Only two inputs are kept: the one the execution stopped with, and its own input_data.
+  if (node === source.node) return { node, input: source.input };
+  if (node === source.start) return { node, input: source.input_data };
+  throw new ServiceError(
+    'invalid_request_body',
+    `input_data is required: the input node ${JSON.stringify(node)} had is not kept (only that of the node the execution stopped at, and of the start node).`,
+  );
+}
+
+/**
+ * `rerun_execution {execution_id, from_node?, input_data?}` → `execution` (`queued`): a new
+ * execution in the same session running the original's copy of the graph from `from_node`
+ * (default: the node the original stopped at, its failed node) with `input_data` (default: the
+ * input that node had). The original must have ended (409 otherwise). The limits of a create
+ * apply, in the same order; the new record's `rerun_of` names the original, the original's
+ * `rerun_by` the newest re-run. Row, links, session event and wake-up job are one transaction.
+ */
+const rerunExecution = defineCommand({
+  name: 'rerun_execution',
+  result: executionResult,
+  blobTypes: WORKFLOW_BLOBS,
+  role: 'write',
+  creates: true,
+  params: z.strictObject({
+    execution_id: refSchema,
+    from_node: z.string().min(1).max(64).optional(),
+    input_data: z.unknown().optional(),
+  }),
+  async handler(ctx, _principal, params, call) {
+    const { org, blob, revision } = call.revision;
+    const inputGiven = Object.hasOwn(params, 'input_data');
+    const created = await ctx.db.transaction(async (tx) => {
+      const source = isUuid(params.execution_id)
+        ? await findRerunSource(tx, revision.id, params.execution_id, params.from_node)
+        : undefined;
+      if (source === undefined) throw new ServiceError('not_found', 'No such execution.');
+      if (source.ended_at === null)
+        throw new ServiceError('conflict', 'The execution has not ended: only an ended execution can be re-run.');
+      const start = rerunStart(source, params, inputGiven);
+      const inputJson = JSON.stringify(start.input ?? null);
+      const result = await rerunExecutionRow(tx, {
+        originalId: source.id,
+        revisionId: revision.id,
+        orgId: org.id,
+        blobId: blob.id,
+        node: start.node,
+        inputJson,
+        inputBytes: Buffer.byteLength(inputJson, 'utf8'),
+      });
+      if ('refusal' in result) {
+        if (result.refusal === 'limit') throw limitExceeded(result.limit, result.held);
+        if (result.refusal === 'execution_not_found') throw new ServiceError('not_found', 'No such execution.');
+        throw NOT_CREATED[result.refusal]();
+      }
+      await enqueueExecution(ctx.queue, tx, result.id, { priority: fairPriority(result.orgInFlight) });
+      return executionOf(tx, revision.id, result.id);
+    });
+    return { execution: executionRecord(created) };
+  },
+});
+
 /** The execution commands, in the order the docs list them. */
-export const executionCommands = [createExecution, getExecution, cancelExecution, listExecutions] as const;
+export const executionCommands = [
+  createExecution,
+  getExecution,
+  cancelExecution,
+  listExecutions,
+  rerunExecution,
+] as const;

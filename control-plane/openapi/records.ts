@@ -3,6 +3,7 @@ import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
 import { LIMIT_GROUPS, OVERRIDE_LEVELS } from '../../shared/limits/catalog.ts';
 import { ROLES } from '../../shared/roles.ts';
 import { limitObjectSchema, limitValueSchema } from './route-schema.ts';
+import { retrySchema, timeoutSchema } from '../../shared/workflow/node-policy.ts';
 
 /**
  * The records of REST answers as they go over the wire (docs/api.md, "Conventions"), one zod schema
@@ -282,13 +283,39 @@ export const sessionSchema = z
   })
   .meta({ id: 'Session' });
 
+/**
+ * How the API documents describe a workflow graph: its fields, the node's run policy included
+ * (docs/workflow.md, "The graph format"). Documentation only: the request still takes any JSON
+ * object as a graph, and validation answers each problem as an issue naming its node and field
+ * (a stricter request schema would refuse them as `invalid_request_body` instead).
+ */
+const nodeDocument = z.toJSONSchema(
+  z.object({
+    processor: z.string(),
+    config: z.record(z.string(), z.unknown()).optional(),
+    routes: z.record(z.string(), z.string().nullable()).optional(),
+    retry: retrySchema.optional(),
+    timeout_seconds: timeoutSchema.optional(),
+  }),
+  { io: 'input', target: 'draft-2020-12' },
+);
+delete (nodeDocument as { $schema?: unknown }).$schema;
+
+/** A workflow graph as the API documents show it (see nodeDocument). */
+export function workflowGraphSchema(description: string) {
+  return z.record(z.string(), z.unknown()).meta({
+    description,
+    properties: { start: { type: 'string' }, nodes: { type: 'object', additionalProperties: nodeDocument } },
+  });
+}
+
 export const definitionSchema = z
   .strictObject({
     id: uuid,
     alias: z.string().nullable(),
     category: z.enum(['workflow', 'playground']),
     revision_id: uuid,
-    graph: z.record(z.string(), z.unknown()).meta({ description: 'The workflow graph (docs/workflow.md).' }),
+    graph: workflowGraphSchema('The workflow graph (docs/workflow.md).'),
     created_at: timestamp,
   })
   .meta({ id: 'Definition' });
@@ -316,6 +343,10 @@ export const executionSchema = z
     ended_at: timestamp.nullable(),
     node_runs: z.number().int().nonnegative(),
     limits: z.record(z.string(), z.unknown()).meta({ description: 'The run limits resolved at creation.' }),
+    rerun_of: uuid
+      .nullable()
+      .meta({ description: 'The execution this one re-runs (rerun_execution); null otherwise.' }),
+    rerun_by: uuid.nullable().meta({ description: 'The newest re-run of this execution; null when none.' }),
   })
   .meta({ id: 'Execution' });
 

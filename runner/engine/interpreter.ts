@@ -32,6 +32,7 @@ import {
   type NewExecutionEvent,
 } from './persist.ts';
 import type { StepWriter } from './step-writes.ts';
+import { parkForRetry, plannedRetry, retryPolicyOf, withNodeTimeout } from './node-policy.ts';
 import { bounded, type TraceSpan, type Tracing } from '../../shared/tracing/tracing.ts';
 
 /** The services the interpreter works with; one per runner. */
@@ -269,11 +270,25 @@ async function interpret(
             : { status: 'succeeded', output: result.output };
       }
     } else {
-      events.push({
+      // Under a retry policy every attempt's node.failed says which attempt it was.
+      const attempt = retryPolicyOf(node) === null ? {} : { attempt: state.attempt ?? 1 };
+      const failed: NewExecutionEvent = {
         kind: 'node.failed',
         node: name,
-        attributes: { ...result.attributes, error: result.error, duration_ms },
-      });
+        attributes: { ...result.attributes, error: result.error, ...attempt, duration_ms },
+      };
+      const retry = plannedRetry(node, state, result.error);
+      if (retry !== null) {
+        const parked = await parkForRetry(ctx.db, ctx.queue, holder, name, state, failed, retry);
+        if (parked === 'lost') return 'lost';
+        if (parked instanceof Date) {
+          ctx.onParked?.(parked);
+          return 'parked';
+        }
+        // The wait would end past the deadline: this failure stands, and says why it was not retried.
+        failed.attributes = { ...failed.attributes, retry_skipped: 'deadline' };
+      }
+      events.push(failed);
       const target = targetOf(node, FAILURE);
       // The failure route's node gets what failed and on what input (docs/architecture.md).
       next = { node: target, input: { error: result.error, input: state.input } };
@@ -341,6 +356,22 @@ async function runNode(
       },
     };
   }
+  return withNodeTimeout(name, node, control.signal, (signal) =>
+    runProcessor(ctx, execution, name, node, processor, config.data, input, signal),
+  );
+}
+
+/** One call of the processor; a throw becomes the node's failure (a refusal as data, else internal_error). */
+async function runProcessor(
+  ctx: EngineContext,
+  execution: ClaimedExecution,
+  name: string,
+  node: GraphNode,
+  processor: Processor,
+  config: unknown,
+  input: unknown,
+  signal: AbortSignal,
+): Promise<NodeResult> {
   try {
     return await processor.run(
       {
@@ -354,10 +385,10 @@ async function runNode(
           limits: execution.limits,
         },
         node: name,
-        signal: control.signal,
+        signal,
         code: ctx.code,
       },
-      config.data,
+      config,
       input,
     );
   } catch (error) {

@@ -23,6 +23,8 @@ export interface NewExecutionEvent {
 export interface ExecutionState {
   node: string | null;
   input: unknown;
+  /** The attempt of `node` to run next under its retry policy (runner/engine/node-policy.ts); absent: the first. */
+  attempt?: number;
 }
 
 /** Who holds the execution, and for how long each write extends the lease. */

@@ -168,3 +168,58 @@ export async function createExecutionRows(
   );
   return results;
 }
+
+/** What `rerun_execution` asks of the database (see `rerunExecutionRow`). */
+export interface NewRerun {
+  /** The ended execution re-run: an execution of a session of `revisionId`. */
+  originalId: string;
+  revisionId: string;
+  orgId: string;
+  blobId: string;
+  /** The node of the original's graph the re-run starts at. */
+  node: string;
+  /** The re-run's input as JSON text, and its serialization's UTF-8 bytes for the ceiling. */
+  inputJson: string;
+  inputBytes: number;
+}
+
+const RERUN_SQL = `SELECT r.refusal, r.refused_limit, r.held, r.id,
+                          CASE WHEN r.id IS NOT NULL THEN org_running_executions($3::uuid) END AS org_in_flight
+                     FROM rerun_execution($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::text, $6::jsonb, $7::int,
+                                          $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12::text) AS r`;
+
+/**
+ * Creates a queued re-run in one round trip (the `rerun_execution` function of migration 030):
+ * the limits of a create in the same order as `createExecutionRow`, then a row running the
+ * original's graph from `node` with the input, linked both ways (`rerun_of`, `rerun_by`), and
+ * `execution.created` in the session's events. Call it in the transaction that sends the job.
+ */
+export async function rerunExecutionRow(
+  tx: Tx,
+  fields: NewRerun,
+): Promise<{ id: string; orgInFlight: number | undefined } | CreateRefusal | { refusal: 'execution_not_found' }> {
+  const { rows } = await preparedQuery<{
+    refusal: 'execution_not_found' | 'session_deleting' | 'limit' | null;
+    refused_limit: LimitInForce | null;
+    held: number | null;
+    id: string | null;
+    org_in_flight: number | null;
+  }>(tx, 'cp_rerun_execution', RERUN_SQL, [
+    fields.originalId,
+    fields.revisionId,
+    fields.orgId,
+    fields.blobId,
+    fields.node,
+    fields.inputJson,
+    fields.inputBytes,
+    INPUT_SPEC,
+    ORG_SPEC,
+    SESSION_SPEC,
+    RUN_SPECS,
+    EVENTS_CHANNEL,
+  ]);
+  const row = rows[0]!;
+  if (row.refusal === 'limit') return { refusal: 'limit', limit: row.refused_limit!, held: row.held ?? undefined };
+  if (row.refusal !== null) return { refusal: row.refusal };
+  return { id: row.id!, orgInFlight: row.org_in_flight ?? undefined };
+}

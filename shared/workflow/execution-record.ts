@@ -30,16 +30,21 @@ export interface ExecutionRecordRow {
   created_at: string;
   started_at: string | null;
   ended_at: string | null;
+  /** The execution this one re-runs (rerun_execution); absent where a statement did not read it. */
+  rerun_of?: string | null;
+  /** The newest re-run of this execution. */
+  rerun_by?: string | null;
 }
 
 /** The select list of an ExecutionRecordRow for the executions row aliased `e`. */
 export const EXECUTION_RECORD_COLUMNS =
-  'e.id, e.session_id, e.definition_id, e.status, e.input_data, e.output, e.error, e.limits, e.node_runs, e.created_at, e.started_at, e.ended_at';
+  'e.id, e.session_id, e.definition_id, e.status, e.input_data, e.output, e.error, e.limits, e.node_runs, e.created_at, e.started_at, e.ended_at, e.rerun_of, e.rerun_by';
 
 /**
  * The execution record (docs/executions.md, "The execution record"), plus `node_runs` (node runs started so far, the count
  * `workflow.processor_runs_per_execution` bounds) and `limits` (the five run limits the execution
- * resolved at creation and keeps), so a client can see how far a run is from its ceilings.
+ * resolved at creation and keeps), so a client can see how far a run is from its ceilings, and
+ * the re-run links (`rerun_of`: the execution this one re-runs; `rerun_by`: its newest re-run).
  */
 export function executionRecord(row: ExecutionRecordRow): Record<string, unknown> {
   return {
@@ -55,5 +60,7 @@ export function executionRecord(row: ExecutionRecordRow): Record<string, unknown
     ended_at: row.ended_at,
     node_runs: row.node_runs,
     limits: row.limits,
+    rerun_of: row.rerun_of ?? null,
+    rerun_by: row.rerun_by ?? null,
   };
 }

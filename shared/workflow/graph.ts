@@ -1,5 +1,5 @@
 /**
- * The definition graph (docs/workflow.md, "The graph format"): `{start, nodes: {name: {processor, config, routes?}}}`.
+ * The definition graph (docs/workflow.md, "The graph format"): `{start, nodes: {name: {processor, config, routes?, retry?, timeout_seconds?}}}`.
  * These schemas check the shape only; what a processor's config must hold, where routes lead
  * and whether `logic.code` compiles is validate-graph.ts's business, so that every problem comes
  * back as one issue naming its node and field rather than as a request-body error.
@@ -29,6 +29,10 @@ export interface GraphNode {
   processor: string;
   config?: Record<string, unknown>;
   routes?: Routes;
+  /** The node's retry policy (node-policy.ts `retrySchema`), checked by validate-graph.ts. */
+  retry?: unknown;
+  /** The node's own run timeout (node-policy.ts `timeoutSchema`). */
+  timeout_seconds?: unknown;
 }
 
 /** A definition's graph as stored and as an execution runs it. */
@@ -48,6 +52,9 @@ export const nodeSchema = z.strictObject({
   processor: z.string().min(1).max(100),
   config: z.record(z.string(), z.unknown()).optional(),
   routes: z.record(z.string(), z.string().nullable()).optional(),
+  // Checked on their own (validate-graph.ts), so a bad policy is reported beside the node's other issues.
+  retry: z.unknown().optional(),
+  timeout_seconds: z.unknown().optional(),
 });
 
 /** The nodes a route of `node` can lead to (targets that are not null). */

@@ -18,13 +18,15 @@ import {
   routeTargets,
   type GraphNode,
 } from './graph.ts';
+import { retrySchema, timeoutCeiling, timeoutSchema } from './node-policy.ts';
 import { PROCESSOR_NAMES, processorByName } from './processors.ts';
 
 /** What an issue is about; stable, so clients can key off it as they key off `error`. */
 // eslint-disable-next-line @typescript-eslint/no-unused-vars -- the type's source, each code described
 const ISSUE_CODES = {
   invalid_graph: 'The graph is not `{start, nodes}`, or is too large.',
-  invalid_node: 'A node is not `{processor, config?, routes?}`, or its name breaks the node-name grammar.',
+  invalid_node:
+    'A node is not `{processor, config?, routes?, retry?, timeout_seconds?}`, its name breaks the node-name grammar, or its retry policy or timeout is out of bounds.',
   start_not_found: '`start` names no node of the graph.',
   unknown_processor: 'The node names a processor that does not exist.',
   invalid_config: "The node's config does not match its processor's schema.",
@@ -67,6 +69,11 @@ export interface ValidateGraphOptions {
   codeCheck: CodeCheck;
   /** `workflow.code_imports` in force for the revision the definition belongs to. */
   codeImports: readonly string[];
+  /**
+   * The ceilings in force that bound a node's `timeout_seconds` (node-policy.ts `timeoutCeiling`);
+   * a ceiling left out bounds nothing here (the runner still applies the execution's).
+   */
+  ceilings?: Partial<Record<'workflow.code_run_seconds' | 'workflow.execution_seconds', number>>;
 }
 
 /** Issues reported per node and field family at most, so one broken config cannot flood the verdict. */
@@ -200,6 +207,7 @@ async function validateNode(
     return undefined;
   }
   const node = parsed.data;
+  checkPolicy(name, node, options, errors);
   const spec = processorByName(node.processor);
   let allowedRoutes: readonly string[] | 'any' | undefined;
   if (!spec) {
@@ -272,6 +280,39 @@ async function validateNode(
     }
   }
   return node;
+}
+
+/** Checks a node's `retry` and `timeout_seconds` (node-policy.ts), the timeout against the ceiling in force. */
+function checkPolicy(name: string, node: GraphNode, options: ValidateGraphOptions, errors: GraphIssue[]): void {
+  if (node.retry !== undefined) {
+    const retry = retrySchema.safeParse(node.retry);
+    if (!retry.success) errors.push(...fromZod('invalid_node', name, ['retry'], retry.error));
+  }
+  if (node.timeout_seconds === undefined) return;
+  const timeout = timeoutSchema.safeParse(node.timeout_seconds);
+  if (!timeout.success) {
+    errors.push(...fromZod('invalid_node', name, ['timeout_seconds'], timeout.error));
+    return;
+  }
+  const ceiling = timeoutCeiling(node.processor);
+  if (ceiling === null) {
+    errors.push({
+      code: 'invalid_node',
+      node: name,
+      field: 'timeout_seconds',
+      message: `${node.processor} takes no timeout_seconds: its wait is not a run`,
+    });
+    return;
+  }
+  const bound = options.ceilings?.[ceiling];
+  if (bound !== undefined && timeout.data > bound) {
+    errors.push({
+      code: 'invalid_node',
+      node: name,
+      field: 'timeout_seconds',
+      message: `timeout_seconds is ${timeout.data}; ${ceiling} in force is ${bound}`,
+    });
+  }
 }
 
 /** Nodes no chain of routes from `start` reaches, in graph order. */
