@@ -14,10 +14,12 @@ const SYSTEM_PATHS = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bi
 const ROOT = join(import.meta.dirname, '..', '..');
 
 /**
- * Flags of the package's `args` left out: they turn off the same-origin policy the test checks
- * (a cross-origin page calling the API is only meaningful with CORS enforced).
+ * Flags of the package's `args` (tuned for a one-page serverless function) left out: the first two
+ * turn off the same-origin policy the test checks (a cross-origin page calling the API is only
+ * meaningful with CORS enforced); in one process (`--single-process`) closing a page's context
+ * takes the whole browser down, and the tests open a page per subtest.
  */
-const WEAKENING = new Set(['--disable-web-security', '--allow-running-insecure-content']);
+const LEFT_OUT = new Set(['--disable-web-security', '--allow-running-insecure-content', '--single-process']);
 
 export interface Browser {
   /** What launches: a path for playwright-core's `executablePath`. */
@@ -89,7 +91,7 @@ async function packaged(): Promise<Browser> {
   }
   return {
     executablePath: binary,
-    args: chromium.args.filter((flag) => !WEAKENING.has(flag)),
+    args: chromium.args.filter((flag) => !LEFT_OUT.has(flag)),
     source: '@sparticuz/chromium',
   };
 }
