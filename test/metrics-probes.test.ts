@@ -139,13 +139,27 @@ t.test("a runner sums its engine threads' node runs and ends, and serves them wi
   t.equal((await fetch(`${base}/nope`)).status, 404);
 });
 
-t.test('GraphiQL is served on the ops port; its queries still need the token', async (t) => {
+t.test('GraphiQL is served on the ops port from the package, offline; its queries still need the token', async (t) => {
   const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const page = await ops.inject({ method: 'GET', url: '/graphiql' });
   t.equal(page.statusCode, 200);
-  t.match(page.body, /graphiql\/main\.js/);
-  const config_ = await ops.inject({ method: 'GET', url: '/graphiql/config.js' });
-  t.match(config_.body, /GRAPHQL_ENDPOINT = '\/graphql'/);
+  t.match(page.headers['content-type'], /^text\/html/);
+  // Every URL the page names is of its own origin, and the CSP lets nothing else load or connect.
+  const urls = [...page.body.matchAll(/\b(?:src|href)="([^"]*)"/g)].map((match) => match[1]!);
+  t.ok(urls.length >= 6, 'the page names its scripts and styles');
+  for (const url of urls) t.ok(url.startsWith('/graphiql/') || url === 'data:,', `${url} is same-origin`);
+  t.notMatch(page.body, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+  const csp = String(page.headers['content-security-policy']);
+  for (const directive of ["default-src 'self'", "script-src 'self'", "connect-src 'self'", "object-src 'none'"])
+    t.ok(csp.split('; ').includes(directive), `CSP has ${directive}`);
+  t.notMatch(csp, /https?:|\*/, 'the CSP names no other host');
+  for (const url of urls.filter((u) => u.startsWith('/'))) {
+    const asset = await ops.inject({ method: 'GET', url });
+    t.equal(asset.statusCode, 200, `${url} is served without the token`);
+    t.equal(asset.headers['content-security-policy'], csp);
+    t.notMatch(asset.body.slice(0, 4096), /unpkg\.com|cdn\./, `${url} is not a CDN loader`);
+  }
+  t.match((await ops.inject({ method: 'GET', url: '/graphiql/start.js' })).body, /new URL\('\/graphql'/);
   t.equal(
     (await ops.inject({ method: 'POST', url: '/graphql', payload: { query: '{ health { status } }' } })).statusCode,
     401,
