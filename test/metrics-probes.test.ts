@@ -48,6 +48,11 @@ t.test("the ops port serves the control plane's metrics behind the ops token", a
     }),
   );
   await app.inject({ method: 'GET', url: `/v1/orgs/${flow.orgId}`, headers: alice.headers });
+  const command = (name: string) =>
+    app.inject({ method: 'POST', url: `/v1/revisions/${flow.rev}/${name}`, headers: alice.headers, payload: {} });
+  await command('list_definitions');
+  await command('no_such_command_a');
+  await command('no_such_command_b');
   t.equal((await ops.inject({ method: 'GET', url: '/metrics' })).statusCode, 401, 'no token, no metrics');
   const res = await ops.inject({
     method: 'GET',
@@ -63,6 +68,17 @@ t.test("the ops port serves the control plane's metrics behind the ops token", a
     'requests by route pattern, not by id',
   );
   t.notMatch(text, new RegExp(flow.orgId), 'no id appears in any label');
+  t.match(
+    text,
+    /workspace_http_request_duration_seconds_count\{method="POST",route="\/v1\/revisions\/:revision_id\/list_definitions",status_code="200"\} 1\n/,
+    'the command route by command name',
+  );
+  t.match(
+    text,
+    /workspace_http_request_duration_seconds_count\{method="POST",route="\/v1\/revisions\/:revision_id\/:unknown_command",status_code="404"\} 2\n/,
+    'names no command has share one label',
+  );
+  t.notMatch(text, /no_such_command/, 'an unknown name is never a label');
   t.match(text, /workspace_executions_created_total\{source="api"\} [1-9]/);
   t.match(text, /workspace_db_pool_connections\{state="idle"\} \d+/);
   t.match(
