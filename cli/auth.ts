@@ -22,6 +22,7 @@ export function registerAuth(program: Command, context: () => CliContext): void 
       if (chosen !== 1)
         throw new CliError('invalid_arguments', 'Give exactly one of --anonymous, --refresh-token, --api-key.', 2);
       const url = originOf(options.url);
+      ctx.target = url;
       const rest = createRestClient({ baseUrl: url });
       if (options.apiKey !== undefined) {
         const apiKey = await readSecret(options.apiKey, '--api-key');

@@ -72,13 +72,27 @@ export class CliContext {
   readonly profileName: string;
   readonly path: string;
   readonly output: Output;
+  /** `-o json|yaml|table`; undefined: each command's default (records JSON, listings a table). */
+  readonly format: 'json' | 'yaml' | 'table' | undefined;
+  /** `-q`: ids only. */
+  readonly quiet: boolean;
+  /** The address last called, named by a connection error. */
+  target: string | undefined;
   #file: ProfileFile | null = null;
   #refreshing: Promise<string> | null = null;
 
-  constructor(options: { profileName: string; path: string; output: Output }) {
+  constructor(options: {
+    profileName: string;
+    path: string;
+    output: Output;
+    format?: 'json' | 'yaml' | 'table';
+    quiet?: boolean;
+  }) {
     this.profileName = options.profileName;
     this.path = options.path;
     this.output = options.output;
+    this.format = options.format;
+    this.quiet = options.quiet ?? false;
   }
 
   async #load(): Promise<ProfileFile> {
@@ -91,6 +105,7 @@ export class CliContext {
     const profile = (await this.#load()).profiles[this.profileName];
     if (!profile)
       throw new CliError('not_signed_in', `No profile "${this.profileName}" in ${this.path}: run wsctl login.`);
+    this.target = profile.url;
     return profile;
   }
 
@@ -157,6 +172,7 @@ export class CliContext {
     const profile = await this.profile();
     if (!profile.ops_url || !profile.ops_token)
       throw new CliError('not_signed_in', `Profile "${this.profileName}" has no operations API: run wsctl ops login.`);
+    this.target = profile.ops_url;
     return { url: profile.ops_url, token: profile.ops_token };
   }
 }

@@ -1,7 +1,7 @@
 /** Reading wsctl's inputs (secrets, JSON/YAML files, JSON values) and printing records. */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { CliError, type CliContext } from './context.ts';
 
 /** All of stdin, as text. */
@@ -73,14 +73,65 @@ export async function readJsonValue(value: string, what: string): Promise<unknow
   }
 }
 
-/** A record, as indented JSON. */
+/**
+ * A record: indented JSON (default), YAML, or `field  value` lines with `-o table`; with `-q` its
+ * id alone.
+ */
 export function printRecord(ctx: CliContext, record: unknown): void {
-  ctx.output.out(JSON.stringify(record, null, 2));
+  if (ctx.quiet) {
+    ctx.output.out(idOf(record));
+    return;
+  }
+  if (ctx.format === 'yaml') ctx.output.out(toYaml(record).trimEnd());
+  else if (ctx.format === 'table' && typeof record === 'object' && record !== null && !Array.isArray(record)) {
+    const entries = Object.entries(record);
+    const width = Math.max(...entries.map(([key]) => key.length));
+    for (const [key, value] of entries) ctx.output.out(`${key.padEnd(width)}  ${format(value)}`);
+  } else ctx.output.out(JSON.stringify(record, null, 2));
 }
 
-/** A listing: one line per row, the named fields separated by two spaces. */
-export function printRows(ctx: CliContext, rows: ReadonlyArray<Record<string, unknown>>, fields: string[]): void {
-  for (const row of rows) ctx.output.out(fields.map((field) => format(row[field])).join('  '));
+/**
+ * A listing: a header row then one row per record, the named fields in aligned columns (default);
+ * a JSON array or YAML list of the whole records with `-o json|yaml`; ids alone with `-q`.
+ * `header: false` for the second and later pages of one listing.
+ */
+export function printRows(
+  ctx: CliContext,
+  rows: ReadonlyArray<Record<string, unknown>>,
+  fields: string[],
+  options: { header?: boolean } = {},
+): void {
+  if (ctx.quiet) {
+    for (const row of rows) ctx.output.out(idOf(row, fields[0]));
+    return;
+  }
+  if (ctx.format === 'json') {
+    ctx.output.out(JSON.stringify(rows, null, 2));
+    return;
+  }
+  if (ctx.format === 'yaml') {
+    if (rows.length > 0) ctx.output.out(toYaml(rows).trimEnd());
+    return;
+  }
+  const cells = rows.map((row) => fields.map((field) => format(row[field])));
+  const widths = fields.map((field, i) => Math.max(field.length, ...cells.map((row) => row[i]!.length)));
+  const line = (values: string[]) =>
+    values
+      .map((value, i) => (i === values.length - 1 ? value : value.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  if (options.header !== false) ctx.output.out(line(fields.map((field) => field.toUpperCase())));
+  for (const row of cells) ctx.output.out(line(row));
+}
+
+/** The id of a record (`id`, else the given field, else the first string field). */
+function idOf(record: unknown, field = 'id'): string {
+  if (typeof record !== 'object' || record === null) return format(record);
+  const fields = record as Record<string, unknown>;
+  if (fields.id !== undefined) return format(fields.id);
+  if (fields[field] !== undefined) return format(fields[field]);
+  const nested = Object.values(fields).find((value) => typeof value === 'object' && value !== null && 'id' in value);
+  return nested ? format((nested as { id: unknown }).id) : format(Object.values(fields)[0]);
 }
 
 function format(value: unknown): string {

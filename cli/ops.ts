@@ -8,7 +8,7 @@ import { CliError, type CliContext } from './context.ts';
 import { originOf, printRecord, printRows, readJsonValue, readSecret } from './input.ts';
 
 /** One GraphQL request to the operations API; GraphQL errors become a CliError. */
-async function opsQuery<T>(
+export async function opsQuery<T>(
   ctx: CliContext,
   query: string,
   variables: Record<string, unknown> = {},

@@ -17,7 +17,8 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], what: str
   return value as T;
 }
 
-export function registerResources(program: Command, context: () => CliContext): void {
+/** Registers the resource groups; returns `sessions`, which workspace.ts completes. */
+export function registerResources(program: Command, context: () => CliContext): Command {
   const orgs = program.command('orgs').description('organizations');
   orgs
     .command('list')
@@ -94,6 +95,7 @@ export function registerResources(program: Command, context: () => CliContext): 
   revisions.command('list <org> <blob>').action(async (org: string, blob: string) => {
     const ctx = context();
     const rest = await ctx.rest();
+    const rows: Array<Record<string, unknown>> = [];
     let cursor: string | undefined;
     do {
       const query: { limit: number; cursor?: string } = { limit: 200 };
@@ -101,9 +103,10 @@ export function registerResources(program: Command, context: () => CliContext): 
       const page = await ok(
         rest.GET('/v1/blobs/{org_id}/{blob_id}/revisions', { params: { path: { org_id: org, blob_id: blob }, query } }),
       );
-      printRows(ctx, page.revisions, ['id', 'number', 'status', 'created_at']);
+      rows.push(...page.revisions);
       cursor = page.cursor ?? undefined;
     } while (cursor !== undefined);
+    printRows(ctx, rows, ['id', 'number', 'status', 'created_at']);
   });
   revisions
     .command('create <org> <blob>')
@@ -192,4 +195,5 @@ export function registerResources(program: Command, context: () => CliContext): 
         ).session,
       );
     });
+  return sessions;
 }

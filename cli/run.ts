@@ -5,7 +5,7 @@
  * `wsctl events tail` prints a session's or an execution's events as they are written.
  */
 import type { Command } from 'commander';
-import type { EventRecord, ExecutionRecord, RpcClient } from '../client/src/index.ts';
+import { ApiError, type EventRecord, type ExecutionRecord, type RpcClient } from '../client/src/index.ts';
 import { CliError, type CliContext } from './context.ts';
 import { printRecord, readJsonValue } from './input.ts';
 import { printable } from './terminal-text.ts';
@@ -29,7 +29,7 @@ function describeError(error: unknown): string {
  * read after it. Replays the events written before the subscription, so nothing is missed
  * however quickly the execution runs.
  */
-async function follow(
+export async function follow(
   ctx: CliContext,
   rpc: RpcClient,
   revisionId: string,
@@ -40,12 +40,14 @@ async function follow(
   let nodes = 0;
   let current = '';
   const since = Date.parse(execution.created_at);
+  // On a terminal the progress line is redrawn in place; elsewhere (a log, a pipe) the node lines
+  // and the final total say it all, each once.
   const progress = (status: string) => {
+    if (!out.interactive) return;
     out.progress(
       `[${nodes} node${nodes === 1 ? '' : 's'} · ${duration(Date.now() - since)}] ${status}${current ? ` ${current}` : ''}`,
     );
   };
-  // Redrawn in place on a terminal; elsewhere (a log, a pipe) a line per event is enough.
   const timer = out.interactive ? setInterval(() => progress('running'), 250) : undefined;
   try {
     const subscription = await rpc.subscribe({ revision_id: revisionId, execution_id: execution.id }, { replay: true });
@@ -107,7 +109,7 @@ async function follow(
 }
 
 /** The last lines of a followed run, and its exit code. */
-function report(ctx: CliContext, execution: ExecutionRecord): number {
+export function report(ctx: CliContext, execution: ExecutionRecord): number {
   const took = execution.ended_at ? duration(Date.parse(execution.ended_at) - Date.parse(execution.created_at)) : '?';
   ctx.output.out(
     `${execution.status} in ${took} (${execution.node_runs} node run${execution.node_runs === 1 ? '' : 's'})`,
@@ -121,13 +123,42 @@ function report(ctx: CliContext, execution: ExecutionRecord): number {
   return 1;
 }
 
+/**
+ * The session runs of a definition use when none is named: `run.<definition alias>` (or
+ * `run.<definition id>` when that would pass 64 characters), created on the first run and reused,
+ * so runs do not spend a slot of `workflow.sessions_per_revision` each.
+ */
+async function runSession(
+  ctx: CliContext,
+  rpc: RpcClient,
+  revision: string,
+  definition: { id: string; alias: string | null },
+): Promise<string> {
+  const alias = definition.alias && definition.alias.length <= 60 ? `run.${definition.alias}` : `run.${definition.id}`;
+  const existing = async () => (await rpc.call('get_session', { revision_id: revision, session_id: alias })).session.id;
+  try {
+    return await existing();
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.error !== 'not_found') throw error;
+  }
+  try {
+    const { session } = await rpc.call('create_session', { revision_id: revision, alias });
+    ctx.output.err(`session ${alias} created`);
+    return session.id;
+  } catch (error) {
+    // Another run made it in between.
+    if (error instanceof ApiError && error.error === 'alias_taken') return existing();
+    throw error;
+  }
+}
+
 export function registerRun(program: Command, context: () => CliContext, setExitCode: (code: number) => void): void {
   program
     .command('run')
     .description('creates an execution; --follow shows it node by node until it ends')
     .requiredOption('--revision <revision>', 'the workflow revision')
     .requiredOption('--definition <definition>', 'the definition (id or alias)')
-    .option('--session <session>', 'the session (id or alias); a new one is created when omitted')
+    .option('--session <session>', "the session (id or alias); default: the definition's own, run.<alias>, made once")
     .option('--input <json>', 'input_data as JSON, or @file.json|yaml')
     .option('-f, --follow', 'follow the execution live; exit non-zero unless it succeeds')
     .action(
@@ -136,15 +167,16 @@ export function registerRun(program: Command, context: () => CliContext, setExit
         const input = options.input === undefined ? undefined : await readJsonValue(options.input, '--input');
         const rpc = await ctx.rpc();
         try {
-          let session = options.session;
-          if (session === undefined) {
-            session = (await rpc.call('create_session', { revision_id: options.revision })).session.id;
-            ctx.output.err(`session ${session} created`);
-          }
+          // The definition first: a run of one that does not exist creates nothing.
+          const { definitions } = await rpc.call('list_definitions', { revision_id: options.revision });
+          const definition = definitions.find((d) => d.id === options.definition || d.alias === options.definition);
+          if (!definition)
+            throw new CliError('not_found', `No definition ${options.definition} in revision ${options.revision}.`);
+          const session = options.session ?? (await runSession(ctx, rpc, options.revision, definition));
           const params: { revision_id: string; session_id: string; definition_id: string; input_data?: unknown } = {
             revision_id: options.revision,
             session_id: session,
-            definition_id: options.definition,
+            definition_id: definition.id,
           };
           if (input !== undefined) params.input_data = input;
           const { execution } = await rpc.call('create_execution', params);
@@ -201,6 +233,8 @@ export function registerRun(program: Command, context: () => CliContext, setExit
               return;
             }
           }
+          if (options.session !== undefined)
+            ctx.output.err(`waiting for events of session ${options.session} (Ctrl-C stops)`);
           let seen = 0;
           const stop = () => void subscription.unsubscribe();
           process.once('SIGINT', stop);

@@ -1,12 +1,45 @@
 #!/usr/bin/env node
-// The `bin` of package.json: npm links it as `wsctl`. The CLI is TypeScript run by Node 24's
-// type stripping (the `node` package of the dependencies, first on PATH under npm and npx).
+// The `bin` of cli/package.json: `npm install` links it as node_modules/.bin/wsctl (so `npx wsctl`
+// runs it directly) and `npm link` in cli/ puts it on PATH. The CLI is TypeScript run by Node 24's
+// type stripping. Started by an older Node (the one on PATH), it runs itself again under the
+// project's Node 24 (the `node` package of the dependencies), found next to this file.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 const [major] = process.versions.node.split('.').map(Number);
-if (major < 24) {
-  process.stderr.write(
-    `error: node_version: wsctl needs Node 24 or later (this is ${process.version}); run it with npx wsctl.\n`,
+if (major >= 24) {
+  const { main } = await import('./wsctl.ts');
+  process.exitCode = await main(process.argv.slice(2));
+} else {
+  // This file's real path (ES modules resolve symbolic links), so a linked wsctl finds the
+  // repository's node_modules whatever directory it was started from.
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const node = [join(root, 'node_modules', 'node', 'bin', 'node'), join(root, 'node_modules', '.bin', 'node')].find(
+    (path) => existsSync(path),
   );
-  process.exit(2);
+  if (!node) {
+    process.stderr.write(
+      `error: node_version: wsctl needs Node 24 (this is ${process.version}) and found none in ${join(root, 'node_modules')}; run npm install there.\n`,
+    );
+    process.exit(2);
+  }
+  const child = spawn(node, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  // Ctrl-C reaches both processes (one process group): the child decides; this one waits for it.
+  const forward = (signal) => child.kill(signal);
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', forward);
+  process.on('SIGHUP', forward);
+  child.on('error', (error) => {
+    process.stderr.write(`error: node_version: cannot start ${node}: ${error.message}\n`);
+    process.exit(2);
+  });
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+    }
+    process.exit(code ?? 1);
+  });
 }
-const { main } = await import('./wsctl.ts');
-process.exitCode = await main(process.argv.slice(2));

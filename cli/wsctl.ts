@@ -5,50 +5,84 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ApiError, ConnectionError } from '../client/src/index.ts';
+import { readFileSync } from 'node:fs';
 import { registerAuth } from './auth.ts';
-import { CliContext, CliError, processOutput } from './context.ts';
+import { registerCompletion } from './completion.ts';
+import { CliContext, CliError, processOutput, type Output } from './context.ts';
 import { registerDefinitions } from './definitions.ts';
 import { registerOps } from './ops.ts';
 import { profilePath } from './profiles.ts';
 import { registerResources } from './resources.ts';
 import { registerRun } from './run.ts';
+import { registerWorkspace } from './workspace.ts';
 
-/** The error line for anything a command threw, and its exit code. */
-export function errorLine(error: unknown): { line: string; exitCode: number } {
+const VERSION = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string })
+  .version;
+
+/** The error line for anything a command threw, and its exit code; `url` is what was called. */
+export function errorLine(error: unknown, url?: string): { line: string; exitCode: number } {
+  const at = url ? ` (${url})` : '';
   if (error instanceof ApiError) return { line: `error: ${error.describe()}`, exitCode: 1 };
   if (error instanceof CliError) return { line: `error: ${error.code}: ${error.message}`, exitCode: error.exitCode };
-  if (error instanceof ConnectionError) return { line: `error: connection: ${error.message}`, exitCode: 1 };
+  if (error instanceof ConnectionError) return { line: `error: connection: ${error.message}${at}`, exitCode: 1 };
   if (error instanceof TypeError && error.message === 'fetch failed') {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    return { line: `error: connection: ${cause?.code ?? cause?.message ?? error.message}`, exitCode: 1 };
+    return { line: `error: connection: ${cause?.code ?? cause?.message ?? error.message}${at}`, exitCode: 1 };
   }
   return { line: `error: internal_error: ${(error as Error)?.message ?? String(error)}`, exitCode: 1 };
+}
+
+/** The command tree (and the context its actions use), as `main` runs it. */
+export function buildProgram(
+  output: Output,
+  setExitCode: (code: number) => void,
+): { program: Command; current: () => CliContext | undefined } {
+  const program = new Command('wsctl')
+    .description('workspace-service from the command line')
+    .version(VERSION, '-V, --version', "wsctl's version")
+    .option('-p, --profile <name>', 'the profile to use', process.env.WSCTL_PROFILE ?? 'default')
+    .option('-o, --output <format>', 'json, yaml or table (default: records JSON, listings a table)')
+    .option('-q, --quiet', 'ids only')
+    .exitOverride()
+    // Usage errors keep the one-line form too: `error: invalid_arguments: unknown command 'x'`.
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'error: invalid_arguments: ')) });
+  let current: CliContext | undefined;
+  const context = () => {
+    if (current) return current;
+    const options = program.opts<{ profile: string; output?: string; quiet?: boolean }>();
+    if (options.output !== undefined && !['json', 'yaml', 'table'].includes(options.output))
+      throw new CliError('invalid_arguments', '-o must be one of json, yaml, table.', 2);
+    current = new CliContext({
+      profileName: options.profile,
+      path: profilePath(),
+      output,
+      format: options.output as 'json' | 'yaml' | 'table' | undefined,
+      quiet: options.quiet === true,
+    });
+    return current;
+  };
+  registerAuth(program, context);
+  const sessions = registerResources(program, context);
+  registerWorkspace(program, context, sessions);
+  registerCompletion(program, context);
+  registerDefinitions(program, context);
+  registerRun(program, context, setExitCode);
+  registerOps(program, context);
+  return { program, current: () => current };
 }
 
 /** Runs wsctl with `argv` (without node and the script); resolves with the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const output = processOutput();
   let exitCode = 0;
-  const program = new Command('wsctl')
-    .description('workspace-service from the command line')
-    .option('-p, --profile <name>', 'the profile to use', process.env.WSCTL_PROFILE ?? 'default')
-    .exitOverride()
-    // Usage errors keep the one-line form too: `error: invalid_arguments: unknown command 'x'`.
-    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'error: invalid_arguments: ')) });
-  const context = () =>
-    new CliContext({ profileName: program.opts<{ profile: string }>().profile, path: profilePath(), output });
-  registerAuth(program, context);
-  registerResources(program, context);
-  registerDefinitions(program, context);
-  registerRun(program, context, (code) => (exitCode = code));
-  registerOps(program, context);
+  const { program, current } = buildProgram(output, (code) => (exitCode = code));
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;
   } catch (error) {
     output.endProgress();
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
-    const { line, exitCode: code } = errorLine(error);
+    const { line, exitCode: code } = errorLine(error, current()?.target);
     output.err(line);
     return code;
   }

@@ -165,7 +165,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-request-id', request.id);
   });
   registerEnvelope(app);
-  registerHttpMetrics(app);
+  registerHttpMetrics(app, new Set((options.commands ?? COMMANDS).map((command) => command.name)));
   if (options.checkResponses) registerResponseCheck(app);
   // Security headers on every answer; CORS only for the origins configured (none by default).
   await app.register(helmet, { global: true });

@@ -7,7 +7,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 
 const httpDuration = new Histogram({
   name: 'workspace_http_request_duration_seconds',
-  help: 'REST requests by method, route pattern (unmatched for unknown paths) and status code.',
+  help: 'REST requests by method, route pattern (unmatched for unknown paths; the command route by command name) and status code.',
   labelNames: ['method', 'route', 'status_code'],
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
 });
@@ -23,10 +23,23 @@ export const websocketCalls = new Counter({
   labelNames: ['method', 'outcome'],
 });
 
-/** Times every REST request; the WebSocket upgrade counts as GET /v1 until the socket opens. */
-export function registerHttpMetrics(app: FastifyInstance): void {
+/** The command route, labelled per command: `/v1/revisions/:revision_id/create_execution`. */
+const COMMAND_ROUTE = '/v1/revisions/:revision_id/:command';
+const UNKNOWN_COMMAND = '/v1/revisions/:revision_id/:unknown_command';
+
+/**
+ * Times every REST request; the WebSocket upgrade counts as GET /v1 until the socket opens. The
+ * command route is labelled with the command's name when it is one of `commandNames` (a fixed
+ * set), and with one label for every other name, so a caller cannot grow the label set.
+ */
+export function registerHttpMetrics(app: FastifyInstance, commandNames: ReadonlySet<string>): void {
   app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
+    let route = request.routeOptions.url ?? 'unmatched';
+    if (route === COMMAND_ROUTE) {
+      const command = (request.params as { command?: string } | undefined)?.command;
+      route =
+        command !== undefined && commandNames.has(command) ? `/v1/revisions/:revision_id/${command}` : UNKNOWN_COMMAND;
+    }
     httpDuration.observe(
       { method: request.method, route, status_code: String(reply.statusCode) },
       reply.elapsedTime / 1000,

@@ -3,6 +3,7 @@
  * DATABASE_URL is unset, migrations, then one control plane and one runner as child processes,
  * each restarted with backoff if it dies. On a stop signal: children first, then PostgreSQL.
  */
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { loadConfigOrExit } from '../shared/config.ts';
@@ -11,6 +12,8 @@ import { openDatabase } from '../shared/db/local-database.ts';
 import { runEntry } from '../shared/shutdown.ts';
 import { superviseChild, type SupervisedChild } from './child-process.ts';
 
+/** The runner's /metrics under `npm start` unless METRICS_PORT says otherwise (README). */
+const LOCAL_METRICS_PORT = 8082;
 /** Everything is down within this after a stop signal (the limit a terminal user waits). */
 const GRACE_MS = 10_000;
 /** Children stop themselves within 7 s; past this they are killed, leaving PostgreSQL time to stop. */
@@ -49,10 +52,24 @@ async function start(): Promise<void> {
       env,
       log: childLog,
     }),
-    superviseChild({ name: 'runner', args: ['--no-node-snapshot', entry('runner/main.ts')], env, log: childLog }),
+    superviseChild({
+      name: 'runner',
+      args: ['--no-node-snapshot', entry('runner/main.ts')],
+      // The runner's metrics are on by default here (one runner, one port): METRICS_PORT=0 turns them off.
+      env: { ...env, METRICS_PORT: process.env.METRICS_PORT ?? String(LOCAL_METRICS_PORT) },
+      log: childLog,
+    }),
   );
   log.info(
-    { api: `http://${config.host}:${config.port}/v1`, ops: `http://${config.opsHost}:${config.opsPort}/graphql` },
+    {
+      api: `http://${config.host}:${config.port}/v1`,
+      ops: `http://${config.opsHost}:${config.opsPort}/graphql`,
+      runnerMetrics:
+        config.runner.metricsPort > 0 || process.env.METRICS_PORT === undefined
+          ? `http://${config.runner.metricsHost}:${config.runner.metricsPort || LOCAL_METRICS_PORT}/metrics`
+          : 'off',
+      secrets: join(config.dataDir, 'secrets.json'),
+    },
     'started',
   );
 }

@@ -486,6 +486,23 @@ t.test(
   },
 );
 
+t.test('WebSocket: where the platform has no global WebSocket (Node 20), the ws package is used', async (t) => {
+  const { caller, revision } = await workspace();
+  const platform = Object.getOwnPropertyDescriptor(globalThis, 'WebSocket')!;
+  delete (globalThis as { WebSocket?: unknown }).WebSocket;
+  t.teardown(() => Object.defineProperty(globalThis, 'WebSocket', platform));
+  for (const form of ['header', 'subprotocol'] as const) {
+    const rpc = await RpcClient.connect({ url: socketUrlOf(base), credential: { token: caller.token }, form });
+    const { session } = await rpc.call('create_session', { revision_id: revision.id });
+    t.equal(
+      (await rpc.call('get_session', { revision_id: revision.id, session_id: session.id })).session.id,
+      session.id,
+      `${form} form`,
+    );
+    await rpc.close();
+  }
+});
+
 t.test('WebSocket: batches answer per entry, refusals are typed', async (t) => {
   const { caller, blob, revision } = await workspace();
   const rpc = await RpcClient.connect({ url: socketUrlOf(base), credential: { token: caller.token }, form: 'header' });

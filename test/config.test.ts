@@ -109,6 +109,7 @@ t.test('npm run config prints the resolved configuration with secrets masked', a
   const printed = JSON.parse(run.stdout);
   t.equal(printed.port, 9090);
   t.equal(printed.databaseUrl, 'postgres://app:***@db:5432/workspace');
+  t.equal(printed.secretsFile, join(dataDir, 'secrets.json'), 'the secrets file is named, under DATA_DIR');
   t.same(printed.secrets, {
     TOKEN_SIGNING_KEY: '(set in the environment)',
     CURSOR_KEY: '(set in the environment)',

@@ -48,6 +48,11 @@ t.test("the ops port serves the control plane's metrics behind the ops token", a
     }),
   );
   await app.inject({ method: 'GET', url: `/v1/orgs/${flow.orgId}`, headers: alice.headers });
+  const command = (name: string) =>
+    app.inject({ method: 'POST', url: `/v1/revisions/${flow.rev}/${name}`, headers: alice.headers, payload: {} });
+  await command('list_definitions');
+  await command('no_such_command_a');
+  await command('no_such_command_b');
   t.equal((await ops.inject({ method: 'GET', url: '/metrics' })).statusCode, 401, 'no token, no metrics');
   const res = await ops.inject({
     method: 'GET',
@@ -63,6 +68,17 @@ t.test("the ops port serves the control plane's metrics behind the ops token", a
     'requests by route pattern, not by id',
   );
   t.notMatch(text, new RegExp(flow.orgId), 'no id appears in any label');
+  t.match(
+    text,
+    /workspace_http_request_duration_seconds_count\{method="POST",route="\/v1\/revisions\/:revision_id\/list_definitions",status_code="200"\} 1\n/,
+    'the command route by command name',
+  );
+  t.match(
+    text,
+    /workspace_http_request_duration_seconds_count\{method="POST",route="\/v1\/revisions\/:revision_id\/:unknown_command",status_code="404"\} 2\n/,
+    'names no command has share one label',
+  );
+  t.notMatch(text, /no_such_command/, 'an unknown name is never a label');
   t.match(text, /workspace_executions_created_total\{source="api"\} [1-9]/);
   t.match(text, /workspace_db_pool_connections\{state="idle"\} \d+/);
   t.match(
@@ -139,13 +155,27 @@ t.test("a runner sums its engine threads' node runs and ends, and serves them wi
   t.equal((await fetch(`${base}/nope`)).status, 404);
 });
 
-t.test('GraphiQL is served on the ops port; its queries still need the token', async (t) => {
+t.test('GraphiQL is served on the ops port from the package, offline; its queries still need the token', async (t) => {
   const { ops } = await startOpsApp(t, { config, db, databaseUrl });
   const page = await ops.inject({ method: 'GET', url: '/graphiql' });
   t.equal(page.statusCode, 200);
-  t.match(page.body, /graphiql\/main\.js/);
-  const config_ = await ops.inject({ method: 'GET', url: '/graphiql/config.js' });
-  t.match(config_.body, /GRAPHQL_ENDPOINT = '\/graphql'/);
+  t.match(page.headers['content-type'], /^text\/html/);
+  // Every URL the page names is of its own origin, and the CSP lets nothing else load or connect.
+  const urls = [...page.body.matchAll(/\b(?:src|href)="([^"]*)"/g)].map((match) => match[1]!);
+  t.ok(urls.length >= 6, 'the page names its scripts and styles');
+  for (const url of urls) t.ok(url.startsWith('/graphiql/') || url === 'data:,', `${url} is same-origin`);
+  t.notMatch(page.body, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+  const csp = String(page.headers['content-security-policy']);
+  for (const directive of ["default-src 'self'", "script-src 'self'", "connect-src 'self'", "object-src 'none'"])
+    t.ok(csp.split('; ').includes(directive), `CSP has ${directive}`);
+  t.notMatch(csp, /https?:|\*/, 'the CSP names no other host');
+  for (const url of urls.filter((u) => u.startsWith('/'))) {
+    const asset = await ops.inject({ method: 'GET', url });
+    t.equal(asset.statusCode, 200, `${url} is served without the token`);
+    t.equal(asset.headers['content-security-policy'], csp);
+    t.notMatch(asset.body.slice(0, 4096), /unpkg\.com|cdn\./, `${url} is not a CDN loader`);
+  }
+  t.match((await ops.inject({ method: 'GET', url: '/graphiql/start.js' })).body, /new URL\('\/graphql'/);
   t.equal(
     (await ops.inject({ method: 'POST', url: '/graphql', payload: { query: '{ health { status } }' } })).statusCode,
     401,

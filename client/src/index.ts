@@ -1,11 +1,12 @@
 /**
- * The workspace-service client, for Node (22+) and browsers: REST typed from the service's
+ * The workspace-service client, for Node (20+) and browsers: REST typed from the service's
  * OpenAPI document (openapi-fetch) and the WebSocket JSON-RPC API (typed commands, batches,
  * subscriptions as async iterators, reconnect with resubscribe). docs/client.md shows its use.
  */
 export { ApiError, ConnectionError, type DefinitionIssue, type FailureFields, type LimitObject } from './errors.ts';
 export {
   base64url,
+  credentialHeaders,
   type ApiKeyCredential,
   type Credential,
   type SocketCredentialForm,

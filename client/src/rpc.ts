@@ -29,7 +29,7 @@ export type SocketFactory = (
   url: string,
   protocols: string[],
   headers: Record<string, string> | undefined,
-) => SocketLike;
+) => SocketLike | Promise<SocketLike>;
 
 export interface ReconnectOptions {
   /** Attempts per outage before giving up (default 10). */
@@ -45,7 +45,10 @@ export interface RpcOptions {
   credential: Credential;
   /** `subprotocol` (default; the only form a browser can send) or `header` (Node). */
   form?: SocketCredentialForm;
-  /** Defaults to the platform's `WebSocket` (`new WebSocket(url, {protocols, headers})` for headers). */
+  /**
+   * Defaults to the platform's `WebSocket` (`new WebSocket(url, {protocols, headers})` for
+   * headers), or, where there is none (Node 20), the `ws` package's.
+   */
   createSocket?: SocketFactory;
   /** `false`: a dropped socket fails what is in flight and ends subscriptions. */
   reconnect?: ReconnectOptions | false;
@@ -78,12 +81,34 @@ interface Pending {
 
 const READS = /^(get_|list_|check_|query_|download_)|^subscribe$|^unsubscribe$/;
 
+// A variable, so a browser bundler does not try to resolve a Node package it never needs.
+const WS_PACKAGE = 'ws';
+
 const defaultSocket: SocketFactory = (url, protocols, headers) => {
   const Ctor = (globalThis as { WebSocket?: new (url: string, init?: unknown) => SocketLike }).WebSocket;
-  if (!Ctor) throw new ConnectionError('This platform has no global WebSocket: pass createSocket.');
-  // Node's WebSocket (undici) takes {protocols, headers}; browsers take the protocol list.
-  return headers ? new Ctor(url, { protocols, headers }) : new Ctor(url, protocols);
+  if (Ctor) {
+    // Node's WebSocket (undici) takes {protocols, headers}; browsers take the protocol list.
+    return headers ? new Ctor(url, { protocols, headers }) : new Ctor(url, protocols);
+  }
+  return wsPackageSocket(url, protocols, headers);
 };
+
+/** Node before 22 has no global WebSocket: `ws` (a dependency of this package) has the same events. */
+async function wsPackageSocket(
+  url: string,
+  protocols: string[],
+  headers: Record<string, string> | undefined,
+): Promise<SocketLike> {
+  let ws: { WebSocket: new (url: string, protocols: string[], options: unknown) => SocketLike };
+  try {
+    ws = (await import(WS_PACKAGE)) as typeof ws;
+  } catch {
+    throw new ConnectionError(
+      'This platform has no global WebSocket and the ws package is not installed: pass createSocket.',
+    );
+  }
+  return new ws.WebSocket(url, protocols, headers ? { headers } : {});
+}
 
 /**
  * A WebSocket shows nothing of a refused upgrade (no status, no body: browsers do not even say it
@@ -253,7 +278,10 @@ export class RpcClient {
     const form = this.#options.form ?? 'subprotocol';
     const headers = form === 'header' ? await credentialHeaders(credential) : undefined;
     const protocols = form === 'subprotocol' ? await credentialProtocols(credential) : [];
-    const socket = (this.#options.createSocket ?? defaultSocket)(url, protocols, headers);
+    const made = (this.#options.createSocket ?? defaultSocket)(url, protocols, headers);
+    // A socket made synchronously gets its listeners in the same tick: an await here would let a
+    // connection that fails at once (undici refuses some ports before any I/O) fire unheard.
+    const socket = made instanceof Promise ? await made : made;
     let markClosed!: () => void;
     const closed = new Promise<void>((resolve) => (markClosed = resolve));
     await new Promise<void>((resolve, reject) => {

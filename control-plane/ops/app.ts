@@ -9,6 +9,7 @@ import mercurius, { type MercuriusOptions } from 'mercurius';
 import { metricsText } from '../../shared/metrics.ts';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import type { OpsContext, OpsModule } from './ops-module.ts';
+import { GRAPHIQL_PATH, registerGraphiql } from './graphiql.ts';
 import { opsSchema } from './schema.ts';
 
 /** Where the operations API answers (docs/operations.md, "Operations API"). */
@@ -20,8 +21,6 @@ export interface BuildOpsAppOptions extends OpsContext {
   /** Schema parts; defaults to every module of `OPS_MODULES`. */
   modules?: OpsModule[];
 }
-
-const GRAPHIQL_PATH = /^\/graphiql(\/(main|sw|config)\.js)?(\?|$)/;
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -73,10 +72,12 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
     schema,
     resolvers,
     path: OPS_PATH,
-    graphiql: true,
+    // GraphiQL is served from the package instead (graphiql.ts): mercurius's page loads it from a CDN.
+    graphiql: false,
     errorFormatter: unavailableFirst,
     validationRules: QUERY_BOUNDS,
   });
+  registerGraphiql(app);
   // Variables and the rest of the body: the JSON bounds every API holds (shared/json-guard.ts).
   app.addHook('preHandler', async (request, reply) => {
     const problem = request.body === undefined ? null : jsonProblem(request.body);
