@@ -15,6 +15,10 @@ import { uniqueAlias } from './helpers/resources.ts';
 import { startRunner } from './helpers/runner.ts';
 import { registerRunner } from '../shared/runner-registry.ts';
 
+// The file runs wsctl as a user does, a process per command (about a hundred, each a Node start):
+// that takes longer than tap's default per-file bound on a busy 2-core machine.
+t.setTimeout(300_000);
+
 const { app, config, db, databaseUrl } = await buildTestApp(t);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

@@ -12,6 +12,10 @@ import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { createWorkflow } from './helpers/runner.ts';
 import { connect, wsUrl } from './helpers/ws-client.ts';
 
+// Tens of thousands of hostile requests, a 10 MB body and 100,000-deep nesting among them: about
+// a minute on an idle 2-core machine, more than tap's default per-file bound on a busy one.
+t.setTimeout(300_000);
+
 const { app } = await buildTestApp(t);
 const caller = await signInAnonymous(app);
 const flow = await createWorkflow(app, caller);
