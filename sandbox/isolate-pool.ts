@@ -321,7 +321,8 @@ export class IsolatePool {
     this.#maxHeapBytes = options.maxHeapBytes ?? (this.memoryMb * MiB) / 2;
     this.hostSettleMs = options.hostSettleMs ?? 5000;
     this.#abandonGraceMs = options.abandonGraceMs ?? 2000;
-    this.bounds = Object.freeze({ ...defaultBounds, ...options.bounds });
+    // A run's memory outside the heap is bounded like its heap, unless the bounds say otherwise.
+    this.bounds = Object.freeze({ ...defaultBounds, maxOutsideHeapBytes: this.memoryMb * MiB, ...options.bounds });
     this.#useSnapshot = options.contextSnapshot ?? true;
     this.vetted = options.vetted ?? vettedSet();
     this.#onDegraded = options.onDegraded;

@@ -87,7 +87,7 @@ export interface SandboxBounds {
   /**
    * Memory outside the isolate's heap one run may make (bytes), at the run caps' charges
    * (sandbox/run-caps-source.ts): resizable `ArrayBuffer`s' `maxByteLength`, `Intl` objects,
-   * `Intl.Segmenter` output.
+   * `Intl.Segmenter` output. A pool's default is its `memoryMb`.
    */
   maxOutsideHeapBytes: number;
   /** Source text one run may hand to `eval`, the `Function` constructors and `RegExp` (characters). */
