@@ -156,6 +156,13 @@ export class IsolateLease {
   /** Kept contexts by tenant, least recently used first (Map keeps insertion order). */
   readonly #contexts = new Map<string, PreparedContext>();
   runs = 0;
+  /**
+   * What this isolate's runs charged outside the heap (run caps: resizable buffers, Intl objects,
+   * Segmenter output). The isolate cannot say how much of it was freed, and a run can keep some
+   * alive past its end (a private field stamped on a frozen object), so past maxHeapBytes the
+   * isolate is retired, which frees all of it.
+   */
+  outsideBytes = 0;
   /** The tenant of the run holding the lease ('' without one) and when it took it. */
   tenant = '';
   startedAt = 0;
@@ -510,7 +517,10 @@ export class IsolatePool {
       this.#retire(lease, 'stopped');
       return;
     }
-    if (heap.used_heap_size + heap.externally_allocated_size > this.#maxHeapBytes) {
+    if (
+      heap.used_heap_size + heap.externally_allocated_size > this.#maxHeapBytes ||
+      lease.outsideBytes > this.#maxHeapBytes
+    ) {
       this.#stats.recycled++;
       this.#retire(lease, 'recycled');
       return;

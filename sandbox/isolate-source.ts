@@ -30,7 +30,7 @@
  * - `begin(inputJson, executionId, sessionId, node)` opens a run (before its module is evaluated);
  * - `start(namespace)` is called by the run's driver module once the code's module has evaluated
  *   (host-bridge.ts), and calls its default export;
- * - `result()` is the run's `[kind, route|code|call, output|message, logsDropped]` once settled,
+ * - `result()` is the run's `[kind, route|code|call, output|message, logsDropped, outsideBytes]` once settled,
  *   else 'pending' (the default export is awaiting) or 'unstarted' (the module never finished);
  * - `wait()` resolves with that tuple when the run settles;
  * - `deliver(call, ok, json)` answers one host call.
@@ -393,6 +393,9 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
   function settle(run, tuple) {
     if (run.phase === SETTLED) return;
     run.phase = SETTLED;
+    // What the run charged outside the heap rides along: the pool retires an isolate whose runs
+    // charged more than it may keep (memory a run can leave behind, e.g. stamped on a frozen object).
+    tuple[4] = run.outsideBytes;
     run.tuple = tuple;
     const waiter = run.waiter;
     run.waiter = null;

@@ -9,8 +9,9 @@
  */
 import t, { type Test } from 'tap';
 import { ProcessSandbox } from '../../sandbox/sandbox-process.ts';
+import { runCode } from '../../sandbox/sandbox.ts';
 import type { CodeResult } from '../../sandbox/messages.ts';
-import { fakeHost, request } from './fake-host.ts';
+import { fakeHost, request, testPool } from './fake-host.ts';
 
 const MiB = 1024 * 1024;
 const degraded: string[] = [];
@@ -287,4 +288,23 @@ t.test('no run can remove or replace a guard, and the guarded intrinsics behave 
       ],
     },
   });
+});
+
+t.test('memory a run keeps outside the heap past its end retires its isolate', async (t) => {
+  // A private field stamped on a frozen shared object keeps a value alive after the run; no later
+  // run can read it, but its memory stays until the isolate goes.
+  const pool = testPool(t, { size: 1, memoryMb: 32 });
+  const stamp = `class Base { constructor(o) { return o; } }
+    class Keep extends Base { #kept; constructor(o, v) { super(o); this.#kept = v; } }
+    export default () => {
+      const kept = new ArrayBuffer(20 * ${MiB}, { maxByteLength: 20 * ${MiB} });
+      new Uint8Array(kept).fill(1);
+      new Keep(Object.prototype, kept);
+      return 1;
+    }`;
+  for (let i = 0; i < 3; i++) t.match(await runCode(pool, request(stamp), fakeHost()), { kind: 'output', output: 1 });
+  // 20 MiB charged is past the isolate's maxHeapBytes (16 MiB): each run's isolate is retired.
+  t.equal(pool.stats().recycled, 3, 'each isolate that kept 20 MiB outside its heap was retired');
+  t.match(await runCode(pool, request('export default () => 2'), fakeHost()), { kind: 'output', output: 2 });
+  t.equal(pool.stats().recycled, 3, 'a run that charged nothing retires nothing');
 });
