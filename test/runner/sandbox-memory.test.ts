@@ -7,7 +7,7 @@
  * another organization's executions succeed on the same runner; only sandbox children are replaced
  * (the runner keeps its pid, PostgreSQL its start time); the ops API shows the mechanism in force.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { registerRunner } from '../../shared/runner-registry.ts';
@@ -92,27 +92,28 @@ async function postmasterStart(): Promise<string> {
   return rows[0]!.at;
 }
 
-/** Pids of this process's child processes (the sandbox children of its runner's engine thread). */
+/**
+ * Pids of this process's child processes: the sandbox children of its runner's engine threads,
+ * which are the children of those threads' tasks, not of the main thread's.
+ */
 function childPids(): number[] {
   const out: number[] = [];
-  for (const task of readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').trim().split(/\s+/)) {
-    if (task !== '') out.push(Number(task));
+  for (const task of readdirSync(`/proc/${process.pid}/task`)) {
+    let children = '';
+    try {
+      children = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    for (const child of children.trim().split(/\s+/)) if (child !== '') out.push(Number(child));
   }
-  return out;
+  return out.sort((a, b) => a - b);
 }
 
 t.test(
-  'each allocator fails its run at a run cap, one held past the memory bound fails code_memory; another organization runs meanwhile; only sandbox children are replaced',
+  'each allocator fails its run at a run cap, without replacing its child; another organization runs meanwhile',
   async (t) => {
-    const { ops } = await startOpsApp(t, { config, db, databaseUrl });
-    const runner = await startRunner(t, databaseUrl, { sandboxMemoryMb: BOUND_MB });
-    const registration = await registerRunner(
-      db,
-      { host: 'memory-host', pid: process.pid, version: 'test' },
-      () => {},
-      () => runner.runner.sandbox(),
-    );
-    t.teardown(() => registration.stop());
+    await startRunner(t, databaseUrl, { sandboxMemoryMb: 300 });
     const pid = process.pid;
     const postgres = await postmasterStart();
 
@@ -128,9 +129,15 @@ t.test(
       }
     })();
 
+    // Children start with the first runs: B's first execution has them all.
+    await waitFor(
+      async () => others.length,
+      (n) => n > 0,
+      "B's first execution",
+      BOMB_WAIT_MS,
+    );
     const before = childPids();
     for (const [name, source] of Object.entries(ALLOCATORS)) {
-      // An organization per allocator: each strike cools its organization down.
       const hostile = await createWorkflow(app, mallory);
       const { id } = await runGraph(app, mallory, hostile, { start: 'bomb', nodes: { bomb: code(source) } });
       const ended = await waitFor(
@@ -143,8 +150,46 @@ t.test(
       t.equal(ended.error?.code, 'code_error', `${name}: ${JSON.stringify(ended.error)}`);
       t.match(ended.error?.message, RUN_BOUND, `${name}: the message names the run's bound`);
     }
-    t.same(childPids(), before, 'a run cap ends a run without replacing its child');
+    bombing = false;
+    await other;
+    t.ok(others.length > 0);
+    t.same(
+      others.filter((ended) => ended.status !== 'succeeded' || ended.output !== 3),
+      [],
+      "every one of the other organization's executions succeeded",
+    );
+    t.equal(process.pid, pid, 'the runner kept its process');
+    t.equal(await postmasterStart(), postgres, 'PostgreSQL was not restarted');
+    t.ok(before.length > 0, 'the runner has sandbox children');
+    t.same(childPids(), before, 'no sandbox child was replaced');
+  },
+);
+
+t.test(
+  'what the run caps allow, held past a lower memory bound, fails code_memory and only its sandbox child is replaced',
+  async (t) => {
+    const { ops } = await startOpsApp(t, { config, db, databaseUrl });
+    const runner = await startRunner(t, databaseUrl, { sandboxMemoryMb: BOUND_MB });
+    const registration = await registerRunner(
+      db,
+      { host: 'memory-host', pid: process.pid, version: 'test' },
+      () => {},
+      () => runner.runner.sandbox(),
+    );
+    t.teardown(() => registration.stop());
+    const pid = process.pid;
+    const postgres = await postmasterStart();
     const hostile = await createWorkflow(app, mallory);
+    // Children start with the first runs.
+    const first = await runGraph(app, mallory, hostile, { start: 'a', nodes: { a: code('export default () => 1') } });
+    await waitFor(
+      () => getExecution(app, mallory, hostile, first.id),
+      (execution) => execution.status === 'succeeded',
+      'a first execution',
+      BOMB_WAIT_MS,
+    );
+    const before = childPids();
+    t.ok(before.length > 0, 'the runner has sandbox children');
     const { id } = await runGraph(app, mallory, hostile, { start: 'bomb', nodes: { bomb: code(HELD) } });
     const ended = await waitFor(
       () => getExecution(app, mallory, hostile, id),
@@ -155,14 +200,6 @@ t.test(
     t.equal(ended.status, 'failed');
     t.equal(ended.error?.code, 'code_memory', JSON.stringify(ended.error));
     t.match(ended.error?.message, /memory bound/, 'the message names the bound');
-    bombing = false;
-    await other;
-    t.ok(others.length > 0);
-    t.same(
-      others.filter((ended) => ended.status !== 'succeeded' || ended.output !== 3),
-      [],
-      "every one of the other organization's executions succeeded",
-    );
     t.equal(process.pid, pid, 'the runner kept its process');
     t.equal(await postmasterStart(), postgres, 'PostgreSQL was not restarted');
     t.ok(
