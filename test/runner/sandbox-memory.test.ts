@@ -99,7 +99,7 @@ async function postmasterStart(): Promise<string> {
 function childPids(): number[] {
   const out: number[] = [];
   for (const task of readdirSync(`/proc/${process.pid}/task`)) {
-    let children = '';
+    let children: string;
     try {
       children = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8');
     } catch {
