@@ -65,7 +65,10 @@ export interface IsolatePoolOptions {
   contextBytesPerIsolate?: number;
   /** With `contexts: 'tenant'`, most tenants' contexts an isolate keeps whatever their size. Default 512. */
   maxContextsPerIsolate?: number;
-  /** Heap use (bytes, after a run) past which an isolate is retired. Default half of memoryMb. */
+  /**
+   * Heap use (bytes, after a run) past which an isolate is retired, and likewise what its runs
+   * charged outside the heap in all (run caps). Default half of memoryMb.
+   */
   maxHeapBytes?: number;
   /** How long a finished run waits for host calls still in progress. Default 5000 ms. */
   hostSettleMs?: number;
