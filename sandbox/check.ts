@@ -50,7 +50,7 @@ export class CodeChecker {
    * most 256 KiB (MAX_CODE_BYTES), which V8 parses in a few milliseconds, except Unicode property
    * escapes in regular expression literals (≈ 0.35 ms each, and ≈ 0.9 MiB outside the isolate's
    * heap within one literal): the caller budgets those per graph before compiling
-   * (shared/workflow/validate-graph.ts, MAX_PROPERTY_ESCAPES).
+   * (shared/workflow/property-escapes.ts, MAX_PROPERTY_ESCAPES).
    */
   async check(code: string, options: CodeCheckOptions): Promise<FieldError[]> {
     return this.#check(code, options);

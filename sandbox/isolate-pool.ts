@@ -65,7 +65,10 @@ export interface IsolatePoolOptions {
   contextBytesPerIsolate?: number;
   /** With `contexts: 'tenant'`, most tenants' contexts an isolate keeps whatever their size. Default 512. */
   maxContextsPerIsolate?: number;
-  /** Heap use (bytes, after a run) past which an isolate is retired. Default half of memoryMb. */
+  /**
+   * Heap use (bytes, after a run) past which an isolate is retired, and likewise what its runs
+   * charged outside the heap in all (run caps). Default half of memoryMb.
+   */
   maxHeapBytes?: number;
   /** How long a finished run waits for host calls still in progress. Default 5000 ms. */
   hostSettleMs?: number;
@@ -156,6 +159,13 @@ export class IsolateLease {
   /** Kept contexts by tenant, least recently used first (Map keeps insertion order). */
   readonly #contexts = new Map<string, PreparedContext>();
   runs = 0;
+  /**
+   * What this isolate's runs charged outside the heap (run caps: resizable buffers, Intl objects,
+   * Segmenter output). The isolate cannot say how much of it was freed, and a run can keep some
+   * alive past its end (a private field stamped on a frozen object), so past maxHeapBytes the
+   * isolate is retired, which frees all of it.
+   */
+  outsideBytes = 0;
   /** The tenant of the run holding the lease ('' without one) and when it took it. */
   tenant = '';
   startedAt = 0;
@@ -321,7 +331,8 @@ export class IsolatePool {
     this.#maxHeapBytes = options.maxHeapBytes ?? (this.memoryMb * MiB) / 2;
     this.hostSettleMs = options.hostSettleMs ?? 5000;
     this.#abandonGraceMs = options.abandonGraceMs ?? 2000;
-    this.bounds = Object.freeze({ ...defaultBounds, ...options.bounds });
+    // A run's memory outside the heap is bounded like its heap, unless the bounds say otherwise.
+    this.bounds = Object.freeze({ ...defaultBounds, maxOutsideHeapBytes: this.memoryMb * MiB, ...options.bounds });
     this.#useSnapshot = options.contextSnapshot ?? true;
     this.vetted = options.vetted ?? vettedSet();
     this.#onDegraded = options.onDegraded;
@@ -509,7 +520,10 @@ export class IsolatePool {
       this.#retire(lease, 'stopped');
       return;
     }
-    if (heap.used_heap_size + heap.externally_allocated_size > this.#maxHeapBytes) {
+    if (
+      heap.used_heap_size + heap.externally_allocated_size > this.#maxHeapBytes ||
+      lease.outsideBytes > this.#maxHeapBytes
+    ) {
       this.#stats.recycled++;
       this.#retire(lease, 'recycled');
       return;

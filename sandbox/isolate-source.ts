@@ -30,12 +30,14 @@
  * - `begin(inputJson, executionId, sessionId, node)` opens a run (before its module is evaluated);
  * - `start(namespace)` is called by the run's driver module once the code's module has evaluated
  *   (host-bridge.ts), and calls its default export;
- * - `result()` is the run's `[kind, route|code|call, output|message, logsDropped]` once settled,
+ * - `result()` is the run's `[kind, route|code|call, output|message, logsDropped, outsideBytes]` once settled,
  *   else 'pending' (the default export is awaiting) or 'unstarted' (the module never finished);
  * - `wait()` resolves with that tuple when the run settles;
  * - `deliver(call, ok, json)` answers one host call.
  */
+import { propertyEscapes } from '../shared/workflow/property-escapes.ts';
 import { LOCKDOWN_SOURCE } from './lockdown-source.ts';
+import { RUN_CAPS_SOURCE } from './run-caps-source.ts';
 
 export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
   'use strict';
@@ -52,6 +54,7 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
   const promiseThen = Promise.prototype.then;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
   const StringCtor = String;
   const Uint8ArrayCtor = Uint8Array;
   const stringSlice = String.prototype.slice;
@@ -109,6 +112,11 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     run.routes = new WeakMapCtor();
     run.routeCalls = 0;
     run.prepareStackTrace = undefined;
+    // What the run caps charged (run-caps-source.ts): bytes outside the heap, source characters
+    // handed to the compiler, Unicode property escapes in them.
+    run.outsideBytes = 0;
+    run.sourceChars = 0;
+    run.escapes = 0;
     run.tuple = null;
     run.waiter = null;
     return run;
@@ -385,6 +393,9 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
   function settle(run, tuple) {
     if (run.phase === SETTLED) return;
     run.phase = SETTLED;
+    // What the run charged outside the heap rides along: the pool retires an isolate whose runs
+    // charged more than it may keep (memory a run can leave behind, e.g. stamped on a frozen object).
+    tuple[4] = run.outsideBytes;
     run.tuple = tuple;
     const waiter = run.waiter;
     run.waiter = null;
@@ -475,13 +486,41 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     });
   }
 
+  // The run caps charge the run in force; past a bound they throw a RangeError naming it.
+  const countEscapes = ${propertyEscapes.toString()};
+  const charge = freeze({
+    bytes(bytes, what) {
+      const run = current;
+      const next = run.outsideBytes + bytes;
+      if (next > bounds.maxOutsideHeapBytes) {
+        throw new RangeErrorCtor(what + ' would take this run past its ' + bounds.maxOutsideHeapBytes + ' bytes of memory outside the JavaScript heap (maxOutsideHeapBytes).');
+      }
+      run.outsideBytes = next;
+    },
+    source(text, what) {
+      const run = current;
+      const chars = run.sourceChars + text.length;
+      if (chars > bounds.maxSourceChars) {
+        throw new RangeErrorCtor(what + ' would take this run past its ' + bounds.maxSourceChars + ' characters of source compiled at run time (maxSourceChars).');
+      }
+      const escapes = run.escapes + countEscapes(text);
+      if (escapes > bounds.maxPropertyEscapes) {
+        throw new RangeErrorCtor(what + ' would take this run past its ' + bounds.maxPropertyEscapes + ' Unicode property escapes (\\p{…}, \\P{…}) compiled at run time (maxPropertyEscapes).');
+      }
+      run.sourceChars = chars;
+      run.escapes = escapes;
+    },
+  });
+  const runCaps = ${RUN_CAPS_SOURCE};
+  const capped = runCaps(charge, countEscapes);
+
   const lockdown = ${LOCKDOWN_SOURCE};
   const errorPrototypes = [LimitExceeded.prototype];
   const errorNames = ['Error', 'EvalError', 'RangeError', 'ReferenceError', 'SyntaxError', 'TypeError', 'URIError', 'AggregateError', 'SuppressedError'];
   for (let i = 0; i < errorNames.length; i++) {
     if (typeof G[errorNames[i]] === 'function') errorPrototypes.push(G[errorNames[i]].prototype);
   }
-  const locked = lockdown([LimitExceeded], errorPrototypes, late);
+  const locked = lockdown([LimitExceeded], errorPrototypes, late, capped[0], capped[1]);
   if (late === null) return [begin, start, result, wait, deliver, null, locked];
 
   function wire(sendFn, logFn, entropyFn, boundsJson, bootGlobal) {

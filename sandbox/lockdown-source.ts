@@ -22,9 +22,11 @@
  * SES calls override taming). Hot methods (Array.prototype.push, Promise.prototype.then) are left
  * as data properties: an accessor there would cost every call.
  *
- * The source is the function `lockdown(extraRoots, errorPrototypes, late)`, called at the end of
- * the bootstrap (sandbox/isolate-source.ts) after console, crypto and the per-run
- * Error.prepareStackTrace slot are installed. It works in two phases, because contexts are made
+ * The source is the function `lockdown(extraRoots, errorPrototypes, late, deferred, beforeFinish)`,
+ * called at the end of the bootstrap (sandbox/isolate-source.ts) after console, crypto, the
+ * per-run Error.prepareStackTrace slot and the run caps (sandbox/run-caps-source.ts) are
+ * installed. `deferred` are objects left to the second phase like `late`, and `beforeFinish` runs
+ * at its start: the run caps' guards take there what V8 added to the originals they replace. It works in two phases, because contexts are made
  * from a V8 snapshot of an isolate where the bootstrap already ran (sandbox/context-snapshot.ts):
  *
  * 1. At snapshot time it walks the realm and freezes every object it reaches, except globalThis
@@ -41,7 +43,7 @@
  *
  * Without a snapshot (the fallback) both phases run in each context, at twice the cost.
  */
-export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPrototypes, late) {
+export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPrototypes, late, deferred, beforeFinish) {
   'use strict';
   const G = globalThis;
   const freeze = Object.freeze;
@@ -138,6 +140,7 @@ export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPro
     return { objects, keys };
   }
   const later = [G];
+  for (let i = 0; i < deferred.length; i++) later.push(deferred[i]);
   const skip = new Set(later);
   for (let i = 0; i < late.length; i++) {
     if (objects[late[i]] === undefined) throw new TypeErrorCtor('lockdown has no object ' + late[i]);
@@ -153,6 +156,7 @@ export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPro
   // Phase 2, per context: what the snapshot could not hold frozen, and everything not frozen
   // that it leads to.
   return function finish(extraGlobals) {
+    beforeFinish();
     for (let i = 0; i < removed.length; i++) delete G[removed[i]];
     for (let i = 0; i < extraGlobals.length; i++) delete G[extraGlobals[i]];
     const todo = later.slice();

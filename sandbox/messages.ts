@@ -4,6 +4,7 @@
  * can post it between worker threads unchanged. Match errors on `code`, never on a class.
  */
 import type { LimitObject } from '../shared/errors.ts';
+import { MAX_PROPERTY_ESCAPES } from '../shared/workflow/property-escapes.ts';
 
 /** JSON data: the only kind of value that enters or leaves an isolate. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -83,6 +84,16 @@ export interface SandboxBounds {
   maxRandomBytes: number;
   /** Longest error message kept (characters). */
   maxMessageChars: number;
+  /**
+   * Memory outside the isolate's heap one run may make (bytes), at the run caps' charges
+   * (sandbox/run-caps-source.ts): resizable `ArrayBuffer`s' `maxByteLength`, `Intl` objects,
+   * `Intl.Segmenter` output. A pool's default is its `memoryMb`.
+   */
+  maxOutsideHeapBytes: number;
+  /** Source text one run may hand to `eval`, the `Function` constructors and `RegExp` (characters). */
+  maxSourceChars: number;
+  /** Unicode property escapes (`\p{…}`) in the source text one run hands to the compiler. */
+  maxPropertyEscapes: number;
 }
 
 export const defaultBounds: Readonly<SandboxBounds> = Object.freeze({
@@ -94,4 +105,7 @@ export const defaultBounds: Readonly<SandboxBounds> = Object.freeze({
   maxCallsInFlight: 16,
   maxRandomBytes: 1024 * 1024,
   maxMessageChars: 2048,
+  maxOutsideHeapBytes: 64 * 1024 * 1024,
+  maxSourceChars: 256 * 1024,
+  maxPropertyEscapes: MAX_PROPERTY_ESCAPES,
 });

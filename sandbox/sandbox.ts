@@ -303,7 +303,7 @@ class CodeRun {
     return Math.max(1, Math.ceil(this.#deadline - performance.now()));
   }
 
-  /** Reads the driver's `[kind, route|code|call, output|message, logsDropped]`, trusting nothing. */
+  /** Reads the driver's `[kind, route|code|call, output|message, logsDropped, outsideBytes]`, trusting nothing. */
   #resultOf(tuple: unknown): CodeResult {
     const stats = this.#stats;
     const malformed: CodeResult = {
@@ -311,10 +311,11 @@ class CodeRun {
       error: { code: 'internal_error', message: 'The sandbox returned a malformed result.' },
       stats,
     };
-    if (!Array.isArray(tuple) || tuple.length !== 4 || tuple.slice(0, 3).some((part) => typeof part !== 'string'))
+    if (!Array.isArray(tuple) || tuple.length !== 5 || tuple.slice(0, 3).some((part) => typeof part !== 'string'))
       return malformed;
-    const [kind, second, third, dropped] = tuple as [string, string, string, unknown];
+    const [kind, second, third, dropped, outside] = tuple as [string, string, string, unknown, unknown];
     if (typeof dropped === 'number') this.#bridge?.addDroppedLogs(dropped);
+    if (typeof outside === 'number' && outside > 0 && Number.isFinite(outside)) this.#lease.outsideBytes += outside;
     const { bounds } = this.#pool;
     switch (kind) {
       case 'output':

@@ -20,6 +20,7 @@ import {
 } from './graph.ts';
 import { retrySchema, timeoutCeiling, timeoutSchema } from './node-policy.ts';
 import { PROCESSOR_NAMES, processorByName } from './processors.ts';
+import { MAX_PROPERTY_ESCAPES, propertyEscapes } from './property-escapes.ts';
 
 /** What an issue is about; stable, so clients can key off it as they key off `error`. */
 // eslint-disable-next-line @typescript-eslint/no-unused-vars -- the type's source, each code described
@@ -78,19 +79,6 @@ export interface ValidateGraphOptions {
 
 /** Issues reported per node and field family at most, so one broken config cannot flood the verdict. */
 const MAX_ISSUES_PER_PART = 10;
-
-/**
- * Unicode property escapes (`\p{…}`, `\P{…}`) the `logic.code` sources of one graph may hold
- * together, counted in the source text before anything compiles. V8 resolves each one while it
- * parses a regular expression literal: up to ≈ 0.35 ms of the control plane's main thread and,
- * within one literal, ≈ 0.9 MiB outside the isolate's heap (`\p{RGI_Emoji}` under `/v`), so a
- * 40 KiB source of them aborted the process ("Fatal process out of memory: Zone").
- */
-export const MAX_PROPERTY_ESCAPES = 64;
-
-function propertyEscapes(code: string): number {
-  return code.match(/\\[pP]\{/g)?.length ?? 0;
-}
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -1,12 +1,13 @@
 /**
  * The sandbox children's memory bound (sandbox/memory-bound.ts, docs/sandbox.md "Memory"), through
- * the API: code that grows its sandbox process outside every isolate's heap bound — Intl objects,
- * Intl.Segmenter results, resizable ArrayBuffers, generated code, run-time Unicode property
- * escapes, each asking for 4 GiB — fails its run with `code_memory`, while another organization's
- * executions succeed on the same runner; only sandbox children are replaced (the runner keeps its
- * pid, PostgreSQL its start time); the ops API shows the mechanism in force.
+ * the API: code that would grow its sandbox process outside every isolate's heap bound — Intl
+ * objects, Intl.Segmenter results, resizable ArrayBuffers, generated code, run-time Unicode
+ * property escapes, each asking for 4 GiB — fails its run at a run cap inside the isolate without
+ * costing its child; what the caps allow, held past a lower memory bound, fails `code_memory`, while
+ * another organization's executions succeed on the same runner; only sandbox children are replaced
+ * (the runner keeps its pid, PostgreSQL its start time); the ops API shows the mechanism in force.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { registerRunner } from '../../shared/runner-registry.ts';
@@ -34,7 +35,10 @@ const BOMB_WAIT_MS = 15 * 60_000;
 const mallory = await signInAnonymous(app);
 const bob = await signInAnonymous(app);
 
-/** Each asks for ≈ 4 GiB outside the isolate's 64 MiB heap bound. */
+/**
+ * Each asks for ≈ 4 GiB outside the isolate's 64 MiB heap bound, and the run caps inside the
+ * isolate (sandbox/run-caps-source.ts) refuse it: the run fails `code_error` naming the bound.
+ */
 const ALLOCATORS: Record<string, string> = {
   'Intl objects': `export default () => { const kept = []; for (let i = 0; i < 160000; i++) kept.push(new Intl.DateTimeFormat('en-US', { timeZone: 'UTC' })); return kept.length }`,
   'Intl.Segmenter results': `export default () => { const s = 'a'.repeat(3e6); const g = new Intl.Segmenter(); const kept = []; for (let i = 0; i < 700; i++) kept.push(g.segment(s)); return kept.length }`,
@@ -42,6 +46,21 @@ const ALLOCATORS: Record<string, string> = {
   'generated code': `export default () => { const kept = []; for (let i = 0; i < 64; i++) kept.push(new Function('return [' + '[1,2,3,4],'.repeat(8e5) + ']')); return kept.length }`,
   'run-time property escapes': `export default () => new RegExp('[' + '\\\\p{RGI_Emoji}'.repeat(4500) + ']', 'v').test('x')`,
 };
+const RUN_BOUND = /maxOutsideHeapBytes|maxSourceChars|maxPropertyEscapes/;
+/**
+ * What the caps allow one run (its heap, 64 MiB outside it), held: past a sandbox memory bound set
+ * below the child's resting size plus that, so the operating system's bound is what ends it.
+ */
+const HELD = `export default () => {
+  const outside = new ArrayBuffer(60 * 2 ** 20, { maxByteLength: 60 * 2 ** 20 });
+  new Uint8Array(outside).fill(1);
+  const heap = [];
+  for (let i = 0; i < 50; i++) heap.push(new Uint8Array(2 ** 20).fill(1));
+  const until = Date.now() + 60_000;
+  while (Date.now() < until) {}
+  return heap.length;
+}`;
+const BOUND_MB = 170;
 
 function code(source: string, routes?: Record<string, string | null>): Record<string, unknown> {
   return { processor: 'logic.code', config: { code: source }, ...(routes ? { routes } : {}) };
@@ -73,27 +92,28 @@ async function postmasterStart(): Promise<string> {
   return rows[0]!.at;
 }
 
-/** Pids of this process's child processes (the sandbox children of its runner's engine thread). */
+/**
+ * Pids of this process's child processes: the sandbox children of its runner's engine threads,
+ * which are the children of those threads' tasks, not of the main thread's.
+ */
 function childPids(): number[] {
   const out: number[] = [];
-  for (const task of readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').trim().split(/\s+/)) {
-    if (task !== '') out.push(Number(task));
+  for (const task of readdirSync(`/proc/${process.pid}/task`)) {
+    let children: string;
+    try {
+      children = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    for (const child of children.trim().split(/\s+/)) if (child !== '') out.push(Number(child));
   }
-  return out;
+  return out.sort((a, b) => a - b);
 }
 
 t.test(
-  'each allocator fails its run with code_memory; another organization runs meanwhile; only sandbox children are replaced',
+  'each allocator fails its run at a run cap, without replacing its child; another organization runs meanwhile',
   async (t) => {
-    const { ops } = await startOpsApp(t, { config, db, databaseUrl });
-    const runner = await startRunner(t, databaseUrl, { sandboxMemoryMb: 300 });
-    const registration = await registerRunner(
-      db,
-      { host: 'memory-host', pid: process.pid, version: 'test' },
-      () => {},
-      () => runner.runner.sandbox(),
-    );
-    t.teardown(() => registration.stop());
+    await startRunner(t, databaseUrl, { sandboxMemoryMb: 300 });
     const pid = process.pid;
     const postgres = await postmasterStart();
 
@@ -109,9 +129,15 @@ t.test(
       }
     })();
 
+    // Children start with the first runs: B's first execution has them all.
+    await waitFor(
+      async () => others.length,
+      (n) => n > 0,
+      "B's first execution",
+      BOMB_WAIT_MS,
+    );
     const before = childPids();
     for (const [name, source] of Object.entries(ALLOCATORS)) {
-      // An organization per allocator: each strike cools its organization down.
       const hostile = await createWorkflow(app, mallory);
       const { id } = await runGraph(app, mallory, hostile, { start: 'bomb', nodes: { bomb: code(source) } });
       const ended = await waitFor(
@@ -121,8 +147,8 @@ t.test(
         BOMB_WAIT_MS,
       );
       t.equal(ended.status, 'failed', name);
-      t.equal(ended.error?.code, 'code_memory', `${name}: ${JSON.stringify(ended.error)}`);
-      t.match(ended.error?.message, /memory bound/, `${name}: the message names the bound`);
+      t.equal(ended.error?.code, 'code_error', `${name}: ${JSON.stringify(ended.error)}`);
+      t.match(ended.error?.message, RUN_BOUND, `${name}: the message names the run's bound`);
     }
     bombing = false;
     await other;
@@ -134,9 +160,51 @@ t.test(
     );
     t.equal(process.pid, pid, 'the runner kept its process');
     t.equal(await postmasterStart(), postgres, 'PostgreSQL was not restarted');
+    t.ok(before.length > 0, 'the runner has sandbox children');
+    t.same(childPids(), before, 'no sandbox child was replaced');
+  },
+);
+
+t.test(
+  'what the run caps allow, held past a lower memory bound, fails code_memory and only its sandbox child is replaced',
+  async (t) => {
+    const { ops } = await startOpsApp(t, { config, db, databaseUrl });
+    const runner = await startRunner(t, databaseUrl, { sandboxMemoryMb: BOUND_MB });
+    const registration = await registerRunner(
+      db,
+      { host: 'memory-host', pid: process.pid, version: 'test' },
+      () => {},
+      () => runner.runner.sandbox(),
+    );
+    t.teardown(() => registration.stop());
+    const pid = process.pid;
+    const postgres = await postmasterStart();
+    const hostile = await createWorkflow(app, mallory);
+    // Children start with the first runs.
+    const first = await runGraph(app, mallory, hostile, { start: 'a', nodes: { a: code('export default () => 1') } });
+    await waitFor(
+      () => getExecution(app, mallory, hostile, first.id),
+      (execution) => execution.status === 'succeeded',
+      'a first execution',
+      BOMB_WAIT_MS,
+    );
+    const before = childPids();
+    t.ok(before.length > 0, 'the runner has sandbox children');
+    const { id } = await runGraph(app, mallory, hostile, { start: 'bomb', nodes: { bomb: code(HELD) } });
+    const ended = await waitFor(
+      () => getExecution(app, mallory, hostile, id),
+      (execution) => execution.status !== 'running' && execution.status !== 'queued',
+      'the held execution to end',
+      BOMB_WAIT_MS,
+    );
+    t.equal(ended.status, 'failed');
+    t.equal(ended.error?.code, 'code_memory', JSON.stringify(ended.error));
+    t.match(ended.error?.message, /memory bound/, 'the message names the bound');
+    t.equal(process.pid, pid, 'the runner kept its process');
+    t.equal(await postmasterStart(), postgres, 'PostgreSQL was not restarted');
     t.ok(
-      before.every((child) => !childPids().includes(child)),
-      'the sandbox children of the start were replaced',
+      before.some((child) => !childPids().includes(child)),
+      "the held run's sandbox child was replaced",
     );
 
     const reported = await waitFor(
@@ -148,7 +216,7 @@ t.test(
     );
     const sandbox = reported.find((r: any) => r.host === 'memory-host').sandbox;
     t.ok(['cgroup-v2', 'rss-watchdog'].includes(sandbox.memoryBound.mechanism), 'the mechanism in force');
-    t.equal(sandbox.memoryBound.boundMb, 300);
-    t.match(sandbox.memoryBound.detail, /300 MiB/);
+    t.equal(sandbox.memoryBound.boundMb, BOUND_MB);
+    t.match(sandbox.memoryBound.detail, new RegExp(`${BOUND_MB} MiB`));
   },
 );

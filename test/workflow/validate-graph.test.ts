@@ -2,7 +2,8 @@ import t from 'tap';
 import { CodeChecker } from '../../sandbox/check.ts';
 import { MAX_GRAPH_BYTES, MAX_NODES } from '../../shared/workflow/graph.ts';
 import { MAX_CODE_BYTES, PROCESSOR_NAMES } from '../../shared/workflow/processors.ts';
-import { MAX_PROPERTY_ESCAPES, validateGraph, type GraphIssue } from '../../shared/workflow/validate-graph.ts';
+import { MAX_PROPERTY_ESCAPES } from '../../shared/workflow/property-escapes.ts';
+import { validateGraph, type GraphIssue } from '../../shared/workflow/validate-graph.ts';
 
 const checker = new CodeChecker();
 t.teardown(() => checker.dispose());
