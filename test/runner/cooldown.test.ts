@@ -103,6 +103,7 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
       active: true,
     },
   ]);
+  const reportsBobsContext = (r: any) => r.host === 'test-host' && r.sandbox !== null && r.sandbox.contextsMade > 0;
   const sandbox = await waitFor(
     async () =>
       (
@@ -113,10 +114,11 @@ t.test("a cooled-down organization's code fails at once, others run; ops lists i
       ).runners,
     // A heartbeat can carry a snapshot taken before bob's run (isolates up, no context made yet):
     // wait for one that shows the context his run took.
-    (runners: any[]) => runners.some((r) => r.host === 'test-host' && r.sandbox !== null && r.sandbox.contextsMade > 0),
+    (runners: any[]) => runners.some(reportsBobsContext),
     "the runner's heartbeat to report the context bob's run took",
   );
-  const reported = sandbox.find((r: any) => r.host === 'test-host').sandbox;
+  // The same runner the wait saw: the first subtest's runner may still be listed under this host.
+  const reported = sandbox.find(reportsBobsContext).sandbox;
   t.ok(reported.isolatesLive > 0, 'isolates are live');
   t.ok(reported.isolatesIdle + reported.isolatesBusy === reported.isolatesLive, 'isolates busy + idle = live');
   t.ok(reported.contexts >= 1, "bob's context is kept for the next run");
