@@ -4,32 +4,12 @@
  * each held a pool connection in a read transaction until its client read the last byte.
  */
 import { request as httpRequest, type ClientRequest } from 'node:http';
-import onnxProto from 'onnx-proto';
+import { identityModel } from '../../test/helpers/onnx-models.ts';
 import type { PressureContext, PressureScenario } from './scenario.ts';
 import { aborted, modelRevisions, uploadReady } from './models.ts';
 
 const DOWNLOADS = 20;
 const MODEL_BYTES = 16 * 1024 * 1024;
-
-/** A model of about `bytes` bytes: one float32 initializer returned by an Identity node. */
-function bigModel(bytes: number): Buffer {
-  const { onnx } = onnxProto;
-  const floats = Math.floor(bytes / 4);
-  return Buffer.from(
-    onnx.ModelProto.encode(
-      onnx.ModelProto.create({
-        irVersion: 8,
-        opsetImport: [{ domain: '', version: 13 }],
-        graph: {
-          name: 'big',
-          node: [{ opType: 'Identity', input: ['W'], output: ['Y'] }],
-          initializer: [{ name: 'W', dims: [floats], dataType: 1, rawData: Buffer.alloc(floats * 4, 1) }],
-          output: [{ name: 'Y', type: { tensorType: { elemType: 1, shape: { dim: [{ dimValue: floats }] } } } }],
-        },
-      }),
-    ).finish(),
-  );
-}
 
 let revision = '';
 
@@ -37,7 +17,7 @@ export const scenario: PressureScenario = {
   name: `${DOWNLOADS} downloads of a ${MODEL_BYTES / 1024 / 1024} MB model never read`,
   async prepare(ctx: PressureContext) {
     [revision] = await modelRevisions(ctx.system, ctx.hostile, 1);
-    await uploadReady(ctx.system, ctx.hostile, revision, bigModel(MODEL_BYTES));
+    await uploadReady(ctx.system, ctx.hostile, revision, identityModel(MODEL_BYTES));
   },
   async run(ctx: PressureContext, signal: AbortSignal) {
     const url = new URL(ctx.system.apiUrl);

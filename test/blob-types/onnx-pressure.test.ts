@@ -11,7 +11,6 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import onnxProto from 'onnx-proto';
 import t, { type Test as Tap } from 'tap';
 import { buildTestApp, call, signInAnonymous, type Caller } from '../helpers/app.ts';
 import {
@@ -20,6 +19,7 @@ import {
   externalDataModel,
   futureIrModel,
   heavyModel,
+  identityModel,
 } from '../helpers/onnx-models.ts';
 import { createBlob, createOrg } from '../helpers/resources.ts';
 import { waitFor } from '../helpers/runner.ts';
@@ -135,22 +135,7 @@ t.test('uploads that trickle hold no database connection, and a stalled one is r
 t.test('downloads that are never read hold no database connection', async (t) => {
   const rev = await onnxRevision();
   // 8 MB of weights: more than the sockets and streams between the store and a client buffer.
-  const { onnx } = onnxProto;
-  const floats = 2 * 1024 * 1024;
-  const big = Buffer.from(
-    onnx.ModelProto.encode(
-      onnx.ModelProto.create({
-        irVersion: 8,
-        opsetImport: [{ domain: '', version: 13 }],
-        graph: {
-          name: 'big',
-          node: [{ opType: 'Identity', input: ['W'], output: ['Y'] }],
-          initializer: [{ name: 'W', dims: [floats], dataType: 1, rawData: Buffer.alloc(floats * 4, 1) }],
-          output: [{ name: 'Y', type: { tensorType: { elemType: 1, shape: { dim: [{ dimValue: floats }] } } } }],
-        },
-      }),
-    ).finish(),
-  );
+  const big = identityModel(8 * 1024 * 1024);
   t.equal((await upload(rev, big)).status, 200);
   const readers: ClientRequest[] = [];
   await Promise.all(

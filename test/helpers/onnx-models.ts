@@ -257,3 +257,22 @@ export function heavyModel(depth: number, size = 256): Buffer {
     }),
   );
 }
+
+/** A model of about `bytes` bytes: one float32 initializer returned by an Identity node (transfer tests and benches). */
+export function identityModel(bytes: number): Buffer {
+  const floats = Math.floor(bytes / 4);
+  return Buffer.from(
+    onnx.ModelProto.encode(
+      onnx.ModelProto.create({
+        irVersion: 8,
+        opsetImport: [{ domain: '', version: 13 }],
+        graph: {
+          name: 'big',
+          node: [{ opType: 'Identity', input: ['W'], output: ['Y'] }],
+          initializer: [{ name: 'W', dims: [floats], dataType: 1, rawData: Buffer.alloc(floats * 4, 1) }],
+          output: [{ name: 'Y', type: { tensorType: { elemType: 1, shape: { dim: [{ dimValue: floats }] } } } }],
+        },
+      }),
+    ).finish(),
+  );
+}
