@@ -40,7 +40,10 @@ const RAMP_MS = 1_000;
 
 const log = (message: string) => process.stderr.write(`[bench pressure] ${message}\n`);
 
-/** The scenarios of bench/pressure/, by file name (scenario.ts is their shape, not one of them). */
+/**
+ * The scenarios of bench/pressure/, by file name: the modules that export a `scenario` (the others,
+ * scenario.ts and the fixtures several scenarios share, are not one).
+ */
 async function loadScenarios(): Promise<{ file: string; scenario: PressureScenario }[]> {
   const dir = new URL('./pressure/', import.meta.url);
   const files = (await readdir(dir)).filter((f) => f.endsWith('.ts') && f !== 'scenario.ts').sort();
@@ -48,7 +51,8 @@ async function loadScenarios(): Promise<{ file: string; scenario: PressureScenar
   for (const file of files) {
     const name = file.slice(0, -3);
     if (ONLY && !ONLY.has(name)) continue;
-    const module = (await import(new URL(file, dir).href)) as { scenario: PressureScenario };
+    const module = (await import(new URL(file, dir).href)) as { scenario?: PressureScenario };
+    if (!module.scenario) continue;
     loaded.push({ file: name, scenario: module.scenario });
   }
   return loaded;
