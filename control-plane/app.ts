@@ -37,7 +37,7 @@ import { commandRoutes } from './routes/commands.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
 import { modelRoutes } from './routes/models.ts';
 import { ModelHost } from '../shared/onnx/model-host.ts';
-import { S3Objects } from '../shared/onnx/s3-objects.ts';
+import type { S3Objects } from '../shared/onnx/s3-objects.ts';
 import { startObjectCleanup } from './models/object-cleanup.ts';
 import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
 import type { CommandDefinition } from './commands/command.ts';
@@ -123,6 +123,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   if (options.tracing) await app.register(options.tracing.fastifyPlugin);
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   const codeChecker = new CodeChecker();
+  // The S3 SDK is loaded only where a model store is configured: it is about half a second of CPU
+  // at every start of a process that never speaks to S3.
+  const modelObjects: S3Objects | null =
+    options.config.modelStore === null
+      ? null
+      : new (await import('../shared/onnx/s3-objects.ts')).S3Objects(options.config.modelStore);
   const queue = options.queue ?? NO_QUEUE;
   const ctx: AppContext = {
     config: options.config,
@@ -139,7 +145,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       databaseUrl: String(options.db.pool.options.connectionString),
       s3: options.config.modelStore,
     }),
-    modelObjects: options.config.modelStore === null ? null : new S3Objects(options.config.modelStore),
+    modelObjects,
     tracing: options.tracing?.tracing ?? null,
   };
   app.decorate('ctx', ctx);

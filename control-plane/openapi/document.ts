@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import swagger from '@fastify/swagger';
-import scalar from '@scalar/fastify-api-reference';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { VERSION } from '../../shared/version.ts';
@@ -154,10 +153,41 @@ function inlineScriptHashes(page: string): string[] {
   return scriptHashes.hashes;
 }
 
+/**
+ * Scalar's fastify plugin carries its 4 MB browser bundle inside its module: importing it costs
+ * most of a second of CPU, at every start of every control plane (and of every test process), for
+ * a page few requests ever ask for. So it is imported at the first request for the reference, into
+ * a fastify instance of its own that never listens; the /docs routes forward to it.
+ */
+let referenceApp: Promise<FastifyInstance> | undefined;
+function loadReference(): Promise<FastifyInstance> {
+  referenceApp ??= (async () => {
+    const { default: scalar } = await import('@scalar/fastify-api-reference');
+    const inner = Fastify({ logger: false });
+    await inner.register(scalar, {
+      routePrefix: REFERENCE_PATH,
+      // Nothing leaves for Scalar's servers: the system fonts, no telemetry, no AI agent or MCP offer.
+      configuration: {
+        url: OPENAPI_PATH,
+        pageTitle: 'Workspace service API',
+        withDefaultFonts: false,
+        telemetry: false,
+        agent: { disabled: true },
+        mcp: { disabled: true },
+      },
+    });
+    await inner.ready();
+    return inner;
+  })();
+  // A failed load is tried again by the next request rather than kept.
+  referenceApp.catch(() => (referenceApp = undefined));
+  return referenceApp;
+}
+
+/** The headers of the plugin's answers that describe them (helmet's and ours are the outer app's). */
+const FORWARDED_HEADERS = ['content-type', 'location', 'cache-control', 'etag', 'last-modified'];
+
 async function reference(app: FastifyInstance): Promise<void> {
-  app.addHook('onRoute', (route) => {
-    route.config = { ...(route.config as object | undefined), public: true };
-  });
   app.addHook('onSend', async (_request, reply, payload) => {
     const type = String(reply.getHeader('content-type') ?? '');
     const csp = reply.getHeader('content-security-policy');
@@ -170,17 +200,21 @@ async function reference(app: FastifyInstance): Promise<void> {
     // An empty icon, so the browser does not ask for /favicon.ico (a 404 in its console).
     return payload.replace('<head>', '<head>\n    <link rel="icon" href="data:," />');
   });
-  await app.register(scalar, {
-    routePrefix: REFERENCE_PATH,
-    // Nothing leaves for Scalar's servers: the system fonts, no telemetry, no AI agent or MCP offer.
-    configuration: {
-      url: OPENAPI_PATH,
-      pageTitle: 'Workspace service API',
-      withDefaultFonts: false,
-      telemetry: false,
-      agent: { disabled: true },
-      mcp: { disabled: true },
+  const forward = {
+    schema: { hide: true },
+    config: { public: true },
+    logLevel: 'warn' as const,
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const inner = await loadReference();
+      const answer = await inner.inject({ method: 'GET', url: request.url });
+      reply.code(answer.statusCode);
+      for (const name of FORWARDED_HEADERS) {
+        const value = answer.headers[name];
+        if (value !== undefined) reply.header(name, value);
+      }
+      return reply.send(answer.body);
     },
-    logLevel: 'warn',
-  });
+  };
+  app.get(REFERENCE_PATH, forward);
+  app.get(`${REFERENCE_PATH}/*`, forward);
 }

@@ -15,7 +15,6 @@ import type { Readable } from 'node:stream';
 import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
 import { s3SettingsFrom } from './s3-settings.ts';
-import { S3Objects } from './s3-objects.ts';
 import { runtimeReason } from './runtime-messages.ts';
 
 const pool = new pg.Pool({
@@ -34,7 +33,8 @@ const cache = new Map<string, Cached>();
 const loading = new Map<string, Promise<Cached>>();
 
 const settings = s3SettingsFrom(process.env);
-const objects = settings === null ? null : new S3Objects(settings);
+// The S3 SDK only where a model store is configured (about half a second of CPU at start).
+const objects = settings === null ? null : new (await import('./s3-objects.ts')).S3Objects(settings);
 
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
