@@ -17,6 +17,7 @@ import { installQueueSchema } from '../test/helpers/queue.ts';
 import { formatSummary, parseRunTap } from './test-summary.ts';
 
 const TEMPLATE = 'ws_test_template';
+const COMPILE_CACHE = join(import.meta.dirname, '..', 'node_modules', '.cache', 'node-compile');
 
 function withDatabase(url: string, database: string): string {
   const u = new URL(url);
@@ -57,7 +58,16 @@ async function main(): Promise<number> {
       [...(raw ? [`--output-file=${raw}`] : []), ...args],
       {
         stdio: ['inherit', terminal ? 'inherit' : 'pipe', 'inherit'],
-        env: { ...process.env, TEST_DATABASE_URL: adminUrl, TEST_TEMPLATE_DB: TEMPLATE },
+        env: {
+          ...process.env,
+          TEST_DATABASE_URL: adminUrl,
+          TEST_TEMPLATE_DB: TEMPLATE,
+          // Every test file is a process of its own (and starts threads and sandbox children) that
+          // compiles the same ~1,000 modules: Node's compile cache keeps their code between them,
+          // about a third of each start's CPU. Entries are keyed by content, so a stale one is
+          // never used.
+          NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? COMPILE_CACHE,
+        },
       },
     );
     const piped: Buffer[] = [];
