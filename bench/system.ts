@@ -78,8 +78,8 @@ export interface System {
   readonly controlPlane: ServiceProcess;
   /** The runners started so far, in start order (killed ones stay listed). */
   readonly runners: ServiceProcess[];
-  /** Starts one more runner and resolves once it registered itself. */
-  startRunner(): Promise<ServiceProcess>;
+  /** Starts one more runner (with `env` added to the system's) and resolves once it registered itself. */
+  startRunner(env?: Record<string, string>): Promise<ServiceProcess>;
   /** SIGTERM (SIGKILL after the grace) and wait for the exit. */
   stopProcess(child: ServiceProcess): Promise<void>;
   /** The recent output of every child, for a failure message. */
@@ -168,11 +168,16 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     delete env.TEST_DATABASE_URL;
     delete env.TEST_TEMPLATE_DB;
 
-    const launch = (name: string, nodeArgs: string[], file: string): ServiceProcess => {
+    const launch = (
+      name: string,
+      nodeArgs: string[],
+      file: string,
+      extraEnv?: Record<string, string>,
+    ): ServiceProcess => {
       // isolated-vm needs Node's startup snapshot off (runner: logic.code; control plane: checks).
       // The IPC channel is how a child notices that this process died (shared/shutdown.ts).
       const proc = spawn(process.execPath, ['--no-node-snapshot', ...nodeArgs, entry(file)], {
-        env,
+        env: extraEnv ? { ...env, ...extraEnv } : env,
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
       const output: string[] = [];
@@ -215,8 +220,8 @@ export async function startSystem(options: SystemOptions): Promise<System> {
 
     const pool = sql;
     const runners: ServiceProcess[] = [];
-    const startRunner = async () => {
-      const runner = launch(`runner-${runners.length + 1}`, options.runnerNodeArgs ?? [], 'runner/main.ts');
+    const startRunner = async (runnerEnv?: Record<string, string>) => {
+      const runner = launch(`runner-${runners.length + 1}`, options.runnerNodeArgs ?? [], 'runner/main.ts', runnerEnv);
       runners.push(runner);
       await waitUntil(runner, `${runner.name} to register`, async () => {
         const { rowCount } = await pool.query('SELECT 1 FROM runners WHERE pid = $1::int AND stopped_at IS NULL', [
