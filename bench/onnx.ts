@@ -16,45 +16,15 @@ import { readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { parseArgs } from 'node:util';
 import '../shared/db/embedded.ts';
-import onnxProto from 'onnx-proto';
 import { command, createWorkload, setOverride, type Account } from './client.ts';
 import { batchSpan, createMany, executionLatencies, waitForEnd } from './executions.ts';
 import { fmt, summarize, table } from './stats.ts';
 import { runSection, type System } from './system.ts';
-import { mlpModel } from '../test/helpers/onnx-models.ts';
+import { identityModel, mlpModel } from '../test/helpers/onnx-models.ts';
 
 const { values: args } = parseArgs({ options: { megabytes: { type: 'string', default: '200' } } });
 const MEGABYTES = Number(args.megabytes);
 const log = (message: string) => process.stderr.write(`[bench onnx] ${message}\n`);
-const { onnx } = onnxProto;
-
-/** A model of `bytes` bytes: one float32 initializer returned by an Identity node. */
-function bigModel(bytes: number): Buffer {
-  const floats = Math.floor(bytes / 4);
-  const graph = onnx.GraphProto.create({
-    name: 'big',
-    node: [onnx.NodeProto.create({ opType: 'Identity', input: ['W'], output: ['Y'] })],
-    initializer: [
-      onnx.TensorProto.create({
-        name: 'W',
-        dims: [floats],
-        dataType: onnx.TensorProto.DataType.FLOAT,
-        rawData: Buffer.alloc(floats * 4, 1),
-      }),
-    ],
-    output: [
-      onnx.ValueInfoProto.create({
-        name: 'Y',
-        type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimValue: floats }] } } },
-      }),
-    ],
-  });
-  return Buffer.from(
-    onnx.ModelProto.encode(
-      onnx.ModelProto.create({ irVersion: 8, opsetImport: [{ domain: '', version: 13 }], graph }),
-    ).finish(),
-  );
-}
 
 async function rssMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
@@ -127,7 +97,7 @@ async function main(system: System): Promise<string> {
   await setOverride(system, 'platform.blobs_per_org', 'org', orgId, 100);
 
   // Upload and download of a big model.
-  const big = bigModel(MEGABYTES * 1024 * 1024);
+  const big = identityModel(MEGABYTES * 1024 * 1024);
   const bigRev = await newModelRevision(system, account, orgId);
   const pid = system.controlPlane.pid;
   const rssBefore = await rssMiB(pid);
