@@ -4,6 +4,7 @@ import { buildOpsApp } from '../control-plane/ops/app.ts';
 import { buildTestApp, call, signInAnonymous } from './helpers/app.ts';
 import { actAs, apiKey, createBlob, createOrg, createServiceAccount, grant, mintKey } from './helpers/accounts.ts';
 import { connect, wsUrl } from './helpers/ws-client.ts';
+import { opsRequest } from './helpers/ops.ts';
 
 const { app, db, config } = await buildTestApp(t);
 
@@ -264,15 +265,7 @@ t.test('the operations API answers auditLog', async (t) => {
   // Only auditLog is queried, which reads the database; the queue is never touched.
   const ops = await buildOpsApp({ config, db, boss: {} as never, logger: false });
   t.teardown(() => ops.close());
-  const graphql = async (query: string) =>
-    (
-      await ops.inject({
-        method: 'POST',
-        url: '/graphql',
-        headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
-        payload: { query },
-      })
-    ).json();
+  const graphql = async (query: string) => (await opsRequest(ops, query, `Bearer ${config.secrets.OPS_TOKEN}`)).body;
 
   const body = await graphql(
     `{ auditLog(limit: 2, actorId: "${bot.id}") { id at actorId humanId credential operation outcome error status targetType targetId requestId route method apiKeyId } }`,

@@ -3,20 +3,13 @@ import t from 'tap';
 import { QUEUES } from '../shared/queue/queues.ts';
 import { registerRunner } from '../shared/runner-registry.ts';
 import { buildTestApp } from './helpers/app.ts';
-import { startOpsApp } from './helpers/ops.ts';
+import { opsRequest, startOpsApp } from './helpers/ops.ts';
 
 const { db, config, databaseUrl } = await buildTestApp(t);
 const token = config.secrets.OPS_TOKEN;
 
-async function graphql(ops: FastifyInstance, query: string, authorization: string | null = `Bearer ${token}`) {
-  const res = await ops.inject({
-    method: 'POST',
-    url: '/graphql',
-    headers: authorization === null ? {} : { authorization },
-    payload: { query },
-  });
-  return { status: res.statusCode, body: res.json(), headers: res.headers };
-}
+const graphql = (ops: FastifyInstance, query: string, authorization: string | null = `Bearer ${token}`) =>
+  opsRequest(ops, query, authorization);
 
 // A subtest of its own, so pg-boss is stopped before the database is dropped at the file's end.
 t.test('operations API', async (t) => {

@@ -8,7 +8,7 @@ import { get } from 'node:http';
 import t from 'tap';
 import { mintKey } from './helpers/access.ts';
 import { buildTestApp, signInAnonymous as signIn } from './helpers/app.ts';
-import { startOpsApp } from './helpers/ops.ts';
+import { opsRequest, startOpsApp } from './helpers/ops.ts';
 import { wsUrl } from './helpers/ws-client.ts';
 
 t.test(
@@ -180,15 +180,11 @@ t.test(
   async (t) => {
     const { db, config, databaseUrl } = await buildTestApp(t);
     const { ops } = await startOpsApp(t, { config, db, databaseUrl });
-    const graphql = async (query: string) => {
-      const res = await ops.inject({
-        method: 'POST',
-        url: '/graphql',
-        headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
-        payload: { query },
-      });
-      return res.json() as { data?: unknown; errors?: Array<{ message: string }> };
-    };
+    const graphql = async (query: string) =>
+      (await opsRequest(ops, query, `Bearer ${config.secrets.OPS_TOKEN}`)).body as {
+        data?: unknown;
+        errors?: Array<{ message: string }>;
+      };
     const aliases = Array.from({ length: 500 }, (_, i) => `a${i}: health { status }`).join(' ');
     const many = await graphql(`{ ${aliases} }`);
     t.equal(many.data ?? null, null, 'a 500-alias query is not executed');

@@ -24,3 +24,28 @@ export async function startOpsApp(
   });
   return { ops, boss };
 }
+
+/**
+ * Posts a GraphQL `query` to the operations API with `authorization` (`Bearer <OPS_TOKEN>` as a
+ * test passes it; null sends none): the answer's status, body (`{ data?, errors? }`) and headers.
+ */
+export async function opsRequest(
+  ops: FastifyInstance,
+  query: string,
+  authorization: string | null,
+): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
+  const res = await ops.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: authorization === null ? {} : { authorization },
+    payload: { query },
+  });
+  return { status: res.statusCode, body: res.json(), headers: res.headers };
+}
+
+/** The `data` of a GraphQL `query` to the operations API with the ops token of `config`; throws its errors. */
+export async function opsData(ops: FastifyInstance, config: Config, query: string): Promise<any> {
+  const { body } = await opsRequest(ops, query, `Bearer ${config.secrets.OPS_TOKEN}`);
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data;
+}

@@ -9,7 +9,7 @@ import t from 'tap';
 import { registerRunner } from '../../shared/runner-registry.ts';
 import { COOLDOWN_BASE_SECONDS, recordStrike } from '../../shared/sandbox/cooldowns.ts';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
-import { startOpsApp } from '../helpers/ops.ts';
+import { opsData, startOpsApp } from '../helpers/ops.ts';
 import { createWorkflow, define, startExecution, startRunner, waitFor, waitForEnd } from '../helpers/runner.ts';
 
 const { app, databaseUrl, db, config } = await buildTestApp(t);
@@ -18,17 +18,7 @@ const bob = await signInAnonymous(app);
 
 const ONE = { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } };
 
-async function graphql(ops: FastifyInstance, query: string): Promise<any> {
-  const res = await ops.inject({
-    method: 'POST',
-    url: '/graphql',
-    headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
-    payload: { query },
-  });
-  const body = res.json();
-  if (body.errors) throw new Error(JSON.stringify(body.errors));
-  return body.data;
-}
+const graphql = (ops: FastifyInstance, query: string) => opsData(ops, config, query);
 
 t.test('strikes double the cool-down, a burst counts once, a day later the count starts again', async (t) => {
   const flow = await createWorkflow(app, mallory);

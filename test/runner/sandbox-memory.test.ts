@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { registerRunner } from '../../shared/runner-registry.ts';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
-import { startOpsApp } from '../helpers/ops.ts';
+import { opsData, startOpsApp } from '../helpers/ops.ts';
 import {
   createWorkflow,
   define,
@@ -75,17 +75,7 @@ const THREE = {
   },
 };
 
-async function graphql(ops: FastifyInstance, query: string): Promise<any> {
-  const res = await ops.inject({
-    method: 'POST',
-    url: '/graphql',
-    headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
-    payload: { query },
-  });
-  const body = res.json();
-  if (body.errors) throw new Error(JSON.stringify(body.errors));
-  return body.data;
-}
+const graphql = (ops: FastifyInstance, query: string) => opsData(ops, config, query);
 
 async function postmasterStart(): Promise<string> {
   const { rows } = await db.query<{ at: string }>('SELECT pg_postmaster_start_time()::text AS at');

@@ -13,7 +13,7 @@ import { FireLoop } from '../../runner/scheduler/fire-loop.ts';
 import { runRecordedSweep } from '../../shared/retention/recorded-sweep.ts';
 import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from '../helpers/app.ts';
-import { startOpsApp } from '../helpers/ops.ts';
+import { opsRequest, startOpsApp } from '../helpers/ops.ts';
 import { createBlob } from '../helpers/resources.ts';
 import { command, createWorkflow, define, startRunner, waitFor, waitForEnd, type Workflow } from '../helpers/runner.ts';
 
@@ -209,15 +209,7 @@ t.test('a fire acts as the account that last wrote the schedule, not as its crea
 
 t.test('ops: schedules by organization or blob, fireScheduleNow, and the reconciler', async (t) => {
   const { ops, boss: opsBoss } = await startOpsApp(t, { config, db, databaseUrl });
-  const graphql = async (query: string) => {
-    const res = await ops.inject({
-      method: 'POST',
-      url: '/graphql',
-      headers: { authorization: `Bearer ${config.secrets.OPS_TOKEN}` },
-      payload: { query },
-    });
-    return res.json();
-  };
+  const graphql = async (query: string) => (await opsRequest(ops, query, `Bearer ${config.secrets.OPS_TOKEN}`)).body;
   const schedule = await createSchedule(alice, { cron: '30 6 * * *' });
   const before = schedule.next_fire_at;
   const fired = await graphql(
