@@ -3,7 +3,8 @@
  * skipped), a node's runs with their timings, route, error and logs on click, the event timeline,
  * and cancel. Events come through `subscribe` with replay, so nothing is missed or repeated.
  */
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { ConnectionError, newIdempotencyKey } from '../../../client/src/index.ts';
 import { useEvents } from '../api/use-events.ts';
 import { useLoad } from '../api/use-load.ts';
 import { useService } from '../context.ts';
@@ -11,7 +12,7 @@ import { GraphView } from '../graph/lazy-graph.tsx';
 import { NodeConfig } from '../graph/node-details.tsx';
 import { executionView, type NodeRun } from '../graph/node-runs.ts';
 import { graphOf } from '../graph/workflow-graph.ts';
-import { Link, seg } from '../router.tsx';
+import { Link, navigate, seg } from '../router.tsx';
 import { Json, limitInWords, Loading, Refusal, Time } from '../ui/states.tsx';
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -26,6 +27,10 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
   const live = useEvents(revisionId, { execution_id: executionId }, true);
   const [selected, setSelected] = useState<string | null>(null);
   const [cancelError, setCancelError] = useState<unknown>(null);
+  const [rerunError, setRerunError] = useState<unknown>(null);
+  const [rerunning, setRerunning] = useState(false);
+  // One key per intent to re-run: a double click, or a retry after a lost answer, runs once.
+  const rerunKey = useRef(newIdempotencyKey());
   const record = execution.state === 'ready' ? execution.data.execution : null;
   const finished = live.events.some((event) => event.kind === 'execution.finished');
   const { reload } = execution;
@@ -50,6 +55,27 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
       await reload();
     } catch (caught) {
       setCancelError(caught);
+    }
+  };
+
+  const rerun = async () => {
+    if (!graph || !record) return;
+    setRerunError(null);
+    setRerunning(true);
+    try {
+      const { execution: created } = await service.command('rerun_execution', revisionId, {
+        execution_id: executionId,
+        from_node: graph.start,
+        input_data: record.input_data,
+        idempotency_key: rerunKey.current,
+      });
+      navigate(`/revisions/${seg(revisionId)}/executions/${seg(created.id)}`);
+    } catch (caught) {
+      // Refused: a later click is a new attempt. A lost answer keeps the key, so a retry is safe.
+      if (!(caught instanceof ConnectionError)) rerunKey.current = newIdempotencyKey();
+      setRerunError(caught);
+    } finally {
+      setRerunning(false);
     }
   };
 
@@ -89,6 +115,22 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
           </dd>
           <dt>Node runs</dt>
           <dd>{record.node_runs}</dd>
+          {record.rerun_of && (
+            <>
+              <dt>Re-run of</dt>
+              <dd>
+                <Link to={`/revisions/${seg(revisionId)}/executions/${seg(record.rerun_of)}`}>{record.rerun_of}</Link>
+              </dd>
+            </>
+          )}
+          {record.rerun_by && (
+            <>
+              <dt>Re-run by</dt>
+              <dd>
+                <Link to={`/revisions/${seg(revisionId)}/executions/${seg(record.rerun_by)}`}>{record.rerun_by}</Link>
+              </dd>
+            </>
+          )}
           {record.error && (
             <>
               <dt>Error</dt>
@@ -105,7 +147,13 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
           Cancel execution
         </button>
       )}
+      {record && ENDED.has(record.status) && graph && (
+        <button type="button" onClick={() => void rerun()} disabled={rerunning}>
+          Re-run with the same input
+        </button>
+      )}
       {cancelError !== null && <Refusal error={cancelError} action="Cancelling" />}
+      {rerunError !== null && <Refusal error={rerunError} action="Re-running" />}
       {live.error !== null && <Refusal error={live.error} action="Following the events" />}
       {graph && (
         <div className="split">
