@@ -125,6 +125,8 @@ nodes:
 
 let revisionUrl = '';
 let definitionUrl = '';
+let sessionId = '';
+let orgUrl = '';
 
 t.test('sign in anonymously; create an organization and a workflow blob', async (t) => {
   const response = await page.goto(`${origin}/console/`);
@@ -139,6 +141,7 @@ t.test('sign in anonymously; create an organization and a workflow blob', async 
   await page.getByLabel('Alias', { exact: true }).fill('acme');
   await page.getByRole('button', { name: 'Create organization' }).click();
   await page.getByRole('heading', { name: 'Organization acme' }).waitFor();
+  orgUrl = page.url();
   await page.getByText('No blob yet').waitFor();
   await accessibility(t, 'an organization');
   await page.getByLabel('Alias', { exact: true }).fill('acme.flows');
@@ -243,6 +246,7 @@ t.test('cancel a running execution; re-run it (a double click runs once); the se
   t.same(JSON.parse((await page.getByLabel('Input of node greet').textContent())!), { name: 'Bo' }, 'the same input');
   await page.getByRole('link', { name: 'Session' }).click();
   await page.getByRole('heading', { name: 'Executions' }).waitFor();
+  sessionId = /\/sessions\/([^/]+)/.exec(new URL(page.url()).pathname)![1]!;
   await page.locator('tbody tr').nth(1).waitFor();
   t.equal(await page.locator('tbody tr').count(), 2, 'the run and one re-run: the double click ran once');
   t.same(await page.locator('tbody tr .status').allTextContents(), ['succeeded', 'cancelled'], 'newest first');
@@ -360,7 +364,72 @@ t.test('limits of the organization; an operator overrides one on the ops console
   t.match(await opsPage.getByTestId('sweep-result').textContent(), /^Sweep completed/);
   await opsPage.locator('tbody tr').first().waitFor();
   await accessibility(t, "the operator console's retention", opsPage);
+});
 
+t.test('schedules: the cron in words, the next fires in their zone, disable, refused runs in words', async (t) => {
+  // The override above lets the organization hold a second blob: a scheduler.
+  await page.goto(orgUrl);
+  await page.getByLabel('Type').selectOption('svc.compute.scheduler');
+  await page.getByLabel('Alias', { exact: true }).fill('acme.cron');
+  await page.getByRole('button', { name: 'Create blob' }).click();
+  await page.getByRole('heading', { name: 'Blob acme.cron' }).waitFor();
+  await page.getByRole('link', { name: 'Revision 1' }).click();
+  await page.getByRole('heading', { name: 'Schedules' }).waitFor();
+  await page.getByText('No schedule yet.').waitFor();
+  const schedulerRevision = /\/revisions\/([^/]+)\/schedules/.exec(new URL(page.url()).pathname)![1]!;
+  // Created through the API as the signed-in user; a refused run stored as the scheduler stores one.
+  const { access_token } = JSON.parse(
+    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+  ) as { access_token: string };
+  const created = await app.inject({
+    method: 'POST',
+    url: `/v1/revisions/${schedulerRevision}/create_schedule`,
+    headers: { authorization: `Bearer ${access_token}` },
+    payload: {
+      alias: 'weekday-mornings',
+      cron: '30 9 * * 1-5',
+      timezone: 'Asia/Tokyo',
+      target: {
+        revision_id: /\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!,
+        session_id: sessionId,
+        definition_id: /\/definitions\/([^/]+)/.exec(new URL(definitionUrl).pathname)![1]!,
+      },
+    },
+  });
+  t.equal(created.statusCode, 200, created.body);
+  const scheduleId = created.json().schedule.id as string;
+  await db.query(
+    `INSERT INTO schedule_runs (schedule_id, due_at, status, error, "limit")
+     VALUES ($1::uuid, now() - interval '1 day', 'refused', $2::jsonb, $3::jsonb)`,
+    [
+      scheduleId,
+      JSON.stringify({ code: 'limit_exceeded', message: 'The session holds its most executions.' }),
+      JSON.stringify({ id: 'workflow.executions_per_session', value: 2, held: 2 }),
+    ],
+  );
+  await page.reload();
+  const panel = page.getByRole('region', { name: 'Schedule weekday-mornings' });
+  await panel.waitFor();
+  t.equal(await panel.locator('.cron-words').textContent(), 'At 09:30, Monday through Friday');
+  const fires = await panel.locator('.next-fires li').allTextContents();
+  t.equal(fires.length, 3, 'three next fires');
+  t.ok(
+    fires.every((fire) => /09:30:00 GMT\+9/.test(fire)),
+    `in the schedule's zone: ${fires.join(' | ')}`,
+  );
+  await panel.getByRole('button', { name: 'Run history of weekday-mornings' }).click();
+  const refused = panel.locator('tr[data-run-status="refused"]');
+  await refused.waitFor();
+  t.match(await refused.textContent(), /limit workflow\.executions_per_session is 2; 2 held/);
+  await accessibility(t, 'schedules');
+  await shot('schedules');
+  await panel.getByRole('button', { name: 'Disable weekday-mornings' }).click();
+  await panel.getByRole('button', { name: 'Enable weekday-mornings' }).waitFor();
+  t.equal(await panel.locator('.schedule-state').textContent(), 'disabled');
+  t.match(await panel.textContent(), /none while disabled/);
+});
+
+t.test('sign out', async (t) => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('heading', { name: 'Sign in to the workspace console' }).waitFor();
   t.equal(await page.evaluate(() => sessionStorage.length + localStorage.length), 0, 'the credential is gone');

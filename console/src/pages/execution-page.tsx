@@ -193,7 +193,7 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
         <h2 id="timeline-heading">Events</h2>
         <ol className="timeline">
           {live.events.map((event) => (
-            <li key={event.id}>
+            <li key={event.id} data-event={event.id}>
               <Time at={event.at} /> <code>{event.kind}</code> {event.node && <strong>{event.node}</strong>}{' '}
               <span className="muted">
                 {Object.keys(event.attributes).length > 0 ? JSON.stringify(event.attributes) : ''}
