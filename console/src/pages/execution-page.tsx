@@ -3,8 +3,8 @@
  * skipped), a node's runs with their timings, route, error and logs on click, the event timeline,
  * and cancel. Events come through `subscribe` with replay, so nothing is missed or repeated.
  */
-import { useEffect, useMemo, useRef, useState } from 'react';
-import { ConnectionError, newIdempotencyKey } from '../../../client/src/index.ts';
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { ConnectionError, newIdempotencyKey, type EventRecord } from '../../../client/src/index.ts';
 import { useEvents } from '../api/use-events.ts';
 import { useLoad } from '../api/use-load.ts';
 import { useService } from '../context.ts';
@@ -34,9 +34,19 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
   const record = execution.state === 'ready' ? execution.data.execution : null;
   const finished = live.events.some((event) => event.kind === 'execution.finished');
   const { reload } = execution;
+  // The record's status, output and error change as the execution moves: read it again, at once
+  // when the execution itself changed (started, finished), else at most once a second — not once
+  // per event, which would be a get_execution per node run on a long execution.
+  const lastReload = useRef(0);
+  const lastKind = live.events.at(-1)?.kind ?? '';
   useEffect(() => {
-    // The record's status, output and error change as the execution moves: read it again.
-    if (live.events.length > 0) void reload();
+    if (live.events.length === 0) return;
+    const wait = lastKind.startsWith('execution.') ? 0 : Math.max(0, lastReload.current + 1000 - Date.now());
+    const timer = setTimeout(() => {
+      lastReload.current = Date.now();
+      void reload();
+    }, wait);
+    return () => clearTimeout(timer);
     // Deliberately narrow dependencies: once per batch of events
   }, [live.events.length]);
 
@@ -193,18 +203,23 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
         <h2 id="timeline-heading">Events</h2>
         <ol className="timeline">
           {live.events.map((event) => (
-            <li key={event.id} data-event={event.id}>
-              <Time at={event.at} /> <code>{event.kind}</code> {event.node && <strong>{event.node}</strong>}{' '}
-              <span className="muted">
-                {Object.keys(event.attributes).length > 0 ? JSON.stringify(event.attributes) : ''}
-              </span>
-            </li>
+            <TimelineRow key={event.id} event={event} />
           ))}
         </ol>
       </section>
     </main>
   );
 }
+
+/** One event of the timeline; memoized, so a new event renders its own row only. */
+const TimelineRow = memo(function TimelineRow({ event }: { event: EventRecord }) {
+  return (
+    <li data-event={event.id}>
+      <Time at={event.at} /> <code>{event.kind}</code> {event.node && <strong>{event.node}</strong>}{' '}
+      <span className="muted">{Object.keys(event.attributes).length > 0 ? JSON.stringify(event.attributes) : ''}</span>
+    </li>
+  );
+});
 
 /** The nodes as a list of buttons: the keyboard's and the screen reader's way into the graph. */
 function NodeList({
