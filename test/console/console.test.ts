@@ -244,14 +244,73 @@ t.test('cancel a running execution; re-run it (a double click runs once); the se
   await page.getByTestId('execution-status').getByText('succeeded').waitFor();
   await page.getByRole('button', { name: /^greet:/ }).click();
   t.same(JSON.parse((await page.getByLabel('Input of node greet').textContent())!), { name: 'Bo' }, 'the same input');
+  // What the session holds besides executions, written through the API as the signed-in user.
+  sessionId = (await page.getByRole('link', { name: 'Session' }).getAttribute('href'))!.split('/').at(-1)!;
+  const revisionId = /\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!;
+  const { access_token } = JSON.parse(
+    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+  ) as { access_token: string };
+  const as = { authorization: `Bearer ${access_token}` };
+  const writes = [
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/upload_session_object`,
+      headers: as,
+      payload: { session_id: sessionId, alias: 'settings', value: { depth: 2 } },
+    }),
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/upload_session_file`,
+      headers: {
+        ...as,
+        'content-type': 'application/octet-stream',
+        'x-request-body': JSON.stringify({ session_id: sessionId, alias: 'notes.txt', content_type: 'text/plain' }),
+      },
+      payload: Buffer.from('hello from the session'),
+    }),
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/post_session_thread_item`,
+      headers: as,
+      payload: { session_id: sessionId, text: 'see notes.txt', files: ['notes.txt'] },
+    }),
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/mutate_session_graph`,
+      headers: as,
+      payload: {
+        session_id: sessionId,
+        mutations: [
+          { op: 'upsert_node', id: 'ada', label: 'Person' },
+          { op: 'upsert_node', id: 'charles', label: 'Person' },
+          { op: 'upsert_edge', id: 'ada-knows-charles', label: 'knows', source: 'ada', target: 'charles' },
+        ],
+      },
+    }),
+  ];
+  t.same(
+    writes.map((write) => write.statusCode),
+    [200, 200, 200, 200],
+    writes.map((write) => write.body).join('\n'),
+  );
   await page.getByRole('link', { name: 'Session' }).click();
   await page.getByRole('heading', { name: 'Executions' }).waitFor();
-  sessionId = /\/sessions\/([^/]+)/.exec(new URL(page.url()).pathname)![1]!;
-  await page.locator('tbody tr').nth(1).waitFor();
-  t.equal(await page.locator('tbody tr').count(), 2, 'the run and one re-run: the double click ran once');
-  t.same(await page.locator('tbody tr .status').allTextContents(), ['succeeded', 'cancelled'], 'newest first');
+  const executionRows = page.locator('table.executions tbody tr');
+  await executionRows.nth(1).waitFor();
+  t.equal(await executionRows.count(), 2, 'the run and one re-run: the double click ran once');
+  t.same(await executionRows.locator('.status').allTextContents(), ['succeeded', 'cancelled'], 'newest first');
   await page.getByLabel('Status').selectOption('failed');
   await page.getByText('No execution failed yet.').waitFor();
+  await page.getByLabel('Status').selectOption('');
+  await executionRows.nth(1).waitFor();
+  t.same(JSON.parse((await page.getByLabel('Value of settings').textContent())!), { depth: 2 });
+  await page.getByText('see notes.txt').waitFor();
+  await page.locator('table.session-graph').getByText('ada → charles').waitFor();
+  const download = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Download notes.txt' }).click();
+  const saved = await download;
+  t.equal(saved.suggestedFilename(), 'notes.txt');
+  t.equal(await readFile((await saved.path())!, 'utf8'), 'hello from the session', 'the file downloads');
   await accessibility(t, 'a session');
   await shot('session');
 });

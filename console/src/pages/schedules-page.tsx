@@ -172,10 +172,11 @@ function Runs({ revisionId, schedule }: { revisionId: string; schedule: Schedule
                       execution {run.execution_id}
                     </Link>
                   )}
-                  {run.limit && <span className="problem">: the {limitInWords(run.limit)}</span>}
+                  {run.limit && <span className="problem"> — the {limitInWords(run.limit)}</span>}
                   {run.error && (
                     <span className="problem">
-                      : <code>{run.error.code}</code> {run.error.message}
+                      {' '}
+                      (<code>{run.error.code}</code> {run.error.message})
                     </span>
                   )}
                 </td>
