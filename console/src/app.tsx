@@ -18,6 +18,8 @@ import { Loading } from './ui/states.tsx';
 const DefinitionEditorPage = lazy(() => import('./pages/definition-editor-page.tsx'));
 // cronstrue and croner load with the page that needs them, not with the first load.
 const SchedulesPage = lazy(() => import('./pages/schedules-page.tsx'));
+const GraphBlobPage = lazy(() => import('./pages/graph-blob-page.tsx'));
+const NlpRecordsPage = lazy(() => import('./pages/nlp-records-page.tsx'));
 
 type Route = [pattern: string, page: (params: Record<string, string>) => ReactNode];
 
@@ -33,6 +35,8 @@ const ROUTES: Route[] = [
   ['/orgs/:org/blobs/:blob/access', (p) => <AccessPage of={{ kind: 'blob', orgId: p.org!, blobId: p.blob! }} />],
   ['/revisions/:rev', (p) => <RevisionPage revisionId={p.rev!} />],
   ['/revisions/:rev/schedules', (p) => <SchedulesPage revisionId={p.rev!} />],
+  ['/revisions/:rev/graph', (p) => <GraphBlobPage revisionId={p.rev!} />],
+  ['/revisions/:rev/records', (p) => <NlpRecordsPage revisionId={p.rev!} />],
   ['/revisions/:rev/definitions/new', (p) => <DefinitionEditorPage revisionId={p.rev!} />],
   ['/revisions/:rev/definitions/:def', (p) => <DefinitionPage revisionId={p.rev!} definitionId={p.def!} />],
   ['/revisions/:rev/sessions/:session', (p) => <SessionPage revisionId={p.rev!} sessionId={p.session!} />],

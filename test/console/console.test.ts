@@ -16,7 +16,7 @@ import { findChromium } from '../helpers/chromium.ts';
 import t, { type Test } from 'tap';
 import type { Processor } from '../../runner/processors/processor.ts';
 import { processorRegistry } from '../../runner/processors/registry.ts';
-import { buildTestApp } from '../helpers/app.ts';
+import { buildTestApp, setOverride } from '../helpers/app.ts';
 import { recordStrike } from '../../shared/sandbox/cooldowns.ts';
 import { registerRunner } from '../../shared/runner-registry.ts';
 import { startOpsApp } from '../helpers/ops.ts';
@@ -188,7 +188,7 @@ t.test("write a definition with a failure route: check_definition's problems sho
 t.test('run it: the nodes turn succeeded live; a node shows its output', async (t) => {
   await page.getByLabel('Input (JSON)').fill('{"name": "Ada"}');
   await page.getByRole('button', { name: 'Run this definition' }).click();
-  await page.getByRole('heading', { name: /^Execution / }).waitFor();
+  await page.getByRole('heading', { level: 1, name: /^Execution / }).waitFor();
   const executionId = executionOfUrl(page);
   // Mid-way (hold waits for the test): greet done, hold running, done not yet run.
   await page.locator('.node-box[data-node="greet"][data-state="succeeded"]').waitFor();
@@ -213,7 +213,7 @@ t.test('a failing node shows its error and the route taken', async (t) => {
   await page.goto(definitionUrl);
   await page.getByLabel('Input (JSON)').fill('{"fail": true}');
   await page.getByRole('button', { name: 'Run this definition' }).click();
-  await page.getByRole('heading', { name: /^Execution / }).waitFor();
+  await page.getByRole('heading', { level: 1, name: /^Execution / }).waitFor();
   await page.locator('.node-box[data-node="report"][data-state="succeeded"]').waitFor();
   t.equal(await page.locator('.node-box[data-node="greet"]').getAttribute('data-state'), 'failed');
   t.equal(await page.locator('.node-box[data-node="hold"]').getAttribute('data-state'), 'skipped');
@@ -486,6 +486,70 @@ t.test('schedules: the cron in words, the next fires in their zone, disable, ref
   await panel.getByRole('button', { name: 'Enable weekday-mornings' }).waitFor();
   t.equal(await panel.locator('.schedule-state').textContent(), 'disabled');
   t.match(await panel.textContent(), /none while disabled/);
+});
+
+t.test("a graph blob's query box and an NLP dataset's records", async (t) => {
+  const { access_token } = JSON.parse(
+    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+  ) as { access_token: string };
+  /** A new blob of `type` made on the organization's page; its first revision's page and id. */
+  const newBlob = async (type: string, alias: string) => {
+    await page.goto(orgUrl);
+    await page.getByLabel('Type').selectOption(type);
+    await page.getByLabel('Alias', { exact: true }).fill(alias);
+    await page.getByRole('button', { name: 'Create blob' }).click();
+    await page.getByRole('heading', { name: `Blob ${alias}` }).waitFor();
+    await page.getByRole('link', { name: 'Revision 1' }).click();
+    return /\/revisions\/([^/]+)/.exec(new URL(page.url()).pathname)![1]!;
+  };
+  const write = async (revision: string, name: string, payload: object) => {
+    const answer = await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revision}/${name}`,
+      headers: { authorization: `Bearer ${access_token}` },
+      payload,
+    });
+    t.equal(answer.statusCode, 200, answer.body);
+  };
+
+  // Both blob types are entitlements an organization starts without.
+  const orgId = /\/orgs\/([^/]+)/.exec(new URL(orgUrl).pathname)![1]!;
+  await setOverride(app, 'graphdb.enabled', 'org', orgId, true);
+  await setOverride(app, 'nlp.enabled', 'org', orgId, true);
+  const graphRevision = await newBlob('svc.graph.graphdb', 'acme.people');
+  await page.getByRole('heading', { name: 'Graph query' }).waitFor();
+  await write(graphRevision, 'mutate_graph', {
+    mutations: [
+      { op: 'upsert_node', id: 'ada', label: 'Person', properties: { born: 1815 } },
+      { op: 'upsert_node', id: 'london', label: 'City' },
+      { op: 'upsert_edge', id: 'ada-lives-in-london', label: 'lives_in', source: 'ada', target: 'london' },
+    ],
+  });
+  await page
+    .getByLabel('Query (JSON: start, steps)')
+    .fill('{"start": {"ids": ["ada"]}, "steps": [{"direction": "out"}]}');
+  await page.getByRole('button', { name: 'Run query' }).click();
+  await page.getByRole('heading', { name: '2 nodes, 1 edges' }).waitFor();
+  t.match(await page.locator('.graph-result').textContent(), /ada → london/);
+  await accessibility(t, 'a graph query');
+  await page
+    .getByLabel('Query (JSON: start, steps)')
+    .fill('{"start": {"ids": ["ada"]}, "steps": [{"min": 5, "max": 2}]}');
+  await page.getByRole('button', { name: 'Run query' }).click();
+  t.match(await page.getByRole('alert').textContent(), /invalid_request_body/, 'a refusal in words with its code');
+
+  const nlpRevision = await newBlob('svc.dataset.nlp', 'acme.texts');
+  await page.getByText('No record yet.').waitFor();
+  await write(nlpRevision, 'upload_records', {
+    records: [
+      { text: 'great service', labels: ['positive'] },
+      { text: 'slow reply', labels: ['negative'] },
+    ],
+  });
+  await page.reload();
+  await page.locator('table.records tbody tr').nth(1).waitFor();
+  t.same(await page.locator('table.records tbody td:nth-child(2)').allTextContents(), ['great service', 'slow reply']);
+  await accessibility(t, 'NLP records');
 });
 
 t.test('sign out', async (t) => {

@@ -81,7 +81,13 @@ export function BlobPage({ orgId, blobId }: { orgId: string; blobId: string }) {
   );
 }
 
-/** Where a revision of a blob of `type` opens: a scheduler's schedules, a workflow's definitions and sessions. */
+/** Where a revision of a blob of `type` opens: a workflow's definitions and sessions, else its type's page. */
 function pageOf(type: string): string {
-  return type === 'svc.compute.scheduler' ? '/schedules' : '';
+  return PAGE_OF_TYPE[type] ?? '';
 }
+
+const PAGE_OF_TYPE: Record<string, string> = {
+  'svc.compute.scheduler': '/schedules',
+  'svc.graph.graphdb': '/graph',
+  'svc.dataset.nlp': '/records',
+};
