@@ -5,12 +5,12 @@
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
  *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only
- *                     --skip-peer --peer-only]
+ *                     --skip-peer --peer-only --skip-console --console-only]
  *
  * The peer section (bench/peer.ts: graphile-worker beside the product on a durable PostgreSQL), the
  * scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
- * section (bench/pressure.ts) and then the tenant-isolation section (bench/isolation.ts) run last,
- * each on a system of its own.
+ * section (bench/pressure.ts), the tenant-isolation section (bench/isolation.ts) and then the web
+ * console section (bench/console.ts, in Chromium) run last, each on a system of its own.
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
  * takes every process and the temporary folder down again, also on failure or Ctrl-C.
@@ -56,6 +56,8 @@ const { values: args } = parseArgs({
     'skip-peer': { type: 'boolean', default: false },
     'peer-only': { type: 'boolean', default: false },
     'pressure-only': { type: 'boolean', default: false },
+    'skip-console': { type: 'boolean', default: false },
+    'console-only': { type: 'boolean', default: false },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -402,6 +404,11 @@ function pressureSection(): Promise<string> {
   return childSection('pressure.ts', 'Shared processes under a hostile tenant (docs/benchmarks.md "Shared processes")');
 }
 
+/** The web console section (bench/console.ts): first load, and an execution page following 500 node runs. */
+function consoleSection(): Promise<string> {
+  return childSection('console.ts', 'Web console (one runner, defaults, Chromium; docs/benchmarks.md "Web console")');
+}
+
 /** The tenant-isolation section in a child process (bench/isolation.ts): its own system, its own table. */
 async function isolationSection(): Promise<string> {
   const script = fileURLToPath(new URL('./isolation.ts', import.meta.url));
@@ -434,6 +441,10 @@ async function main(): Promise<void> {
   }
   if (args['pressure-only']) {
     process.stdout.write(`\n${await pressureSection()}\n`);
+    return;
+  }
+  if (args['console-only']) {
+    process.stdout.write(`\n${await consoleSection()}\n`);
     return;
   }
   log('sandbox warm overhead (bench/sandbox.ts)');
@@ -542,6 +553,10 @@ async function main(): Promise<void> {
   if (!args['skip-isolation']) {
     log('tenant isolation (bench/isolation.ts)');
     process.stdout.write(`\n${await isolationSection()}\n`);
+  }
+  if (!args['skip-console']) {
+    log('web console (bench/console.ts)');
+    process.stdout.write(`\n${await consoleSection()}\n`);
   }
 }
 

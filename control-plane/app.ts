@@ -195,7 +195,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Before any route: @fastify/swagger documents the routes added after it (/v1/openapi.json, /docs).
   await registerApiDocument(app, commands);
   // The web console's pages (docs/console.md), hidden from the document.
-  await consoleRoutes(app, { oidc: options.config.oidc.audience !== '' });
+  await consoleRoutes(app, 'index.html', { oidc: options.config.oidc.audience !== '' });
   const forgetPool = watchPool(options.db.pool);
   app.addHook('onClose', async () => forgetPool());
   // Liveness and readiness, without credentials (docs/operations.md, "Probes").

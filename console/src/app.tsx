@@ -1,6 +1,7 @@
 /** The console's frame (header, search, sign-out) and its table of pages by URL. */
 import { lazy, Suspense, type ReactNode } from 'react';
 import { useConsole, useCredential } from './context.ts';
+import { AccessPage } from './pages/access-page.tsx';
 import { BlobPage } from './pages/blob-page.tsx';
 import { DefinitionPage } from './pages/definition-page.tsx';
 import { ExecutionPage } from './pages/execution-page.tsx';
@@ -15,17 +16,27 @@ import { SearchBox } from './ui/search-box.tsx';
 import { Loading } from './ui/states.tsx';
 
 const DefinitionEditorPage = lazy(() => import('./pages/definition-editor-page.tsx'));
+// cronstrue and croner load with the page that needs them, not with the first load.
+const SchedulesPage = lazy(() => import('./pages/schedules-page.tsx'));
+const GraphBlobPage = lazy(() => import('./pages/graph-blob-page.tsx'));
+const NlpRecordsPage = lazy(() => import('./pages/nlp-records-page.tsx'));
 
 type Route = [pattern: string, page: (params: Record<string, string>) => ReactNode];
 
 const ROUTES: Route[] = [
   ['/', () => <OrgsPage />],
   ['/limits', () => <LimitsPage of={{ kind: 'user' }} />],
+  ['/keys', () => <AccessPage of={{ kind: 'user' }} />],
   ['/orgs/:org', (p) => <OrgPage orgId={p.org!} />],
   ['/orgs/:org/limits', (p) => <LimitsPage of={{ kind: 'org', orgId: p.org! }} />],
+  ['/orgs/:org/access', (p) => <AccessPage of={{ kind: 'organization', orgId: p.org! }} />],
   ['/orgs/:org/blobs/:blob', (p) => <BlobPage orgId={p.org!} blobId={p.blob!} />],
   ['/orgs/:org/blobs/:blob/limits', (p) => <LimitsPage of={{ kind: 'blob', orgId: p.org!, blobId: p.blob! }} />],
+  ['/orgs/:org/blobs/:blob/access', (p) => <AccessPage of={{ kind: 'blob', orgId: p.org!, blobId: p.blob! }} />],
   ['/revisions/:rev', (p) => <RevisionPage revisionId={p.rev!} />],
+  ['/revisions/:rev/schedules', (p) => <SchedulesPage revisionId={p.rev!} />],
+  ['/revisions/:rev/graph', (p) => <GraphBlobPage revisionId={p.rev!} />],
+  ['/revisions/:rev/records', (p) => <NlpRecordsPage revisionId={p.rev!} />],
   ['/revisions/:rev/definitions/new', (p) => <DefinitionEditorPage revisionId={p.rev!} />],
   ['/revisions/:rev/definitions/:def', (p) => <DefinitionPage revisionId={p.rev!} definitionId={p.def!} />],
   ['/revisions/:rev/sessions/:session', (p) => <SessionPage revisionId={p.rev!} sessionId={p.session!} />],
@@ -76,7 +87,7 @@ export function App() {
           Workspace console
         </Link>
         <nav aria-label="Main">
-          <Link to="/">Organizations</Link> <Link to="/limits">Your limits</Link>
+          <Link to="/">Organizations</Link> <Link to="/limits">Your limits</Link> <Link to="/keys">Your API keys</Link>
         </nav>
         <SearchBox />
         <button type="button" onClick={() => void signOut()}>

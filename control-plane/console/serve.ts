@@ -72,23 +72,39 @@ function builtFile(path: string): string | null {
   return file.startsWith(DIST + sep) ? file : null;
 }
 
-/** Registers GET /console, /console/settings.json and /console/* (index.html for the console's own routes). */
-export async function consoleRoutes(app: FastifyInstance, settings: ConsoleSettings): Promise<void> {
+/** The console's two pages: the tenant's (API port) and the operator's (ops port), one build. */
+export type ConsolePage = 'index.html' | 'ops.html';
+const PAGES: readonly ConsolePage[] = ['index.html', 'ops.html'];
+
+/** The paths the console answers: its page, its assets, its settings. */
+export const CONSOLE_PATH = /^\/console(\/|\?|$)/;
+
+/**
+ * Registers GET /console and /console/* answering `page` (the console routes in the browser), the
+ * built assets, and, with `settings`, /console/settings.json. The other page's HTML is not served
+ * here: the operator's console exists on the ops port only.
+ */
+export async function consoleRoutes(
+  app: FastifyInstance,
+  page: ConsolePage,
+  settings: ConsoleSettings | null,
+): Promise<void> {
   // Hidden from the OpenAPI document: pages, not API.
   const options = { config: { public: true }, schema: { hide: true } };
   const index = async (reply: FastifyReply) => {
     try {
-      return await sendFile(reply, join(DIST, 'index.html'), false);
+      return await sendFile(reply, join(DIST, page), false);
     } catch {
       throw new ServiceError('not_found', 'The console is not built: run `npm install` (or `npx vite build console`).');
     }
   };
+  const otherPage = (file: string) => PAGES.some((name) => name !== page && file === join(DIST, name));
   app.get(PREFIX, options, async (_request, reply) => index(reply));
-  app.get(`${PREFIX}/settings.json`, options, async () => settings);
+  if (settings) app.get(`${PREFIX}/settings.json`, options, async () => settings);
   app.get(`${PREFIX}/*`, options, async (request, reply) => {
     const path = request.url.split('?')[0]!;
     const file = builtFile(path);
-    if (file !== null && extname(file) !== '') {
+    if (file !== null && extname(file) !== '' && !otherPage(file)) {
       try {
         return await sendFile(reply, file, path.startsWith(`${PREFIX}/assets/`));
       } catch {

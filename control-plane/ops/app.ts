@@ -9,6 +9,7 @@ import mercurius, { type MercuriusOptions } from 'mercurius';
 import { metricsText } from '../../shared/metrics.ts';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import type { OpsContext, OpsModule } from './ops-module.ts';
+import { CONSOLE_PATH, consoleRoutes } from '../console/serve.ts';
 import { GRAPHIQL_PATH, registerGraphiql } from './graphiql.ts';
 import { opsSchema } from './schema.ts';
 
@@ -36,6 +37,9 @@ function opsAuth(app: FastifyInstance, token: string): void {
     // GraphiQL's page and scripts hold nothing secret; the queries it sends carry the token the
     // operator enters in its Headers tab, like any other client's.
     if (request.method === 'GET' && GRAPHIQL_PATH.test(request.url)) return;
+    // Nor do the operator's console's page and scripts: the page asks for the token and sends it
+    // with every query it makes, like GraphiQL.
+    if (request.method === 'GET' && CONSOLE_PATH.test(request.url)) return;
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
     if (match && timingSafeEqual(digest(match[1]!), expected)) return;
     return reply
@@ -78,6 +82,9 @@ export async function buildOpsApp(options: BuildOpsAppOptions): Promise<FastifyI
     validationRules: QUERY_BOUNDS,
   });
   registerGraphiql(app);
+  // The operator's console (docs/console.md, "The operator's console"): the same build as the
+  // tenant's, its ops page, speaking only to /graphql on this port.
+  await consoleRoutes(app, 'ops.html', null);
   // Variables and the rest of the body: the JSON bounds every API holds (shared/json-guard.ts).
   app.addHook('preHandler', async (request, reply) => {
     const problem = request.body === undefined ? null : jsonProblem(request.body);

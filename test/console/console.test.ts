@@ -3,7 +3,9 @@
 // sign in anonymously, create an organization and a workflow blob, write a definition with a
 // failure route (check_definition's problem shown on the field first), run it and watch its nodes
 // turn succeeded live, open a node's output; a failing node shows its error and the route taken;
-// cancel a running execution. axe-core runs on each page; screenshots go to docs/console/.
+// cancel a running execution; re-run one (a double click runs once); an operator sets a limit
+// override on the ops port's console and the tenant's limits page shows it. axe-core runs on each
+// page; screenshots go to docs/console/.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +16,10 @@ import { findChromium } from '../helpers/chromium.ts';
 import t, { type Test } from 'tap';
 import type { Processor } from '../../runner/processors/processor.ts';
 import { processorRegistry } from '../../runner/processors/registry.ts';
-import { buildTestApp } from '../helpers/app.ts';
+import { buildTestApp, setOverride } from '../helpers/app.ts';
+import { recordStrike } from '../../shared/sandbox/cooldowns.ts';
+import { registerRunner } from '../../shared/runner-registry.ts';
+import { startOpsApp } from '../helpers/ops.ts';
 import { startRunner } from '../helpers/runner.ts';
 
 // Seven pages driven one after another in a browser, on a shared two-core machine.
@@ -49,7 +54,7 @@ const gatedCode: Processor = {
 };
 t.teardown(() => released.forEach((gate) => gate.resolve()));
 
-const { app, databaseUrl } = await buildTestApp(t);
+const { app, databaseUrl, config, db } = await buildTestApp(t);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 await startRunner(t, databaseUrl, { processors: new Map([...processorRegistry, ['logic.code', gatedCode]]) });
@@ -57,24 +62,28 @@ await startRunner(t, databaseUrl, { processors: new Map([...processorRegistry, [
 const found = await findChromium();
 const browser = await chromium.launch({ executablePath: found.executablePath, args: found.args, headless: true });
 t.teardown(() => browser.close());
-const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
 const problems: string[] = [];
-page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-page.on('console', (message) => {
-  if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-});
-page.on('requestfailed', (request) => problems.push(`request failed: ${request.url()}`));
-page.on('request', (request) => {
-  if (!request.url().startsWith(origin) && !request.url().startsWith('data:'))
-    problems.push(`another host: ${request.url()}`);
-});
+/** Records script errors, CSP refusals and failed requests of `page`, and any request off `pageOrigin`. */
+function watch(page: Page, pageOrigin: string, expected: RegExp | null = null): Page {
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !expected?.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  page.on('requestfailed', (request) => problems.push(`request failed: ${request.url()}`));
+  page.on('request', (request) => {
+    if (!request.url().startsWith(pageOrigin) && !request.url().startsWith('data:'))
+      problems.push(`another host: ${request.url()}`);
+  });
+  return page;
+}
+const page = watch(await browser.newPage({ viewport: { width: 1280, height: 860 } }), origin);
 
 const axeSource = await readFile(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 /** axe-core's serious and critical violations on the page as it is (evaluated past the CSP, as devtools would). */
-async function accessibility(t: Test, name: string): Promise<void> {
-  await page.evaluate(axeSource);
-  const violations = await page.evaluate(async () => {
+async function accessibility(t: Test, name: string, on: Page = page): Promise<void> {
+  await on.evaluate(axeSource);
+  const violations = await on.evaluate(async () => {
     const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: any[] }> } }).axe;
     const { violations } = await axe.run();
     return violations
@@ -84,9 +93,9 @@ async function accessibility(t: Test, name: string): Promise<void> {
   t.same(violations, [], `axe-core: no serious or critical violation on ${name}`);
 }
 
-async function shot(name: string): Promise<void> {
+async function shot(name: string, on: Page = page): Promise<void> {
   // Animations stopped (a taken route's dashes move forever): the picture is of a still page.
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), animations: 'disabled', timeout: 120_000 });
+  await on.screenshot({ path: join(SHOTS, `${name}.png`), animations: 'disabled', timeout: 120_000 });
 }
 
 /** The execution id of the page's URL. */
@@ -116,6 +125,8 @@ nodes:
 
 let revisionUrl = '';
 let definitionUrl = '';
+let sessionId = '';
+let orgUrl = '';
 
 t.test('sign in anonymously; create an organization and a workflow blob', async (t) => {
   const response = await page.goto(`${origin}/console/`);
@@ -130,6 +141,7 @@ t.test('sign in anonymously; create an organization and a workflow blob', async 
   await page.getByLabel('Alias', { exact: true }).fill('acme');
   await page.getByRole('button', { name: 'Create organization' }).click();
   await page.getByRole('heading', { name: 'Organization acme' }).waitFor();
+  orgUrl = page.url();
   await page.getByText('No blob yet').waitFor();
   await accessibility(t, 'an organization');
   await page.getByLabel('Alias', { exact: true }).fill('acme.flows');
@@ -176,7 +188,7 @@ t.test("write a definition with a failure route: check_definition's problems sho
 t.test('run it: the nodes turn succeeded live; a node shows its output', async (t) => {
   await page.getByLabel('Input (JSON)').fill('{"name": "Ada"}');
   await page.getByRole('button', { name: 'Run this definition' }).click();
-  await page.getByRole('heading', { name: /^Execution / }).waitFor();
+  await page.getByRole('heading', { level: 1, name: /^Execution / }).waitFor();
   const executionId = executionOfUrl(page);
   // Mid-way (hold waits for the test): greet done, hold running, done not yet run.
   await page.locator('.node-box[data-node="greet"][data-state="succeeded"]').waitFor();
@@ -201,7 +213,7 @@ t.test('a failing node shows its error and the route taken', async (t) => {
   await page.goto(definitionUrl);
   await page.getByLabel('Input (JSON)').fill('{"fail": true}');
   await page.getByRole('button', { name: 'Run this definition' }).click();
-  await page.getByRole('heading', { name: /^Execution / }).waitFor();
+  await page.getByRole('heading', { level: 1, name: /^Execution / }).waitFor();
   await page.locator('.node-box[data-node="report"][data-state="succeeded"]').waitFor();
   t.equal(await page.locator('.node-box[data-node="greet"]').getAttribute('data-state'), 'failed');
   t.equal(await page.locator('.node-box[data-node="hold"]').getAttribute('data-state'), 'skipped');
@@ -214,7 +226,7 @@ t.test('a failing node shows its error and the route taken', async (t) => {
   await shot('execution-failure-route');
 });
 
-t.test('cancel a running execution; the session lists its executions newest first', async (t) => {
+t.test('cancel a running execution; re-run it (a double click runs once); the session lists them', async (t) => {
   await page.goto(definitionUrl);
   await page.getByLabel('Input (JSON)').fill('{"name": "Bo"}');
   await page.getByRole('button', { name: 'Run this definition' }).click();
@@ -222,19 +234,104 @@ t.test('cancel a running execution; the session lists its executions newest firs
   await page.getByRole('button', { name: 'Cancel execution' }).click();
   await page.getByTestId('execution-status').getByText('cancelled').waitFor();
   t.equal(await page.getByRole('button', { name: 'Cancel execution' }).count(), 0, 'no cancel once ended');
-  gateOf(executionOfUrl(page)).resolve();
+  const cancelledId = executionOfUrl(page);
+  gateOf(cancelledId).resolve();
+  await page.getByRole('button', { name: 'Re-run with the same input' }).dblclick();
+  await page.getByRole('link', { name: cancelledId }).waitFor();
+  const rerunId = executionOfUrl(page);
+  t.not(rerunId, cancelledId, 'a new execution, naming the one it re-runs');
+  gateOf(rerunId).resolve();
+  await page.getByTestId('execution-status').getByText('succeeded').waitFor();
+  await page.getByRole('button', { name: /^greet:/ }).click();
+  t.same(JSON.parse((await page.getByLabel('Input of node greet').textContent())!), { name: 'Bo' }, 'the same input');
+  // What the session holds besides executions, written through the API as the signed-in user.
+  sessionId = (await page.getByRole('link', { name: 'Session' }).getAttribute('href'))!.split('/').at(-1)!;
+  const revisionId = /\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!;
+  const { access_token } = JSON.parse(
+    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+  ) as { access_token: string };
+  const as = { authorization: `Bearer ${access_token}` };
+  const writes = [
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/upload_session_object`,
+      headers: as,
+      payload: { session_id: sessionId, alias: 'settings', value: { depth: 2 } },
+    }),
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/upload_session_file`,
+      headers: {
+        ...as,
+        'content-type': 'application/octet-stream',
+        'x-request-body': JSON.stringify({ session_id: sessionId, alias: 'notes.txt', content_type: 'text/plain' }),
+      },
+      payload: Buffer.from('hello from the session'),
+    }),
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/post_session_thread_item`,
+      headers: as,
+      payload: { session_id: sessionId, text: 'see notes.txt', files: ['notes.txt'] },
+    }),
+    await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revisionId}/mutate_session_graph`,
+      headers: as,
+      payload: {
+        session_id: sessionId,
+        mutations: [
+          { op: 'upsert_node', id: 'ada', label: 'Person' },
+          { op: 'upsert_node', id: 'charles', label: 'Person' },
+          { op: 'upsert_edge', id: 'ada-knows-charles', label: 'knows', source: 'ada', target: 'charles' },
+        ],
+      },
+    }),
+  ];
+  t.same(
+    writes.map((write) => write.statusCode),
+    [200, 200, 200, 200],
+    writes.map((write) => write.body).join('\n'),
+  );
   await page.getByRole('link', { name: 'Session' }).click();
   await page.getByRole('heading', { name: 'Executions' }).waitFor();
-  await page.locator('tbody tr').first().waitFor();
-  t.equal(await page.locator('tbody tr').count(), 1, 'the session of this run holds one execution');
-  t.equal(await page.locator('tbody tr .status').first().textContent(), 'cancelled');
-  await page.getByLabel('Status').selectOption('succeeded');
-  await page.getByText('No execution succeeded yet.').waitFor();
+  const executionRows = page.locator('table.executions tbody tr');
+  await executionRows.nth(1).waitFor();
+  t.equal(await executionRows.count(), 2, 'the run and one re-run: the double click ran once');
+  t.same(await executionRows.locator('.status').allTextContents(), ['succeeded', 'cancelled'], 'newest first');
+  await page.getByLabel('Status').selectOption('failed');
+  await page.getByText('No execution failed yet.').waitFor();
+  await page.getByLabel('Status').selectOption('');
+  await executionRows.nth(1).waitFor();
+  t.same(JSON.parse((await page.getByLabel('Value of settings').textContent())!), { depth: 2 });
+  await page.getByText('see notes.txt').waitFor();
+  await page.locator('table.session-graph').getByText('ada → charles').waitFor();
+  const download = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Download notes.txt' }).click();
+  const saved = await download;
+  t.equal(saved.suggestedFilename(), 'notes.txt');
+  t.equal(await readFile((await saved.path())!, 'utf8'), 'hello from the session', 'the file downloads');
   await accessibility(t, 'a session');
   await shot('session');
 });
 
-t.test('limits of the organization; sign out', async (t) => {
+t.test('API keys: minted with the secret shown once, listed, revoked', async (t) => {
+  await page.getByRole('link', { name: 'Your API keys' }).click();
+  await page.getByRole('heading', { name: 'Your API keys' }).waitFor();
+  await page.getByText('No API key yet.').waitFor();
+  await page.getByLabel('Name (optional)').fill('ci');
+  await page.getByRole('button', { name: 'Mint API key' }).click();
+  t.match(await page.getByTestId('minted-key').textContent(), /^wsk_/, 'the secret, once');
+  await page.getByRole('button', { name: 'Revoke ci' }).waitFor();
+  await accessibility(t, 'API keys');
+  await shot('api-keys');
+  await page.getByRole('button', { name: 'I have copied it' }).click();
+  t.equal(await page.getByTestId('minted-key').count(), 0, 'never shown again');
+  await page.getByRole('button', { name: 'Revoke ci' }).click();
+  await page.getByText('No API key yet.').waitFor();
+});
+
+t.test('limits of the organization; an operator overrides one on the ops console; sign out', async (t) => {
   await page.goto(revisionUrl);
   await page.getByRole('link', { name: 'Organizations' }).first().click();
   await page.getByRole('link', { name: 'acme' }).click();
@@ -245,6 +342,217 @@ t.test('limits of the organization; sign out', async (t) => {
   t.equal(await row.locator('td').nth(4).textContent(), '1', 'one blob held');
   await accessibility(t, 'the limits page');
   await shot('limits');
+
+  // The operator's console answers on the ops port only, asks for the token, and sends it.
+  const { ops } = await startOpsApp(t, { config, db, databaseUrl });
+  await ops.listen({ port: 0, host: '127.0.0.1' });
+  const opsOrigin = `http://127.0.0.1:${(ops.server.address() as AddressInfo).port}`;
+  t.match(await (await fetch(`${origin}/console/ops.html`)).text(), /<title>Workspace console</, 'not on the API port');
+  t.equal((await fetch(`${opsOrigin}/graphql`, { method: 'POST' })).status, 401, 'the API still needs the token');
+  // The browser logs the 401 of the wrong token tried below: that one is expected.
+  const opsPage = watch(await browser.newPage({ viewport: { width: 1280, height: 860 } }), opsOrigin, /status of 401/);
+  t.teardown(() => opsPage.close());
+  const response = await opsPage.goto(`${opsOrigin}/console/limits`);
+  t.match(response?.headers()['content-security-policy'], /connect-src 'self'/);
+  await opsPage.getByRole('heading', { name: 'Operator console' }).waitFor();
+  await accessibility(t, "the operator console's sign-in", opsPage);
+  await opsPage.getByLabel('Operations token').fill('not-the-token');
+  await opsPage.getByRole('button', { name: 'Sign in' }).click();
+  t.match(await opsPage.getByRole('alert').textContent(), /unauthorized/, 'a wrong token is refused in words');
+  await opsPage.getByLabel('Operations token').fill(config.secrets.OPS_TOKEN);
+  await opsPage.getByLabel(/Your name/).fill('ada');
+  await opsPage.getByRole('button', { name: 'Sign in' }).click();
+  await opsPage.getByRole('heading', { name: 'Limit overrides' }).waitFor();
+  await opsPage.getByLabel('Id or alias').fill('acme');
+  await opsPage.getByRole('button', { name: 'Show limits' }).click();
+  await opsPage.getByRole('heading', { name: 'Organization acme' }).waitFor();
+  await opsPage.getByText('No override was ever set here.').waitFor();
+  await opsPage.getByLabel('Limit', { exact: true }).selectOption('platform.blobs_per_org');
+  await opsPage.getByLabel('Value (JSON)').fill('7');
+  await opsPage.getByRole('button', { name: 'Set override' }).click();
+  const opsRow = opsPage.locator('tr[data-limit="platform.blobs_per_org"]');
+  await opsRow.locator('.source', { hasText: 'org override' }).waitFor();
+  t.equal(await opsRow.locator('.value').textContent(), '7');
+  t.match(await opsPage.locator('table.history tbody tr').first().textContent(), /set: no override → 7\s*ops:ada/);
+  // A refusal in words with its code.
+  await opsPage.getByLabel('Value (JSON)').fill('"many"');
+  await opsPage.getByRole('button', { name: 'Set override' }).click();
+  t.match(await opsPage.getByRole('alert').textContent(), /invalid_value_type/);
+  await accessibility(t, "the operator console's limit overrides", opsPage);
+  await shot('ops-limits', opsPage);
+
+  // The tenant's page shows the new value and where it came from.
+  await page.reload();
+  await row.locator('.source', { hasText: 'org override' }).waitFor();
+  t.equal(await row.locator('.value').textContent(), '7');
+
+  // The operator's other pages: a runner with its sandbox figures, a cool-down released.
+  const orgId = /\/orgs\/([^/]+)\/limits/.exec(new URL(page.url()).pathname)![1]!;
+  const runner = await registerRunner(db, { host: 'console-host', pid: 4242, version: '0.1.0' }, () => {});
+  t.teardown(() => runner.stop());
+  await db.query('UPDATE runners SET sandbox = $2::jsonb WHERE id = $1::uuid', [
+    runner.id,
+    JSON.stringify({
+      isolatesLive: 2,
+      isolatesBusy: 1,
+      isolatesIdle: 1,
+      runsWaiting: 3,
+      tenants: [{ orgId, waiting: 3, busy: 1 }],
+    }),
+  ]);
+  await recordStrike(db, orgId, 'memory: the sandbox child passed its bound');
+  await opsPage.getByRole('link', { name: 'Runners' }).click();
+  const runnerRow = opsPage.locator(`tr[data-runner="${runner.id}"]`);
+  await runnerRow.waitFor();
+  t.match(await runnerRow.textContent(), /2 \(1 \/ 1\)/, 'isolates live (busy / idle)');
+  await opsPage.getByRole('button', { name: `Release ${orgId}` }).waitFor();
+  await accessibility(t, "the operator console's runners", opsPage);
+  await shot('ops-runners', opsPage);
+  await opsPage.getByRole('button', { name: `Release ${orgId}` }).click();
+  await opsPage.getByText('No organization is cooled down.').waitFor();
+  await opsPage.getByRole('link', { name: 'Queues' }).click();
+  await opsPage.locator('tbody tr').first().waitFor();
+  await accessibility(t, "the operator console's queues", opsPage);
+  await opsPage.getByRole('link', { name: 'Audit log' }).click();
+  await opsPage.getByRole('heading', { name: 'Audit log' }).waitFor();
+  await opsPage.locator('main .empty').or(opsPage.locator('main table')).first().waitFor();
+  await accessibility(t, "the operator console's audit log", opsPage);
+  await opsPage.getByRole('link', { name: 'Retention' }).click();
+  await opsPage.getByRole('button', { name: 'Run a retention sweep now' }).click();
+  await opsPage.getByTestId('sweep-result').waitFor();
+  t.match(await opsPage.getByTestId('sweep-result').textContent(), /^Sweep completed/);
+  await opsPage.locator('tbody tr').first().waitFor();
+  await accessibility(t, "the operator console's retention", opsPage);
+});
+
+t.test('schedules: the cron in words, the next fires in their zone, disable, refused runs in words', async (t) => {
+  // The override above lets the organization hold a second blob: a scheduler.
+  await page.goto(orgUrl);
+  await page.getByLabel('Type').selectOption('svc.compute.scheduler');
+  await page.getByLabel('Alias', { exact: true }).fill('acme.cron');
+  await page.getByRole('button', { name: 'Create blob' }).click();
+  await page.getByRole('heading', { name: 'Blob acme.cron' }).waitFor();
+  await page.getByRole('link', { name: 'Revision 1' }).click();
+  await page.getByRole('heading', { name: 'Schedules' }).waitFor();
+  await page.getByText('No schedule yet.').waitFor();
+  const schedulerRevision = /\/revisions\/([^/]+)\/schedules/.exec(new URL(page.url()).pathname)![1]!;
+  // Created through the API as the signed-in user; a refused run stored as the scheduler stores one.
+  const { access_token } = JSON.parse(
+    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+  ) as { access_token: string };
+  const created = await app.inject({
+    method: 'POST',
+    url: `/v1/revisions/${schedulerRevision}/create_schedule`,
+    headers: { authorization: `Bearer ${access_token}` },
+    payload: {
+      alias: 'weekday-mornings',
+      cron: '30 9 * * 1-5',
+      timezone: 'Asia/Tokyo',
+      target: {
+        revision_id: /\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!,
+        session_id: sessionId,
+        definition_id: /\/definitions\/([^/]+)/.exec(new URL(definitionUrl).pathname)![1]!,
+      },
+    },
+  });
+  t.equal(created.statusCode, 200, created.body);
+  const scheduleId = created.json().schedule.id as string;
+  await db.query(
+    `INSERT INTO schedule_runs (schedule_id, due_at, status, error, "limit")
+     VALUES ($1::uuid, now() - interval '1 day', 'refused', $2::jsonb, $3::jsonb)`,
+    [
+      scheduleId,
+      JSON.stringify({ code: 'limit_exceeded', message: 'The session holds its most executions.' }),
+      JSON.stringify({ id: 'workflow.executions_per_session', value: 2, held: 2 }),
+    ],
+  );
+  await page.reload();
+  const panel = page.getByRole('region', { name: 'Schedule weekday-mornings' });
+  await panel.waitFor();
+  t.equal(await panel.locator('.cron-words').textContent(), 'At 09:30, Monday through Friday');
+  const fires = await panel.locator('.next-fires li').allTextContents();
+  t.equal(fires.length, 3, 'three next fires');
+  t.ok(
+    fires.every((fire) => /09:30:00 GMT\+9/.test(fire)),
+    `in the schedule's zone: ${fires.join(' | ')}`,
+  );
+  await panel.getByRole('button', { name: 'Run history of weekday-mornings' }).click();
+  const refused = panel.locator('tr[data-run-status="refused"]');
+  await refused.waitFor();
+  t.match(await refused.textContent(), /limit workflow\.executions_per_session is 2; 2 held/);
+  await accessibility(t, 'schedules');
+  await shot('schedules');
+  await panel.getByRole('button', { name: 'Disable weekday-mornings' }).click();
+  await panel.getByRole('button', { name: 'Enable weekday-mornings' }).waitFor();
+  t.equal(await panel.locator('.schedule-state').textContent(), 'disabled');
+  t.match(await panel.textContent(), /none while disabled/);
+});
+
+t.test("a graph blob's query box and an NLP dataset's records", async (t) => {
+  const { access_token } = JSON.parse(
+    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+  ) as { access_token: string };
+  /** A new blob of `type` made on the organization's page; its first revision's page and id. */
+  const newBlob = async (type: string, alias: string) => {
+    await page.goto(orgUrl);
+    await page.getByLabel('Type').selectOption(type);
+    await page.getByLabel('Alias', { exact: true }).fill(alias);
+    await page.getByRole('button', { name: 'Create blob' }).click();
+    await page.getByRole('heading', { name: `Blob ${alias}` }).waitFor();
+    await page.getByRole('link', { name: 'Revision 1' }).click();
+    return /\/revisions\/([^/]+)/.exec(new URL(page.url()).pathname)![1]!;
+  };
+  const write = async (revision: string, name: string, payload: object) => {
+    const answer = await app.inject({
+      method: 'POST',
+      url: `/v1/revisions/${revision}/${name}`,
+      headers: { authorization: `Bearer ${access_token}` },
+      payload,
+    });
+    t.equal(answer.statusCode, 200, answer.body);
+  };
+
+  // Both blob types are entitlements an organization starts without.
+  const orgId = /\/orgs\/([^/]+)/.exec(new URL(orgUrl).pathname)![1]!;
+  await setOverride(app, 'graphdb.enabled', 'org', orgId, true);
+  await setOverride(app, 'nlp.enabled', 'org', orgId, true);
+  const graphRevision = await newBlob('svc.graph.graphdb', 'acme.people');
+  await page.getByRole('heading', { name: 'Graph query' }).waitFor();
+  await write(graphRevision, 'mutate_graph', {
+    mutations: [
+      { op: 'upsert_node', id: 'ada', label: 'Person', properties: { born: 1815 } },
+      { op: 'upsert_node', id: 'london', label: 'City' },
+      { op: 'upsert_edge', id: 'ada-lives-in-london', label: 'lives_in', source: 'ada', target: 'london' },
+    ],
+  });
+  await page
+    .getByLabel('Query (JSON: start, steps)')
+    .fill('{"start": {"ids": ["ada"]}, "steps": [{"direction": "out"}]}');
+  await page.getByRole('button', { name: 'Run query' }).click();
+  await page.getByRole('heading', { name: '2 nodes, 1 edges' }).waitFor();
+  t.match(await page.locator('.graph-result').textContent(), /ada → london/);
+  await accessibility(t, 'a graph query');
+  await page
+    .getByLabel('Query (JSON: start, steps)')
+    .fill('{"start": {"ids": ["ada"]}, "steps": [{"min": 5, "max": 2}]}');
+  await page.getByRole('button', { name: 'Run query' }).click();
+  t.match(await page.getByRole('alert').textContent(), /invalid_request_body/, 'a refusal in words with its code');
+
+  const nlpRevision = await newBlob('svc.dataset.nlp', 'acme.texts');
+  await page.getByText('No record yet.').waitFor();
+  await write(nlpRevision, 'upload_records', {
+    records: [
+      { text: 'great service', labels: ['positive'] },
+      { text: 'slow reply', labels: ['negative'] },
+    ],
+  });
+  await page.reload();
+  await page.locator('table.records tbody tr').nth(1).waitFor();
+  t.same(await page.locator('table.records tbody td:nth-child(2)').allTextContents(), ['great service', 'slow reply']);
+  await accessibility(t, 'NLP records');
+});
+
+t.test('sign out', async (t) => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('heading', { name: 'Sign in to the workspace console' }).waitFor();
   t.equal(await page.evaluate(() => sessionStorage.length + localStorage.length), 0, 'the credential is gone');

@@ -6,7 +6,7 @@
  */
 import { Background, Controls, Handle, Position, ReactFlow, type Edge, type Node, type NodeProps } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
-import { useMemo } from 'react';
+import { useMemo, useState } from 'react';
 import { edgesOf, layoutOf, NODE_HEIGHT, NODE_WIDTH, type GraphSpec, type NodeState } from './workflow-graph.ts';
 
 interface BoxData extends Record<string, unknown> {
@@ -57,10 +57,15 @@ export interface GraphCanvasProps {
 export default function GraphCanvas({ graph, states, taken, issues, selected, onSelect, label }: GraphCanvasProps) {
   const edges = useMemo(() => edgesOf(graph), [graph]);
   const positions = useMemo(() => layoutOf(graph, edges), [graph, edges]);
+  // The sizes the canvas measured, given back with every node: a controlled flow that drops them
+  // has each re-render (a node's state changing) build unmeasured nodes, which the canvas hides
+  // until it measures them again — under load, for seconds.
+  const [measured, setMeasured] = useState<Record<string, { width: number; height: number }>>({});
   const nodes: Node<BoxData>[] = Object.entries(graph.nodes).map(([name, node]) => ({
     id: name,
     type: 'box',
     position: positions.get(name) ?? { x: 0, y: 0 },
+    ...(measured[name] ? { measured: measured[name] } : {}),
     selected: selected === name,
     ariaLabel: `Node ${name}, ${node.processor}${states?.[name] ? `, ${states[name]}` : ''}`,
     data: {
@@ -91,8 +96,13 @@ export default function GraphCanvas({ graph, states, taken, issues, selected, on
         edgesFocusable={false}
         onNodeClick={(_event, node) => onSelect?.(node.id)}
         onNodesChange={(changes) => {
-          // Enter on a focused node selects it: the same as a click.
-          for (const change of changes) if (change.type === 'select' && change.selected) onSelect?.(change.id);
+          const sizes: Record<string, { width: number; height: number }> = {};
+          for (const change of changes) {
+            // Enter on a focused node selects it: the same as a click.
+            if (change.type === 'select' && change.selected) onSelect?.(change.id);
+            if (change.type === 'dimensions' && change.dimensions) sizes[change.id] = change.dimensions;
+          }
+          if (Object.keys(sizes).length > 0) setMeasured((current) => ({ ...current, ...sizes }));
         }}
         minZoom={0.2}
       >

@@ -39,7 +39,8 @@ export function BlobPage({ orgId, blobId }: { orgId: string; blobId: string }) {
         </dl>
       )}
       <p>
-        <Link to={`/orgs/${seg(orgId)}/blobs/${seg(blobId)}/limits`}>Limits of this blob</Link>
+        <Link to={`/orgs/${seg(orgId)}/blobs/${seg(blobId)}/limits`}>Limits of this blob</Link> ·{' '}
+        <Link to={`/orgs/${seg(orgId)}/blobs/${seg(blobId)}/access`}>Members and API keys</Link>
       </p>
       <h2>Revisions</h2>
       {revisions.state === 'loading' && <Loading what="revisions" />}
@@ -60,7 +61,11 @@ export function BlobPage({ orgId, blobId }: { orgId: string; blobId: string }) {
             {revisions.items.map((revision) => (
               <tr key={revision.id}>
                 <td>
-                  <Link to={`/revisions/${seg(revision.id)}`}>Revision {revision.number}</Link>
+                  <Link
+                    to={`/revisions/${seg(revision.id)}${pageOf(blob.state === 'ready' ? blob.data.blob.type : '')}`}
+                  >
+                    Revision {revision.number}
+                  </Link>
                 </td>
                 <td>{revision.status}</td>
                 <td>
@@ -75,3 +80,14 @@ export function BlobPage({ orgId, blobId }: { orgId: string; blobId: string }) {
     </main>
   );
 }
+
+/** Where a revision of a blob of `type` opens: a workflow's definitions and sessions, else its type's page. */
+function pageOf(type: string): string {
+  return PAGE_OF_TYPE[type] ?? '';
+}
+
+const PAGE_OF_TYPE: Record<string, string> = {
+  'svc.compute.scheduler': '/schedules',
+  'svc.graph.graphdb': '/graph',
+  'svc.dataset.nlp': '/records',
+};

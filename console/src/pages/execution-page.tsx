@@ -3,7 +3,8 @@
  * skipped), a node's runs with their timings, route, error and logs on click, the event timeline,
  * and cancel. Events come through `subscribe` with replay, so nothing is missed or repeated.
  */
-import { useEffect, useMemo, useState } from 'react';
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { ConnectionError, newIdempotencyKey, type EventRecord } from '../../../client/src/index.ts';
 import { useEvents } from '../api/use-events.ts';
 import { useLoad } from '../api/use-load.ts';
 import { useService } from '../context.ts';
@@ -11,7 +12,7 @@ import { GraphView } from '../graph/lazy-graph.tsx';
 import { NodeConfig } from '../graph/node-details.tsx';
 import { executionView, type NodeRun } from '../graph/node-runs.ts';
 import { graphOf } from '../graph/workflow-graph.ts';
-import { Link, seg } from '../router.tsx';
+import { Link, navigate, seg } from '../router.tsx';
 import { Json, limitInWords, Loading, Refusal, Time } from '../ui/states.tsx';
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -26,12 +27,26 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
   const live = useEvents(revisionId, { execution_id: executionId }, true);
   const [selected, setSelected] = useState<string | null>(null);
   const [cancelError, setCancelError] = useState<unknown>(null);
+  const [rerunError, setRerunError] = useState<unknown>(null);
+  const [rerunning, setRerunning] = useState(false);
+  // One key per intent to re-run: a double click, or a retry after a lost answer, runs once.
+  const rerunKey = useRef(newIdempotencyKey());
   const record = execution.state === 'ready' ? execution.data.execution : null;
   const finished = live.events.some((event) => event.kind === 'execution.finished');
   const { reload } = execution;
+  // The record's status, output and error change as the execution moves: read it again, at once
+  // when the execution itself changed (started, finished), else at most once a second — not once
+  // per event, which would be a get_execution per node run on a long execution.
+  const lastReload = useRef(0);
+  const lastKind = live.events.at(-1)?.kind ?? '';
   useEffect(() => {
-    // The record's status, output and error change as the execution moves: read it again.
-    if (live.events.length > 0) void reload();
+    if (live.events.length === 0) return;
+    const wait = lastKind.startsWith('execution.') ? 0 : Math.max(0, lastReload.current + 1000 - Date.now());
+    const timer = setTimeout(() => {
+      lastReload.current = Date.now();
+      void reload();
+    }, wait);
+    return () => clearTimeout(timer);
     // Deliberately narrow dependencies: once per batch of events
   }, [live.events.length]);
 
@@ -50,6 +65,27 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
       await reload();
     } catch (caught) {
       setCancelError(caught);
+    }
+  };
+
+  const rerun = async () => {
+    if (!graph || !record) return;
+    setRerunError(null);
+    setRerunning(true);
+    try {
+      const { execution: created } = await service.command('rerun_execution', revisionId, {
+        execution_id: executionId,
+        from_node: graph.start,
+        input_data: record.input_data,
+        idempotency_key: rerunKey.current,
+      });
+      navigate(`/revisions/${seg(revisionId)}/executions/${seg(created.id)}`);
+    } catch (caught) {
+      // Refused: a later click is a new attempt. A lost answer keeps the key, so a retry is safe.
+      if (!(caught instanceof ConnectionError)) rerunKey.current = newIdempotencyKey();
+      setRerunError(caught);
+    } finally {
+      setRerunning(false);
     }
   };
 
@@ -89,6 +125,22 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
           </dd>
           <dt>Node runs</dt>
           <dd>{record.node_runs}</dd>
+          {record.rerun_of && (
+            <>
+              <dt>Re-run of</dt>
+              <dd>
+                <Link to={`/revisions/${seg(revisionId)}/executions/${seg(record.rerun_of)}`}>{record.rerun_of}</Link>
+              </dd>
+            </>
+          )}
+          {record.rerun_by && (
+            <>
+              <dt>Re-run by</dt>
+              <dd>
+                <Link to={`/revisions/${seg(revisionId)}/executions/${seg(record.rerun_by)}`}>{record.rerun_by}</Link>
+              </dd>
+            </>
+          )}
           {record.error && (
             <>
               <dt>Error</dt>
@@ -105,7 +157,13 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
           Cancel execution
         </button>
       )}
+      {record && ENDED.has(record.status) && graph && (
+        <button type="button" onClick={() => void rerun()} disabled={rerunning}>
+          Re-run with the same input
+        </button>
+      )}
       {cancelError !== null && <Refusal error={cancelError} action="Cancelling" />}
+      {rerunError !== null && <Refusal error={rerunError} action="Re-running" />}
       {live.error !== null && <Refusal error={live.error} action="Following the events" />}
       {graph && (
         <div className="split">
@@ -145,18 +203,23 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
         <h2 id="timeline-heading">Events</h2>
         <ol className="timeline">
           {live.events.map((event) => (
-            <li key={event.id}>
-              <Time at={event.at} /> <code>{event.kind}</code> {event.node && <strong>{event.node}</strong>}{' '}
-              <span className="muted">
-                {Object.keys(event.attributes).length > 0 ? JSON.stringify(event.attributes) : ''}
-              </span>
-            </li>
+            <TimelineRow key={event.id} event={event} />
           ))}
         </ol>
       </section>
     </main>
   );
 }
+
+/** One event of the timeline; memoized, so a new event renders its own row only. */
+const TimelineRow = memo(function TimelineRow({ event }: { event: EventRecord }) {
+  return (
+    <li data-event={event.id}>
+      <Time at={event.at} /> <code>{event.kind}</code> {event.node && <strong>{event.node}</strong>}{' '}
+      <span className="muted">{Object.keys(event.attributes).length > 0 ? JSON.stringify(event.attributes) : ''}</span>
+    </li>
+  );
+});
 
 /** The nodes as a list of buttons: the keyboard's and the screen reader's way into the graph. */
 function NodeList({

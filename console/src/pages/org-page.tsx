@@ -46,7 +46,8 @@ export function OrgPage({ orgId }: { orgId: string }) {
       <h1>Organization {org.state === 'ready' ? org.data.org.alias : orgId}</h1>
       {org.state === 'error' && <Refusal error={org.error} />}
       <p>
-        <Link to={`/orgs/${seg(orgId)}/limits`}>Limits of this organization</Link>
+        <Link to={`/orgs/${seg(orgId)}/limits`}>Limits of this organization</Link> ·{' '}
+        <Link to={`/orgs/${seg(orgId)}/access`}>Members and API keys</Link>
       </p>
       <h2>Blobs</h2>
       {blobs.state === 'loading' && <Loading what="blobs" />}

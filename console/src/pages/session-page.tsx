@@ -10,6 +10,7 @@ import { usePages } from '../api/use-load.ts';
 import { useService } from '../context.ts';
 import { Link, seg } from '../router.tsx';
 import { Empty, Loading, More, Refusal, Time } from '../ui/states.tsx';
+import { SessionContents } from './session-contents.tsx';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'sleeping', 'succeeded', 'failed', 'cancelled'];
 
@@ -58,7 +59,7 @@ export function SessionPage({ revisionId, sessionId }: { revisionId: string; ses
         <Empty>No execution{status ? ` ${status}` : ''} yet.</Empty>
       )}
       {shown.length > 0 && (
-        <table>
+        <table className="executions">
           <thead>
             <tr>
               <th scope="col">Execution</th>
@@ -86,6 +87,7 @@ export function SessionPage({ revisionId, sessionId }: { revisionId: string; ses
         </table>
       )}
       <More hasMore={executions.hasMore} loading={executions.state === 'more'} onMore={() => void executions.more()} />
+      <SessionContents revisionId={revisionId} sessionId={sessionId} />
     </main>
   );
 }

@@ -1,0 +1,206 @@
+/**
+ * The web console (docs/benchmarks.md "Web console"), in headless Chromium (test/helpers/chromium.ts)
+ * against a system of its own with one runner at its defaults. Prints, asserts nothing:
+ *
+ * - First load of /console: the JavaScript it loads (files, bytes, gzipped bytes) and the time to
+ *   interactive — navigation start to the sign-in page's first button in the DOM (React has
+ *   rendered and attached its handlers) — over 5 loads, each in a fresh browser context (no cache).
+ * - An execution page following an execution of 500 node runs (a `logic.code` → `logic.switch`
+ *   loop, 250 times round, after a 3 s `logic.sleep` that lets the page open and subscribe): for
+ *   every event that arrived live, the time from the event's own timestamp (written by the
+ *   database) to its row in the page's timeline (a MutationObserver's callback, so after React's
+ *   commit), p50/p99/max; and whether every event of the execution is on the page once.
+ *
+ *   ./node_modules/.bin/node --no-node-snapshot bench/console.ts
+ * `npm run bench` runs it after the tenant-isolation section (`--console-only` runs only it).
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import '../shared/db/embedded.ts';
+import { chromium, type Browser } from 'playwright-core';
+import { findChromium } from '../test/helpers/chromium.ts';
+import { fmt, summarize, table } from './stats.ts';
+import { runSection, type System } from './system.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const LOADS = 5;
+const LOOPS = 250;
+const log = (message: string) => process.stderr.write(`[bench console] ${message}\n`);
+
+/** Two node runs per loop (step, check): 500 node runs. */
+const LOOP_GRAPH = {
+  start: 'wait',
+  nodes: {
+    wait: { processor: 'logic.sleep', config: { seconds: 3 }, routes: { success: 'step' } },
+    step: {
+      processor: 'logic.code',
+      config: { code: 'export default async (input) => ({ n: (input.n ?? 0) + 1 })' },
+      routes: { success: 'check' },
+    },
+    check: {
+      processor: 'logic.switch',
+      config: { cases: [{ when: { path: 'n', gte: LOOPS }, route: 'done' }], default: 'again' },
+      routes: { done: null, again: 'step' },
+    },
+  },
+};
+
+async function rest(system: System, token: string, method: string, path: string, body: unknown): Promise<any> {
+  const response = await fetch(`${system.apiUrl}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  const parsed = (await response.json()) as any;
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(parsed)}`);
+  return parsed;
+}
+
+/**
+ * Records, in the page, when the sign-in page's first button and each timeline row reach the DOM
+ * (an init script: plain JavaScript, run before the page's own; devtools' scripts pass the CSP).
+ */
+const INSTRUMENT = `
+const state = { interactive: 0, rows: [] };
+globalThis.consoleBench = state;
+new MutationObserver((records) => {
+  const applied = Date.now();
+  for (const record of records)
+    for (const node of record.addedNodes) {
+      if (!(node instanceof HTMLElement)) continue;
+      if (!state.interactive && (node.matches('button') || node.querySelector('button'))) state.interactive = performance.now();
+      const rows = node.matches('li[data-event]') ? [node] : [...node.querySelectorAll('li[data-event]')];
+      for (const row of rows)
+        state.rows.push({
+          id: row.getAttribute('data-event'),
+          at: row.querySelector('time')?.getAttribute('datetime') ?? '',
+          applied,
+        });
+    }
+}).observe(document, { childList: true, subtree: true });
+`;
+
+async function firstLoad(browser: Browser, system: System): Promise<string[][]> {
+  const rows: string[][] = [['load', 'JS files', 'JS bytes', 'JS gzipped', 'time to interactive (ms)']];
+  const times: number[] = [];
+  for (let i = 1; i <= LOADS; i++) {
+    const context = await browser.newContext();
+    await context.addInitScript(INSTRUMENT);
+    const page = await context.newPage();
+    const scripts: Array<Promise<Buffer>> = [];
+    page.on('response', (response) => {
+      if (response.request().resourceType() === 'script') scripts.push(response.body());
+    });
+    await page.goto(`${system.apiUrl}/console/`);
+    await page.getByRole('button', { name: 'Sign in anonymously' }).waitFor();
+    const interactive = await page.evaluate(
+      () => (globalThis as unknown as { consoleBench: { interactive: number } }).consoleBench.interactive,
+    );
+    const bodies = await Promise.all(scripts);
+    const bytes = bodies.reduce((sum, body) => sum + body.length, 0);
+    const gzipped = bodies.reduce((sum, body) => sum + gzipSync(body, { level: 9 }).length, 0);
+    times.push(interactive);
+    rows.push([String(i), String(bodies.length), String(bytes), String(gzipped), fmt(interactive)]);
+    await context.close();
+  }
+  const summary = summarize(times);
+  rows.push(['median', '', '', '', fmt(summary.p50)]);
+  return rows;
+}
+
+async function executionPage(browser: Browser, system: System): Promise<string[][]> {
+  const context = await browser.newContext();
+  await context.addInitScript(INSTRUMENT);
+  const page = await context.newPage();
+  await page.goto(`${system.apiUrl}/console/`);
+  await page.getByRole('button', { name: 'Sign in anonymously' }).click();
+  await page.getByRole('heading', { name: 'Organizations' }).waitFor();
+  const { access_token: token } = JSON.parse(
+    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+  ) as { access_token: string };
+  const { org } = await rest(system, token, 'POST', '/v1/orgs', { alias: `bench-console-${process.pid}` });
+  const { revision } = await rest(system, token, 'POST', `/v1/blobs/${org.id}`, {
+    type: 'svc.compute.workflow',
+    alias: `bench-console-${process.pid}.flows`,
+  });
+  const command = (name: string, params: unknown) =>
+    rest(system, token, 'POST', `/v1/revisions/${revision.id}/${name}`, params);
+  const { definition } = await command('create_definition', { category: 'workflow', graph: LOOP_GRAPH });
+  const { session } = await command('create_session', {});
+  const { execution } = await command('create_execution', {
+    session_id: session.id,
+    definition_id: definition.id,
+    input_data: {},
+  });
+  log(`execution ${execution.id}: ${LOOPS * 2} node runs after a 3 s sleep`);
+  await page.goto(`${system.apiUrl}/console/revisions/${revision.id}/executions/${execution.id}`);
+  await page.locator('.node-box[data-node="check"]').waitFor();
+  // Events written from here on arrive live; those before were replayed on subscribing.
+  const subscribedAt = await page.evaluate(() => Date.now());
+  await page.getByTestId('execution-status').getByText('succeeded').waitFor({ timeout: 300_000 });
+  await page.locator('.timeline li[data-event]', { hasText: 'execution.finished' }).waitFor();
+  const { rows } = await page.evaluate(
+    () =>
+      (globalThis as unknown as { consoleBench: { rows: Array<{ id: string; at: string; applied: number }> } })
+        .consoleBench,
+  );
+  const stored = (
+    await system.sql.query<{ id: string }>(
+      'SELECT id::text AS id FROM execution_events WHERE execution_id = $1::uuid ORDER BY id',
+      [execution.id],
+    )
+  ).rows.map((row) => row.id);
+  const onPage = rows.map((row) => row.id);
+  const once = new Set(onPage).size === onPage.length;
+  const missing = stored.filter((id) => !onPage.includes(id)).length;
+  const live = rows.filter((row) => Date.parse(row.at) >= subscribedAt).map((row) => row.applied - Date.parse(row.at));
+  const lag = summarize(live);
+  const runs = (
+    await system.sql.query<{ node_runs: number }>('SELECT node_runs FROM executions WHERE id = $1::uuid', [
+      execution.id,
+    ])
+  ).rows[0]?.node_runs;
+  await context.close();
+  return [
+    ['node runs', 'events stored', 'on the page', 'each once', 'missing', 'live', 'p50 ms', 'p99 ms', 'max ms'],
+    [
+      String(runs),
+      String(stored.length),
+      String(onPage.length),
+      once ? 'yes' : 'no',
+      String(missing),
+      String(lag.count),
+      fmt(lag.p50),
+      fmt(lag.p99),
+      fmt(lag.max),
+    ],
+  ];
+}
+
+async function main(system: System): Promise<string> {
+  log('building the console (vite build console)');
+  await promisify(execFile)(join(ROOT, 'node_modules', '.bin', 'vite'), ['build', 'console', '--logLevel', 'error'], {
+    cwd: ROOT,
+  });
+  const found = await findChromium();
+  const browser = await chromium.launch({ executablePath: found.executablePath, args: found.args, headless: true });
+  try {
+    log(`first load, ${LOADS} times`);
+    const load = await firstLoad(browser, system);
+    log('an execution page following 500 node runs');
+    const following = await executionPage(browser, system);
+    return [
+      `First load of /console (${found.source} Chromium, a fresh context each time):`,
+      table(load),
+      '',
+      'An execution page following 500 node runs (event timestamp → its row in the page):',
+      table(following),
+    ].join('\n');
+  } finally {
+    await browser.close();
+  }
+}
+
+await runSection(1, main);
