@@ -5,14 +5,14 @@
  */
 import type { Command } from 'commander';
 import { createRestClient, ok } from '../client/src/index.ts';
-import { CliContext, CliError, tokensOf } from './context.ts';
+import { CliContext, CliError, tokensOf, type Io } from './context.ts';
 import { originOf, printRecord, readSecret } from './input.ts';
 
-export function registerAuth(program: Command, context: () => CliContext): void {
+export function registerAuth(program: Command, context: () => CliContext, env: Io['env']): void {
   program
     .command('login')
     .description('sign in and store the credential in the profile (mode 0600)')
-    .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8080', process.env.WSCTL_URL)
+    .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8080', env.WSCTL_URL)
     .option('--anonymous', 'sign up as a new anonymous user')
     .option('--refresh-token <source>', 'sign in with a refresh token: - (stdin) or env:NAME')
     .option('--api-key <source>', 'use an API key: - (stdin) or env:NAME')
@@ -25,7 +25,7 @@ export function registerAuth(program: Command, context: () => CliContext): void 
       ctx.target = url;
       const rest = createRestClient({ baseUrl: url });
       if (options.apiKey !== undefined) {
-        const apiKey = await readSecret(options.apiKey, '--api-key');
+        const apiKey = await readSecret(ctx, options.apiKey, '--api-key');
         const keyed = createRestClient({ baseUrl: url, credential: { apiKey } });
         const { user } = await ok(keyed.GET('/v1/users/{user_id}', { params: { path: { user_id: 'me' } } }));
         await ctx.save({ url, user_id: user.id, api_key: apiKey, ...(await keptOps(ctx)) });
@@ -36,7 +36,7 @@ export function registerAuth(program: Command, context: () => CliContext): void 
         ? await ok(rest.POST('/v1/auth/anonymous', { body: {} }))
         : await ok(
             rest.POST('/v1/auth/refresh', {
-              body: { refresh_token: await readSecret(options.refreshToken!, '--refresh-token') },
+              body: { refresh_token: await readSecret(ctx, options.refreshToken!, '--refresh-token') },
             }),
           );
       await ctx.save({ url, ...tokensOf(answer), ...(await keptOps(ctx)) });

@@ -79,7 +79,7 @@ export function registerDefinitions(program: Command, context: () => CliContext)
     .action(
       async (file: string, options: { revision: string; alias?: string; category?: string; replace?: boolean }) => {
         const ctx = context();
-        const found = definitionOf(await readDocument(file));
+        const found = definitionOf(await readDocument(ctx, file));
         await check(ctx, options.revision, found.graph);
         const category = options.category ?? found.category ?? 'workflow';
         if (category !== 'workflow' && category !== 'playground')
@@ -132,7 +132,7 @@ export function registerDefinitions(program: Command, context: () => CliContext)
     .requiredOption('--revision <revision>')
     .action(async (file: string, options: { revision: string }) => {
       const ctx = context();
-      await check(ctx, options.revision, definitionOf(await readDocument(file)).graph);
+      await check(ctx, options.revision, definitionOf(await readDocument(ctx, file)).graph);
       ctx.output.out('ok');
     });
   definition

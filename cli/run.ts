@@ -164,7 +164,7 @@ export function registerRun(program: Command, context: () => CliContext, setExit
     .action(
       async (options: { revision: string; definition: string; session?: string; input?: string; follow?: boolean }) => {
         const ctx = context();
-        const input = options.input === undefined ? undefined : await readJsonValue(options.input, '--input');
+        const input = options.input === undefined ? undefined : await readJsonValue(ctx, options.input, '--input');
         const rpc = await ctx.rpc();
         try {
           // The definition first: a run of one that does not exist creates nothing.
@@ -236,8 +236,7 @@ export function registerRun(program: Command, context: () => CliContext, setExit
           if (options.session !== undefined)
             ctx.output.err(`waiting for events of session ${options.session} (Ctrl-C stops)`);
           let seen = 0;
-          const stop = () => void subscription.unsubscribe();
-          process.once('SIGINT', stop);
+          const stopListening = ctx.io.onInterrupt?.(() => void subscription.unsubscribe());
           try {
             for await (const event of subscription) {
               ctx.output.out(eventLine(event));
@@ -246,7 +245,7 @@ export function registerRun(program: Command, context: () => CliContext, setExit
                 break;
             }
           } finally {
-            process.off('SIGINT', stop);
+            stopListening?.();
           }
         } finally {
           await rpc.close();

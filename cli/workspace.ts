@@ -67,7 +67,7 @@ async function allCursorPages(ctx: CliContext, revision: string, method: string,
 const revisionOption = (command: Command, what = 'the revision') =>
   command.requiredOption('--revision <revision>', what);
 
-function registerExecutions(program: Command, context: () => CliContext): void {
+function registerExecutions(program: Command, context: () => CliContext, setExitCode: (code: number) => void): void {
   const executions = program.command('executions').description("a workflow revision's executions");
   revisionOption(executions.command('list'))
     .description("a session's executions, newest first (every page)")
@@ -108,7 +108,7 @@ function registerExecutions(program: Command, context: () => CliContext): void {
           execution_id: id,
         })) as { execution: ExecutionRecord };
         const ended = execution.ended_at !== null ? execution : await follow(ctx, rpc, options.revision, execution);
-        process.exitCode = report(ctx, ended);
+        setExitCode(report(ctx, ended));
       } finally {
         await rpc.close();
       }
@@ -172,7 +172,7 @@ function withScheduleOptions(command: Command): Command {
     .option('--disabled', 'disable it');
 }
 
-async function scheduleFields(options: ScheduleOptions & { disabled?: boolean }): Promise<Params> {
+async function scheduleFields(ctx: CliContext, options: ScheduleOptions & { disabled?: boolean }): Promise<Params> {
   const fields: Params = {};
   if (options.cron !== undefined) fields.cron = options.cron;
   if (options.timezone !== undefined) fields.timezone = options.timezone;
@@ -191,7 +191,7 @@ async function scheduleFields(options: ScheduleOptions & { disabled?: boolean })
       definition_id: options.targetDefinition,
     };
   }
-  if (options.input !== undefined) fields.input_data = await readJsonValue(options.input, '--input');
+  if (options.input !== undefined) fields.input_data = await readJsonValue(ctx, options.input, '--input');
   if (options.enabled && options.disabled)
     throw new CliError('invalid_arguments', 'Give --enabled or --disabled, not both.', 2);
   if (options.enabled) fields.enabled = true;
@@ -205,7 +205,7 @@ function registerSchedules(program: Command, context: () => CliContext): void {
     .description('a cron schedule firing into a workflow session')
     .action(async (options: ScheduleOptions & { disabled?: boolean }) => {
       const ctx = context();
-      const fields = await scheduleFields(options);
+      const fields = await scheduleFields(ctx, options);
       if (fields.cron === undefined || fields.target === undefined)
         throw new CliError('invalid_arguments', '--cron and the three --target-* options are required.', 2);
       printRecord(
@@ -217,7 +217,7 @@ function registerSchedules(program: Command, context: () => CliContext): void {
     .description('changes the fields given')
     .action(async (schedule: string, options: ScheduleOptions & { disabled?: boolean }) => {
       const ctx = context();
-      const fields = await scheduleFields(options);
+      const fields = await scheduleFields(ctx, options);
       printRecord(
         ctx,
         (
@@ -364,7 +364,7 @@ function registerModels(program: Command, context: () => CliContext): void {
     .option('--outputs <names>', 'comma-separated output names')
     .action(async (options: { revision: string; inputs: string; outputs?: string }) => {
       const ctx = context();
-      const params: Params = { inputs: await readJsonValue(options.inputs, '--inputs') };
+      const params: Params = { inputs: await readJsonValue(ctx, options.inputs, '--inputs') };
       if (options.outputs !== undefined) params.outputs = options.outputs.split(',');
       printRecord(
         ctx,
@@ -386,7 +386,7 @@ function registerDatasets(program: Command, context: () => CliContext): void {
               .filter((line) => line.trim() !== '')
               .map((line) => JSON.parse(line) as unknown),
           ) as Promise<unknown[]>)
-        : (readDocument(file) as Promise<unknown[]>);
+        : (readDocument(ctx, file) as Promise<unknown[]>);
       printRecord(ctx, await revisionCommand(ctx, options.revision, 'upload_records', { records: await list }));
     });
   revisionOption(records.command('list'), 'the NLP revision')
@@ -404,7 +404,7 @@ function registerDatasets(program: Command, context: () => CliContext): void {
       printRecord(
         ctx,
         await revisionCommand(ctx, options.revision, 'mutate_graph', {
-          mutations: await readJsonValue(mutations, 'mutations'),
+          mutations: await readJsonValue(ctx, mutations, 'mutations'),
         }),
       );
     });
@@ -414,7 +414,9 @@ function registerDatasets(program: Command, context: () => CliContext): void {
       const ctx = context();
       printRecord(
         ctx,
-        await revisionCommand(ctx, options.revision, 'query_graph', { query: await readJsonValue(query, 'query') }),
+        await revisionCommand(ctx, options.revision, 'query_graph', {
+          query: await readJsonValue(ctx, query, 'query'),
+        }),
       );
     });
 }
@@ -480,7 +482,7 @@ function registerAccess(program: Command, context: () => CliContext): void {
         target: target(kind, targets),
         target_id: id,
         name,
-        secret: await readSecret(options.secret, '--secret'),
+        secret: await readSecret(ctx, options.secret, '--secret'),
       };
       printRecord(ctx, (await ok(rest.POST('/v1/credentials', { body }))).credential);
     });
@@ -492,8 +494,13 @@ function registerAccess(program: Command, context: () => CliContext): void {
 }
 
 /** Registers the groups of this file; `sessions` is the group resources.ts made. */
-export function registerWorkspace(program: Command, context: () => CliContext, sessions: Command): void {
-  registerExecutions(program, context);
+export function registerWorkspace(
+  program: Command,
+  context: () => CliContext,
+  sessions: Command,
+  setExitCode: (code: number) => void,
+): void {
+  registerExecutions(program, context, setExitCode);
   registerSessions(sessions, context);
   registerSchedules(program, context);
   registerModels(program, context);

@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 
 const [major] = process.versions.node.split('.').map(Number);
 if (major >= 24) {
-  const { main } = await import('./wsctl.ts');
-  process.exitCode = await main(process.argv.slice(2));
+  const [{ main }, { processIo }] = await Promise.all([import('./wsctl.ts'), import('./context.ts')]);
+  process.exitCode = await main(process.argv.slice(2), processIo());
 } else {
   // This file's real path (ES modules resolve symbolic links), so a linked wsctl finds the
   // repository's node_modules whatever directory it was started from.

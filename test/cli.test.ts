@@ -1,23 +1,22 @@
-// wsctl, spawned as a user runs it, against a listening control plane, a runner and the
-// operations API: sign-in forms and the profile file's 0600 mode, resources, definition push
-// with check_definition's errors and their paths, `run --follow` to success and to failure (exit
-// codes), `events tail`, the ops subcommands, and refusals printed as one line.
-import { spawn } from 'node:child_process';
+// wsctl against a listening control plane, a runner and the operations API: sign-in forms and the
+// profile file's 0600 mode, resources, definition push with check_definition's errors and their
+// paths, `run --follow` to success and to failure (exit codes), `events tail`, the ops
+// subcommands, and refusals printed as one line. Commands run in-process through `main` (what the
+// bin runs) on captured streams; a few run the real bin, for what only a process shows: its exit
+// codes and streams, and the re-exec under Node 24 when an older Node starts it.
+import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { main } from '../cli/wsctl.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { startOpsApp } from './helpers/ops.ts';
 import { addModel } from './helpers/onnx-models.ts';
 import { uniqueAlias } from './helpers/resources.ts';
 import { startRunner } from './helpers/runner.ts';
 import { registerRunner } from '../shared/runner-registry.ts';
-
-// The file runs wsctl as a user does, a process per command (about a hundred, each a Node start):
-// that takes longer than tap's default per-file bound on a busy 2-core machine.
-t.setTimeout(300_000);
 
 const { app, config, db, databaseUrl } = await buildTestApp(t);
 await app.listen({ port: 0, host: '127.0.0.1' });
@@ -38,8 +37,24 @@ interface Run {
   stderr: string;
 }
 
-/** Runs wsctl with `args` (XDG_CONFIG_HOME in the test's directory); `input` goes to stdin. */
-function wsctl(args: string[], input = ''): Promise<Run> {
+/**
+ * Runs wsctl in-process with `args`, as the bin does, on captured streams: `input` is stdin, the
+ * environment holds XDG_CONFIG_HOME (the test's directory) and `env` alone.
+ */
+async function wsctl(args: string[], input = '', env: Record<string, string> = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    stdin: [input],
+    env: { XDG_CONFIG_HOME: home, HOME: home, ...env },
+  });
+  return { code, stdout, stderr };
+}
+
+/** Runs the real bin, `cli/wsctl.js`, in a process of its own (the same profile directory). */
+function bin(args: string[], input = ''): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
   delete env.WSCTL_CONFIG;
   delete env.WSCTL_PROFILE;
@@ -54,8 +69,8 @@ function wsctl(args: string[], input = ''): Promise<Run> {
 }
 
 /** Runs wsctl and fails the test unless it exits 0; returns stdout. */
-async function ok(t: Test, args: string[], input = ''): Promise<string> {
-  const run = await wsctl(args, input);
+async function ok(t: Test, args: string[], input = '', env: Record<string, string> = {}): Promise<string> {
+  const run = await wsctl(args, input, env);
   t.equal(run.code, 0, `wsctl ${args.join(' ')} exits 0${run.code === 0 ? '' : `: ${run.stderr}`}`);
   return run.stdout;
 }
@@ -296,10 +311,15 @@ t.test('secrets are taken from stdin or the environment, never from the command 
   }
   const ops = await wsctl(['ops', 'login', '--url', opsBase, '--token', 'test-ops-token']);
   t.equal(ops.code, 2, '--token too');
-  process.env.WSCTL_TEST_OPS_TOKEN = 'test-ops-token';
-  t.teardown(() => delete process.env.WSCTL_TEST_OPS_TOKEN);
   t.match(
-    await ok(t, ['--profile', 'from-env', 'ops', 'login', '--url', opsBase, '--token', 'env:WSCTL_TEST_OPS_TOKEN']),
+    await ok(
+      t,
+      ['--profile', 'from-env', 'ops', 'login', '--url', opsBase, '--token', 'env:WSCTL_TEST_OPS_TOKEN'],
+      '',
+      {
+        WSCTL_TEST_OPS_TOKEN: 'test-ops-token',
+      },
+    ),
     /: ok \(version /,
     'env:NAME reads the environment',
   );
@@ -589,10 +609,24 @@ t.test('events tail --session says it is waiting', async (t) => {
   t.equal(run.stdout.trim().split('\n').length, 1);
 });
 
+t.test('the bin: exit codes and streams of a real process', async (t) => {
+  const [version, refused, usage] = await Promise.all([
+    bin(['--version']),
+    bin(['orgs', 'get', 'no-such-org']),
+    bin(['orgs', 'create']),
+  ]);
+  t.equal(version.code, 0, version.stderr);
+  t.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  t.equal(refused.code, 1, 'a refusal exits 1');
+  t.equal(refused.stdout, '');
+  t.match(refused.stderr, /^error: not_found: [^\n]+\n$/);
+  t.equal(usage.code, 2, 'a usage error exits 2');
+  t.equal(usage.stderr, "error: invalid_arguments: missing required argument 'alias'\n");
+});
+
 t.test("wsctl started by a Node older than 24 runs itself under the project's Node 24", async (t) => {
   // The first `node` on PATH outside node_modules (the system's), when it is older than 24.
   const path = (process.env.PATH ?? '').split(':').filter((dir) => !dir.includes('node_modules'));
-  const { spawnSync } = await import('node:child_process');
   const probe = spawnSync('node', ['-p', 'process.versions.node'], {
     env: { ...process.env, PATH: path.join(':') },
     encoding: 'utf8',
