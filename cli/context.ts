@@ -150,6 +150,13 @@ export class CliContext {
     await writeProfiles(this.path, file);
   }
 
+  /** Stores `profile` under another name (mode 0600): an acting token beside the signed-in account. */
+  async saveAs(name: string, profile: Profile): Promise<void> {
+    const file = await this.#load();
+    file.profiles[name] = profile;
+    await writeProfiles(this.path, file);
+  }
+
   /** Removes the selected profile. */
   async remove(): Promise<boolean> {
     const file = await this.#load();

@@ -138,11 +138,17 @@ export function registerDefinitions(program: Command, context: () => CliContext)
   definition
     .command('list')
     .requiredOption('--revision <revision>')
-    .action(async (options: { revision: string }) => {
+    .option('--category <category>', 'workflow or playground (default: both)')
+    .action(async (options: { revision: string; category?: string }) => {
       const ctx = context();
+      if (options.category !== undefined && options.category !== 'workflow' && options.category !== 'playground')
+        throw new CliError('invalid_arguments', '--category must be workflow or playground.', 2);
       const rpc = await ctx.rpc();
       try {
-        const { definitions } = await rpc.call('list_definitions', { revision_id: options.revision });
+        const { definitions } = await rpc.call('list_definitions', {
+          revision_id: options.revision,
+          ...(options.category !== undefined && { category: options.category }),
+        });
         printRows(ctx, definitions as unknown as Array<Record<string, unknown>>, [
           'id',
           'alias',

@@ -152,7 +152,8 @@ async function runSession(
   }
 }
 
-export function registerRun(program: Command, context: () => CliContext, setExitCode: (code: number) => void): void {
+/** Registers `run` and `events tail`; returns the `events` group. */
+export function registerRun(program: Command, context: () => CliContext, setExitCode: (code: number) => void): Command {
   program
     .command('run')
     .description('creates an execution; --follow shows it node by node until it ends')
@@ -252,6 +253,7 @@ export function registerRun(program: Command, context: () => CliContext, setExit
         }
       },
     );
+  return events;
 }
 
 /** One event on one line: id, time, kind, node, attributes. */

@@ -5,64 +5,16 @@
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { ApiError, credentialHeaders, ok, type ExecutionRecord } from '../client/src/index.ts';
+import { credentialHeaders, ok, type ExecutionRecord } from '../client/src/index.ts';
 import { CliError, type CliContext } from './context.ts';
 import { printRecord, printRows, readDocument, readJsonValue, readSecret } from './input.ts';
 import { opsQuery } from './ops.ts';
+import { allCursorPages, allPages, revisionCommand, type Params, type Rows } from './revision-calls.ts';
 import { follow, report } from './run.ts';
-
-type Params = Record<string, unknown>;
-type Rows = Array<Record<string, unknown>>;
-
-/** One command on a revision, over the WebSocket. */
-async function revisionCommand<T>(ctx: CliContext, revision: string, method: string, params: Params = {}) {
-  const rpc = await ctx.rpc();
-  try {
-    return (await rpc.request(method, { revision_id: revision, ...params })) as T;
-  } finally {
-    await rpc.close();
-  }
-}
-
-/** Every page of a record-cursor listing (`start_session_id` / `last_session_id`). */
-async function allPages(
-  ctx: CliContext,
-  revision: string,
-  method: string,
-  key: string,
-  params: Params = {},
-): Promise<Rows> {
-  const rows: Rows = [];
-  let start: string | null | undefined;
-  // A listing of 10 a page: bounded by what the revision holds (its limits), not by the caller.
-  do {
-    const page = await revisionCommand<Record<string, unknown>>(ctx, revision, method, {
-      ...params,
-      ...(start ? { start_session_id: start } : {}),
-    });
-    rows.push(...((page[key] as Rows | undefined) ?? []));
-    start = page.last_session_id as string | null | undefined;
-  } while (start);
-  return rows;
-}
-
-/** Every page of an opaque-cursor listing. */
-async function allCursorPages(ctx: CliContext, revision: string, method: string, key: string): Promise<Rows> {
-  const rows: Rows = [];
-  let cursor: string | null | undefined;
-  do {
-    const page = await revisionCommand<Record<string, unknown>>(ctx, revision, method, {
-      limit: 200,
-      ...(cursor ? { cursor } : {}),
-    });
-    rows.push(...((page[key] as Rows | undefined) ?? []));
-    cursor = page.cursor as string | null | undefined;
-  } while (cursor);
-  return rows;
-}
+import { failure, transferProgress } from './transfers.ts';
 
 const revisionOption = (command: Command, what = 'the revision') =>
   command.requiredOption('--revision <revision>', what);
@@ -97,6 +49,29 @@ function registerExecutions(program: Command, context: () => CliContext, setExit
       printRecord(ctx, answer.execution);
     },
   );
+  revisionOption(executions.command('rerun <execution>'))
+    .description('runs an ended execution again in its session: a new one, rerun_of set')
+    .option('--from-node <node>', 'the node to start at (default: the node the original stopped at)')
+    .option('--input <json>', 'the input that node gets, as JSON or @file (default: the one it had, where kept)')
+    .option('-f, --follow', 'follow the new execution live; exit non-zero unless it succeeds')
+    .action(async (id: string, options: { revision: string; fromNode?: string; input?: string; follow?: boolean }) => {
+      const ctx = context();
+      const params: Params = { revision_id: options.revision, execution_id: id };
+      if (options.fromNode !== undefined) params.from_node = options.fromNode;
+      if (options.input !== undefined) params.input_data = await readJsonValue(ctx, options.input, '--input');
+      const rpc = await ctx.rpc();
+      try {
+        const { execution } = (await rpc.request('rerun_execution', params)) as { execution: ExecutionRecord };
+        if (!options.follow) {
+          printRecord(ctx, execution);
+          return;
+        }
+        ctx.output.out(`execution ${execution.id} ${execution.status} (rerun of ${id})`);
+        setExitCode(report(ctx, await follow(ctx, rpc, options.revision, execution)));
+      } finally {
+        await rpc.close();
+      }
+    });
   revisionOption(executions.command('watch <execution>'))
     .description('follows an execution node by node until it ends (as run --follow); exit 0 only if it succeeded')
     .action(async (id: string, options: { revision: string }) => {
@@ -255,13 +230,16 @@ function registerSchedules(program: Command, context: () => CliContext): void {
     ]);
   });
   revisionOption(schedules.command('runs <schedule>'), 'the scheduler revision')
-    .description("a schedule's runs, newest first (every page)")
+    .description("a schedule's runs, its history, newest first: the scheduler's list_executions (every page)")
     .action(async (schedule: string, options: { revision: string }) => {
       const ctx = context();
+      // The specification names the listing `list_executions {schedule_id, start_session_id?}` →
+      // `executions` (the runs), `last_session_id`; each run is `id, schedule_id, fired_at,
+      // status, execution_id, error, limit` (and due_at, docs/scheduler.md).
       printRows(
         ctx,
         await allPages(ctx, options.revision, 'list_executions', 'executions', { schedule_id: schedule }),
-        ['id', 'status', 'due_at', 'execution_id', 'error'],
+        ['id', 'fired_at', 'status', 'execution_id', 'error', 'limit', 'due_at'],
       );
     });
   schedules
@@ -277,36 +255,6 @@ function registerSchedules(program: Command, context: () => CliContext): void {
       if (data.fireScheduleNow === null) throw new CliError('not_found', 'No such schedule.');
       printRecord(ctx, data.fireScheduleNow);
     });
-}
-
-/** A progress line for a transfer: `model.onnx  12.0 MiB / 40.0 MiB  30%`. */
-function transferProgress(ctx: CliContext, label: string, total: number | undefined): Transform {
-  let done = 0;
-  let shown = -1;
-  const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      done += chunk.length;
-      const percent = total ? Math.floor((done / total) * 100) : -1;
-      // Redrawn at most once per percent (a terminal), so a non-terminal gets at most 101 lines.
-      if (percent !== shown || total === undefined) {
-        if (total === undefined ? ctx.output.interactive : true)
-          ctx.output.progress(`${label}  ${mib(done)}${total ? ` / ${mib(total)}  ${percent}%` : ''}`);
-        shown = percent;
-      }
-      callback(null, chunk);
-    },
-    flush(callback) {
-      ctx.output.endProgress();
-      callback();
-    },
-  });
-}
-
-async function failure(response: Response): Promise<never> {
-  const body = (await response.json().catch(() => null)) as { error?: string; message?: string } | null;
-  if (body?.error) throw new ApiError(body as never, response.status);
-  throw new CliError('internal_error', `The service answered HTTP ${response.status}.`);
 }
 
 function registerModels(program: Command, context: () => CliContext): void {

@@ -10,10 +10,14 @@ import { registerAuth } from './auth.ts';
 import { registerCompletion } from './completion.ts';
 import { CliContext, CliError, processIo, streamOutput, type Io, type Output } from './context.ts';
 import { registerDefinitions } from './definitions.ts';
+import { registerDocuments } from './documents.ts';
 import { registerOps } from './ops.ts';
 import { profilePath } from './profiles.ts';
 import { registerResources } from './resources.ts';
 import { registerRun } from './run.ts';
+import { registerSessionContents } from './session-contents.ts';
+import { registerSettings } from './settings.ts';
+import { registerUsers } from './users.ts';
 import { registerWorkspace } from './workspace.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string })
@@ -69,12 +73,16 @@ export function buildProgram(
     return current;
   };
   registerAuth(program, context, io.env);
-  const sessions = registerResources(program, context);
-  registerWorkspace(program, context, sessions, setExitCode);
+  const groups = registerResources(program, context);
+  const users = registerUsers(program, context);
+  registerSettings({ ...groups, users }, context);
+  registerWorkspace(program, context, groups.sessions, setExitCode);
   registerCompletion(program, context);
   registerDefinitions(program, context);
-  registerRun(program, context, setExitCode);
+  const events = registerRun(program, context, setExitCode);
+  registerSessionContents(groups.sessions, events, context);
   registerOps(program, context);
+  registerDocuments(program, context);
   return { program, current: () => current };
 }
 
