@@ -1,31 +1,46 @@
 /**
- * `wsctl login` (anonymous, refresh token, API key), `logout`, `whoami`. A secret is read from
+ * `wsctl login` (anonymous, an identity provider's ID token, refresh token, API key), `logout`, `whoami`. A secret is read from
  * stdin (`-`) or the environment (`env:NAME`), never taken from the command line, so it appears
  * in neither the shell's history nor the process list.
  */
 import type { Command } from 'commander';
 import { createRestClient, ok } from '../client/src/index.ts';
-import { CliContext, CliError, tokensOf } from './context.ts';
+import { CliContext, CliError, tokensOf, type Io } from './context.ts';
 import { originOf, printRecord, readSecret } from './input.ts';
 
-export function registerAuth(program: Command, context: () => CliContext): void {
+interface LoginOptions {
+  url: string;
+  anonymous?: boolean;
+  refreshToken?: string;
+  apiKey?: string;
+  googleIdToken?: string;
+}
+
+export function registerAuth(program: Command, context: () => CliContext, env: Io['env']): void {
   program
     .command('login')
     .description('sign in and store the credential in the profile (mode 0600)')
-    .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8080', process.env.WSCTL_URL)
+    .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8080', env.WSCTL_URL)
     .option('--anonymous', 'sign up as a new anonymous user')
     .option('--refresh-token <source>', 'sign in with a refresh token: - (stdin) or env:NAME')
     .option('--api-key <source>', 'use an API key: - (stdin) or env:NAME')
-    .action(async (options: { url: string; anonymous?: boolean; refreshToken?: string; apiKey?: string }) => {
+    .option('--google-id-token <source>', "sign in with an identity provider's ID token: - (stdin) or env:NAME")
+    .action(async (options: LoginOptions) => {
       const ctx = context();
-      const chosen = [options.anonymous, options.refreshToken, options.apiKey].filter((v) => v !== undefined).length;
+      const chosen = [options.anonymous, options.refreshToken, options.apiKey, options.googleIdToken].filter(
+        (v) => v !== undefined,
+      ).length;
       if (chosen !== 1)
-        throw new CliError('invalid_arguments', 'Give exactly one of --anonymous, --refresh-token, --api-key.', 2);
+        throw new CliError(
+          'invalid_arguments',
+          'Give exactly one of --anonymous, --refresh-token, --api-key, --google-id-token.',
+          2,
+        );
       const url = originOf(options.url);
       ctx.target = url;
       const rest = createRestClient({ baseUrl: url });
       if (options.apiKey !== undefined) {
-        const apiKey = await readSecret(options.apiKey, '--api-key');
+        const apiKey = await readSecret(ctx, options.apiKey, '--api-key');
         const keyed = createRestClient({ baseUrl: url, credential: { apiKey } });
         const { user } = await ok(keyed.GET('/v1/users/{user_id}', { params: { path: { user_id: 'me' } } }));
         await ctx.save({ url, user_id: user.id, api_key: apiKey, ...(await keptOps(ctx)) });
@@ -34,11 +49,17 @@ export function registerAuth(program: Command, context: () => CliContext): void 
       }
       const answer = options.anonymous
         ? await ok(rest.POST('/v1/auth/anonymous', { body: {} }))
-        : await ok(
-            rest.POST('/v1/auth/refresh', {
-              body: { refresh_token: await readSecret(options.refreshToken!, '--refresh-token') },
-            }),
-          );
+        : options.googleIdToken !== undefined
+          ? await ok(
+              rest.POST('/v1/auth/google', {
+                body: { id_token: await readSecret(ctx, options.googleIdToken, '--google-id-token') },
+              }),
+            )
+          : await ok(
+              rest.POST('/v1/auth/refresh', {
+                body: { refresh_token: await readSecret(ctx, options.refreshToken!, '--refresh-token') },
+              }),
+            );
       await ctx.save({ url, ...tokensOf(answer), ...(await keptOps(ctx)) });
       ctx.output.out(`signed in to ${url} as ${answer.user.id} (profile ${ctx.profileName})`);
     });

@@ -32,34 +32,59 @@ export interface Output {
   readonly interactive: boolean;
 }
 
+/** Where a run of wsctl reads and writes: the process's streams, or a caller's (a test's). */
+export interface Io {
+  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stderr: { write(text: string): unknown; isTTY?: boolean };
+  /** Read only by a command given `-` (a secret or a document on stdin). */
+  stdin: AsyncIterable<Buffer | string> | Iterable<Buffer | string>;
+  /** WSCTL_URL, WSCTL_PROFILE, WSCTL_CONFIG, XDG_CONFIG_HOME, HOME, and `env:NAME` secrets. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Calls `stop` on Ctrl-C while a command waits; returns what stops listening. */
+  onInterrupt?(stop: () => void): () => void;
+}
+
+/** The process's own streams, environment and Ctrl-C. */
+export function processIo(): Io {
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+    onInterrupt(stop) {
+      process.once('SIGINT', stop);
+      return () => process.off('SIGINT', stop);
+    },
+  };
+}
+
 /**
- * Output on the process's streams. Every line is escaped (terminal-text.ts) before it is
- * written, so no text from the service acts on the terminal; only wsctl's own redraw of the
- * progress line does.
+ * Output on `io`'s streams. Every line is escaped (terminal-text.ts) before it is written, so no
+ * text from the service acts on the terminal; only wsctl's own redraw of the progress line does.
  */
-export function processOutput(): Output {
-  const tty = process.stderr.isTTY === true;
+export function streamOutput(io: Pick<Io, 'stdout' | 'stderr'>): Output {
+  const tty = io.stderr.isTTY === true;
   let open = false;
   return {
     interactive: tty,
     out(line) {
       if (open) this.endProgress();
-      process.stdout.write(`${printableLines(line)}\n`);
+      io.stdout.write(`${printableLines(line)}\n`);
     },
     err(line) {
       if (open) this.endProgress();
-      process.stderr.write(`${printableLines(line)}\n`);
+      io.stderr.write(`${printableLines(line)}\n`);
     },
     progress(line) {
       if (tty) {
-        process.stderr.write(`\r\x1b[K${printableLines(line).replace(/\n/g, '\\n')}`);
+        io.stderr.write(`\r\x1b[K${printableLines(line).replace(/\n/g, '\\n')}`);
         open = true;
       } else {
-        process.stderr.write(`${printableLines(line)}\n`);
+        io.stderr.write(`${printableLines(line)}\n`);
       }
     },
     endProgress() {
-      if (open) process.stderr.write('\r\x1b[K');
+      if (open) io.stderr.write('\r\x1b[K');
       open = false;
     },
   };
@@ -72,6 +97,8 @@ export class CliContext {
   readonly profileName: string;
   readonly path: string;
   readonly output: Output;
+  /** The streams, environment and Ctrl-C of this run. */
+  readonly io: Io;
   /** `-o json|yaml|table`; undefined: each command's default (records JSON, listings a table). */
   readonly format: 'json' | 'yaml' | 'table' | undefined;
   /** `-q`: ids only. */
@@ -85,12 +112,14 @@ export class CliContext {
     profileName: string;
     path: string;
     output: Output;
+    io: Io;
     format?: 'json' | 'yaml' | 'table';
     quiet?: boolean;
   }) {
     this.profileName = options.profileName;
     this.path = options.path;
     this.output = options.output;
+    this.io = options.io;
     this.format = options.format;
     this.quiet = options.quiet ?? false;
   }
@@ -118,6 +147,13 @@ export class CliContext {
   async save(profile: Profile): Promise<void> {
     const file = await this.#load();
     file.profiles[this.profileName] = profile;
+    await writeProfiles(this.path, file);
+  }
+
+  /** Stores `profile` under another name (mode 0600): an acting token beside the signed-in account. */
+  async saveAs(name: string, profile: Profile): Promise<void> {
+    const file = await this.#load();
+    file.profiles[name] = profile;
     await writeProfiles(this.path, file);
   }
 

@@ -79,7 +79,7 @@ export function registerDefinitions(program: Command, context: () => CliContext)
     .action(
       async (file: string, options: { revision: string; alias?: string; category?: string; replace?: boolean }) => {
         const ctx = context();
-        const found = definitionOf(await readDocument(file));
+        const found = definitionOf(await readDocument(ctx, file));
         await check(ctx, options.revision, found.graph);
         const category = options.category ?? found.category ?? 'workflow';
         if (category !== 'workflow' && category !== 'playground')
@@ -132,17 +132,23 @@ export function registerDefinitions(program: Command, context: () => CliContext)
     .requiredOption('--revision <revision>')
     .action(async (file: string, options: { revision: string }) => {
       const ctx = context();
-      await check(ctx, options.revision, definitionOf(await readDocument(file)).graph);
+      await check(ctx, options.revision, definitionOf(await readDocument(ctx, file)).graph);
       ctx.output.out('ok');
     });
   definition
     .command('list')
     .requiredOption('--revision <revision>')
-    .action(async (options: { revision: string }) => {
+    .option('--category <category>', 'workflow or playground (default: both)')
+    .action(async (options: { revision: string; category?: string }) => {
       const ctx = context();
+      if (options.category !== undefined && options.category !== 'workflow' && options.category !== 'playground')
+        throw new CliError('invalid_arguments', '--category must be workflow or playground.', 2);
       const rpc = await ctx.rpc();
       try {
-        const { definitions } = await rpc.call('list_definitions', { revision_id: options.revision });
+        const { definitions } = await rpc.call('list_definitions', {
+          revision_id: options.revision,
+          ...(options.category !== undefined && { category: options.category }),
+        });
         printRows(ctx, definitions as unknown as Array<Record<string, unknown>>, [
           'id',
           'alias',

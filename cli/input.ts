@@ -5,9 +5,9 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { CliError, type CliContext } from './context.ts';
 
 /** All of stdin, as text. */
-async function readStdin(): Promise<string> {
+async function readStdin(ctx: CliContext): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  for await (const chunk of ctx.io.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -17,10 +17,10 @@ async function readStdin(): Promise<string> {
  * every user of the machine in the process list (and kept in the shell's history), so anything
  * else is refused.
  */
-export async function readSecret(value: string, option: string): Promise<string> {
+export async function readSecret(ctx: CliContext, value: string, option: string): Promise<string> {
   let secret: string;
-  if (value === '-') secret = (await readStdin()).trim();
-  else if (value.startsWith('env:') && value.length > 4) secret = (process.env[value.slice(4)] ?? '').trim();
+  if (value === '-') secret = (await readStdin(ctx)).trim();
+  else if (value.startsWith('env:') && value.length > 4) secret = (ctx.io.env[value.slice(4)] ?? '').trim();
   else
     throw new CliError(
       'invalid_arguments',
@@ -45,10 +45,10 @@ export function originOf(url: string, option = '--url'): string {
 }
 
 /** A JSON or YAML document (by extension; `-` is stdin, parsed as YAML, which includes JSON). */
-export async function readDocument(file: string): Promise<unknown> {
+export async function readDocument(ctx: CliContext, file: string): Promise<unknown> {
   const text =
     file === '-'
-      ? await readStdin()
+      ? await readStdin(ctx)
       : await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
           throw new CliError('invalid_arguments', `Cannot read ${file}: ${error.code ?? error.message}.`, 2);
         });
@@ -64,8 +64,8 @@ export async function readDocument(file: string): Promise<unknown> {
 }
 
 /** A JSON value given on the command line, or `@file` for one in a file. */
-export async function readJsonValue(value: string, what: string): Promise<unknown> {
-  if (value.startsWith('@')) return readDocument(value.slice(1));
+export async function readJsonValue(ctx: CliContext, value: string, what: string): Promise<unknown> {
+  if (value.startsWith('@')) return readDocument(ctx, value.slice(1));
   try {
     return JSON.parse(value);
   } catch {

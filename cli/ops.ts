@@ -59,7 +59,7 @@ export function registerOps(program: Command, context: () => CliContext): void {
       const ctx = context();
       // An operator may have no account of the service: the profile can hold the ops API alone.
       const profile = (await ctx.existing()) ?? { url: '' };
-      const target = { url: originOf(options.url), token: await readSecret(options.token, '--token') };
+      const target = { url: originOf(options.url), token: await readSecret(ctx, options.token, '--token') };
       // Checked before it is kept: a wrong token is refused here, not at the next command.
       const { health } = await opsQuery<{ health: { status: string; version: string } }>(
         ctx,
@@ -77,7 +77,7 @@ export function registerOps(program: Command, context: () => CliContext): void {
     .description('value is JSON: 10, true, null, ["@ws/uuid"]; target_type user, org or blob')
     .action(async (limitId: string, type: string, targetId: string, value: string) => {
       const ctx = context();
-      const parsed = await readJsonValue(value, 'value');
+      const parsed = await readJsonValue(ctx, value, 'value');
       const data = await opsQuery<{ setLimitOverride: unknown }>(
         ctx,
         `mutation ($limitId: String!, $targetType: LimitTargetType!, $targetId: String!, $value: LimitValue) {

@@ -29,9 +29,9 @@ export interface ProfileFile {
 }
 
 /** Where the file lives for this environment. */
-export function profilePath(env: NodeJS.ProcessEnv = process.env): string {
+export function profilePath(env: Readonly<Record<string, string | undefined>>): string {
   if (env.WSCTL_CONFIG) return env.WSCTL_CONFIG;
-  const base = env.XDG_CONFIG_HOME || join(homedir(), '.config');
+  const base = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config');
   return join(base, 'wsctl', 'profiles.json');
 }
 

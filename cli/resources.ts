@@ -17,8 +17,11 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], what: str
   return value as T;
 }
 
-/** Registers the resource groups; returns `sessions`, which workspace.ts completes. */
-export function registerResources(program: Command, context: () => CliContext): Command {
+/** Registers the resource groups; returns them, for the files that add to them. */
+export function registerResources(
+  program: Command,
+  context: () => CliContext,
+): { orgs: Command; blobs: Command; revisions: Command; sessions: Command } {
   const orgs = program.command('orgs').description('organizations');
   orgs
     .command('list')
@@ -65,11 +68,17 @@ export function registerResources(program: Command, context: () => CliContext): 
     .description('a blob and its first revision')
     .requiredOption('--type <type>', 'svc.compute.workflow, svc.compute.scheduler, …')
     .option('--name <name>')
-    .action(async (org: string, alias: string, options: { type: string; name?: string }) => {
+    .option('--visibility <visibility>', 'private or public')
+    .action(async (org: string, alias: string, options: { type: string; name?: string; visibility?: string }) => {
       const ctx = context();
       const rest = await ctx.rest();
-      const body: { type: string; alias: string; name?: string } = { type: options.type, alias };
+      const body: { type: string; alias: string; name?: string; visibility?: Visibility } = {
+        type: options.type,
+        alias,
+      };
       if (options.name !== undefined) body.name = options.name;
+      if (options.visibility !== undefined)
+        body.visibility = oneOf(options.visibility, ['private', 'public'] as const, '--visibility');
       const { blob, revision } = await ok(rest.POST('/v1/blobs/{org_id}', { params: { path: { org_id: org } }, body }));
       printRecord(ctx, { blob, revision });
     });
@@ -195,5 +204,5 @@ export function registerResources(program: Command, context: () => CliContext): 
         ).session,
       );
     });
-  return sessions;
+  return { orgs, blobs, revisions, sessions };
 }

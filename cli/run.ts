@@ -152,7 +152,8 @@ async function runSession(
   }
 }
 
-export function registerRun(program: Command, context: () => CliContext, setExitCode: (code: number) => void): void {
+/** Registers `run` and `events tail`; returns the `events` group. */
+export function registerRun(program: Command, context: () => CliContext, setExitCode: (code: number) => void): Command {
   program
     .command('run')
     .description('creates an execution; --follow shows it node by node until it ends')
@@ -164,7 +165,7 @@ export function registerRun(program: Command, context: () => CliContext, setExit
     .action(
       async (options: { revision: string; definition: string; session?: string; input?: string; follow?: boolean }) => {
         const ctx = context();
-        const input = options.input === undefined ? undefined : await readJsonValue(options.input, '--input');
+        const input = options.input === undefined ? undefined : await readJsonValue(ctx, options.input, '--input');
         const rpc = await ctx.rpc();
         try {
           // The definition first: a run of one that does not exist creates nothing.
@@ -236,8 +237,7 @@ export function registerRun(program: Command, context: () => CliContext, setExit
           if (options.session !== undefined)
             ctx.output.err(`waiting for events of session ${options.session} (Ctrl-C stops)`);
           let seen = 0;
-          const stop = () => void subscription.unsubscribe();
-          process.once('SIGINT', stop);
+          const stopListening = ctx.io.onInterrupt?.(() => void subscription.unsubscribe());
           try {
             for await (const event of subscription) {
               ctx.output.out(eventLine(event));
@@ -246,13 +246,14 @@ export function registerRun(program: Command, context: () => CliContext, setExit
                 break;
             }
           } finally {
-            process.off('SIGINT', stop);
+            stopListening?.();
           }
         } finally {
           await rpc.close();
         }
       },
     );
+  return events;
 }
 
 /** One event on one line: id, time, kind, node, attributes. */

@@ -5,69 +5,21 @@
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { ApiError, credentialHeaders, ok, type ExecutionRecord } from '../client/src/index.ts';
+import { credentialHeaders, ok, type ExecutionRecord } from '../client/src/index.ts';
 import { CliError, type CliContext } from './context.ts';
 import { printRecord, printRows, readDocument, readJsonValue, readSecret } from './input.ts';
 import { opsQuery } from './ops.ts';
+import { allCursorPages, allPages, revisionCommand, type Params, type Rows } from './revision-calls.ts';
 import { follow, report } from './run.ts';
-
-type Params = Record<string, unknown>;
-type Rows = Array<Record<string, unknown>>;
-
-/** One command on a revision, over the WebSocket. */
-async function revisionCommand<T>(ctx: CliContext, revision: string, method: string, params: Params = {}) {
-  const rpc = await ctx.rpc();
-  try {
-    return (await rpc.request(method, { revision_id: revision, ...params })) as T;
-  } finally {
-    await rpc.close();
-  }
-}
-
-/** Every page of a record-cursor listing (`start_session_id` / `last_session_id`). */
-async function allPages(
-  ctx: CliContext,
-  revision: string,
-  method: string,
-  key: string,
-  params: Params = {},
-): Promise<Rows> {
-  const rows: Rows = [];
-  let start: string | null | undefined;
-  // A listing of 10 a page: bounded by what the revision holds (its limits), not by the caller.
-  do {
-    const page = await revisionCommand<Record<string, unknown>>(ctx, revision, method, {
-      ...params,
-      ...(start ? { start_session_id: start } : {}),
-    });
-    rows.push(...((page[key] as Rows | undefined) ?? []));
-    start = page.last_session_id as string | null | undefined;
-  } while (start);
-  return rows;
-}
-
-/** Every page of an opaque-cursor listing. */
-async function allCursorPages(ctx: CliContext, revision: string, method: string, key: string): Promise<Rows> {
-  const rows: Rows = [];
-  let cursor: string | null | undefined;
-  do {
-    const page = await revisionCommand<Record<string, unknown>>(ctx, revision, method, {
-      limit: 200,
-      ...(cursor ? { cursor } : {}),
-    });
-    rows.push(...((page[key] as Rows | undefined) ?? []));
-    cursor = page.cursor as string | null | undefined;
-  } while (cursor);
-  return rows;
-}
+import { failure, transferProgress } from './transfers.ts';
 
 const revisionOption = (command: Command, what = 'the revision') =>
   command.requiredOption('--revision <revision>', what);
 
-function registerExecutions(program: Command, context: () => CliContext): void {
+function registerExecutions(program: Command, context: () => CliContext, setExitCode: (code: number) => void): void {
   const executions = program.command('executions').description("a workflow revision's executions");
   revisionOption(executions.command('list'))
     .description("a session's executions, newest first (every page)")
@@ -97,6 +49,29 @@ function registerExecutions(program: Command, context: () => CliContext): void {
       printRecord(ctx, answer.execution);
     },
   );
+  revisionOption(executions.command('rerun <execution>'))
+    .description('runs an ended execution again in its session: a new one, rerun_of set')
+    .option('--from-node <node>', 'the node to start at (default: the node the original stopped at)')
+    .option('--input <json>', 'the input that node gets, as JSON or @file (default: the one it had, where kept)')
+    .option('-f, --follow', 'follow the new execution live; exit non-zero unless it succeeds')
+    .action(async (id: string, options: { revision: string; fromNode?: string; input?: string; follow?: boolean }) => {
+      const ctx = context();
+      const params: Params = { revision_id: options.revision, execution_id: id };
+      if (options.fromNode !== undefined) params.from_node = options.fromNode;
+      if (options.input !== undefined) params.input_data = await readJsonValue(ctx, options.input, '--input');
+      const rpc = await ctx.rpc();
+      try {
+        const { execution } = (await rpc.request('rerun_execution', params)) as { execution: ExecutionRecord };
+        if (!options.follow) {
+          printRecord(ctx, execution);
+          return;
+        }
+        ctx.output.out(`execution ${execution.id} ${execution.status} (rerun of ${id})`);
+        setExitCode(report(ctx, await follow(ctx, rpc, options.revision, execution)));
+      } finally {
+        await rpc.close();
+      }
+    });
   revisionOption(executions.command('watch <execution>'))
     .description('follows an execution node by node until it ends (as run --follow); exit 0 only if it succeeded')
     .action(async (id: string, options: { revision: string }) => {
@@ -108,7 +83,7 @@ function registerExecutions(program: Command, context: () => CliContext): void {
           execution_id: id,
         })) as { execution: ExecutionRecord };
         const ended = execution.ended_at !== null ? execution : await follow(ctx, rpc, options.revision, execution);
-        process.exitCode = report(ctx, ended);
+        setExitCode(report(ctx, ended));
       } finally {
         await rpc.close();
       }
@@ -172,7 +147,7 @@ function withScheduleOptions(command: Command): Command {
     .option('--disabled', 'disable it');
 }
 
-async function scheduleFields(options: ScheduleOptions & { disabled?: boolean }): Promise<Params> {
+async function scheduleFields(ctx: CliContext, options: ScheduleOptions & { disabled?: boolean }): Promise<Params> {
   const fields: Params = {};
   if (options.cron !== undefined) fields.cron = options.cron;
   if (options.timezone !== undefined) fields.timezone = options.timezone;
@@ -191,7 +166,7 @@ async function scheduleFields(options: ScheduleOptions & { disabled?: boolean })
       definition_id: options.targetDefinition,
     };
   }
-  if (options.input !== undefined) fields.input_data = await readJsonValue(options.input, '--input');
+  if (options.input !== undefined) fields.input_data = await readJsonValue(ctx, options.input, '--input');
   if (options.enabled && options.disabled)
     throw new CliError('invalid_arguments', 'Give --enabled or --disabled, not both.', 2);
   if (options.enabled) fields.enabled = true;
@@ -205,7 +180,7 @@ function registerSchedules(program: Command, context: () => CliContext): void {
     .description('a cron schedule firing into a workflow session')
     .action(async (options: ScheduleOptions & { disabled?: boolean }) => {
       const ctx = context();
-      const fields = await scheduleFields(options);
+      const fields = await scheduleFields(ctx, options);
       if (fields.cron === undefined || fields.target === undefined)
         throw new CliError('invalid_arguments', '--cron and the three --target-* options are required.', 2);
       printRecord(
@@ -217,7 +192,7 @@ function registerSchedules(program: Command, context: () => CliContext): void {
     .description('changes the fields given')
     .action(async (schedule: string, options: ScheduleOptions & { disabled?: boolean }) => {
       const ctx = context();
-      const fields = await scheduleFields(options);
+      const fields = await scheduleFields(ctx, options);
       printRecord(
         ctx,
         (
@@ -255,13 +230,16 @@ function registerSchedules(program: Command, context: () => CliContext): void {
     ]);
   });
   revisionOption(schedules.command('runs <schedule>'), 'the scheduler revision')
-    .description("a schedule's runs, newest first (every page)")
+    .description("a schedule's runs, its history, newest first: the scheduler's list_executions (every page)")
     .action(async (schedule: string, options: { revision: string }) => {
       const ctx = context();
+      // The specification names the listing `list_executions {schedule_id, start_session_id?}` →
+      // `executions` (the runs), `last_session_id`; each run is `id, schedule_id, fired_at,
+      // status, execution_id, error, limit` (and due_at, docs/scheduler.md).
       printRows(
         ctx,
         await allPages(ctx, options.revision, 'list_executions', 'executions', { schedule_id: schedule }),
-        ['id', 'status', 'due_at', 'execution_id', 'error'],
+        ['id', 'fired_at', 'status', 'execution_id', 'error', 'limit', 'due_at'],
       );
     });
   schedules
@@ -277,36 +255,6 @@ function registerSchedules(program: Command, context: () => CliContext): void {
       if (data.fireScheduleNow === null) throw new CliError('not_found', 'No such schedule.');
       printRecord(ctx, data.fireScheduleNow);
     });
-}
-
-/** A progress line for a transfer: `model.onnx  12.0 MiB / 40.0 MiB  30%`. */
-function transferProgress(ctx: CliContext, label: string, total: number | undefined): Transform {
-  let done = 0;
-  let shown = -1;
-  const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      done += chunk.length;
-      const percent = total ? Math.floor((done / total) * 100) : -1;
-      // Redrawn at most once per percent (a terminal), so a non-terminal gets at most 101 lines.
-      if (percent !== shown || total === undefined) {
-        if (total === undefined ? ctx.output.interactive : true)
-          ctx.output.progress(`${label}  ${mib(done)}${total ? ` / ${mib(total)}  ${percent}%` : ''}`);
-        shown = percent;
-      }
-      callback(null, chunk);
-    },
-    flush(callback) {
-      ctx.output.endProgress();
-      callback();
-    },
-  });
-}
-
-async function failure(response: Response): Promise<never> {
-  const body = (await response.json().catch(() => null)) as { error?: string; message?: string } | null;
-  if (body?.error) throw new ApiError(body as never, response.status);
-  throw new CliError('internal_error', `The service answered HTTP ${response.status}.`);
 }
 
 function registerModels(program: Command, context: () => CliContext): void {
@@ -364,7 +312,7 @@ function registerModels(program: Command, context: () => CliContext): void {
     .option('--outputs <names>', 'comma-separated output names')
     .action(async (options: { revision: string; inputs: string; outputs?: string }) => {
       const ctx = context();
-      const params: Params = { inputs: await readJsonValue(options.inputs, '--inputs') };
+      const params: Params = { inputs: await readJsonValue(ctx, options.inputs, '--inputs') };
       if (options.outputs !== undefined) params.outputs = options.outputs.split(',');
       printRecord(
         ctx,
@@ -386,7 +334,7 @@ function registerDatasets(program: Command, context: () => CliContext): void {
               .filter((line) => line.trim() !== '')
               .map((line) => JSON.parse(line) as unknown),
           ) as Promise<unknown[]>)
-        : (readDocument(file) as Promise<unknown[]>);
+        : (readDocument(ctx, file) as Promise<unknown[]>);
       printRecord(ctx, await revisionCommand(ctx, options.revision, 'upload_records', { records: await list }));
     });
   revisionOption(records.command('list'), 'the NLP revision')
@@ -404,7 +352,7 @@ function registerDatasets(program: Command, context: () => CliContext): void {
       printRecord(
         ctx,
         await revisionCommand(ctx, options.revision, 'mutate_graph', {
-          mutations: await readJsonValue(mutations, 'mutations'),
+          mutations: await readJsonValue(ctx, mutations, 'mutations'),
         }),
       );
     });
@@ -414,7 +362,9 @@ function registerDatasets(program: Command, context: () => CliContext): void {
       const ctx = context();
       printRecord(
         ctx,
-        await revisionCommand(ctx, options.revision, 'query_graph', { query: await readJsonValue(query, 'query') }),
+        await revisionCommand(ctx, options.revision, 'query_graph', {
+          query: await readJsonValue(ctx, query, 'query'),
+        }),
       );
     });
 }
@@ -480,7 +430,7 @@ function registerAccess(program: Command, context: () => CliContext): void {
         target: target(kind, targets),
         target_id: id,
         name,
-        secret: await readSecret(options.secret, '--secret'),
+        secret: await readSecret(ctx, options.secret, '--secret'),
       };
       printRecord(ctx, (await ok(rest.POST('/v1/credentials', { body }))).credential);
     });
@@ -492,8 +442,13 @@ function registerAccess(program: Command, context: () => CliContext): void {
 }
 
 /** Registers the groups of this file; `sessions` is the group resources.ts made. */
-export function registerWorkspace(program: Command, context: () => CliContext, sessions: Command): void {
-  registerExecutions(program, context);
+export function registerWorkspace(
+  program: Command,
+  context: () => CliContext,
+  sessions: Command,
+  setExitCode: (code: number) => void,
+): void {
+  registerExecutions(program, context, setExitCode);
   registerSessions(sessions, context);
   registerSchedules(program, context);
   registerModels(program, context);

@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import t from 'tap';
 import { buildProgram } from '../cli/wsctl.ts';
-import type { Output } from '../cli/context.ts';
+import type { Io, Output } from '../cli/context.ts';
 
 const silent: Output = { out() {}, err() {}, progress() {}, endProgress() {}, interactive: false };
-const { program } = buildProgram(silent, () => {});
+const io: Io = { stdout: { write() {} }, stderr: { write() {} }, stdin: [], env: {} };
+const { program } = buildProgram(io, silent, () => {});
 const page = await readFile(join(import.meta.dirname, '..', 'docs', 'cli.md'), 'utf8');
 const code = [...page.matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].map((match) => match[1]!).join('\n');
 const lines = code.split('\n').filter((line) => /^(\$ )?wsctl\b|\|\s*(npx )?wsctl\b/.test(line));

@@ -1,25 +1,26 @@
-// wsctl, spawned as a user runs it, against a listening control plane, a runner and the
-// operations API: sign-in forms and the profile file's 0600 mode, resources, definition push
-// with check_definition's errors and their paths, `run --follow` to success and to failure (exit
-// codes), `events tail`, the ops subcommands, and refusals printed as one line.
-import { spawn } from 'node:child_process';
+// wsctl against a listening control plane, a runner and the operations API: sign-in forms and the
+// profile file's 0600 mode, resources, definition push with check_definition's errors and their
+// paths, `run --follow` to success and to failure (exit codes), `events tail`, the ops
+// subcommands, and refusals printed as one line. Commands run in-process through `main` (what the
+// bin runs) on captured streams; a few run the real bin, for what only a process shows: its exit
+// codes and streams, and the re-exec under Node 24 when an older Node starts it.
+import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { main } from '../cli/wsctl.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { startIdentityProvider } from './helpers/jwks.ts';
 import { startOpsApp } from './helpers/ops.ts';
 import { addModel } from './helpers/onnx-models.ts';
 import { uniqueAlias } from './helpers/resources.ts';
 import { startRunner } from './helpers/runner.ts';
 import { registerRunner } from '../shared/runner-registry.ts';
 
-// The file runs wsctl as a user does, a process per command (about a hundred, each a Node start):
-// that takes longer than tap's default per-file bound on a busy 2-core machine.
-t.setTimeout(300_000);
-
-const { app, config, db, databaseUrl } = await buildTestApp(t);
+const idp = await startIdentityProvider(t);
+const { app, config, db, databaseUrl } = await buildTestApp(t, idp.env);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 await startRunner(t, databaseUrl);
@@ -38,9 +39,25 @@ interface Run {
   stderr: string;
 }
 
-/** Runs wsctl with `args` (XDG_CONFIG_HOME in the test's directory); `input` goes to stdin. */
-function wsctl(args: string[], input = ''): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
+/**
+ * Runs wsctl in-process with `args`, as the bin does, on captured streams: `input` is stdin, the
+ * environment holds XDG_CONFIG_HOME (the test's directory) and `env` alone.
+ */
+async function wsctl(args: string[], input = '', env: Record<string, string> = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    stdin: [input],
+    env: { XDG_CONFIG_HOME: home, HOME: home, ...env },
+  });
+  return { code, stdout, stderr };
+}
+
+/** Runs the real bin, `cli/wsctl.js`, in a process of its own (the same profile directory). */
+function bin(args: string[], input = '', extra: NodeJS.ProcessEnv = {}): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home, ...extra };
   delete env.WSCTL_CONFIG;
   delete env.WSCTL_PROFILE;
   delete env.WSCTL_URL;
@@ -54,8 +71,8 @@ function wsctl(args: string[], input = ''): Promise<Run> {
 }
 
 /** Runs wsctl and fails the test unless it exits 0; returns stdout. */
-async function ok(t: Test, args: string[], input = ''): Promise<string> {
-  const run = await wsctl(args, input);
+async function ok(t: Test, args: string[], input = '', env: Record<string, string> = {}): Promise<string> {
+  const run = await wsctl(args, input, env);
   t.equal(run.code, 0, `wsctl ${args.join(' ')} exits 0${run.code === 0 ? '' : `: ${run.stderr}`}`);
   return run.stdout;
 }
@@ -102,6 +119,7 @@ const FAILING = JSON.stringify({
 });
 
 let orgAlias = '';
+let blobAlias = '';
 let revision = '';
 let userId = '';
 
@@ -142,7 +160,7 @@ t.test('organizations, blobs, revisions and keys', async (t) => {
   t.match(JSON.parse(await ok(t, ['-o', 'json', 'orgs', 'list'])), [{ id: org.id, alias: orgAlias }]);
   t.match(await ok(t, ['-o', 'yaml', 'orgs', 'get', orgAlias]), new RegExp(`^id: ${org.id}\\n`));
   t.match(await ok(t, ['-o', 'table', 'orgs', 'get', orgAlias]), new RegExp(`^id +${org.id}\\n`));
-  const blobAlias = uniqueAlias('blob');
+  blobAlias = uniqueAlias('blob');
   const created = JSON.parse(await ok(t, ['blobs', 'create', orgAlias, blobAlias, '--type', 'svc.compute.workflow']));
   revision = created.revision.id;
   t.match(
@@ -296,10 +314,15 @@ t.test('secrets are taken from stdin or the environment, never from the command 
   }
   const ops = await wsctl(['ops', 'login', '--url', opsBase, '--token', 'test-ops-token']);
   t.equal(ops.code, 2, '--token too');
-  process.env.WSCTL_TEST_OPS_TOKEN = 'test-ops-token';
-  t.teardown(() => delete process.env.WSCTL_TEST_OPS_TOKEN);
   t.match(
-    await ok(t, ['--profile', 'from-env', 'ops', 'login', '--url', opsBase, '--token', 'env:WSCTL_TEST_OPS_TOKEN']),
+    await ok(
+      t,
+      ['--profile', 'from-env', 'ops', 'login', '--url', opsBase, '--token', 'env:WSCTL_TEST_OPS_TOKEN'],
+      '',
+      {
+        WSCTL_TEST_OPS_TOKEN: 'test-ops-token',
+      },
+    ),
     /: ok \(version /,
     'env:NAME reads the environment',
   );
@@ -490,10 +513,20 @@ t.test('schedules create, get, update, list, runs, fire, delete', async (t) => {
     enabled: false,
   });
   t.equal(await ok(t, ['-q', 'schedules', 'list', '--revision', rev]), `${schedule.id}\n`);
-  t.match(await ok(t, ['schedules', 'runs', schedule.id, '--revision', rev]), /^ID +STATUS/);
+  t.equal(
+    await ok(t, ['schedules', 'runs', schedule.id, '--revision', rev]),
+    'ID  FIRED_AT  STATUS  EXECUTION_ID  ERROR  LIMIT  DUE_AT\n',
+    "the run record's fields, as the specification names them",
+  );
   const fired = JSON.parse(await ok(t, ['schedules', 'fire', schedule.id]));
   t.match(fired, { status: 'started', executionId: String });
-  t.match(await ok(t, ['schedules', 'runs', schedule.id, '--revision', rev]), new RegExp(`\\n${fired.id} +started `));
+  t.match(
+    await ok(t, ['schedules', 'runs', schedule.id, '--revision', rev]),
+    new RegExp(`\\n${fired.id} +\\d{4}-[^ ]+Z +started +${fired.executionId} +- +- +-\\n$`),
+  );
+  t.match(JSON.parse(await ok(t, ['-o', 'json', 'schedules', 'runs', schedule.id, '--revision', rev])), [
+    { id: fired.id, schedule_id: schedule.id, fired_at: String, status: 'started', execution_id: fired.executionId },
+  ]);
   t.match(JSON.parse(await ok(t, ['schedules', 'delete', 'yearly', '--revision', rev])), { id: schedule.id });
 });
 
@@ -589,10 +622,265 @@ t.test('events tail --session says it is waiting', async (t) => {
   t.equal(run.stdout.trim().split('\n').length, 1);
 });
 
+t.test('users: get, update oneself, organizations, limits, who stands where', async (t) => {
+  t.equal(JSON.parse(await ok(t, ['users', 'get'])).id, userId, 'default me');
+  const alias = uniqueAlias('ada');
+  t.match(JSON.parse(await ok(t, ['users', 'update', '--name', 'Ada', '--alias', alias])), {
+    id: userId,
+    name: 'Ada',
+    alias,
+  });
+  t.match(JSON.parse(await ok(t, ['users', 'get', alias])), { id: userId, name: 'Ada' });
+  t.match(JSON.parse(await ok(t, ['users', 'update', 'me', '--no-alias'])), { id: userId, alias: null });
+  const none = await wsctl(['users', 'update']);
+  t.equal(none.code, 2);
+  t.match(await ok(t, ['users', 'orgs']), new RegExp(`^ID +ALIAS +VISIBILITY +NAME\n[^\n]+  ${orgAlias} `));
+  t.match(
+    await ok(t, ['users', 'limits']),
+    /^ID +VALUE +SOURCE +DEFAULT +HELD +UNIT\nplatform\.orgs_per_user +\d+ +\w+ +1 +\d+ +count\n/,
+  );
+  t.match(await ok(t, ['users', 'list', 'organization', orgAlias]), new RegExp(`\n${userId} .* admin +owner\n`));
+});
+
+t.test('service accounts: create, list, impersonate into a profile, delete', async (t) => {
+  const alias = uniqueAlias('bot');
+  const bot = JSON.parse(await ok(t, ['service-accounts', 'create', 'Build bot', '--alias', alias]));
+  t.match(bot, { alias, name: 'Build bot', kind: 'service', owner_id: userId });
+  t.equal(await ok(t, ['-q', 'service-accounts', 'list']), `${bot.id}\n`);
+  const printed = JSON.parse(await ok(t, ['service-accounts', 'impersonate', alias]));
+  t.match(printed, { acting_token: String, expires_in: 3600, user: { id: bot.id } });
+  t.match(
+    await ok(t, ['service-accounts', 'impersonate', alias, '--save-as', 'acting']),
+    new RegExp(`^acting as ${bot.id} until [^ ]+ \\(profile acting; `),
+  );
+  t.match(JSON.parse(await ok(t, ['--profile', 'acting', 'whoami'])), { id: bot.id, kind: 'service' });
+  t.match(JSON.parse(await ok(t, ['--profile', 'acting', 'users', 'update', '--name', 'Robot'])), {
+    id: bot.id,
+    name: 'Robot',
+  });
+  const same = await wsctl(['service-accounts', 'impersonate', alias, '--save-as', 'default']);
+  t.equal(same.code, 2, 'the profile in use is not overwritten');
+  t.match(JSON.parse(await ok(t, ['users', 'delete', bot.id])), { id: bot.id });
+  t.equal(await ok(t, ['-q', 'service-accounts', 'list']), '');
+  const gone = await wsctl(['--profile', 'acting', 'whoami']);
+  t.equal(gone.code, 1);
+  t.match(gone.stderr, /^error: unauthorized: /);
+});
+
+t.test("login --google-id-token signs in with an identity provider's ID token, read from stdin", async (t) => {
+  const token = await idp.sign({ sub: 'cli-sub', name: 'Gina', email: 'gina@example.com', email_verified: true });
+  t.match(
+    await ok(t, ['--profile', 'google', 'login', '--url', base, '--google-id-token', '-'], token),
+    /^signed in to [^ ]+ as [0-9a-f-]{36} \(profile google\)\n$/,
+  );
+  t.match(JSON.parse(await ok(t, ['--profile', 'google', 'whoami'])), { kind: 'human', name: 'Gina' });
+  const refused = await wsctl(['--profile', 'google2', 'login', '--url', base, '--google-id-token', '-'], 'not.a.jwt');
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /^error: unauthorized: /);
+});
+
+t.test('orgs and blobs update, limits, metadata of blobs and revisions', async (t) => {
+  t.match(JSON.parse(await ok(t, ['orgs', 'update', orgAlias, '--name', 'Acme Two', '--visibility', 'public'])), {
+    alias: orgAlias,
+    name: 'Acme Two',
+    visibility: 'public',
+  });
+  t.match(JSON.parse(await ok(t, ['orgs', 'update', orgAlias, '--visibility', 'private'])), {
+    visibility: 'private',
+  });
+  const empty = await wsctl(['orgs', 'update', orgAlias]);
+  t.equal(empty.code, 2);
+  const renamed = uniqueAlias('blob');
+  t.match(JSON.parse(await ok(t, ['blobs', 'update', orgAlias, blobAlias, '--name', 'Greeter', '--alias', renamed])), {
+    alias: renamed,
+    name: 'Greeter',
+  });
+  blobAlias = renamed;
+  t.match(await ok(t, ['orgs', 'limits', orgAlias]), /\nplatform\.blobs_per_org +\d+ +\w+ +3 +\d+ +count\n/);
+  t.match(
+    await ok(t, ['blobs', 'limits', orgAlias, blobAlias]),
+    /\nplatform\.revisions_per_blob +\d+ +\w+ +2 +1 +count\n/,
+  );
+  t.match(JSON.parse(await ok(t, ['-o', 'json', 'blobs', 'limits', orgAlias, blobAlias]))[0], {
+    group: 'platform',
+    id: 'platform.revisions_per_blob',
+    kind: 'quota',
+  });
+
+  t.match(JSON.parse(await ok(t, ['blobs', 'metadata', 'set', orgAlias, blobAlias, 'tags', '["a",{"b":1}]'])), {
+    alias: 'tags',
+    entries: ['a', { b: 1 }],
+    updated_at: String,
+  });
+  t.same(JSON.parse(await ok(t, ['blobs', 'metadata', 'get', orgAlias, blobAlias, 'tags'])).entries, ['a', { b: 1 }]);
+  const dir = await mkdtemp(join(home, 'metadata-'));
+  await writeFile(join(dir, 'notes.json'), '[{"note":"first"}]');
+  t.match(JSON.parse(await ok(t, ['revisions', 'metadata', 'set', revision, 'notes', `@${join(dir, 'notes.json')}`])), {
+    alias: 'notes',
+    entries: [{ note: 'first' }],
+  });
+  t.same(JSON.parse(await ok(t, ['revisions', 'metadata', 'get', revision, 'notes'])).entries, [{ note: 'first' }]);
+  const notArray = await wsctl(['revisions', 'metadata', 'set', revision, 'notes', '{"a":1}']);
+  t.equal(notArray.code, 2);
+  t.equal(notArray.stderr, 'error: invalid_arguments: entries must be a JSON array.\n');
+});
+
+t.test('session contents: objects, files, thread items, graph; event listings', async (t) => {
+  const dir = await mkdtemp(join(home, 'contents-'));
+  const session = JSON.parse(await ok(t, ['sessions', 'create', '--revision', revision, '--alias', 'contents']));
+  const on = ['--revision', revision];
+  t.match(
+    JSON.parse(await ok(t, ['sessions', 'objects', 'put', 'contents', 'settings', '{"currency":"EUR"}', ...on])),
+    {
+      alias: 'settings',
+      kind: 'object',
+      value: { currency: 'EUR' },
+    },
+  );
+  await writeFile(join(dir, 'hello.txt'), 'hello world');
+  const uploaded = await wsctl([
+    'sessions',
+    'files',
+    'upload',
+    'contents',
+    join(dir, 'hello.txt'),
+    '--content-type',
+    'text/plain',
+    ...on,
+  ]);
+  t.equal(uploaded.code, 0, uploaded.stderr);
+  t.match(JSON.parse(uploaded.stdout), { alias: 'hello.txt', kind: 'file', size: 11, content_type: 'text/plain' });
+  t.match(uploaded.stderr, /hello\.txt {2}0\.0 MiB \/ 0\.0 MiB {2}100%\n/, 'a progress line');
+  t.match(
+    await ok(t, ['sessions', 'objects', 'list', 'contents', ...on]),
+    /^ID +ALIAS +KIND +SIZE +CONTENT_TYPE +UPDATED_AT\n(?=[\s\S]* {2}settings +object )(?=[\s\S]* {2}hello\.txt +file +11 +text\/plain )/,
+  );
+  t.match(
+    JSON.parse(await ok(t, ['sessions', 'files', 'download', 'contents', 'hello.txt', join(dir, 'copy.txt'), ...on])),
+    {
+      size: 11,
+      content_type: 'text/plain',
+    },
+  );
+  t.equal(await readFile(join(dir, 'copy.txt'), 'utf8'), 'hello world');
+  const missing = await wsctl(['sessions', 'files', 'download', 'contents', 'settings', join(dir, 'x'), ...on]);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /^error: not_found: /, 'an object is not a file');
+
+  const item = JSON.parse(
+    await ok(t, [
+      'sessions',
+      'thread',
+      'post',
+      'contents',
+      '--text',
+      'hi',
+      '--data',
+      '{"n":1}',
+      '--file',
+      'hello.txt',
+      ...on,
+    ]),
+  );
+  t.match(item, { thread: 'main', text: 'hi', data: { n: 1 }, files: ['hello.txt'] });
+  t.match(
+    await ok(t, ['sessions', 'thread', 'list', 'contents', ...on]),
+    new RegExp(`\n${item.id} +main +hi +\\["hello\\.txt"\\] `),
+  );
+  t.equal(await ok(t, ['-q', 'sessions', 'thread', 'list', 'contents', '--thread', 'other', ...on]), '');
+
+  const mutations =
+    '[{"op":"upsert_node","id":"a","label":"P"},{"op":"upsert_node","id":"b","label":"P"},{"op":"upsert_edge","id":"e","label":"knows","source":"a","target":"b"}]';
+  t.equal(JSON.parse(await ok(t, ['sessions', 'graph', 'mutate', 'contents', mutations, ...on])).elements.length, 3);
+  t.equal(await ok(t, ['-q', 'sessions', 'graph', 'elements', 'contents', '--kind', 'node', ...on]), 'a\nb\n');
+  t.match(
+    await ok(t, ['sessions', 'graph', 'neighbors', 'contents', 'a', '--direction', 'out', ...on]),
+    /^ID +DIRECTION +EDGE_LABEL +NODE_ID +NODE_LABEL\ne +out +knows +b +P\n$/,
+  );
+  const query = JSON.parse(
+    await ok(t, [
+      'sessions',
+      'graph',
+      'query',
+      'contents',
+      '{"start":{"ids":["a"]},"steps":[{"direction":"out"}]}',
+      ...on,
+    ]),
+  );
+  t.same(query.nodes.map((node: { id: string }) => node.id).sort(), ['a', 'b'], 'the start and one hop out');
+
+  const kinds = (await ok(t, ['events', 'list', '--session', 'contents', ...on]))
+    .trim()
+    .split('\n')
+    .map((line) => line.split(/ {2,}/)[2]);
+  t.equal(kinds[0], 'KIND', 'a header row');
+  t.ok(kinds.includes('object.written'), kinds.join(','));
+  t.ok(kinds.includes('thread.item_posted') || kinds.some((kind) => kind?.startsWith('thread.')), kinds.join(','));
+  const run = JSON.parse(
+    await ok(t, ['run', '--definition', 'greeter', '--session', session.id, '--input', '{"name":"ev"}', ...on]),
+  );
+  const watched = await wsctl(['executions', 'watch', run.id, ...on]);
+  t.equal(watched.code, 0, watched.stderr);
+  const executionKinds = JSON.parse(await ok(t, ['-o', 'json', 'events', 'list', '--execution', run.id, ...on])).map(
+    (event: { kind: string }) => event.kind,
+  );
+  t.equal(executionKinds[0], 'execution.started');
+  t.equal(executionKinds.at(-1), 'execution.finished');
+  const both = await wsctl(['events', 'list', ...on]);
+  t.equal(both.code, 2);
+});
+
+t.test('executions rerun; definition list --category; the API documents', async (t) => {
+  const on = ['--revision', revision];
+  const first = JSON.parse(await ok(t, ['run', '--definition', 'greeter', '--input', '{"name":"re"}', ...on]));
+  t.equal((await wsctl(['executions', 'watch', first.id, ...on])).code, 0);
+  const rerun = await wsctl([
+    'executions',
+    'rerun',
+    first.id,
+    '--from-node',
+    'greet',
+    '--input',
+    '{"name":"zed"}',
+    '--follow',
+    ...on,
+  ]);
+  t.equal(rerun.code, 0, rerun.stderr);
+  t.match(rerun.stdout, new RegExp(`^execution [0-9a-f-]{36} queued \\(rerun of ${first.id}\\)\n`));
+  t.match(rerun.stdout, /succeeded in [^\n]+\n\{\n {2}"loud": "ZED"\n\}\n$/);
+  const again = JSON.parse(await ok(t, ['executions', 'rerun', first.id, '--input', '{"hello":"x"}', ...on]));
+  t.match(again, { rerun_of: first.id, status: 'queued', input_data: { hello: 'x' } }, 'from the node it stopped at');
+  const missing = await wsctl(['executions', 'rerun', 'no-such-execution', ...on]);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /^error: [a-z_]+: /);
+
+  t.match(await ok(t, ['definition', 'list', '--category', 'workflow', ...on]), / {2}greeter +workflow /);
+  t.equal(await ok(t, ['definition', 'list', '--category', 'playground', ...on]), 'ID  ALIAS  CATEGORY  CREATED_AT\n');
+
+  t.match(JSON.parse(await ok(t, ['api', 'openapi'])), { openapi: /^3\.1\./, paths: Object });
+  t.match(JSON.parse(await ok(t, ['api', 'openrpc'])), { openrpc: String, methods: Array });
+});
+
+t.test('the bin: exit codes and streams of a real process', async (t) => {
+  const [version, refused, usage] = await Promise.all([
+    // A cache directory that cannot be made (Node's recursive mkdir spins forever under /proc):
+    // the compile cache is left off and the command runs.
+    bin(['--version'], '', { XDG_CACHE_HOME: '/proc/no-such-directory' }),
+    bin(['orgs', 'get', 'no-such-org']),
+    bin(['orgs', 'create']),
+  ]);
+  t.equal(version.code, 0, version.stderr);
+  t.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  t.equal(refused.code, 1, 'a refusal exits 1');
+  t.equal(refused.stdout, '');
+  t.match(refused.stderr, /^error: not_found: [^\n]+\n$/);
+  t.equal(usage.code, 2, 'a usage error exits 2');
+  t.equal(usage.stderr, "error: invalid_arguments: missing required argument 'alias'\n");
+});
+
 t.test("wsctl started by a Node older than 24 runs itself under the project's Node 24", async (t) => {
   // The first `node` on PATH outside node_modules (the system's), when it is older than 24.
   const path = (process.env.PATH ?? '').split(':').filter((dir) => !dir.includes('node_modules'));
-  const { spawnSync } = await import('node:child_process');
   const probe = spawnSync('node', ['-p', 'process.versions.node'], {
     env: { ...process.env, PATH: path.join(':') },
     encoding: 'utf8',
