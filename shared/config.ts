@@ -59,6 +59,22 @@ export interface Config {
     graphElementsPerRevision: number;
     graphBytesPerRevision: number;
   };
+  /** Webhooks in and out (docs/webhooks.md); 0 turns a bound off. */
+  hooks: {
+    /** Triggers, and event hooks, one session may hold. */
+    triggersPerSession: number;
+    eventHooksPerSession: number;
+    /** Requests to one trigger, and to all the triggers of one organization, per minute (this control plane). */
+    callsPerTrigger: number;
+    callsPerOrg: number;
+    /** Requests naming no trigger (404) one client address may make per minute before it is refused. */
+    missesPerAddress: number;
+    /** Deliveries one runner posts at once, and of them, for one organization. */
+    deliveriesInFlight: number;
+    deliveriesPerOrg: number;
+    /** Seconds one delivery attempt may take, connection to last byte. */
+    deliverySeconds: number;
+  };
   /** Origins (scheme://host[:port]) a browser app may call the REST API from (CORS); none by default. */
   corsOrigins: string[];
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
@@ -198,6 +214,14 @@ const envSchema = z
     NLP_BYTES_PER_REVISION: intVar('NLP_BYTES_PER_REVISION', 64 * 1024 * 1024),
     GRAPH_ELEMENTS_PER_REVISION: intVar('GRAPH_ELEMENTS_PER_REVISION', 100_000),
     GRAPH_BYTES_PER_REVISION: intVar('GRAPH_BYTES_PER_REVISION', 64 * 1024 * 1024),
+    TRIGGERS_PER_SESSION: intVar('TRIGGERS_PER_SESSION', 10),
+    EVENT_HOOKS_PER_SESSION: intVar('EVENT_HOOKS_PER_SESSION', 10),
+    HOOK_CALLS_PER_TRIGGER_PER_MINUTE: intVar('HOOK_CALLS_PER_TRIGGER_PER_MINUTE', 120),
+    HOOK_CALLS_PER_ORG_PER_MINUTE: intVar('HOOK_CALLS_PER_ORG_PER_MINUTE', 600),
+    HOOK_MISSES_PER_ADDRESS_PER_MINUTE: intVar('HOOK_MISSES_PER_ADDRESS_PER_MINUTE', 60),
+    HOOK_DELIVERIES_IN_FLIGHT: intVar('HOOK_DELIVERIES_IN_FLIGHT', 32, { min: 1, max: 1024 }),
+    HOOK_DELIVERIES_PER_ORG: intVar('HOOK_DELIVERIES_PER_ORG', 4, { min: 1, max: 1024 }),
+    HOOK_DELIVERY_SECONDS: intVar('HOOK_DELIVERY_SECONDS', 10, { min: 1, max: 300 }),
     RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
     RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
     RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
@@ -331,6 +355,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       nlpBytesPerRevision: v.NLP_BYTES_PER_REVISION,
       graphElementsPerRevision: v.GRAPH_ELEMENTS_PER_REVISION,
       graphBytesPerRevision: v.GRAPH_BYTES_PER_REVISION,
+    },
+    hooks: {
+      triggersPerSession: v.TRIGGERS_PER_SESSION,
+      eventHooksPerSession: v.EVENT_HOOKS_PER_SESSION,
+      callsPerTrigger: v.HOOK_CALLS_PER_TRIGGER_PER_MINUTE,
+      callsPerOrg: v.HOOK_CALLS_PER_ORG_PER_MINUTE,
+      missesPerAddress: v.HOOK_MISSES_PER_ADDRESS_PER_MINUTE,
+      deliveriesInFlight: v.HOOK_DELIVERIES_IN_FLIGHT,
+      deliveriesPerOrg: v.HOOK_DELIVERIES_PER_ORG,
+      deliverySeconds: v.HOOK_DELIVERY_SECONDS,
     },
     corsOrigins: v.CORS_ORIGINS,
     modelStore,
