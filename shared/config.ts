@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { loadSecrets, type Secrets } from './secrets.ts';
 import { s3SettingsFrom, type S3Settings } from './onnx/s3-settings.ts';
 import { RUNNER_TIMING_DEFAULTS } from './runner-timings.ts';
+import { AddressExemptions } from './egress/addresses.ts';
+import { EGRESS_DEFAULTS, parseOrgHosts, type EgressSettings } from './egress/policy.ts';
 
 /** Everything a process is configured with. Only entry files call `loadConfig`. */
 export interface Config {
@@ -111,6 +113,8 @@ export interface Config {
   };
   /** OpenTelemetry tracing (shared/tracing/); null, the default, loads nothing of the SDK. */
   tracing: TracingSettings | null;
+  /** The egress policy of outside calls (shared/egress/policy.ts; docs/configuration.md, "Outside calls"). */
+  egress: EgressSettings;
 }
 
 /** Where spans go when tracing is on (`OTEL_EXPORTER_OTLP_ENDPOINT` set). */
@@ -254,6 +258,49 @@ const envSchema = z
         return raw.trim();
       }),
     OTEL_SERVICE_NAME: z.string().optional(),
+    EGRESS_ALLOW_ADDRESSES: z
+      .string()
+      .optional()
+      .transform((raw, ctx) => {
+        const ranges = (raw ?? '')
+          .split(',')
+          .map((r) => r.trim())
+          .filter((r) => r !== '');
+        try {
+          new AddressExemptions(ranges);
+        } catch (error) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `EGRESS_ALLOW_ADDRESSES must list addresses or CIDR ranges (127.0.0.1/32, fd12::/64): ${(error as Error).message}`,
+          });
+          return z.NEVER;
+        }
+        return ranges;
+      }),
+    EGRESS_ORG_HOSTS: z
+      .string()
+      .optional()
+      .transform((raw, ctx) => {
+        try {
+          return parseOrgHosts(raw ?? '');
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: `EGRESS_ORG_HOSTS: ${(error as Error).message}` });
+          return z.NEVER;
+        }
+      }),
+    EGRESS_CALLS_PER_ORG: intVar('EGRESS_CALLS_PER_ORG', EGRESS_DEFAULTS.callsPerOrg, { min: 1, max: 10_000 }),
+    EGRESS_CALLS_PER_THREAD: intVar('EGRESS_CALLS_PER_THREAD', EGRESS_DEFAULTS.callsPerThread, {
+      min: 1,
+      max: 100_000,
+    }),
+    EGRESS_RESPONSE_BYTES: intVar('EGRESS_RESPONSE_BYTES', EGRESS_DEFAULTS.maxResponseBytes, {
+      min: 1,
+      max: 256 * 1024 * 1024,
+    }),
+    EGRESS_TIMEOUT_SECONDS: intVar('EGRESS_TIMEOUT_SECONDS', EGRESS_DEFAULTS.maxTimeoutSeconds, {
+      min: 1,
+      max: 3600,
+    }),
     CORS_ORIGINS: z
       .string()
       .optional()
@@ -291,6 +338,11 @@ const envSchema = z
       ctx.addIssue({
         code: 'custom',
         message: `SANDBOX_MEMORY_MB must be 0 (derived from the isolates' heap bounds) or at least ${MIN_SANDBOX_MEMORY_MB}, got ${env.SANDBOX_MEMORY_MB}`,
+      });
+    if (env.EGRESS_CALLS_PER_THREAD < env.EGRESS_CALLS_PER_ORG)
+      ctx.addIssue({
+        code: 'custom',
+        message: `EGRESS_CALLS_PER_THREAD must be at least EGRESS_CALLS_PER_ORG (${env.EGRESS_CALLS_PER_ORG}), got ${env.EGRESS_CALLS_PER_THREAD}`,
       });
     if (env.RUNNER_SWEEP_SECONDS < 1)
       ctx.addIssue({
@@ -390,6 +442,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       v.OTEL_EXPORTER_OTLP_ENDPOINT === null
         ? null
         : { endpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME?.trim() || null },
+    egress: {
+      allowAddresses: v.EGRESS_ALLOW_ADDRESSES,
+      orgHosts: v.EGRESS_ORG_HOSTS,
+      callsPerOrg: v.EGRESS_CALLS_PER_ORG,
+      callsPerThread: v.EGRESS_CALLS_PER_THREAD,
+      maxResponseBytes: v.EGRESS_RESPONSE_BYTES,
+      maxTimeoutSeconds: v.EGRESS_TIMEOUT_SECONDS,
+    },
   };
 }
 
