@@ -47,8 +47,8 @@ export interface DeliveryLoopOptions {
 /** Deliveries are tried for a day after the end they announce. */
 const GIVE_UP_SECONDS = 24 * 3600;
 const MAX_RETRY_MS = 3600_000;
-/** Bytes of a receiver's answer read: only its status matters. */
-const ANSWER_BYTES = 4096;
+/** Bytes of a receiver's answer read (only its status matters); a longer answer is a failed attempt. */
+const ANSWER_BYTES = 64 * 1024;
 /** How long an error message an attempt records may be. */
 const ERROR_CHARS = 500;
 const CLEANUP_EVERY_MS = 10 * 60_000;

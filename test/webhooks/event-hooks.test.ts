@@ -15,9 +15,11 @@ import { createCredentialCipher } from '../../shared/crypto/credential-cipher.ts
 import { DeliveryLoop, type DeliveryLoopOptions } from '../../runner/hooks/delivery-loop.ts';
 import { buildTestApp, call, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { command, createWorkflow, define, waitFor, type Workflow } from '../helpers/runner.ts';
-import { loopbackTransport } from '../helpers/hook-transport.ts';
+import { createEgressPolicy } from '../../shared/egress/policy.ts';
+import { egressTransport } from '../../shared/webhooks/egress-transport.ts';
 
-const { app, db, config } = await buildTestApp(t);
+// The egress policy refuses loopback by default; these receivers are allowed by this explicit setting.
+const { app, db, config } = await buildTestApp(t, { EGRESS_ALLOW_ADDRESSES: '127.0.0.1/32' });
 const alice = await signInAnonymous(app);
 
 interface Received {
@@ -56,7 +58,7 @@ function startLoop(t: Test, overrides: Partial<DeliveryLoopOptions> = {}): Deliv
   const loop = new DeliveryLoop({
     db,
     cipher: createCredentialCipher(config.secrets.CREDENTIAL_KEY),
-    transport: loopbackTransport(),
+    transport: egressTransport({ policy: createEgressPolicy(config.egress) }),
     log: pino({ level: 'silent' }),
     inFlight: 8,
     perOrg: 4,
@@ -225,6 +227,25 @@ t.test("one organization's deliveries hold at most its share of a runner's slots
   t.equal(loop.inFlight(), 2, 'the busy organization holds two slots; the third stays free for others');
   t.equal(server.received.filter((r) => r.path === '/slow').length, 2);
   for (const response of server.held.splice(0)) response.writeHead(200).end();
+});
+
+t.test('deliveries are subject to the egress policy: loopback is refused unless allowed', async (t) => {
+  const server = await receiver(t, () => 200);
+  const h = await hook(alice, flow, `${server.base}/refused`, ['execution.cancelled']);
+  // The default policy, as in production: no loopback.
+  startLoop(t, { transport: egressTransport({ policy: createEgressPolicy() }) });
+  const e = (
+    await command(app, alice, flow.rev, 'create_execution', { session_id: flow.sessionId, definition_id: sleeper })
+  ).execution;
+  await command(app, alice, flow.rev, 'cancel_execution', { execution_id: e.id });
+  const [first] = await waitFor(
+    () => attempts(alice, flow, h.event_hook.id),
+    (list) => list.length >= 1,
+    'a refused attempt',
+  );
+  t.match(first, { attempt: 1, outcome: 'retrying', status_code: null, error: /^egress_refused: / });
+  t.equal(server.received.length, 0, 'nothing reached the receiver');
+  await command(app, alice, flow.rev, 'delete_event_hook', { hook_id: h.event_hook.id });
 });
 
 t.test('create_event_hook is checked like a creation', async (t) => {
