@@ -19,7 +19,7 @@ const COLUMNS =
   't.id, t.revision_id, t.session_id, t.definition_id, t.created_by, t.acting_as, t.created_at, t.secret_set_at';
 
 /** The path a trigger answers on, relative to the service's base URL. */
-export function triggerPath(id: string): string {
+function triggerPath(id: string): string {
   return `/v1/hooks/${id}`;
 }
 

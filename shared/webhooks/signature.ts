@@ -11,9 +11,9 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const ID_HEADER = 'webhook-id';
-export const TIMESTAMP_HEADER = 'webhook-timestamp';
-export const SIGNATURE_HEADER = 'webhook-signature';
+const ID_HEADER = 'webhook-id';
+const TIMESTAMP_HEADER = 'webhook-timestamp';
+const SIGNATURE_HEADER = 'webhook-signature';
 
 const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;

@@ -4,7 +4,7 @@
  * guarded request (shared/egress/); tests pass the same with loopback allowed by an explicit
  * setting. A refusal or a failure throws; any answer, whatever its status, resolves.
  */
-export interface HookRequest {
+interface HookRequest {
   url: string;
   method: 'POST';
   headers: Record<string, string>;
@@ -15,7 +15,7 @@ export interface HookRequest {
   orgId: string;
 }
 
-export interface HookResponse {
+interface HookResponse {
   status: number;
 }
 

@@ -72,7 +72,7 @@ function startLoop(t: Test, overrides: Partial<DeliveryLoopOptions> = {}): Deliv
   return loop;
 }
 
-/** What a receiver does with the Standard Webhooks headers (docs/webhooks.md, "Verifying"). */
+/** What a receiver does with the Standard Webhooks headers (docs/webhooks.md, "Verifying a delivery (Node)"). */
 function verify(secret: string, message: Received): boolean {
   const id = String(message.headers['webhook-id']);
   const timestamp = String(message.headers['webhook-timestamp']);
