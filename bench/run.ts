@@ -5,7 +5,7 @@
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
  *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only
- *                     --skip-peer --peer-only]
+ *                     --skip-peer --peer-only --skip-webhooks --webhooks-only]
  *
  * The peer section (bench/peer.ts: graphile-worker beside the product on a durable PostgreSQL), the
  * scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
@@ -56,6 +56,8 @@ const { values: args } = parseArgs({
     'skip-peer': { type: 'boolean', default: false },
     'peer-only': { type: 'boolean', default: false },
     'pressure-only': { type: 'boolean', default: false },
+    'skip-webhooks': { type: 'boolean', default: false },
+    'webhooks-only': { type: 'boolean', default: false },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -384,6 +386,11 @@ function schedulerSection(): Promise<string> {
   return childSection('scheduler.ts', 'Scheduler (one runner, defaults; docs/benchmarks.md "Scheduler")');
 }
 
+/** The webhooks section (bench/webhooks.ts): webhook in → first node, a quiet organization beside a flood. */
+function webhooksSection(): Promise<string> {
+  return childSection('webhooks.ts', 'Webhooks (one runner, defaults; docs/benchmarks.md "Webhooks")');
+}
+
 /** The ONNX section (bench/onnx.ts): model transfer, run_model, onnx.run. */
 function onnxSection(): Promise<string> {
   return childSection('onnx.ts', 'ONNX models (one runner, defaults; docs/benchmarks.md "ONNX models")');
@@ -422,6 +429,10 @@ async function main(): Promise<void> {
   }
   if (args['scheduler-only']) {
     process.stdout.write(`\n${await schedulerSection()}\n`);
+    return;
+  }
+  if (args['webhooks-only']) {
+    process.stdout.write(`\n${await webhooksSection()}\n`);
     return;
   }
   if (args['onnx-only']) {
@@ -530,6 +541,10 @@ async function main(): Promise<void> {
   if (!args['skip-scheduler']) {
     log('scheduler (bench/scheduler.ts)');
     process.stdout.write(`\n${await schedulerSection()}\n`);
+  }
+  if (!args['skip-webhooks']) {
+    log('webhooks (bench/webhooks.ts)');
+    process.stdout.write(`\n${await webhooksSection()}\n`);
   }
   if (!args['skip-onnx']) {
     log('ONNX models (bench/onnx.ts)');
