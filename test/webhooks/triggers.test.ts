@@ -12,6 +12,7 @@ import t from 'tap';
 import { signedHeaders } from '../../shared/webhooks/signature.ts';
 import { buildTestApp, call, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { grant } from '../helpers/access.ts';
+import { assertRefusal, commandTransports, TRANSPORTS } from '../helpers/command-transports.ts';
 import { command, createWorkflow, define, getExecution, type Workflow } from '../helpers/runner.ts';
 
 const PER_TRIGGER = 6;
@@ -173,6 +174,37 @@ t.test('who may create a trigger is who may create an execution; its requests ac
   const rotated = await command(app, alice, setup.flow.rev, 'rotate_trigger_secret', { trigger_id: trigger.id });
   t.equal(rotated.trigger.acting_as, alice.user.id);
   t.equal((await post(trigger.path, rotated.secret, '{}')).statusCode, 202);
+});
+
+t.test('the trigger commands answer alike over REST and JSON-RPC', async (t) => {
+  const transports = await commandTransports(t, app);
+  for (const via of TRANSPORTS) {
+    const created = await transports.run(via, alice, main.flow.rev, 'create_trigger', {
+      session_id: main.flow.sessionId,
+      definition_id: main.definitionId,
+    });
+    t.equal(created.status, 200, via);
+    t.match(created.body.secret, /^whsec_/);
+    const id = created.body.trigger.id;
+    const rotated = await transports.run(via, alice, main.flow.rev, 'rotate_trigger_secret', { trigger_id: id });
+    t.not(rotated.body.secret, created.body.secret);
+    const deleted = await transports.run(via, alice, main.flow.rev, 'delete_trigger', { trigger_id: id });
+    t.equal(deleted.body.trigger.id, id);
+    assertRefusal(
+      t,
+      await transports.run(via, alice, main.flow.rev, 'get_trigger', { trigger_id: id }),
+      404,
+      'not_found',
+      via,
+    );
+    assertRefusal(
+      t,
+      await transports.run(via, bob, main.flow.rev, 'list_triggers', { session_id: main.flow.sessionId }),
+      404,
+      'not_found',
+      via,
+    );
+  }
 });
 
 t.test("a flood on one trigger is throttled; another organization's trigger is not", async (t) => {
