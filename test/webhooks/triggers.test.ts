@@ -10,13 +10,13 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { signedHeaders } from '../../shared/webhooks/signature.ts';
-import { buildTestApp, call, signInAnonymous, type Caller } from '../helpers/app.ts';
+import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { grant } from '../helpers/access.ts';
 import { assertRefusal, commandTransports, TRANSPORTS } from '../helpers/command-transports.ts';
 import { command, createWorkflow, define, getExecution, type Workflow } from '../helpers/runner.ts';
 
 const PER_TRIGGER = 6;
-const PER_ORG = 9;
+const PER_ORG = 30;
 const { app } = await buildTestApp(t, {
   HOOK_CALLS_PER_TRIGGER_PER_MINUTE: String(PER_TRIGGER),
   HOOK_CALLS_PER_ORG_PER_MINUTE: String(PER_ORG),
@@ -67,6 +67,21 @@ t.test('a signed request starts an execution with the body as input_data', async
   t.same(execution.input_data, { order: 42, items: ['a', 'b'] });
   t.equal(execution.session_id, main.flow.sessionId);
   t.equal(execution.definition_id, main.definitionId);
+
+  // Senders that name another content type, or none, are read the same way: the bytes are what is signed.
+  for (const contentType of ['text/plain', undefined]) {
+    const plain = '{"plain":true}';
+    const res2 = await app.inject({
+      method: 'POST',
+      url: trigger.path,
+      headers: {
+        ...(contentType ? { 'content-type': contentType } : {}),
+        ...signedHeaders(secret, `msg_${randomUUID()}`, plain),
+      },
+      payload: plain,
+    });
+    t.equal(res2.statusCode, 202, `${contentType}: ${res2.body}`);
+  }
 
   // Get and list never show the secret.
   const got = await command(app, alice, main.flow.rev, 'get_trigger', { trigger_id: trigger.id });
@@ -227,10 +242,13 @@ t.test("a flood on one trigger is throttled; another organization's trigger is n
 t.test("an organization's triggers together are throttled", async (t) => {
   const dave = await signInAnonymous(app);
   const setup = await workflowWithDefinition(dave);
-  const triggers = [await createTrigger(dave, setup), await createTrigger(dave, setup)];
+  await setOverride(app, 'workflow.running_executions_per_org', 'org', setup.flow.orgId, 100);
+  // Seven triggers: none reaches its own allowance before the organization's is spent.
+  const triggers = [];
+  for (let i = 0; i < 7; i++) triggers.push(await createTrigger(dave, setup));
   const statuses: number[] = [];
   for (let i = 0; i < PER_ORG + 1; i++) {
-    const { trigger, secret } = triggers[i % 2]!;
+    const { trigger, secret } = triggers[i % triggers.length]!;
     statuses.push((await post(trigger.path, secret, '{}')).statusCode);
   }
   t.same(statuses.slice(0, PER_ORG), Array(PER_ORG).fill(202));
