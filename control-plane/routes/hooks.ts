@@ -104,9 +104,12 @@ export async function hookRoutes(app: FastifyInstance): Promise<void> {
 
   const refuseThrottled = async (request: FastifyRequest, _reply: FastifyReply) => {
     const { trigger_id: id } = request.params as { trigger_id: string };
-    const missed = misses.blockedFor(request.ip);
-    if (missed > 0) throw throttled(missed, 'naming no trigger from this address');
     const org = orgOf.get(id);
+    // An address that named too many unknown triggers is refused any trigger this control plane
+    // has not seen; triggers it has seen answer as before, so a sender retrying a deleted trigger
+    // does not lose its others.
+    const missed = org === undefined ? misses.blockedFor(request.ip) : 0;
+    if (missed > 0) throw throttled(missed, 'naming no trigger from this address');
     if (org !== undefined) {
       const wait = perOrg.blockedFor(org);
       if (wait > 0) throw throttled(wait, "to this organization's triggers");

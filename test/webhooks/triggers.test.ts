@@ -17,7 +17,9 @@ import { command, createWorkflow, define, getExecution, type Workflow } from '..
 
 const PER_TRIGGER = 6;
 const PER_ORG = 30;
+const MISSES = 10;
 const { app } = await buildTestApp(t, {
+  HOOK_MISSES_PER_ADDRESS_PER_MINUTE: String(MISSES),
   HOOK_CALLS_PER_TRIGGER_PER_MINUTE: String(PER_TRIGGER),
   HOOK_CALLS_PER_ORG_PER_MINUTE: String(PER_ORG),
 });
@@ -253,4 +255,20 @@ t.test("an organization's triggers together are throttled", async (t) => {
   }
   t.same(statuses.slice(0, PER_ORG), Array(PER_ORG).fill(202));
   t.equal(statuses[PER_ORG], 429);
+});
+
+// Last: it spends this address's allowance of unknown triggers for the rest of the minute.
+t.test('an address naming unknown triggers is refused before the database; known triggers still answer', async (t) => {
+  const known = await createTrigger(alice);
+  t.equal((await post(known.trigger.path, known.secret, '{}')).statusCode, 202);
+  const fresh = await createTrigger(alice);
+  const statuses: number[] = [];
+  for (let i = 0; i <= MISSES && !statuses.includes(429); i++)
+    statuses.push((await post(`/v1/hooks/${randomUUID()}`, known.secret, '{}')).statusCode);
+  t.equal(statuses.at(-1), 429, `refused after its misses: ${statuses.join(' ')}`);
+  t.ok(statuses.slice(0, -1).every((status) => status === 404));
+  t.equal((await post(known.trigger.path, known.secret, '{}')).statusCode, 202, 'a trigger seen before answers');
+  const unseen = await post(fresh.trigger.path, fresh.secret, '{}');
+  t.equal(unseen.statusCode, 429, 'one not seen yet waits for the window, like an unknown one');
+  t.ok(Number(unseen.headers['retry-after']) >= 1);
 });
