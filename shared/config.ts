@@ -344,6 +344,11 @@ const envSchema = z
         code: 'custom',
         message: `EGRESS_CALLS_PER_THREAD must be at least EGRESS_CALLS_PER_ORG (${env.EGRESS_CALLS_PER_ORG}), got ${env.EGRESS_CALLS_PER_THREAD}`,
       });
+    if (env.HOOK_DELIVERIES_IN_FLIGHT < env.HOOK_DELIVERIES_PER_ORG)
+      ctx.addIssue({
+        code: 'custom',
+        message: `HOOK_DELIVERIES_IN_FLIGHT must be at least HOOK_DELIVERIES_PER_ORG (${env.HOOK_DELIVERIES_PER_ORG}), got ${env.HOOK_DELIVERIES_IN_FLIGHT}`,
+      });
     if (env.RUNNER_SWEEP_SECONDS < 1)
       ctx.addIssue({
         code: 'custom',

@@ -75,6 +75,25 @@ t.test('egress: defaults, and the grammar of addresses and allow-lists', async (
   t.same(bounds.problems, ['EGRESS_CALLS_PER_THREAD must be at least EGRESS_CALLS_PER_ORG (10), got 5']);
 });
 
+t.test("webhooks: defaults, and one organization's deliveries within the runner's", async (t) => {
+  t.same(loadConfig({ ...SECRETS }).hooks, {
+    triggersPerSession: 10,
+    eventHooksPerSession: 10,
+    callsPerTrigger: 120,
+    callsPerOrg: 600,
+    missesPerAddress: 60,
+    deliveriesInFlight: 32,
+    deliveriesPerOrg: 4,
+    deliverySeconds: 10,
+  });
+  const bounds = t.throws(() =>
+    loadConfig({ ...SECRETS, HOOK_DELIVERIES_IN_FLIGHT: '2', HOOK_DELIVERIES_PER_ORG: '3' }),
+  ) as unknown as ConfigError;
+  t.same(bounds.problems, ['HOOK_DELIVERIES_IN_FLIGHT must be at least HOOK_DELIVERIES_PER_ORG (3), got 2']);
+  const seconds = t.throws(() => loadConfig({ ...SECRETS, HOOK_DELIVERY_SECONDS: '0' })) as unknown as ConfigError;
+  t.same(seconds.problems, ['HOOK_DELIVERY_SECONDS must be from 1 to 300, got 0']);
+});
+
 t.test('tracing: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and then an http(s) URL', async (t) => {
   t.equal(loadConfig({ ...SECRETS }).tracing, null, 'unset: off');
   t.equal(
