@@ -128,7 +128,15 @@ t.test('an end is delivered, signed, once per subscribed hook; a 500 is retried 
   const payload = JSON.parse(toSteady!.body);
   t.match(payload, {
     type: 'execution.cancelled',
-    data: { execution: { id: execution.id, revision_id: flow.rev, session_id: flow.sessionId, status: 'cancelled' } },
+    data: {
+      execution: {
+        id: execution.id,
+        revision_id: flow.rev,
+        session_id: flow.sessionId,
+        status: 'cancelled',
+        output_omitted: false,
+      },
+    },
   });
   const flakyTries = server.received.filter((r) => r.path === '/flaky');
   t.equal(flakyTries.length, 2);

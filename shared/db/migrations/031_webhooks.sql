@@ -107,7 +107,10 @@ BEGIN
              'session_id', NEW.session_id,
              'definition_id', NEW.definition_id,
              'status', NEW.status,
-             'output', NEW.output,
+             -- An output past 64 KiB is left out (the receiver reads it with get_execution):
+             -- a delivery's size, and each hook's copy of it, stays bounded.
+             'output', CASE WHEN octet_length(NEW.output::text) > 65536 THEN NULL ELSE NEW.output END,
+             'output_omitted', COALESCE(octet_length(NEW.output::text) > 65536, false),
              'error', NEW.error,
              'created_at', to_char(NEW.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
              'started_at', to_char(NEW.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
