@@ -49,7 +49,7 @@ const threadPostSchema = z.strictObject({
   files: z.array(aliasSchema).optional(),
 });
 
-/** `ctx.fetch(url, init)`'s init: the WHATWG subset outside calls take (docs/sandbox.md, "ctx.fetch"). */
+/** `ctx.fetch(url, init)`'s init: the WHATWG subset outside calls take (docs/sandbox.md, "Outside calls"). */
 const fetchInitSchema = z
   .strictObject({
     method: z.string().max(16).optional(),

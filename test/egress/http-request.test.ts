@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { EGRESS_DEFAULTS } from '../../shared/egress/policy.ts';
 import { buildTestApp, call, setOverride, signInAnonymous } from '../helpers/app.ts';
+import { createBlob } from '../helpers/resources.ts';
 import {
   command,
   createWorkflow,
@@ -190,6 +191,46 @@ t.test('credentials: a credential of another organization is never visible', asy
   t.equal(execution.status, 'failed');
   t.equal(execution.error.code, 'not_found');
   t.match(execution.error.message, /No credential named api/);
+});
+
+t.test('an admin may restrict an organization credential to named blobs', async (t) => {
+  const { blob: elsewhere } = await createBlob(app, alice, flow.orgId);
+  const store = (body: Record<string, unknown>) =>
+    call(app, 'POST', '/v1/credentials', {
+      as: alice,
+      body: { target: 'organization', target_id: flow.orgId, ...body },
+    });
+  const narrow = await store({ name: 'narrow', secret: 'narrow-secret-1', blob_ids: [elsewhere.id] });
+  t.equal(narrow.status, 201);
+  t.same(narrow.body.credential.blob_ids, [elsewhere.id]);
+  t.equal((await store({ name: 'mine', secret: 'mine-secret-1', blob_ids: [flow.blobId] })).status, 201);
+  const read = (name: string) =>
+    run(oneNode('logic.code', { code: `export default async (input, ctx) => ctx.credentials.get('${name}')` }));
+  const refused = await read('narrow');
+  t.equal(refused.execution.error.code, 'not_found', 'restricted to another blob: not visible here');
+  const allowed = await read('mine');
+  t.equal(allowed.execution.status, 'succeeded');
+  t.equal(allowed.execution.output, '[redacted]');
+  const foreign = await store({ name: 'foreign', secret: 'x-secret-1', blob_ids: [other.blobId] });
+  t.equal(foreign.status, 404);
+  t.equal(foreign.body.error, 'not_found');
+  const onBlob = await call(app, 'POST', '/v1/credentials', {
+    as: alice,
+    body: { target: 'blob', target_id: flow.blobId, name: 'b', secret: 'blob-secret-1', blob_ids: [flow.blobId] },
+  });
+  t.equal(onBlob.status, 400);
+  t.equal(onBlob.body.error, 'invalid_request_body');
+});
+
+t.test('check_definition checks http.request configs and their placeholders', async (t) => {
+  const verdict = await command(app, alice, flow.rev, 'check_definition', {
+    graph: oneNode('http.request', { url: 'https://api.example.com/{{secrets.x}}', method: 'GET', body: 'x' }),
+  });
+  t.equal(verdict.status, 'failure');
+  t.same(verdict.errors.map((e: { code: string; field: string }) => [e.code, e.field]).sort(), [
+    ['invalid_config', 'config.method'],
+    ['invalid_config', 'config.url'],
+  ]);
 });
 
 t.test('ctx.fetch and ctx.credentials.get in logic.code, redacted in output, logs and errors', async (t) => {
