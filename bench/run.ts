@@ -5,7 +5,7 @@
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
  *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only
- *                     --skip-peer --peer-only --skip-webhooks --webhooks-only]
+ *                     --skip-peer --peer-only --skip-http --http-only --skip-webhooks --webhooks-only]
  *
  * The peer section (bench/peer.ts: graphile-worker beside the product on a durable PostgreSQL), the
  * scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
@@ -56,6 +56,8 @@ const { values: args } = parseArgs({
     'skip-peer': { type: 'boolean', default: false },
     'peer-only': { type: 'boolean', default: false },
     'pressure-only': { type: 'boolean', default: false },
+    'skip-http': { type: 'boolean', default: false },
+    'http-only': { type: 'boolean', default: false },
     'skip-webhooks': { type: 'boolean', default: false },
     'webhooks-only': { type: 'boolean', default: false },
   },
@@ -396,6 +398,11 @@ function onnxSection(): Promise<string> {
   return childSection('onnx.ts', 'ONNX models (one runner, defaults; docs/benchmarks.md "ONNX models")');
 }
 
+/** The outside-calls section (bench/http-calls.ts): `http.request` node overhead against a local server. */
+function httpSection(): Promise<string> {
+  return childSection('http-calls.ts', 'Outside calls (one runner, defaults; docs/benchmarks.md "Outside calls")');
+}
+
 /** The peer section (bench/peer.ts): the product beside graphile-worker on a durable PostgreSQL. */
 function peerSection(): Promise<string> {
   return childSection(
@@ -445,6 +452,10 @@ async function main(): Promise<void> {
   }
   if (args['pressure-only']) {
     process.stdout.write(`\n${await pressureSection()}\n`);
+    return;
+  }
+  if (args['http-only']) {
+    process.stdout.write(`\n${await httpSection()}\n`);
     return;
   }
   log('sandbox warm overhead (bench/sandbox.ts)');
@@ -549,6 +560,10 @@ async function main(): Promise<void> {
   if (!args['skip-onnx']) {
     log('ONNX models (bench/onnx.ts)');
     process.stdout.write(`\n${await onnxSection()}\n`);
+  }
+  if (!args['skip-http']) {
+    log('outside calls (bench/http-calls.ts)');
+    process.stdout.write(`\n${await httpSection()}\n`);
   }
   if (!args['skip-pressure']) {
     log('shared processes under a hostile tenant (bench/pressure.ts)');

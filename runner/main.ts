@@ -135,6 +135,7 @@ async function start(): Promise<void> {
     ...(config.runner.sandboxMemoryMb > 0 ? { sandboxMemoryMb: config.runner.sandboxMemoryMb } : {}),
     tracing: tracing?.tracing ?? null,
     threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
+    outside: { egress: config.egress, credentialKey: config.secrets.CREDENTIAL_KEY },
   });
   await engine.start();
   retention = startRetentionTimer(db, { log });

@@ -113,7 +113,7 @@ export interface Config {
   };
   /** OpenTelemetry tracing (shared/tracing/); null, the default, loads nothing of the SDK. */
   tracing: TracingSettings | null;
-  /** The egress policy of outside calls (shared/egress/policy.ts; docs/configuration.md, "Outside calls"). */
+  /** The egress policy of outside calls (shared/egress/policy.ts; docs/sandbox.md, "Outside calls"). */
   egress: EgressSettings;
 }
 

@@ -2535,7 +2535,7 @@ export interface paths {
         put?: never;
         /**
          * Store a credential
-         * @description `admin` on the target; *perimeter*. 409 when the target has one of that name.
+         * @description `admin` on the target; *perimeter*. 409 when the target has one of that name. `blob_ids` (organization credentials only) restricts the blobs whose workflows resolve it.
          */
         post: {
             parameters: {
@@ -2550,6 +2550,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        blob_ids?: string[];
                         name: string;
                         secret: string;
                         /** @enum {string} */
@@ -13742,6 +13743,7 @@ export interface components {
         };
         /** @description A stored credential: metadata only, never the secret. */
         Credential: {
+            blob_ids: string[] | null;
             /** Format: date-time */
             created_at: string;
             created_by: string | null;

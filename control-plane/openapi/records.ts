@@ -123,6 +123,8 @@ export const credentialSchema = z
     target_id: uuid,
     created_by: uuid.nullable(),
     created_at: timestamp,
+    /** The blobs whose workflows may resolve an organization credential; null: every blob of the organization. */
+    blob_ids: z.array(uuid).nullable(),
   })
   .meta({ id: 'Credential', description: 'A stored credential: metadata only, never the secret.' });
 

@@ -7,16 +7,8 @@
 import { BlockList, isIP } from 'node:net';
 
 /** Why an address is refused; the words appear in the node error's message. */
-const ADDRESS_CLASSES = [
-  'unspecified',
-  'loopback',
-  'private',
-  'link_local',
-  'cloud_metadata',
-  'multicast',
-  'reserved',
-] as const;
-export type AddressClass = (typeof ADDRESS_CLASSES)[number];
+export type AddressClass =
+  'unspecified' | 'loopback' | 'private' | 'link_local' | 'cloud_metadata' | 'multicast' | 'reserved';
 
 type Range = readonly [network: string, prefix: number];
 

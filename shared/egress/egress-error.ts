@@ -4,7 +4,7 @@
  */
 
 /** The node error codes of outside calls (docs/errors.md, "Codes that are not HTTP errors"). */
-const EGRESS_CODES = ['egress_refused', 'egress_failed', 'egress_timeout', 'egress_response_too_large'] as const;
+export const EGRESS_CODES = ['egress_refused', 'egress_failed', 'egress_timeout', 'egress_response_too_large'] as const;
 export type EgressCode = (typeof EGRESS_CODES)[number];
 
 /**

@@ -5,7 +5,7 @@
  */
 import { AddressExemptions } from './addresses.ts';
 
-/** The egress settings of the configuration (docs/configuration.md, "Outside calls"). */
+/** The egress settings of the configuration (docs/sandbox.md, "Outside calls"). */
 export interface EgressSettings {
   /** CIDR ranges exempt from the forbidden address classes (`EGRESS_ALLOW_ADDRESSES`); none by default. */
   allowAddresses: string[];

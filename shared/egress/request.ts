@@ -21,8 +21,8 @@ import type { EgressGate } from './gate.ts';
 import { MAX_REDIRECTS, type EgressPolicy } from './policy.ts';
 
 /** The methods an outside call may use. */
-const EGRESS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
-type EgressMethod = (typeof EGRESS_METHODS)[number];
+export const EGRESS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+export type EgressMethod = (typeof EGRESS_METHODS)[number];
 
 /** One outside call. */
 export interface EgressRequest {
