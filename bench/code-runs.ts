@@ -14,6 +14,8 @@ export const silentHost: HostApi = {
   objects: { get: async () => null, put: async () => null, list: async () => [] },
   thread: { post: async () => null },
   graph: { mutate: async () => [], query: async () => ({ nodes: [], edges: [] }) },
+  fetch: async () => ({ status: 200, statusText: 'OK', headers: {}, body: '', url: '', redirected: false }),
+  credentials: { get: async () => '' },
   log: () => {},
 };
 

@@ -5,7 +5,8 @@
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
  *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only
- *                     --skip-peer --peer-only --skip-console --console-only]
+ *                     --skip-peer --peer-only --skip-console --console-only --skip-http --http-only
+ *                     --skip-webhooks --webhooks-only]
  *
  * The peer section (bench/peer.ts: graphile-worker beside the product on a durable PostgreSQL), the
  * scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
@@ -58,6 +59,10 @@ const { values: args } = parseArgs({
     'pressure-only': { type: 'boolean', default: false },
     'skip-console': { type: 'boolean', default: false },
     'console-only': { type: 'boolean', default: false },
+    'skip-http': { type: 'boolean', default: false },
+    'http-only': { type: 'boolean', default: false },
+    'skip-webhooks': { type: 'boolean', default: false },
+    'webhooks-only': { type: 'boolean', default: false },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -386,9 +391,19 @@ function schedulerSection(): Promise<string> {
   return childSection('scheduler.ts', 'Scheduler (one runner, defaults; docs/benchmarks.md "Scheduler")');
 }
 
+/** The webhooks section (bench/webhooks.ts): webhook in → first node, a quiet organization beside a flood. */
+function webhooksSection(): Promise<string> {
+  return childSection('webhooks.ts', 'Webhooks (one runner, defaults; docs/benchmarks.md "Webhooks")');
+}
+
 /** The ONNX section (bench/onnx.ts): model transfer, run_model, onnx.run. */
 function onnxSection(): Promise<string> {
   return childSection('onnx.ts', 'ONNX models (one runner, defaults; docs/benchmarks.md "ONNX models")');
+}
+
+/** The outside-calls section (bench/http-calls.ts): `http.request` node overhead against a local server. */
+function httpSection(): Promise<string> {
+  return childSection('http-calls.ts', 'Outside calls (one runner, defaults; docs/benchmarks.md "Outside calls")');
 }
 
 /** The peer section (bench/peer.ts): the product beside graphile-worker on a durable PostgreSQL. */
@@ -431,6 +446,10 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${await schedulerSection()}\n`);
     return;
   }
+  if (args['webhooks-only']) {
+    process.stdout.write(`\n${await webhooksSection()}\n`);
+    return;
+  }
   if (args['onnx-only']) {
     process.stdout.write(`\n${await onnxSection()}\n`);
     return;
@@ -445,6 +464,10 @@ async function main(): Promise<void> {
   }
   if (args['console-only']) {
     process.stdout.write(`\n${await consoleSection()}\n`);
+    return;
+  }
+  if (args['http-only']) {
+    process.stdout.write(`\n${await httpSection()}\n`);
     return;
   }
   log('sandbox warm overhead (bench/sandbox.ts)');
@@ -542,9 +565,17 @@ async function main(): Promise<void> {
     log('scheduler (bench/scheduler.ts)');
     process.stdout.write(`\n${await schedulerSection()}\n`);
   }
+  if (!args['skip-webhooks']) {
+    log('webhooks (bench/webhooks.ts)');
+    process.stdout.write(`\n${await webhooksSection()}\n`);
+  }
   if (!args['skip-onnx']) {
     log('ONNX models (bench/onnx.ts)');
     process.stdout.write(`\n${await onnxSection()}\n`);
+  }
+  if (!args['skip-http']) {
+    log('outside calls (bench/http-calls.ts)');
+    process.stdout.write(`\n${await httpSection()}\n`);
   }
   if (!args['skip-pressure']) {
     log('shared processes under a hostile tenant (bench/pressure.ts)');

@@ -36,6 +36,7 @@ import { websocketPlugin } from './ws/plugin.ts';
 import { commandRoutes } from './routes/commands.ts';
 import { sessionFileRoutes } from './routes/session-files.ts';
 import { modelRoutes } from './routes/models.ts';
+import { hookRoutes } from './routes/hooks.ts';
 import { ModelHost } from '../shared/onnx/model-host.ts';
 import type { S3Objects } from '../shared/onnx/s3-objects.ts';
 import { startObjectCleanup } from './models/object-cleanup.ts';
@@ -234,6 +235,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await v1.register(commandRoutes, { commands });
       await v1.register(sessionFileRoutes);
       await v1.register(modelRoutes);
+      await v1.register(hookRoutes);
     },
     { prefix: '/v1' },
   );

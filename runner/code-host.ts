@@ -23,6 +23,9 @@ import type { HostApi } from '../sandbox/host-bridge.ts';
 import type { ProcessSandbox } from '../sandbox/sandbox-process.ts';
 import type { LogLevel } from '../sandbox/messages.ts';
 import { MAX_NODE_LOG_CHARS, MAX_NODE_LOGS, type CodeRunner, type CodeScope, type NodeLog } from './messages.ts';
+import type { OutsideCalls } from './outside/outside-calls.ts';
+import { Redactor } from './outside/redaction.ts';
+import { egressRequest, type EgressMethod } from '../shared/egress/request.ts';
 
 /** `ctx.objects.list`: at most this many objects per page (as `list_session_objects`). */
 const LIST_MAX = 200;
@@ -45,6 +48,22 @@ const threadPostSchema = z.strictObject({
   data: z.unknown().optional(),
   files: z.array(aliasSchema).optional(),
 });
+
+/** `ctx.fetch(url, init)`'s init: the WHATWG subset outside calls take (docs/sandbox.md, "Outside calls"). */
+const fetchInitSchema = z
+  .strictObject({
+    method: z.string().max(16).optional(),
+    headers: z.record(z.string().max(256), z.string().max(16_384)).optional(),
+    body: z
+      .string()
+      .max(8 * 1024 * 1024)
+      .optional(),
+    redirect: z.enum(['follow', 'manual', 'error']).optional(),
+    /** Not WHATWG: the call's own bounds, capped by the operator's. */
+    timeoutMs: z.int().min(1).optional(),
+    maxResponseBytes: z.int().min(1).optional(),
+  })
+  .nullable();
 
 /** Where a run's log entries go: the first MAX_NODE_LOGS, each cut, the rest counted. */
 interface LogSink {
@@ -76,9 +95,55 @@ function createLogSink(): LogSink {
  * The host side of `ctx` for one run in `scope`, over `db` (the worker's own small pool).
  * `reportError` receives failures the code only sees as `internal_error`.
  */
-function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError: (error: unknown) => void): HostApi {
+function sessionHost(
+  db: Db,
+  scope: CodeScope,
+  logs: LogSink,
+  reportError: (error: unknown) => void,
+  outside: OutsideCalls | undefined,
+  run: { redactor: Redactor; signal: AbortSignal },
+): HostApi {
   const origin = { executionId: scope.executionId, node: scope.node };
+  const { redactor } = run;
+  const noOutside = () => new ServiceError('forbidden', 'This runner makes no outside calls and reads no credentials.');
   return {
+    async fetch(url, init) {
+      if (!outside) throw noOutside();
+      if (typeof url !== 'string') throw new ServiceError('invalid_request_body', 'ctx.fetch takes a URL string.');
+      const options = parseInput(fetchInitSchema, init ?? null, 'init') ?? {};
+      const answer = await egressRequest(
+        {
+          url,
+          method: (options.method ?? 'GET').toUpperCase() as EgressMethod,
+          ...(options.headers ? { headers: options.headers } : {}),
+          ...(options.body !== undefined ? { body: options.body } : {}),
+          ...(options.redirect ? { redirect: options.redirect } : {}),
+          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+          ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
+          orgId: scope.orgId,
+          signal: run.signal,
+        },
+        outside.egress,
+      );
+      return {
+        status: answer.status,
+        statusText: answer.statusText,
+        headers: answer.headers,
+        body: answer.body.toString('utf8'),
+        url: answer.url,
+        redirected: answer.redirected,
+      };
+    },
+    credentials: {
+      async get(name) {
+        if (!outside) throw noOutside();
+        if (typeof name !== 'string')
+          throw new ServiceError('invalid_request_body', 'ctx.credentials.get takes a name.');
+        const secret = await outside.credentials.get({ orgId: scope.orgId, blobId: scope.blobId }, name);
+        redactor.add(secret);
+        return secret;
+      },
+    },
     objects: {
       async get(alias) {
         const name = parseInput(aliasSchema, alias, 'alias');
@@ -97,7 +162,7 @@ function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError: (erro
         const { row } = await db.transaction((tx) =>
           writeSessionObject(
             tx,
-            { sessionId: scope.sessionId, alias, value, ...origin },
+            { sessionId: scope.sessionId, alias, value: redactor.value(value), ...origin },
             {
               // The value the execution started with, not the one in force (docs/workflow.md, "Which limit values apply").
               objectsQuota: {
@@ -131,7 +196,7 @@ function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError: (erro
     },
     thread: {
       async post(item) {
-        const post = parseInput(threadPostSchema, item, 'item');
+        const post = parseInput(threadPostSchema, redactor.value(item), 'item');
         const limits = await threadItemLimits(db, scope.blobId);
         const row = await db.transaction((tx) =>
           postThreadItem(tx, { sessionId: scope.sessionId, ...post, authorId: null, ...origin }, limits),
@@ -141,7 +206,7 @@ function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError: (erro
     },
     graph: {
       async mutate(mutations) {
-        const parsed = parseInput(graphMutationsSchema, mutations, 'mutations');
+        const parsed = parseInput(graphMutationsSchema, redactor.value(mutations), 'mutations');
         const ceilings = await graphMutationCeilings(db, scope.blobId);
         const outcome = await db.transaction((tx) => mutateGraph(tx, scope.sessionId, parsed, ceilings, origin));
         return { elements: outcome.elements, deleted: outcome.deleted };
@@ -161,13 +226,34 @@ function sessionHost(db: Db, scope: CodeScope, logs: LogSink, reportError: (erro
  * thread's code runner (runner/engine/engine-thread.ts), and the one tests that interpret on their
  * own thread give their interpreter. `reportError` hears of host calls that failed unexpectedly.
  */
-export function sandboxCodeRunner(db: Db, sandbox: ProcessSandbox, reportError: (error: unknown) => void): CodeRunner {
+export function sandboxCodeRunner(
+  db: Db,
+  sandbox: ProcessSandbox,
+  reportError: (error: unknown) => void,
+  outside?: OutsideCalls,
+): CodeRunner {
   return {
     async run(task, signal) {
       const logs = createLogSink();
-      const host = sessionHost(db, task.scope, logs, reportError);
-      const result = await sandbox.run(task.request, host, signal);
-      return { result, logs: logs.entries, logsDropped: logs.dropped + result.stats.logsDropped };
+      const redactor = new Redactor();
+      // Ends the run's outside calls with the run: a call still in flight must not hold its
+      // organization's slot after the code that made it is gone.
+      const calls = new AbortController();
+      const onAbort = () => calls.abort(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const host = sessionHost(db, task.scope, logs, reportError, outside, { redactor, signal: calls.signal });
+      try {
+        const result = await sandbox.run(task.request, host, signal);
+        // Whatever the run leaves behind, without the secrets it read (runner/outside/redaction.ts).
+        return {
+          result: redactor.value(result),
+          logs: redactor.value(logs.entries),
+          logsDropped: logs.dropped + result.stats.logsDropped,
+        };
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+        calls.abort(new Error('The run has ended.'));
+      }
     },
   };
 }

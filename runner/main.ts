@@ -29,6 +29,10 @@ import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
 import type { Periodic } from '../shared/periodic.ts';
 import { createBoss, createQueues } from '../shared/queue/queues.ts';
 import { registerRunner, type Registration } from '../shared/runner-registry.ts';
+import { createCredentialCipher } from '../shared/crypto/credential-cipher.ts';
+import { createEgressPolicy } from '../shared/egress/policy.ts';
+import { egressTransport } from '../shared/webhooks/egress-transport.ts';
+import { DeliveryLoop } from './hooks/delivery-loop.ts';
 
 /** The process is out within this after a stop signal, forced if need be. */
 const GRACE_MS = 7_000;
@@ -51,6 +55,7 @@ let boss: PgBoss | undefined;
 let registration: Registration | undefined;
 let engine: Engine | undefined;
 let retention: RetentionTimer | undefined;
+let deliveries: DeliveryLoop | undefined;
 let cpuSplit: Periodic | null = null;
 let stopping: Promise<void> | undefined;
 let metricsServer: Server | undefined;
@@ -62,6 +67,8 @@ const SERVICE_NAME = 'workspace-runner';
 function stop(): Promise<void> {
   stopping ??= (async () => {
     await retention?.stop();
+    // Attempts in flight end within HOOK_DELIVERY_SECONDS; one cut short is tried again after its lease.
+    await deliveries?.stop();
     // The engine first: every execution it holds is finished or handed back before the queue goes.
     await engine?.stop(JOBS_GRACE_MS);
     await boss?.stop({ graceful: true, timeout: 1_000 });
@@ -128,9 +135,21 @@ async function start(): Promise<void> {
     ...(config.runner.sandboxMemoryMb > 0 ? { sandboxMemoryMb: config.runner.sandboxMemoryMb } : {}),
     tracing: tracing?.tracing ?? null,
     threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
+    outside: { egress: config.egress, credentialKey: config.secrets.CREDENTIAL_KEY },
   });
   await engine.start();
   retention = startRetentionTimer(db, { log });
+  // Event hook deliveries (docs/webhooks.md, "Deliveries"), through the egress policy.
+  deliveries = new DeliveryLoop({
+    db,
+    cipher: createCredentialCipher(config.secrets.CREDENTIAL_KEY),
+    transport: egressTransport({ policy: createEgressPolicy(config.egress) }),
+    log,
+    inFlight: config.hooks.deliveriesInFlight,
+    perOrg: config.hooks.deliveriesPerOrg,
+    attemptMs: config.hooks.deliverySeconds * 1000,
+  });
+  deliveries.start();
   if (config.runner.metricsPort > 0) {
     const served = engine;
     metricsServer = await serveMetrics(

@@ -9,6 +9,7 @@ import type { ContextScope } from '../sandbox/isolate-pool.ts';
 import type { MemoryBoundPlan } from '../sandbox/memory-bound.ts';
 import type { ClaimedExecution } from './engine/claim.ts';
 import type { TracingSettings } from '../shared/config.ts';
+import type { OutsideSettings } from './outside/outside-calls.ts';
 
 /** Who a `logic.code` run works for: what the worker's HostApi needs to write on the session's behalf. */
 export interface CodeScope {
@@ -16,6 +17,8 @@ export interface CodeScope {
   sessionId: string;
   /** The session's blob, whose fixed ceilings bound thread posts and graph calls. */
   blobId: string;
+  /** The session's organization: whose egress allow-list, concurrency bound and credentials apply. */
+  orgId: string;
   node: string;
   /**
    * `workflow.session_objects_per_session` as the execution resolved it at creation: ctx.objects.put
@@ -95,6 +98,8 @@ export interface EngineWorkerData {
   memoryBound: MemoryBoundPlan;
   /** Where the worker's spans go (shared/tracing/start-thread-tracing.ts), the runner's service name resolved; null: tracing is off. */
   tracing: WorkerTracingSettings | null;
+  /** Outside calls and credentials (runner/outside/); null: `http.request`, `ctx.fetch` and `ctx.credentials` are unavailable. */
+  outside: OutsideSettings | null;
 }
 
 /** The runner's tracing settings as its worker threads take them. */

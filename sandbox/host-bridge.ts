@@ -11,10 +11,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import ivm from 'isolated-vm';
-import { isServiceError } from '../shared/errors.ts';
 import { jsonProblem, storableCopy } from '../shared/json-guard.ts';
 import { BOOT_GLOBAL, bootScript } from './context-snapshot.ts';
-import { logLevels, type CodeError, type LogLevel, type SandboxBounds } from './messages.ts';
+import { hostRefusal, logLevels, type CodeError, type LogLevel, type SandboxBounds } from './messages.ts';
 
 /**
  * What a run's code may do to the world, supplied by the runner per run. Each method receives
@@ -34,6 +33,13 @@ export interface HostApi {
     mutate(mutations: unknown): Promise<unknown>;
     query(query: unknown): Promise<unknown>;
   };
+  /**
+   * `ctx.fetch(url, init)`: one outside call under the runner's egress policy, answered as
+   * `{status, statusText, headers, body, url, redirected}` (body as UTF-8 text).
+   */
+  fetch(url: unknown, init: unknown): Promise<unknown>;
+  /** `ctx.credentials.get(name)`: the secret of a credential visible to the run's session. */
+  readonly credentials: { get(name: unknown): Promise<unknown> };
   /** Receives `ctx.log` and `console` output, already bounded and truncated. */
   log(level: LogLevel, message: string): void;
   /** Receives host failures that were hidden from the code as `internal_error`. */
@@ -71,6 +77,15 @@ const operations: Record<string, Operation> = {
   'graph.query': {
     check: (a) => (a.length === 1 ? null : 'ctx.graph.query takes one query.'),
     call: (h, a) => h.graph.query(a[0]),
+  },
+  fetch: {
+    check: (a) =>
+      a.length === 2 && typeof a[0] === 'string' ? null : 'ctx.fetch takes a URL string and an optional init object.',
+    call: (h, a) => h.fetch(a[0], a[1]),
+  },
+  'credentials.get': {
+    check: (a) => (a.length === 1 && typeof a[0] === 'string' ? null : 'ctx.credentials.get takes a name string.'),
+    call: (h, a) => h.credentials.get(a[0]),
   },
 };
 
@@ -243,10 +258,8 @@ export function linkDriver(isolate: ivm.Isolate, prepared: PreparedContext, code
 
 /** Host-side view of an error thrown by a HostApi method, as the code will see it. */
 function toCodeError(error: unknown, maxMessageChars: number): CodeError | null {
-  if (!isServiceError(error)) return null;
-  const result: CodeError = { code: error.code, message: truncateChars(error.message, maxMessageChars) };
-  if (error.extras.limit) result.limit = error.extras.limit;
-  return result;
+  const refusal = hostRefusal(error);
+  return refusal && { ...refusal, message: truncateChars(refusal.message, maxMessageChars) };
 }
 
 export interface HostBridgeOptions {

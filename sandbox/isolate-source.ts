@@ -58,6 +58,9 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
   const StringCtor = String;
   const Uint8ArrayCtor = Uint8Array;
   const stringSlice = String.prototype.slice;
+  const toLowerCase = String.prototype.toLowerCase;
+  const objectKeys = Object.keys;
+  const hasOwnProperty = Object.prototype.hasOwnProperty;
   const charCodeAt = String.prototype.charCodeAt;
   const numberToString = Number.prototype.toString;
   const imul = Math.imul;
@@ -402,6 +405,65 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     if (waiter !== null) waiter(tuple);
   }
 
+  // ctx.fetch: the init fields the host takes (a WHATWG subset), copied as plain data; others
+  // (signal, cache, mode…) are ignored as a browser ignores what it does not know.
+  function fetchInit(init) {
+    const out = create(null);
+    if (init === undefined || init === null) return out;
+    if (typeof init !== 'object') throw new TypeErrorCtor('ctx.fetch init must be an object.');
+    if (init.method !== undefined) out.method = StringCtor(init.method);
+    if (init.headers !== undefined && init.headers !== null) {
+      const headers = create(null);
+      const source = init.headers;
+      const names = objectKeys(source);
+      for (let i = 0; i < names.length; i++) headers[names[i]] = StringCtor(source[names[i]]);
+      out.headers = headers;
+    }
+    if (init.body !== undefined && init.body !== null) {
+      if (typeof init.body !== 'string') throw new TypeErrorCtor('ctx.fetch sends a string body (JSON.stringify objects).');
+      out.body = init.body;
+    }
+    if (init.redirect !== undefined) out.redirect = StringCtor(init.redirect);
+    if (init.timeoutMs !== undefined) out.timeoutMs = init.timeoutMs;
+    if (init.maxResponseBytes !== undefined) out.maxResponseBytes = init.maxResponseBytes;
+    return out;
+  }
+
+  // The answer as a Response-shaped object: status, headers.get, text(), json(), each body read once.
+  function fetchResponse(answer) {
+    const headers = create(null);
+    const names = objectKeys(answer.headers);
+    for (let i = 0; i < names.length; i++) headers[names[i]] = answer.headers[names[i]];
+    const body = answer.body;
+    let used = false;
+    const consume = () => {
+      if (used) throw new TypeErrorCtor('The body has already been read.');
+      used = true;
+      return body;
+    };
+    const key = (name) => apply(toLowerCase, StringCtor(name), []);
+    return freeze({
+      ok: answer.status >= 200 && answer.status < 300,
+      status: answer.status,
+      statusText: answer.statusText,
+      url: answer.url,
+      redirected: answer.redirected,
+      headers: freeze({
+        get: (name) => (apply(hasOwnProperty, headers, [key(name)]) ? headers[key(name)] : null),
+        has: (name) => apply(hasOwnProperty, headers, [key(name)]),
+        forEach(fn) {
+          const all = objectKeys(headers);
+          for (let i = 0; i < all.length; i++) fn(headers[all[i]], all[i]);
+        },
+      }),
+      get bodyUsed() {
+        return used;
+      },
+      text: async () => consume(),
+      json: async () => jsonParse(consume()),
+    });
+  }
+
   function makeCtx(run) {
     const ids = run.ids;
     return freeze({
@@ -416,6 +478,16 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
         mutate: (mutations) => call(run, 'graph.mutate', [mutations]),
         query: (query) => call(run, 'graph.query', [query]),
       }),
+      fetch(input, init) {
+        let args;
+        try {
+          args = [typeof input === 'string' ? input : StringCtor(input), fetchInit(init)];
+        } catch (error) {
+          return rejected(error);
+        }
+        return apply(promiseThen, call(run, 'fetch', args), [fetchResponse]);
+      },
+      credentials: freeze({ get: (name) => call(run, 'credentials.get', [name]) }),
       log: ctxLog,
       route(name, output) {
         if (typeof name !== 'string' || name.length === 0) throw new TypeErrorCtor('ctx.route takes a route name.');

@@ -3,7 +3,8 @@
  * run, its result, and the `{code, message}` errors. Everything here is plain data, so the runner
  * can post it between worker threads unchanged. Match errors on `code`, never on a class.
  */
-import type { LimitObject } from '../shared/errors.ts';
+import { isServiceError, type LimitObject } from '../shared/errors.ts';
+import { EGRESS_CODES } from '../shared/egress/egress-error.ts';
 import { MAX_PROPERTY_ESCAPES } from '../shared/workflow/property-escapes.ts';
 
 /** JSON data: the only kind of value that enters or leaves an isolate. */
@@ -18,6 +19,23 @@ export interface CodeError {
   code: string;
   message: string;
   limit?: LimitObject;
+}
+
+/**
+ * A host call's failure as the code may see it: a catalogued refusal (a ServiceError) or an
+ * outside call's (`egress_*`, shared/egress/egress-error.ts), with its code, message and limit;
+ * null for anything else, which the code sees only as `internal_error`.
+ */
+export function hostRefusal(error: unknown): CodeError | null {
+  if (isServiceError(error)) {
+    const refusal: CodeError = { code: error.code, message: error.message };
+    if (error.extras?.limit) refusal.limit = error.extras.limit;
+    return refusal;
+  }
+  const code: unknown = error instanceof Error ? (error as Error & { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && (EGRESS_CODES as readonly string[]).includes(code))
+    return { code, message: (error as Error).message };
+  return null;
 }
 
 /** The execution's identifiers, readable inside the isolate as `ctx.ids`. */

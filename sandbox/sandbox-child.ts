@@ -9,6 +9,7 @@
  * ordinary exit waiting forever.
  */
 import { writeFileSync } from 'node:fs';
+import { EGRESS_CODES } from '../shared/egress/egress-error.ts';
 import { errorCatalog, ServiceError, type ErrorCode } from '../shared/errors.ts';
 import { yieldCpu } from '../shared/priority.ts';
 import type { HostApi } from './host-bridge.ts';
@@ -80,6 +81,8 @@ function hostFor(id: number): HostApi {
       mutate: (mutations) => forward(id, 'graph.mutate', [mutations]),
       query: (query) => forward(id, 'graph.query', [query]),
     },
+    fetch: (url, init) => forward(id, 'fetch', [url, init]),
+    credentials: { get: (name) => forward(id, 'credentials.get', [name]) },
     log: (level: LogLevel, message: string) => outbox.post({ t: 'log', id, level, message }),
     // The parent reported its own host failures; an opaque one here is only what it told us.
     reportError: () => {},
@@ -91,6 +94,9 @@ function refusalOf(error: { code: string; message: string; limit?: unknown } | n
   if (error && Object.hasOwn(errorCatalog, error.code)) {
     return new ServiceError(error.code as ErrorCode, error.message, error.limit ? { limit: error.limit as never } : {});
   }
+  // An outside call's refusal keeps its code too (hostRefusal, sandbox/messages.ts).
+  if (error && (EGRESS_CODES as readonly string[]).includes(error.code))
+    return Object.assign(new Error(error.message), { code: error.code });
   return new Error('The host call failed.');
 }
 

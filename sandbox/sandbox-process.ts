@@ -18,7 +18,6 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { isServiceError } from '../shared/errors.ts';
 import type { HostApi } from './host-bridge.ts';
 import type { PoolStats } from './isolate-pool.ts';
 import {
@@ -29,7 +28,7 @@ import {
   watchdogPlan,
   type MemoryBoundPlan,
 } from './memory-bound.ts';
-import { logLevels, type CodeRequest, type CodeResult, type LogLevel, type RunStats } from './messages.ts';
+import { hostRefusal, logLevels, type CodeRequest, type CodeResult, type LogLevel, type RunStats } from './messages.ts';
 import {
   fromChild,
   Outbox,
@@ -557,13 +556,8 @@ export class ProcessSandbox {
       const value = await callHost(host, op, args);
       message = { t: 'answer', id, call, ok: true, value: value ?? null };
     } catch (error) {
-      let refusal: CallRefusal | null = null;
-      if (isServiceError(error)) {
-        refusal = { code: error.code, message: error.message };
-        if (error.extras.limit) refusal.limit = error.extras.limit;
-      } else {
-        host.reportError?.(error);
-      }
+      const refusal: CallRefusal | null = hostRefusal(error);
+      if (refusal === null) host.reportError?.(error);
       message = { t: 'answer', id, call, ok: false, error: refusal };
     }
     child.outbox.post(message);
@@ -739,6 +733,10 @@ function callHost(host: HostApi, op: string, args: unknown[]): Promise<unknown> 
       return host.graph.mutate(args[0]);
     case 'graph.query':
       return host.graph.query(args[0]);
+    case 'fetch':
+      return host.fetch(args[0], args[1]);
+    case 'credentials.get':
+      return host.credentials.get(args[0]);
     default:
       return Promise.reject(new Error(`unknown host call ${op}`));
   }

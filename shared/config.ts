@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { loadSecrets, type Secrets } from './secrets.ts';
 import { s3SettingsFrom, type S3Settings } from './onnx/s3-settings.ts';
 import { RUNNER_TIMING_DEFAULTS } from './runner-timings.ts';
+import { AddressExemptions } from './egress/addresses.ts';
+import { EGRESS_DEFAULTS, parseOrgHosts, type EgressSettings } from './egress/policy.ts';
 
 /** Everything a process is configured with. Only entry files call `loadConfig`. */
 export interface Config {
@@ -59,6 +61,22 @@ export interface Config {
     graphElementsPerRevision: number;
     graphBytesPerRevision: number;
   };
+  /** Webhooks in and out (docs/webhooks.md); 0 turns a bound off. */
+  hooks: {
+    /** Triggers, and event hooks, one session may hold. */
+    triggersPerSession: number;
+    eventHooksPerSession: number;
+    /** Requests to one trigger, and to all the triggers of one organization, per minute (this control plane). */
+    callsPerTrigger: number;
+    callsPerOrg: number;
+    /** Requests naming no trigger (404) one client address may make per minute before it is refused. */
+    missesPerAddress: number;
+    /** Deliveries one runner posts at once, and of them, for one organization. */
+    deliveriesInFlight: number;
+    deliveriesPerOrg: number;
+    /** Seconds one delivery attempt may take, connection to last byte. */
+    deliverySeconds: number;
+  };
   /** Origins (scheme://host[:port]) a browser app may call the REST API from (CORS); none by default. */
   corsOrigins: string[];
   /** Where model bytes live: null for PostgreSQL large objects, else an S3-compatible bucket (`MODEL_STORE=s3`). */
@@ -95,6 +113,8 @@ export interface Config {
   };
   /** OpenTelemetry tracing (shared/tracing/); null, the default, loads nothing of the SDK. */
   tracing: TracingSettings | null;
+  /** The egress policy of outside calls (shared/egress/policy.ts; docs/sandbox.md, "Outside calls"). */
+  egress: EgressSettings;
 }
 
 /** Where spans go when tracing is on (`OTEL_EXPORTER_OTLP_ENDPOINT` set). */
@@ -198,6 +218,14 @@ const envSchema = z
     NLP_BYTES_PER_REVISION: intVar('NLP_BYTES_PER_REVISION', 64 * 1024 * 1024),
     GRAPH_ELEMENTS_PER_REVISION: intVar('GRAPH_ELEMENTS_PER_REVISION', 100_000),
     GRAPH_BYTES_PER_REVISION: intVar('GRAPH_BYTES_PER_REVISION', 64 * 1024 * 1024),
+    TRIGGERS_PER_SESSION: intVar('TRIGGERS_PER_SESSION', 10),
+    EVENT_HOOKS_PER_SESSION: intVar('EVENT_HOOKS_PER_SESSION', 10),
+    HOOK_CALLS_PER_TRIGGER_PER_MINUTE: intVar('HOOK_CALLS_PER_TRIGGER_PER_MINUTE', 120),
+    HOOK_CALLS_PER_ORG_PER_MINUTE: intVar('HOOK_CALLS_PER_ORG_PER_MINUTE', 600),
+    HOOK_MISSES_PER_ADDRESS_PER_MINUTE: intVar('HOOK_MISSES_PER_ADDRESS_PER_MINUTE', 60),
+    HOOK_DELIVERIES_IN_FLIGHT: intVar('HOOK_DELIVERIES_IN_FLIGHT', 32, { min: 1, max: 1024 }),
+    HOOK_DELIVERIES_PER_ORG: intVar('HOOK_DELIVERIES_PER_ORG', 4, { min: 1, max: 1024 }),
+    HOOK_DELIVERY_SECONDS: intVar('HOOK_DELIVERY_SECONDS', 10, { min: 1, max: 300 }),
     RUNNER_CONCURRENCY: intVar('RUNNER_CONCURRENCY', 0),
     RUNNER_LEASE_SECONDS: intVar('RUNNER_LEASE_SECONDS', RUNNER_TIMING_DEFAULTS.leaseSeconds),
     RUNNER_RENEW_SECONDS: intVar('RUNNER_RENEW_SECONDS', RUNNER_TIMING_DEFAULTS.renewSeconds),
@@ -230,6 +258,49 @@ const envSchema = z
         return raw.trim();
       }),
     OTEL_SERVICE_NAME: z.string().optional(),
+    EGRESS_ALLOW_ADDRESSES: z
+      .string()
+      .optional()
+      .transform((raw, ctx) => {
+        const ranges = (raw ?? '')
+          .split(',')
+          .map((r) => r.trim())
+          .filter((r) => r !== '');
+        try {
+          new AddressExemptions(ranges);
+        } catch (error) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `EGRESS_ALLOW_ADDRESSES must list addresses or CIDR ranges (127.0.0.1/32, fd12::/64): ${(error as Error).message}`,
+          });
+          return z.NEVER;
+        }
+        return ranges;
+      }),
+    EGRESS_ORG_HOSTS: z
+      .string()
+      .optional()
+      .transform((raw, ctx) => {
+        try {
+          return parseOrgHosts(raw ?? '');
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: `EGRESS_ORG_HOSTS: ${(error as Error).message}` });
+          return z.NEVER;
+        }
+      }),
+    EGRESS_CALLS_PER_ORG: intVar('EGRESS_CALLS_PER_ORG', EGRESS_DEFAULTS.callsPerOrg, { min: 1, max: 10_000 }),
+    EGRESS_CALLS_PER_THREAD: intVar('EGRESS_CALLS_PER_THREAD', EGRESS_DEFAULTS.callsPerThread, {
+      min: 1,
+      max: 100_000,
+    }),
+    EGRESS_RESPONSE_BYTES: intVar('EGRESS_RESPONSE_BYTES', EGRESS_DEFAULTS.maxResponseBytes, {
+      min: 1,
+      max: 256 * 1024 * 1024,
+    }),
+    EGRESS_TIMEOUT_SECONDS: intVar('EGRESS_TIMEOUT_SECONDS', EGRESS_DEFAULTS.maxTimeoutSeconds, {
+      min: 1,
+      max: 3600,
+    }),
     CORS_ORIGINS: z
       .string()
       .optional()
@@ -267,6 +338,16 @@ const envSchema = z
       ctx.addIssue({
         code: 'custom',
         message: `SANDBOX_MEMORY_MB must be 0 (derived from the isolates' heap bounds) or at least ${MIN_SANDBOX_MEMORY_MB}, got ${env.SANDBOX_MEMORY_MB}`,
+      });
+    if (env.EGRESS_CALLS_PER_THREAD < env.EGRESS_CALLS_PER_ORG)
+      ctx.addIssue({
+        code: 'custom',
+        message: `EGRESS_CALLS_PER_THREAD must be at least EGRESS_CALLS_PER_ORG (${env.EGRESS_CALLS_PER_ORG}), got ${env.EGRESS_CALLS_PER_THREAD}`,
+      });
+    if (env.HOOK_DELIVERIES_IN_FLIGHT < env.HOOK_DELIVERIES_PER_ORG)
+      ctx.addIssue({
+        code: 'custom',
+        message: `HOOK_DELIVERIES_IN_FLIGHT must be at least HOOK_DELIVERIES_PER_ORG (${env.HOOK_DELIVERIES_PER_ORG}), got ${env.HOOK_DELIVERIES_IN_FLIGHT}`,
       });
     if (env.RUNNER_SWEEP_SECONDS < 1)
       ctx.addIssue({
@@ -332,6 +413,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       graphElementsPerRevision: v.GRAPH_ELEMENTS_PER_REVISION,
       graphBytesPerRevision: v.GRAPH_BYTES_PER_REVISION,
     },
+    hooks: {
+      triggersPerSession: v.TRIGGERS_PER_SESSION,
+      eventHooksPerSession: v.EVENT_HOOKS_PER_SESSION,
+      callsPerTrigger: v.HOOK_CALLS_PER_TRIGGER_PER_MINUTE,
+      callsPerOrg: v.HOOK_CALLS_PER_ORG_PER_MINUTE,
+      missesPerAddress: v.HOOK_MISSES_PER_ADDRESS_PER_MINUTE,
+      deliveriesInFlight: v.HOOK_DELIVERIES_IN_FLIGHT,
+      deliveriesPerOrg: v.HOOK_DELIVERIES_PER_ORG,
+      deliverySeconds: v.HOOK_DELIVERY_SECONDS,
+    },
     corsOrigins: v.CORS_ORIGINS,
     modelStore,
     models: {
@@ -356,6 +447,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       v.OTEL_EXPORTER_OTLP_ENDPOINT === null
         ? null
         : { endpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME?.trim() || null },
+    egress: {
+      allowAddresses: v.EGRESS_ALLOW_ADDRESSES,
+      orgHosts: v.EGRESS_ORG_HOSTS,
+      callsPerOrg: v.EGRESS_CALLS_PER_ORG,
+      callsPerThread: v.EGRESS_CALLS_PER_THREAD,
+      maxResponseBytes: v.EGRESS_RESPONSE_BYTES,
+      maxTimeoutSeconds: v.EGRESS_TIMEOUT_SECONDS,
+    },
   };
 }
 

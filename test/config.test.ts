@@ -41,6 +41,59 @@ t.test('every problem at once, each naming its variable', async (t) => {
   t.equal(loadConfig({ ...SECRETS, LOG_LEVEL: 'debug', PORT: '' }).port, 8080, 'an empty variable is unset');
 });
 
+t.test('egress: defaults, and the grammar of addresses and allow-lists', async (t) => {
+  t.same(loadConfig({ ...SECRETS }).egress, {
+    allowAddresses: [],
+    orgHosts: {},
+    callsPerOrg: 8,
+    callsPerThread: 64,
+    maxResponseBytes: 4 * 1024 * 1024,
+    maxTimeoutSeconds: 30,
+  });
+  const org = '11111111-1111-4111-8111-111111111111';
+  const egress = loadConfig({
+    ...SECRETS,
+    EGRESS_ALLOW_ADDRESSES: '127.0.0.1/32, fd12::/64',
+    EGRESS_ORG_HOSTS: `${org}=api.example.com,*.example.org`,
+  }).egress;
+  t.same(egress.allowAddresses, ['127.0.0.1/32', 'fd12::/64']);
+  t.same(egress.orgHosts, { [org]: ['api.example.com', '*.example.org'] });
+  const error = t.throws(() =>
+    loadConfig({
+      ...SECRETS,
+      EGRESS_ALLOW_ADDRESSES: '10.0.0.0/33',
+      EGRESS_ORG_HOSTS: 'acme=x',
+    }),
+  ) as unknown as ConfigError;
+  t.same(error.problems.sort(), [
+    'EGRESS_ALLOW_ADDRESSES must list addresses or CIDR ranges (127.0.0.1/32, fd12::/64): not an address or CIDR range: 10.0.0.0/33',
+    'EGRESS_ORG_HOSTS: expected <organization id>=<host>[,<host>…], got acme=x',
+  ]);
+  const bounds = t.throws(() =>
+    loadConfig({ ...SECRETS, EGRESS_CALLS_PER_ORG: '10', EGRESS_CALLS_PER_THREAD: '5' }),
+  ) as unknown as ConfigError;
+  t.same(bounds.problems, ['EGRESS_CALLS_PER_THREAD must be at least EGRESS_CALLS_PER_ORG (10), got 5']);
+});
+
+t.test("webhooks: defaults, and one organization's deliveries within the runner's", async (t) => {
+  t.same(loadConfig({ ...SECRETS }).hooks, {
+    triggersPerSession: 10,
+    eventHooksPerSession: 10,
+    callsPerTrigger: 120,
+    callsPerOrg: 600,
+    missesPerAddress: 60,
+    deliveriesInFlight: 32,
+    deliveriesPerOrg: 4,
+    deliverySeconds: 10,
+  });
+  const bounds = t.throws(() =>
+    loadConfig({ ...SECRETS, HOOK_DELIVERIES_IN_FLIGHT: '2', HOOK_DELIVERIES_PER_ORG: '3' }),
+  ) as unknown as ConfigError;
+  t.same(bounds.problems, ['HOOK_DELIVERIES_IN_FLIGHT must be at least HOOK_DELIVERIES_PER_ORG (3), got 2']);
+  const seconds = t.throws(() => loadConfig({ ...SECRETS, HOOK_DELIVERY_SECONDS: '0' })) as unknown as ConfigError;
+  t.same(seconds.problems, ['HOOK_DELIVERY_SECONDS must be from 1 to 300, got 0']);
+});
+
 t.test('tracing: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and then an http(s) URL', async (t) => {
   t.equal(loadConfig({ ...SECRETS }).tracing, null, 'unset: off');
   t.equal(

@@ -25,7 +25,15 @@ t.test('a credential is stored encrypted and answered as metadata only', async (
   });
   t.equal(res.status, 201);
   const credential = res.body.credential;
-  t.strictSame(Object.keys(credential).sort(), ['created_at', 'created_by', 'id', 'name', 'target', 'target_id']);
+  t.strictSame(Object.keys(credential).sort(), [
+    'blob_ids',
+    'created_at',
+    'created_by',
+    'id',
+    'name',
+    'target',
+    'target_id',
+  ]);
   t.match(credential, { name: 'OPENAI_KEY', target: 'organization', target_id: org.id, created_by: owner!.user.id });
   t.notOk(res.res.body.includes(SECRET));
 

@@ -5,6 +5,7 @@ import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db/db.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { insertBlob, insertOrg, insertServiceAccount } from './helpers/access.ts';
+import { signedHeaders } from '../shared/webhooks/signature.ts';
 
 // Every log line (at trace level) and every response of a run that mints keys and stores
 // credentials is captured; no key secret may appear anywhere but its own mint response, and no
@@ -159,6 +160,41 @@ const list = await send('list blob keys', 'GET', `/v1/api-keys/target/blob/${blo
 await send('revoke', 'DELETE', '/v1/api-keys', human, { id: list.body.api_keys[0].id });
 await send('use revoked', 'GET', `/v1/members/target/blob/${blob.id}`, { 'x-api-key': keys[1]!.key });
 
+// Webhook secrets (docs/webhooks.md, "Signatures"): a trigger's, created then rotated, and an event hook's.
+const rev = `/v1/revisions/${blob.revisionId}`;
+const session = await send('create session', 'POST', `${rev}/create_session`, human, {});
+const definition = await send('create definition', 'POST', `${rev}/create_definition`, human, {
+  category: 'workflow',
+  graph: { start: 'a', nodes: { a: { processor: 'logic.sleep', config: { seconds: 1 } } } },
+});
+const trigger = await send('create trigger', 'POST', `${rev}/create_trigger`, human, {
+  session_id: session.body.session.id,
+  definition_id: definition.body.definition.id,
+});
+const triggerId: string = trigger.body.trigger.id;
+const rotated = await send('rotate trigger', 'POST', `${rev}/rotate_trigger_secret`, human, { trigger_id: triggerId });
+const eventHook = await send('create event hook', 'POST', `${rev}/create_event_hook`, human, {
+  session_id: session.body.session.id,
+  url: 'https://example.test/hook',
+  events: ['execution.failed'],
+});
+await send('get trigger', 'POST', `${rev}/get_trigger`, human, { trigger_id: triggerId });
+await send('list triggers', 'POST', `${rev}/list_triggers`, human, { session_id: session.body.session.id });
+await send('get event hook', 'POST', `${rev}/get_event_hook`, human, { hook_id: eventHook.body.event_hook.id });
+await send('list event hooks', 'POST', `${rev}/list_event_hooks`, human, { session_id: session.body.session.id });
+await send(
+  'signed with the retired secret',
+  'POST',
+  `/v1/hooks/${triggerId}`,
+  { 'content-type': 'application/json', ...signedHeaders(trigger.body.secret, 'msg_1', '{}') },
+  {},
+);
+const hookSecrets = [
+  { label: 'create trigger', secret: String(trigger.body.secret) },
+  { label: 'rotate trigger', secret: String(rotated.body.secret) },
+  { label: 'create event hook', secret: String(eventHook.body.secret) },
+];
+
 t.test('the run did what it claims', async (t) => {
   t.equal(keys.length, 4);
   t.equal(stored.status, 201);
@@ -203,6 +239,22 @@ t.test('a credential secret appears in no response and no log line', async (t) =
   }
 });
 
+t.test('a webhook secret appears only in the answer that set it, never in a log line', async (t) => {
+  t.equal(responses.find((r) => r.label === 'signed with the retired secret')?.status, 401);
+  for (const { label, secret } of hookSecrets) {
+    t.match(secret, /^whsec_/);
+    const key = secret.slice('whsec_'.length);
+    t.strictSame(
+      responses.filter((r) => r.text.includes(key)).map((r) => r.label),
+      [label],
+    );
+    t.notOk(
+      logLines.some((l) => l.includes(key)),
+      'never logged',
+    );
+  }
+});
+
 t.test('neither is stored in the clear anywhere in the database', async (t) => {
   const { rows: tables } = await db.query<{ name: string }>(
     `SELECT quote_ident(table_name) AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`,
@@ -216,7 +268,11 @@ t.test('neither is stored in the clear anywhere in the database', async (t) => {
     dump += rows[0]?.text ?? '';
   }
   t.ok(dump.includes(ownerId), 'the dump holds the data');
-  for (const secret of [...keys.map((k) => k.secret), ...credentialSecrets]) {
+  for (const secret of [
+    ...keys.map((k) => k.secret),
+    ...credentialSecrets,
+    ...hookSecrets.map((h) => h.secret.slice('whsec_'.length)),
+  ]) {
     t.notOk(dump.includes(secret), 'not in the clear');
     t.notOk(dump.includes(Buffer.from(secret).toString('hex')), 'nor as bytes');
   }

@@ -2535,7 +2535,7 @@ export interface paths {
         put?: never;
         /**
          * Store a credential
-         * @description `admin` on the target; *perimeter*. 409 when the target has one of that name.
+         * @description `admin` on the target; *perimeter*. 409 when the target has one of that name. `blob_ids` (organization credentials only) restricts the blobs whose workflows resolve it.
          */
         post: {
             parameters: {
@@ -2550,6 +2550,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        blob_ids?: string[];
                         name: string;
                         secret: string;
                         /** @enum {string} */
@@ -2956,6 +2957,160 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/hooks/{trigger_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start an execution from a signed webhook
+         * @description No credential: the request is signed with the trigger's secret (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`; docs/webhooks.md). The JSON body (at most `workflow.execution_input_bytes`) becomes the execution's `input_data`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    trigger_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The execution was created (or, for a message already accepted, the one it created). */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: uuid */
+                            execution_id: string;
+                            /** @enum {string} */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "invalid_request_body" | "limit_exceeded";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "not_found";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "conflict";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "internal_error";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -5390,6 +5545,164 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/revisions/{revision_id}/create_event_hook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * create_event_hook
+         * @description The `create_event_hook` command over REST (also the JSON-RPC method `create_event_hook` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        events: ("execution.succeeded" | "execution.failed" | "execution.cancelled")[];
+                        session_id: string;
+                        url: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            event_hook: components["schemas"]["EventHook"];
+                            /** @description The signing secret (`whsec_…`), shown in this answer only. */
+                            secret: string;
+                            /** @constant */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/revisions/{revision_id}/create_execution": {
         parameters: {
             query?: never;
@@ -5863,6 +6176,163 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/revisions/{revision_id}/create_trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * create_trigger
+         * @description The `create_trigger` command over REST (also the JSON-RPC method `create_trigger` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes a retry safe: 1 to 255 visible ASCII characters, scoped to the caller. The same key and body within 24 hours answers the first answer again, byte for byte, with `Idempotent-Replayed: true`; the same key with another body or route is 409 `conflict`. */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        definition_id: string;
+                        session_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The signing secret (`whsec_…`), shown in this answer only. */
+                            secret: string;
+                            /** @constant */
+                            status: "success";
+                            trigger: components["schemas"]["Trigger"];
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/revisions/{revision_id}/delete_definition": {
         parameters: {
             query?: never;
@@ -5902,6 +6372,157 @@ export interface paths {
                     content: {
                         "application/json": {
                             definition: components["schemas"]["Definition"];
+                            /** @constant */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/revisions/{revision_id}/delete_event_hook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_event_hook
+         * @description The `delete_event_hook` command over REST (also the JSON-RPC method `delete_event_hook` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        hook_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            event_hook: components["schemas"]["EventHook"];
                             /** @constant */
                             status: "success";
                         };
@@ -6316,6 +6937,157 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/revisions/{revision_id}/delete_trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_trigger
+         * @description The `delete_trigger` command over REST (also the JSON-RPC method `delete_trigger` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        trigger_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @constant */
+                            status: "success";
+                            trigger: components["schemas"]["Trigger"];
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/revisions/{revision_id}/download_session_file": {
         parameters: {
             query?: never;
@@ -6435,6 +7207,157 @@ export interface paths {
                             /** @enum {string} */
                             status: "failure";
                         };
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/revisions/{revision_id}/get_event_hook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_event_hook
+         * @description The `get_event_hook` command over REST (also the JSON-RPC method `get_event_hook` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        hook_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            event_hook: components["schemas"]["EventHook"];
+                            /** @constant */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
                     };
                 };
                 /** @description `unavailable`: The database cannot be reached; try again shortly. */
@@ -6933,6 +7856,157 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/revisions/{revision_id}/get_trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_trigger
+         * @description The `get_trigger` command over REST (also the JSON-RPC method `get_trigger` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        trigger_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @constant */
+                            status: "success";
+                            trigger: components["schemas"]["Trigger"];
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/revisions/{revision_id}/list_definitions": {
         parameters: {
             query?: never;
@@ -6973,6 +8047,314 @@ export interface paths {
                     content: {
                         "application/json": {
                             definitions: components["schemas"]["Definition"][];
+                            /** @constant */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/revisions/{revision_id}/list_event_hook_attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * list_event_hook_attempts
+         * @description The `list_event_hook_attempts` command over REST (also the JSON-RPC method `list_event_hook_attempts` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        hook_id: string;
+                        limit?: unknown;
+                        start_session_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: components["schemas"]["HookAttempt"][];
+                            last_session_id: string | null;
+                            /** @constant */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/revisions/{revision_id}/list_event_hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * list_event_hooks
+         * @description The `list_event_hooks` command over REST (also the JSON-RPC method `list_event_hooks` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        limit?: unknown;
+                        session_id: string;
+                        start_session_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            event_hooks: components["schemas"]["EventHook"][];
+                            last_session_id: string | null;
                             /** @constant */
                             status: "success";
                         };
@@ -8645,6 +10027,160 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/revisions/{revision_id}/list_triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * list_triggers
+         * @description The `list_triggers` command over REST (also the JSON-RPC method `list_triggers` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        limit?: unknown;
+                        session_id: string;
+                        start_session_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            last_session_id: string | null;
+                            /** @constant */
+                            status: "success";
+                            triggers: components["schemas"]["Trigger"][];
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/revisions/{revision_id}/model": {
         parameters: {
             query?: never;
@@ -9831,6 +11367,159 @@ export interface paths {
                             execution: components["schemas"]["Execution"];
                             /** @constant */
                             status: "success";
+                        };
+                    };
+                };
+                /** @description `cannot_mint_while_acting`: Organization and blob keys cannot be minted with an acting token. `graph_element_too_large`: A graph element is larger than allowed. `graph_mutation_too_large`: The graph mutation has too many operations. `graph_traversal_limit_exceeded`: The graph query exceeded a traversal cap. `invalid_blob_type`: The blob type is not available to this organization. `invalid_cursor`: The cursor is not one this listing issued. `invalid_definition`: The workflow definition failed validation. `invalid_limit`: The limit is outside the allowed range. `invalid_model`: ONNX Runtime could not open the uploaded model. `invalid_request_body`: The request body or parameters are invalid. `limit_exceeded`: A limit refused the request. `model_run_failed`: ONNX Runtime failed to run the model on these inputs. `model_timeout`: The model ran longer than its bound and was stopped. `session_file_too_large`: The session file is larger than allowed. `session_object_too_large`: The session object is larger than allowed. `thread_item_too_large`: The thread item is larger than allowed. `too_many_files`: The thread item references too many files. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure400"];
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `forbidden`: The caller may not perform this operation. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure403"];
+                    };
+                };
+                /** @description `not_found`: No such resource. `unknown_command`: The revision does not answer this command. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description `method_not_allowed`: The path does not answer this method. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure405"];
+                    };
+                };
+                /** @description `alias_taken`: The alias is already in use. `conflict`: The resource is in a state that forbids the operation. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure409"];
+                    };
+                };
+                /** @description `payload_too_large`: The request body is too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure413"];
+                    };
+                };
+                /** @description `uri_too_long`: A path segment is too long. */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure414"];
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `cursor_record_deleted`: The record the cursor names was deleted. `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure500"];
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/revisions/{revision_id}/rotate_trigger_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * rotate_trigger_secret
+         * @description The `rotate_trigger_secret` command over REST (also the JSON-RPC method `rotate_trigger_secret` with `revision_id` among its params). Revisions of these blob types answer it:
+         *     - `svc.compute.workflow`: needs `write` on the blob.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    revision_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        trigger_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command's result beside `status`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The signing secret (`whsec_…`), shown in this answer only. */
+                            secret: string;
+                            /** @constant */
+                            status: "success";
+                            trigger: components["schemas"]["Trigger"];
                         };
                     };
                 };
@@ -12054,6 +13743,7 @@ export interface components {
         };
         /** @description A stored credential: metadata only, never the secret. */
         Credential: {
+            blob_ids: string[] | null;
             /** Format: date-time */
             created_at: string;
             created_by: string | null;
@@ -12119,6 +13809,20 @@ export interface components {
             node: string | null;
             /** Format: uuid */
             session_id: string;
+        };
+        EventHook: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            created_by: string;
+            events: ("execution.succeeded" | "execution.failed" | "execution.cancelled")[];
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            revision_id: string;
+            /** Format: uuid */
+            session_id: string;
+            url: string;
         };
         Execution: {
             /** Format: date-time */
@@ -12296,6 +14000,27 @@ export interface components {
             properties: {
                 [key: string]: unknown;
             };
+        };
+        HookAttempt: {
+            /** Format: date-time */
+            at: string;
+            attempt: number;
+            /**
+             * Format: uuid
+             * @description The message: its `webhook-id` header, the same on every attempt.
+             */
+            delivery_id: string;
+            duration_ms: number;
+            error: string | null;
+            /** @enum {string} */
+            event: "execution.succeeded" | "execution.failed" | "execution.cancelled";
+            /** Format: uuid */
+            execution_id: string;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            outcome: "delivered" | "retrying" | "failed";
+            status_code: number | null;
         };
         LimitEntry: {
             default: number | boolean | string[] | null;
@@ -12536,6 +14261,29 @@ export interface components {
             session_id: string;
             text: string | null;
             thread: string;
+        };
+        Trigger: {
+            /**
+             * Format: uuid
+             * @description The account requests act as: whoever set the current secret.
+             */
+            acting_as: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            created_by: string;
+            /** Format: uuid */
+            definition_id: string;
+            /** Format: uuid */
+            id: string;
+            /** @description `/v1/hooks/<id>`: where signed requests go, under the service's base URL. */
+            path: string;
+            /** Format: uuid */
+            revision_id: string;
+            /** Format: date-time */
+            secret_set_at: string;
+            /** Format: uuid */
+            session_id: string;
         };
         /** @description A user profile: public fields for everyone, private ones (email, anonymous, owner_id) for the user itself. */
         User: {

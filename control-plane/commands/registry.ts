@@ -17,6 +17,8 @@ import { definitionCommands } from './definitions.ts';
 import { sessionGraphCommands } from './session-graph.ts';
 import { executionCommands } from './executions.ts';
 import { scheduleCommands } from './schedules.ts';
+import { triggerCommands } from './triggers.ts';
+import { eventHookCommands } from './event-hooks.ts';
 import { graphBlobCommands } from './graph-blobs.ts';
 import { nlpCommands } from './nlp-records.ts';
 import { modelCommands } from './models.ts';
@@ -40,6 +42,8 @@ export const COMMANDS: readonly CommandDefinition[] = [
   ...sessionGraphCommands,
   ...executionCommands,
   ...scheduleCommands,
+  ...triggerCommands,
+  ...eventHookCommands,
   ...graphBlobCommands,
   ...nlpCommands,
   ...modelCommands,

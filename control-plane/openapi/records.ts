@@ -123,6 +123,8 @@ export const credentialSchema = z
     target_id: uuid,
     created_by: uuid.nullable(),
     created_at: timestamp,
+    /** The blobs whose workflows may resolve an organization credential; null: every blob of the organization. */
+    blob_ids: z.array(uuid).nullable(),
   })
   .meta({ id: 'Credential', description: 'A stored credential: metadata only, never the secret.' });
 
@@ -201,6 +203,53 @@ export const scheduleRunSchema = z
     limit: limitObjectSchema.nullable(),
   })
   .meta({ id: 'ScheduleRun' });
+
+/** A webhook trigger of a workflow session (control-plane/sql/triggers.ts): never its secret. */
+export const triggerSchema = z
+  .strictObject({
+    id: uuid,
+    path: z.string().meta({ description: "`/v1/hooks/<id>`: where signed requests go, under the service's base URL." }),
+    revision_id: uuid,
+    session_id: uuid,
+    definition_id: uuid,
+    created_by: uuid,
+    acting_as: uuid.meta({ description: 'The account requests act as: whoever set the current secret.' }),
+    created_at: timestamp,
+    secret_set_at: timestamp,
+  })
+  .meta({ id: 'Trigger' });
+
+/** The ends of executions an event hook can subscribe to. */
+export const HOOK_EVENTS = ['execution.succeeded', 'execution.failed', 'execution.cancelled'] as const;
+
+/** An event hook of a workflow session (control-plane/sql/event-hooks.ts): never its secret. */
+export const eventHookSchema = z
+  .strictObject({
+    id: uuid,
+    revision_id: uuid,
+    session_id: uuid,
+    url: z.string(),
+    events: z.array(z.enum(HOOK_EVENTS)),
+    created_by: uuid,
+    created_at: timestamp,
+  })
+  .meta({ id: 'EventHook' });
+
+/** One attempt to deliver an event to a hook (list_event_hook_attempts). */
+export const hookAttemptSchema = z
+  .strictObject({
+    id: uuid,
+    delivery_id: uuid.meta({ description: 'The message: its `webhook-id` header, the same on every attempt.' }),
+    execution_id: uuid,
+    event: z.enum(HOOK_EVENTS),
+    attempt: z.number().int(),
+    outcome: z.enum(['delivered', 'retrying', 'failed']),
+    status_code: z.number().int().nullable(),
+    error: z.string().nullable(),
+    duration_ms: z.number().int(),
+    at: timestamp,
+  })
+  .meta({ id: 'HookAttempt' });
 
 /** A record of an NLP dataset (control-plane/sql/nlp-records.ts). */
 export const nlpRecordSchema = z

@@ -21,6 +21,7 @@ import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { credentialSchema } from '../openapi/records.ts';
 import {
+  countOrgBlobs,
   credentialRecord,
   deleteCredential,
   findCredential,
@@ -38,6 +39,8 @@ const credentialName = z
   );
 /** Secrets are tokens, passwords and private keys; 64 KiB holds any of them. */
 const MAX_SECRET_BYTES = 64 * 1024;
+/** Most blobs an organization credential may be restricted to. */
+const MAX_CREDENTIAL_BLOBS = 100;
 
 const storeBody = z.strictObject({
   target: targetSchema,
@@ -50,6 +53,11 @@ const storeBody = z.strictObject({
       (s) => Buffer.byteLength(s, 'utf8') <= MAX_SECRET_BYTES,
       `secret must be at most ${MAX_SECRET_BYTES} bytes`,
     ),
+  /**
+   * An organization credential resolves in workflows of these blobs of the organization only
+   * (docs/access.md, "Credentials in workflows"); left out: every blob of the organization.
+   */
+  blob_ids: z.array(z.uuid()).min(1).max(MAX_CREDENTIAL_BLOBS).optional(),
 });
 const deleteBody = z.strictObject({ id: z.string().min(1).max(200) });
 const listParams = z.strictObject({ target: targetSchema, target_id: targetIdSchema });
@@ -72,7 +80,8 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
       schema: routeSchema({
         tags: TAGS,
         summary: 'Store a credential',
-        description: '`admin` on the target; *perimeter*. 409 when the target has one of that name.',
+        description:
+          '`admin` on the target; *perimeter*. 409 when the target has one of that name. `blob_ids` (organization credentials only) restricts the blobs whose workflows resolve it.',
         body: storeBody,
         idempotent: true,
         responses: { 201: credentialReply },
@@ -83,11 +92,19 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
       const principal = request.principal;
       requireHumanBehind(principal, 'store a credential');
       const body = parseInput(storeBody, request.body ?? {});
+      if (body.blob_ids !== undefined && body.target !== 'organization')
+        throw new ServiceError(
+          'invalid_request_body',
+          'Invalid body: blob_ids: only a credential of an organization can be restricted to blobs',
+        );
       const id = randomUUID();
       const sealed = cipher.encrypt(body.secret, id);
       return sendCreated(ctx, request, reply, { body }, async (tx) => {
         const target = await resolveTarget(ctx, principal, body.target, body.target_id, 'admin', { q: tx });
         markAudit(request, { target: { type: body.target, id: target.id } });
+        const blobIds = body.blob_ids === undefined ? null : [...new Set(body.blob_ids.map((b) => b.toLowerCase()))];
+        if (blobIds && (await countOrgBlobs(tx, target.id, blobIds)) !== blobIds.length)
+          throw new ServiceError('not_found', 'Every blob in blob_ids must be a blob of the organization.');
         try {
           const row = await whileTargetExists(() =>
             insertCredential(tx, {
@@ -97,6 +114,7 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
               targetId: target.id,
               sealed,
               createdBy: principal.userId,
+              blobIds,
             }),
           );
           return { status: 201, body: ok({ credential: credentialRecord(row) }) };

@@ -9,10 +9,11 @@ export interface CredentialRow {
   target_id: string;
   created_by: string | null;
   created_at: string;
+  blob_ids: string[] | null;
 }
 
 // The sealed parts are never selected here: no listing or answer can carry them by mistake.
-const COLUMNS = `c.id, c.name, c.target, COALESCE(c.org_id, c.blob_id, c.target_user_id) AS target_id, c.created_by, c.created_at`;
+const COLUMNS = `c.id, c.name, c.target, COALESCE(c.org_id, c.blob_id, c.target_user_id) AS target_id, c.created_by, c.created_at, c.blob_ids::text[] AS blob_ids`;
 
 /** The credential record, metadata only (docs/access.md, "Credentials"). */
 export function credentialRecord(row: CredentialRow): Record<string, unknown> {
@@ -23,6 +24,7 @@ export function credentialRecord(row: CredentialRow): Record<string, unknown> {
     target_id: row.target_id,
     created_by: row.created_by,
     created_at: row.created_at,
+    blob_ids: row.blob_ids,
   };
 }
 
@@ -34,15 +36,26 @@ export interface NewCredential {
   targetId: string;
   sealed: SealedSecret;
   createdBy: string;
+  /** The blobs an organization credential is restricted to; null: all of them. */
+  blobIds: string[] | null;
 }
 
 export async function insertCredential(q: Queryable, c: NewCredential): Promise<CredentialRow> {
   const { rows } = await q.query<CredentialRow>(
-    `INSERT INTO credentials AS c (id, name, target, ${TARGET_COLUMN[c.target]}, iv, auth_tag, ciphertext, created_by)
-     VALUES ($1::uuid, $2, $3, $4::uuid, $5::bytea, $6::bytea, $7::bytea, $8::uuid) RETURNING ${COLUMNS}`,
-    [c.id, c.name, c.target, c.targetId, c.sealed.iv, c.sealed.authTag, c.sealed.ciphertext, c.createdBy],
+    `INSERT INTO credentials AS c (id, name, target, ${TARGET_COLUMN[c.target]}, iv, auth_tag, ciphertext, created_by, blob_ids)
+     VALUES ($1::uuid, $2, $3, $4::uuid, $5::bytea, $6::bytea, $7::bytea, $8::uuid, $9::uuid[]) RETURNING ${COLUMNS}`,
+    [c.id, c.name, c.target, c.targetId, c.sealed.iv, c.sealed.authTag, c.sealed.ciphertext, c.createdBy, c.blobIds],
   );
   return rows[0]!;
+}
+
+/** How many of `blobIds` are blobs of organization `orgId` (restricting a credential names only its own blobs). */
+export async function countOrgBlobs(q: Queryable, orgId: string, blobIds: string[]): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM blobs WHERE org_id = $1::uuid AND id = ANY ($2::uuid[])',
+    [orgId, blobIds],
+  );
+  return rows[0]!.n;
 }
 
 export async function findCredential(q: Queryable, id: string): Promise<CredentialRow | undefined> {

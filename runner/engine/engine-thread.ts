@@ -35,6 +35,7 @@ import { runExecution, type EngineContext, type RunControl } from './interpreter
 import { engineMetrics } from '../metrics.ts';
 import { createStepWriter } from './step-writes.ts';
 import { processorRegistry } from '../processors/registry.ts';
+import { createOutsideCalls } from '../outside/outside-calls.ts';
 import {
   MAX_SNAPSHOT_TENANTS,
   SNAPSHOT_EVERY_MS,
@@ -174,7 +175,13 @@ async function open(): Promise<WorkerState> {
     log: (message, fields) => notify({ type: 'sandbox_event', message, fields: JSON.stringify(fields) }),
   });
   void sandbox.warm();
-  const code = sandboxCodeRunner(db, sandbox, (error) => notify({ type: 'host_error', message: describe(error) }));
+  const outside = data.outside ? createOutsideCalls(db, data.outside) : undefined;
+  const code = sandboxCodeRunner(
+    db,
+    sandbox,
+    (error) => notify({ type: 'host_error', message: describe(error) }),
+    outside,
+  );
   const flights = new Map<string, Flight>();
   const metrics = engineMetrics();
   const engine: EngineContext = {
@@ -184,6 +191,7 @@ async function open(): Promise<WorkerState> {
     writes: createStepWriter(db, { runnerId: data.runnerId, leaseSeconds: data.leaseSeconds }),
     processors: processorRegistry,
     code,
+    outside,
     leaseSeconds: data.leaseSeconds,
     maxRecoveries: data.maxRecoveries,
     onProcessorError: (error, node, execution) =>

@@ -22,6 +22,7 @@ import {
   type WorkerTracingSettings,
 } from '../messages.ts';
 import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
+import type { OutsideSettings } from '../outside/outside-calls.ts';
 import { CooldownKeeper } from './cooldown-keeper.ts';
 import { CancelListener } from './cancel-listener.ts';
 import type { ClaimedExecution } from './claim.ts';
@@ -103,6 +104,12 @@ export interface EngineOptions extends EngineTuning {
    */
   tracing?: Tracing | null;
   threadTracing?: WorkerTracingSettings | null;
+  /**
+   * Outside calls and stored credentials (runner/outside/outside-calls.ts): the egress policy and
+   * `CREDENTIAL_KEY`. Absent: `http.request` nodes fail `processor_unavailable` and `ctx.fetch` /
+   * `ctx.credentials.get` refuse.
+   */
+  outside?: OutsideSettings | null;
 }
 
 /**
@@ -122,6 +129,7 @@ interface InterpreterParts {
   onParked(wakeAt: Date): void;
   log: EngineLog;
   tracing: Tracing | null;
+  outside: OutsideSettings | null;
 }
 
 interface EngineStats {
@@ -241,6 +249,7 @@ export function createEngine(options: EngineOptions): Engine {
     memoryMb: codeMemoryMb,
     contexts: options.codeContexts ?? 'shared',
     tracing: options.threadTracing ?? null,
+    outside: options.outside ?? null,
     onNotice(notice) {
       switch (notice.type) {
         case 'sandbox':
@@ -339,6 +348,7 @@ export function createEngine(options: EngineOptions): Engine {
       onParked,
       log,
       tracing: options.tracing ?? null,
+      outside: options.outside ?? null,
     }) ?? interpretOnThreads;
 
   async function execute(execution: ClaimedExecution): Promise<void> {

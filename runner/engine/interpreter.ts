@@ -32,6 +32,7 @@ import {
   type NewExecutionEvent,
 } from './persist.ts';
 import type { StepWriter } from './step-writes.ts';
+import type { OutsideCalls } from '../outside/outside-calls.ts';
 import { parkForRetry, plannedRetry, retryPolicyOf, withNodeTimeout } from './node-policy.ts';
 import { bounded, type TraceSpan, type Tracing } from '../../shared/tracing/tracing.ts';
 
@@ -44,6 +45,8 @@ export interface EngineContext {
   writes: StepWriter;
   processors: ReadonlyMap<string, Processor>;
   code?: CodeRunner | undefined;
+  /** Outside calls and credentials of `http.request` nodes; absent: those nodes fail `processor_unavailable`. */
+  outside?: OutsideCalls | undefined;
   leaseSeconds: number;
   /** Crash recoveries without progress after which an execution ends failed (the poison bound). */
   maxRecoveries: number;
@@ -387,6 +390,7 @@ async function runProcessor(
         node: name,
         signal,
         code: ctx.code,
+        ...(ctx.outside ? { outside: ctx.outside } : {}),
       },
       config,
       input,

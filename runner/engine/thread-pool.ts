@@ -10,6 +10,7 @@ import { Piscina } from 'piscina';
 import type { ClaimedExecution } from './claim.ts';
 import type { ContextScope } from '../../sandbox/isolate-pool.ts';
 import type { WorkerTracingSettings } from '../messages.ts';
+import type { OutsideSettings } from '../outside/outside-calls.ts';
 import type { MemoryBoundPlan } from '../../sandbox/memory-bound.ts';
 import {
   RUNNER_FLAG_ABANDONED,
@@ -47,6 +48,8 @@ export interface EngineThreadPoolOptions {
   onNotice: (notice: WorkerNotice) => void;
   /** Tracing of the workers' executions (each thread exports its own spans); null or absent: off. */
   tracing?: WorkerTracingSettings | null;
+  /** Outside calls and credentials of the workers' nodes; null or absent: none. */
+  outside?: OutsideSettings | null;
 }
 
 /** How long an idle extra thread lives before piscina ends it (its isolates and connections go with it). */
@@ -94,6 +97,7 @@ export class EngineThreadPool {
       flags: this.#flags.buffer as SharedArrayBuffer,
       memoryBound,
       tracing: options.tracing ?? null,
+      outside: options.outside ?? null,
     };
     this.#channel = new BroadcastChannel(channel);
     this.#channel.unref();

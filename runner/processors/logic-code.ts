@@ -32,6 +32,7 @@ export const logicCode: Processor<{ code: string }> = {
         executionId: execution.id,
         sessionId: execution.sessionId,
         blobId: execution.blobId,
+        orgId: execution.orgId,
         node: ctx.node,
         sessionObjectsQuota: execution.limits['workflow.session_objects_per_session'],
       },

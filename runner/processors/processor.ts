@@ -2,6 +2,7 @@ import type { Db } from '../../shared/db/db.ts';
 import type { LimitObject } from '../../shared/errors.ts';
 import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import type { CodeRunner } from '../messages.ts';
+import type { OutsideCalls } from '../outside/outside-calls.ts';
 
 export type { RunLimits } from '../../shared/workflow/run-limits.ts';
 
@@ -26,6 +27,8 @@ export interface RunContext {
   signal: AbortSignal;
   /** Where `logic.code` runs its sandbox (the runner's worker threads); absent where no code may run. */
   code?: CodeRunner;
+  /** Outside calls and stored credentials (`http.request`); absent where no call may leave. */
+  outside?: OutsideCalls;
 }
 
 /** An error a node run ends with (crosses thread boundaries as plain data). */

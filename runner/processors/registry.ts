@@ -4,6 +4,7 @@
  * `processor_unavailable` (its failure route applies). Add a processor with one line below.
  */
 import { graphMutate } from './graph-mutate.ts';
+import { httpRequest } from './http-request.ts';
 import { logicCode } from './logic-code.ts';
 import { logicSleep } from './logic-sleep.ts';
 import { logicSwitch } from './logic-switch.ts';
@@ -20,6 +21,7 @@ const PROCESSORS: readonly Processor[] = [
   objectPut,
   graphMutate,
   onnxRun,
+  httpRequest,
 ];
 
 /** Processor name → processor. */

@@ -11,6 +11,8 @@ import { aliasSchema, UUID_RE } from '../ids.ts';
 import { defaultOf, isFixed } from '../limits/catalog.ts';
 import { threadSchema } from '../session/thread-writes.ts';
 import { ROUTE_NAME_RE } from './graph.ts';
+import { EGRESS_METHODS } from '../egress/request.ts';
+import { templateProblems } from './templates.ts';
 
 /** Largest `logic.code` source, in UTF-8 bytes. */
 export const MAX_CODE_BYTES = 256 * 1024;
@@ -222,6 +224,47 @@ const onnxRunConfig = z.strictObject({
 
 export type OnnxRunConfig = z.output<typeof onnxRunConfig>;
 
+// ---- http.request -----------------------------------------------------------------------------
+
+/** Largest `http.request` body template, and most headers one node may set. */
+const MAX_REQUEST_BODY_CHARS = 1024 * 1024;
+const MAX_REQUEST_HEADERS = 50;
+
+/** A template string (docs/workflow.md, "Templates"): its placeholders are checked here. */
+function template(max: number) {
+  return z
+    .string()
+    .max(max)
+    .superRefine((text, ctx) => {
+      for (const message of templateProblems(text)) ctx.addIssue({ code: 'custom', message });
+    });
+}
+
+const httpRequestConfig = z
+  .strictObject({
+    method: z.enum(EGRESS_METHODS).optional(),
+    url: template(8192).min(1),
+    headers: z
+      .record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/, 'header names are HTTP tokens'), template(16_384))
+      .refine((h) => Object.keys(h).length <= MAX_REQUEST_HEADERS, `at most ${MAX_REQUEST_HEADERS} headers`)
+      .optional(),
+    body: template(MAX_REQUEST_BODY_CHARS).optional(),
+    body_from_input: z.literal(true).optional(),
+    expected_statuses: z.array(z.int().min(100).max(599)).min(1).max(100).optional(),
+    max_response_bytes: z.int().min(1).optional(),
+    timeout_ms: z.int().min(1).max(3_600_000).optional(),
+    redirect: z.enum(['follow', 'manual', 'error']).optional(),
+  })
+  .superRefine((config, ctx) => {
+    if (config.body !== undefined && config.body_from_input)
+      ctx.addIssue({ code: 'custom', message: 'at most one of body, body_from_input' });
+    const method = config.method ?? 'GET';
+    if ((method === 'GET' || method === 'HEAD') && (config.body !== undefined || config.body_from_input))
+      ctx.addIssue({ code: 'custom', path: ['method'], message: `a ${method} request has no body` });
+  });
+
+export type HttpRequestConfig = z.output<typeof httpRequestConfig>;
+
 // ---- the catalog ------------------------------------------------------------------------------
 
 const both = [SUCCESS, FAILURE] as const;
@@ -294,6 +337,13 @@ const PROCESSORS = [
           ]
         : [];
     },
+  }),
+  processor({
+    name: 'http.request',
+    summary:
+      'Calls an outside URL under the egress policy (templates may hold {{input…}} and {{credentials.NAME}}); outputs `{status, headers, body}`.',
+    config: httpRequestConfig,
+    routes: () => both,
   }),
   processor({
     name: 'onnx.run',

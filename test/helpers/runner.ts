@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import type { Test } from 'tap';
-import { createEngine, type Engine, type EngineTuning } from '../../runner/engine/engine.ts';
+import { createEngine, type Engine, type EngineOptions, type EngineTuning } from '../../runner/engine/engine.ts';
 import type { Processor } from '../../runner/processors/processor.ts';
 import { createBoss, createQueues } from '../../shared/queue/queues.ts';
 import { createDb, type Db } from '../../shared/db/db.ts';
@@ -32,7 +32,7 @@ export interface TestRunner {
   kill(): Promise<void>;
 }
 
-export interface TestRunnerOptions extends EngineTuning {
+export interface TestRunnerOptions extends EngineTuning, Pick<EngineOptions, 'outside'> {
   /** Processors of the test's: executions are then interpreted on the test's thread (./this-thread.ts). */
   processors?: ReadonlyMap<string, Processor>;
 }

@@ -6,6 +6,7 @@ import { createStepWriter } from '../../runner/engine/step-writes.ts';
 import type { Processor } from '../../runner/processors/processor.ts';
 import { executionLogFields } from '../../shared/tracing/tracing.ts';
 import { ProcessSandbox } from '../../sandbox/sandbox-process.ts';
+import { createOutsideCalls } from '../../runner/outside/outside-calls.ts';
 
 /**
  * The engine option for tests that interpret on their own thread with `processors` (to watch or
@@ -22,8 +23,12 @@ export function onThisThread(
     const { db, runnerId, leaseSeconds, log } = engine;
     const sandbox = new ProcessSandbox({ pool: { size: 2 } });
     t.teardown(() => sandbox.dispose());
-    const code = sandboxCodeRunner(db, sandbox, (err) =>
-      log.warn({ err, runner_id: runnerId }, 'a logic.code host call failed'),
+    const outside = engine.outside ? createOutsideCalls(db, engine.outside) : undefined;
+    const code = sandboxCodeRunner(
+      db,
+      sandbox,
+      (err) => log.warn({ err, runner_id: runnerId }, 'a logic.code host call failed'),
+      outside,
     );
     const ctx: EngineContext = {
       db,
@@ -32,6 +37,7 @@ export function onThisThread(
       writes: createStepWriter(db, { runnerId, leaseSeconds }),
       processors,
       code,
+      outside,
       leaseSeconds,
       maxRecoveries: engine.maxRecoveries,
       onParked: engine.onParked,

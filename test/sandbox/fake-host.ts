@@ -72,6 +72,23 @@ export function fakeHost(options: { quota?: number } = {}): FakeHost {
         return new Promise((resolve) => setTimeout(() => resolve({ nodes: [query], edges: [] }), 5));
       },
     },
+    async fetch(url) {
+      calls.push(`fetch ${String(url)}`);
+      return {
+        status: 200,
+        statusText: 'OK',
+        headers: { 'content-type': 'text/plain' },
+        body: 'fetched',
+        url,
+        redirected: false,
+      };
+    },
+    credentials: {
+      async get(name) {
+        calls.push(`credentials.get ${String(name)}`);
+        return 'secret';
+      },
+    },
     log(level, message) {
       logs.push({ level, message });
     },
