@@ -11,7 +11,7 @@ import { aliasSchema, UUID_RE } from '../ids.ts';
 import { defaultOf, isFixed } from '../limits/catalog.ts';
 import { threadSchema } from '../session/thread-writes.ts';
 import { ROUTE_NAME_RE } from './graph.ts';
-import { EGRESS_METHODS } from '../egress/request.ts';
+import { EGRESS_METHODS } from '../egress/policy.ts';
 import { templateProblems } from './templates.ts';
 
 /** Largest `logic.code` source, in UTF-8 bytes. */
