@@ -339,16 +339,16 @@ const PROCESSORS = [
     },
   }),
   processor({
+    name: 'onnx.run',
+    summary: 'Runs the ONNX model of a revision on tensors; outputs `{outputs}`.',
+    config: onnxRunConfig,
+    routes: () => both,
+  }),
+  processor({
     name: 'http.request',
     summary:
       'Calls an outside URL under the egress policy (templates may hold {{input…}} and {{credentials.NAME}}); outputs `{status, headers, body}`.',
     config: httpRequestConfig,
-    routes: () => both,
-  }),
-  processor({
-    name: 'onnx.run',
-    summary: 'Runs the ONNX model of a revision on tensors; outputs `{outputs}`.',
-    config: onnxRunConfig,
     routes: () => both,
   }),
 ] as const;
