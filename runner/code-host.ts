@@ -25,7 +25,8 @@ import type { LogLevel } from '../sandbox/messages.ts';
 import { MAX_NODE_LOG_CHARS, MAX_NODE_LOGS, type CodeRunner, type CodeScope, type NodeLog } from './messages.ts';
 import type { OutsideCalls } from './outside/outside-calls.ts';
 import { Redactor } from './outside/redaction.ts';
-import { egressRequest, type EgressMethod } from '../shared/egress/request.ts';
+import type { EgressMethod } from '../shared/egress/policy.ts';
+import { egressRequest } from '../shared/egress/request.ts';
 
 /** `ctx.objects.list`: at most this many objects per page (as `list_session_objects`). */
 const LIST_MAX = 200;

@@ -31,6 +31,10 @@ export const EGRESS_DEFAULTS: EgressSettings = {
   maxTimeoutSeconds: 30,
 };
 
+/** The methods an outside call may use (the definition format's `http.request` `method` too). */
+export const EGRESS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+export type EgressMethod = (typeof EGRESS_METHODS)[number];
+
 /** Most redirects one call follows. */
 export const MAX_REDIRECTS = 5;
 

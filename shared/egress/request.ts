@@ -18,11 +18,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { forbiddenClass, parseIp, type IpAddress } from './addresses.ts';
 import { EgressError } from './egress-error.ts';
 import type { EgressGate } from './gate.ts';
-import { MAX_REDIRECTS, type EgressPolicy } from './policy.ts';
-
-/** The methods an outside call may use. */
-export const EGRESS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
-export type EgressMethod = (typeof EGRESS_METHODS)[number];
+import { EGRESS_METHODS, MAX_REDIRECTS, type EgressMethod, type EgressPolicy } from './policy.ts';
 
 /** One outside call. */
 export interface EgressRequest {

@@ -11,7 +11,7 @@ import { aliasSchema, UUID_RE } from '../ids.ts';
 import { defaultOf, isFixed } from '../limits/catalog.ts';
 import { threadSchema } from '../session/thread-writes.ts';
 import { ROUTE_NAME_RE } from './graph.ts';
-import { EGRESS_METHODS } from '../egress/request.ts';
+import { EGRESS_METHODS } from '../egress/policy.ts';
 import { templateProblems } from './templates.ts';
 
 /** Largest `logic.code` source, in UTF-8 bytes. */
@@ -339,16 +339,16 @@ const PROCESSORS = [
     },
   }),
   processor({
+    name: 'onnx.run',
+    summary: 'Runs the ONNX model of a revision on tensors; outputs `{outputs}`.',
+    config: onnxRunConfig,
+    routes: () => both,
+  }),
+  processor({
     name: 'http.request',
     summary:
       'Calls an outside URL under the egress policy (templates may hold {{input…}} and {{credentials.NAME}}); outputs `{status, headers, body}`.',
     config: httpRequestConfig,
-    routes: () => both,
-  }),
-  processor({
-    name: 'onnx.run',
-    summary: 'Runs the ONNX model of a revision on tensors; outputs `{outputs}`.',
-    config: onnxRunConfig,
     routes: () => both,
   }),
 ] as const;

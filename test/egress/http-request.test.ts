@@ -165,10 +165,10 @@ t.test('every egress refusal is a clear node error, and no socket opens towards 
     [`${base}/to-private`, /^A redirect was refused: .*private/],
   ];
   const definition = await define(app, alice, flow, oneNode('http.request', { url: '{{input.url}}' }));
-  for (const [url, message] of cases) {
-    const started = await startExecution(app, alice, flow, definition, { url });
-    const execution = await waitForEnd(app, alice, flow, started.id);
-    const events = await executionEvents(app, alice, flow, started.id);
+  const started = await Promise.all(cases.map(([url]) => startExecution(app, alice, flow, definition, { url })));
+  for (const [i, [url, message]] of cases.entries()) {
+    const execution = await waitForEnd(app, alice, flow, started[i]!.id);
+    const events = await executionEvents(app, alice, flow, started[i]!.id);
     t.equal(execution.status, 'failed', url);
     t.equal(execution.error.code, 'egress_refused', url);
     t.match(execution.error.message, message, url);

@@ -45,6 +45,13 @@ t.test('a valid config of every processor passes', async (t) => {
     'object.put': { alias: 'result', from_input: true },
     'graph.mutate': { mutations: [{ op: 'upsert_node', id: 'a', label: 'x' }] },
     'onnx.run': { revision_id: '00000000-0000-4000-8000-000000000000' },
+    'http.request': {
+      method: 'POST',
+      url: 'https://api.example.com/items/{{input.id}}',
+      headers: { authorization: 'Bearer {{credentials.api}}' },
+      body: '{"name": {{input.name}}}',
+      expected_statuses: [200, 201],
+    },
   };
   t.same(Object.keys(configs), PROCESSOR_NAMES, 'every processor is covered');
   for (const [processor, config] of Object.entries(configs)) {
