@@ -82,6 +82,24 @@ export async function startRunner(t: Test, databaseUrl: string, options: TestRun
   return handle;
 }
 
+/**
+ * One runner for the subtests of a file that need nothing of their own from it: a runner's first
+ * run starts its engine thread and sandbox process, seconds of CPU each time. `get` starts it on
+ * first use (stopped at `t`'s teardown); `stop` stops it before a subtest that needs to be without
+ * it (its own runner, or none), and the next `get` starts another.
+ */
+export function fileRunner(t: Test, databaseUrl: string): { get(): Promise<TestRunner>; stop(): Promise<void> } {
+  let shared: Promise<TestRunner> | undefined;
+  return {
+    get: () => (shared ??= startRunner(t, databaseUrl)),
+    stop: async () => {
+      const running = shared;
+      shared = undefined;
+      await (await running)?.stop();
+    },
+  };
+}
+
 /** A workflow blob of `caller`'s with one session, ready for definitions and executions. */
 export interface Workflow {
   orgId: string;

@@ -14,10 +14,10 @@ import {
   executionEvents,
   getExecution,
   runGraph,
+  fileRunner,
   startRunner,
   waitForEnd,
   waitForStatus,
-  type TestRunner,
 } from '../helpers/runner.ts';
 
 // Runners start and stop in most tests, and the machines running the suite are shared: a generous bound.
@@ -26,21 +26,7 @@ t.setTimeout(600_000);
 const { app, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 
-/**
- * One runner for the subtests that need nothing of their own from it: a runner's first run starts
- * its engine thread and sandbox process, seconds of CPU each time. Stopped before a subtest that
- * brings its own runner, which must be the only one claiming.
- */
-let shared: Promise<TestRunner> | undefined;
-function sharedRunner(): Promise<TestRunner> {
-  shared ??= startRunner(t, databaseUrl);
-  return shared;
-}
-async function stopSharedRunner(): Promise<void> {
-  const running = shared;
-  shared = undefined;
-  await (await running)?.stop();
-}
+const shared = fileRunner(t, databaseUrl);
 
 function code(source: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { processor: 'logic.code', config: { code: source }, ...extra };
@@ -66,7 +52,7 @@ t.test('max_attempts 3: fails twice, succeeds on the third run; the waits surviv
   // Parked between attempts like logic.sleep: no runner holds it; this runner stops meanwhile.
   await waitForStatus(app, alice, flow, created.id, 'sleeping');
   await first.stop();
-  await sharedRunner();
+  await shared.get();
 
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.equal(ended.status, 'succeeded');
@@ -102,7 +88,7 @@ t.test('max_attempts 3: fails twice, succeeds on the third run; the waits surviv
 });
 
 t.test('attempts exhausted take the failure route, with the last error', async (t) => {
-  await sharedRunner();
+  await shared.get();
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(
     app,
@@ -136,7 +122,7 @@ t.test('attempts exhausted take the failure route, with the last error', async (
 });
 
 t.test('a limit refusal is never retried', async (t) => {
-  await sharedRunner();
+  await shared.get();
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
     start: 'post',
@@ -158,7 +144,7 @@ t.test('a limit refusal is never retried', async (t) => {
 });
 
 t.test('a retry wait that would end past the deadline is not taken: the failure stands', async (t) => {
-  await sharedRunner();
+  await shared.get();
   const flow = await createWorkflow(app, alice);
   await setOverride(app, 'workflow.execution_seconds', 'blob', flow.blobId, 300);
   const created = await runGraph(app, alice, flow, {
@@ -203,7 +189,7 @@ t.test('timeout_seconds stops the run with node_timeout (its signal aborted); ti
         );
       }),
   });
-  await stopSharedRunner();
+  await shared.stop();
   await startRunner(t, databaseUrl, { processors });
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(
@@ -332,7 +318,7 @@ async function failedAtRead(t: Test) {
 }
 
 t.test('rerun_execution starts at the failed node with the input it had, linked both ways', async (t) => {
-  await sharedRunner();
+  await shared.get();
   const { flow, failed } = await failedAtRead(t);
 
   const rerun = (await command(app, alice, flow.rev, 'rerun_execution', { execution_id: failed.id })).execution;
@@ -377,7 +363,7 @@ t.test('rerun_execution starts at the failed node with the input it had, linked 
 });
 
 t.test('rerun_execution refusals', async (t) => {
-  await sharedRunner();
+  await shared.get();
   const { flow, failed } = await failedAtRead(t);
   const rerun = (path: string, params: Record<string, unknown>) =>
     call(app, 'POST', `/v1/revisions/${path}/rerun_execution`, { as: alice, body: params });
@@ -407,7 +393,7 @@ t.test('rerun_execution refusals', async (t) => {
 });
 
 t.test('a double rerun_execution with one idempotency key runs once', async (t) => {
-  await sharedRunner();
+  await shared.get();
   const { flow, failed } = await failedAtRead(t);
   const send = () =>
     call(app, 'POST', `/v1/revisions/${flow.rev}/rerun_execution`, {

@@ -13,6 +13,7 @@ import {
   runGraph,
   runnerIdle,
   runningHeld,
+  fileRunner,
   startRunner,
   waitFor,
   waitForEnd,
@@ -21,6 +22,8 @@ import {
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
+
+const shared = fileRunner(t, databaseUrl);
 
 function code(source: string, routes?: Record<string, string | null>): Record<string, unknown> {
   return { processor: 'logic.code', config: { code: source }, ...(routes ? { routes } : {}) };
@@ -55,7 +58,7 @@ t.test('logic.sleep parks the execution; a runner started after the first one st
   t.ok(row.wake_at, 'wake_at is set');
 
   await first.stop();
-  await startRunner(t, databaseUrl);
+  await shared.get();
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.equal(ended.status, 'succeeded');
   t.same(ended.output, { n: 20 });
@@ -89,7 +92,7 @@ t.test('logic.sleep parks the execution; a runner started after the first one st
 });
 
 t.test('cancel while sleeping: the execution ends cancelled and its wake-up later changes nothing', async (t) => {
-  const runner = await startRunner(t, databaseUrl);
+  const runner = await shared.get();
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
     start: 'nap',
@@ -123,7 +126,7 @@ t.test('cancel while sleeping: the execution ends cancelled and its wake-up late
 });
 
 t.test('cancel while running: the runner notices and writes nothing more', async (t) => {
-  const runner = await startRunner(t, databaseUrl);
+  const runner = await shared.get();
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
     start: 'busy',
@@ -163,6 +166,8 @@ t.test('cancel while running: the runner notices and writes nothing more', async
 
 t.test('cancel of an execution no runner has claimed yet', async (t) => {
   const flow = await createWorkflow(app, alice);
+  // No runner may be running yet: the execution must still be unclaimed when it is cancelled.
+  await shared.stop();
   const created = await runGraph(app, alice, flow, { start: 'a', nodes: { a: code('export default () => 1') } });
   const cancelled = (await command(app, alice, flow.rev, 'cancel_execution', { execution_id: created.id })).execution;
   t.equal(cancelled.status, 'cancelled');
