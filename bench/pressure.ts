@@ -27,6 +27,7 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     only: { type: 'string' },
+    'profile-control-plane': { type: 'string' },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -221,4 +222,10 @@ async function pressure(system: System): Promise<string> {
   ].join('\n');
 }
 
-await runSection(1, pressure);
+// --profile-control-plane DIR: the control plane's CPU profile (--cpu-prof), written when it stops.
+const profileDir = args['profile-control-plane'];
+await runSection(
+  1,
+  pressure,
+  profileDir ? { controlPlaneNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {},
+);

@@ -269,8 +269,12 @@ export async function startSystem(options: SystemOptions): Promise<System> {
  * or the error and the children's last output (exit code 1); always stops the system, also on a
  * stop signal (exit code 130).
  */
-export async function runSection(runners: number, main: (system: System) => Promise<string>): Promise<void> {
-  const system = await startSystem({ runners });
+export async function runSection(
+  runners: number,
+  main: (system: System) => Promise<string>,
+  options: Omit<SystemOptions, 'runners'> = {},
+): Promise<void> {
+  const system = await startSystem({ ...options, runners });
   const stopAll = () => void system.stop().finally(() => process.exit(130));
   process.once('SIGINT', stopAll);
   process.once('SIGTERM', stopAll);
