@@ -16,7 +16,7 @@ import { chromium } from 'playwright-core';
 import t from 'tap';
 import { buildTestApp } from './helpers/app.ts';
 import { findChromium } from './helpers/chromium.ts';
-import { startRunner } from './helpers/runner.ts';
+import { startEngine } from './helpers/runner.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const chromiumBinary = await findChromium();
@@ -122,7 +122,7 @@ const pageOrigin = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
 const { app, databaseUrl } = await buildTestApp(t, { CORS_ORIGINS: pageOrigin, SIGNUPS_PER_MINUTE: '0' });
 await app.listen({ port: 0, host: '127.0.0.1' });
 const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 
 const browser = await chromium.launch({ executablePath: chromiumBinary.executablePath, args: chromiumBinary.args });
 t.teardown(() => browser.close());

@@ -16,14 +16,14 @@ import { startIdentityProvider } from './helpers/jwks.ts';
 import { startOpsApp } from './helpers/ops.ts';
 import { addModel } from './helpers/onnx-models.ts';
 import { uniqueAlias } from './helpers/resources.ts';
-import { startRunner } from './helpers/runner.ts';
+import { startEngine } from './helpers/runner.ts';
 import { registerRunner } from '../shared/runner-registry.ts';
 
 const idp = await startIdentityProvider(t);
 const { app, config, db, databaseUrl } = await buildTestApp(t, idp.env);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 const { ops } = await startOpsApp(t, { config, db, databaseUrl });
 await ops.listen({ port: 0, host: '127.0.0.1' });
 const opsBase = `http://127.0.0.1:${(ops.server.address() as AddressInfo).port}`;

@@ -26,12 +26,12 @@ import {
 import { buildTestApp, setOverride, signInAnonymous } from './helpers/app.ts';
 import { addModel } from './helpers/onnx-models.ts';
 import { uniqueAlias } from './helpers/resources.ts';
-import { startRunner, waitFor } from './helpers/runner.ts';
+import { startEngine, waitFor } from './helpers/runner.ts';
 
 const { app, databaseUrl } = await buildTestApp(t);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 
 const GRAPH = {
   start: 'greet',

@@ -10,7 +10,7 @@ import { startProcessMetrics, watchQueues } from '../shared/metrics.ts';
 import { readinessProbe } from '../shared/probes.ts';
 import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { startOpsApp } from './helpers/ops.ts';
-import { createWorkflow, define, startExecution, startRunner, waitFor, waitForEnd } from './helpers/runner.ts';
+import { createWorkflow, define, startExecution, startEngine, waitFor, waitForEnd } from './helpers/runner.ts';
 
 const { app, db, config, databaseUrl } = await buildTestApp(t);
 startProcessMetrics();
@@ -122,7 +122,7 @@ t.test("the ops port serves the control plane's metrics behind the ops token", a
 });
 
 t.test("a runner sums its engine threads' node runs and ends, and serves them with its probes", async (t) => {
-  const { runner } = await startRunner(t, databaseUrl);
+  const { engine: runner } = await startEngine(t, databaseUrl);
   const alice = await signInAnonymous(app);
   const flow = await createWorkflow(app, alice);
   const def = await define(app, alice, flow, {

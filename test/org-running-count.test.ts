@@ -14,7 +14,7 @@ import {
   define,
   runningHeld,
   startExecution,
-  startRunner,
+  startEngine,
   waitFor,
   waitForEnd,
   type Workflow,
@@ -57,7 +57,7 @@ t.test('the kept count follows creates, cancels, runs to the end and cascades', 
   t.equal(await runningHeld(app, alice, a.flow.orgId), 3);
 
   // Ended by a runner (its step statement), on connections of the runner's own.
-  const runner = await startRunner(t, databaseUrl);
+  const runner = await startEngine(t, databaseUrl);
   const quick = await startExecution(app, alice, a.flow, a.quick);
   t.equal((await waitForEnd(app, alice, a.flow, quick.id)).status, 'succeeded');
   await runner.stop();

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { buildTestApp } from './helpers/app.ts';
 import { startOpsApp } from './helpers/ops.ts';
-import { startRunner } from './helpers/runner.ts';
+import { startEngine } from './helpers/runner.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const BIN = join(ROOT, 'cli', 'wsctl.js');
@@ -82,7 +82,7 @@ function lines(text: string): string[] {
 const { app, config, db, databaseUrl } = await buildTestApp(t, { OPS_TOKEN });
 await app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 const { ops } = await startOpsApp(t, { config, db, databaseUrl });
 await ops.listen({ port: 0, host: '127.0.0.1' });
 const opsBase = `http://127.0.0.1:${(ops.server.address() as AddressInfo).port}`;

@@ -8,13 +8,13 @@
  */
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from './helpers/app.ts';
-import { createWorkflow, define, startExecution, startRunner, waitForEnd } from './helpers/runner.ts';
+import { createWorkflow, define, startExecution, startEngine, waitForEnd } from './helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 
 t.test('values a run produces are held to what can be stored', async (t) => {
-  await startRunner(t, databaseUrl);
+  await startEngine(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
   const run = async (code: string) => {
     const def = await define(app, alice, flow, {

@@ -9,14 +9,14 @@ import t from 'tap';
 import { buildTestApp, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { constantOfShapeModel, mlpModel, mlpReference } from '../helpers/onnx-models.ts';
 import { createBlob } from '../helpers/resources.ts';
-import { createWorkflow, runGraph, startRunner, waitForEnd } from '../helpers/runner.ts';
+import { createWorkflow, runGraph, startEngine, waitForEnd } from '../helpers/runner.ts';
 
 const { app, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 const mallory = await signInAnonymous(app);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const { port } = app.server.address() as AddressInfo;
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 
 function upload(caller: Caller, rev: string, bytes: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -20,7 +20,7 @@ import { buildTestApp, setOverride } from '../helpers/app.ts';
 import { recordStrike } from '../../shared/sandbox/cooldowns.ts';
 import { registerRunner } from '../../shared/runner-registry.ts';
 import { startOpsApp } from '../helpers/ops.ts';
-import { startRunner } from '../helpers/runner.ts';
+import { startEngine } from '../helpers/runner.ts';
 
 // Seven pages driven one after another in a browser, on a shared two-core machine.
 t.setTimeout(400_000);
@@ -57,7 +57,7 @@ t.teardown(() => released.forEach((gate) => gate.resolve()));
 const { app, databaseUrl, config, db } = await buildTestApp(t);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-await startRunner(t, databaseUrl, { processors: new Map([...processorRegistry, ['logic.code', gatedCode]]) });
+await startEngine(t, databaseUrl, { processors: new Map([...processorRegistry, ['logic.code', gatedCode]]) });
 
 const found = await findChromium();
 const browser = await chromium.launch({ executablePath: found.executablePath, args: found.args, headless: true });

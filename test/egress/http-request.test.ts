@@ -19,7 +19,7 @@ import {
   getExecution,
   runGraph,
   startExecution,
-  startRunner,
+  startEngine,
   waitFor,
   waitForEnd,
   type Workflow,
@@ -67,7 +67,7 @@ const port = (server.address() as AddressInfo).port;
 const base = `http://127.0.0.1:${port}`;
 
 const { app, databaseUrl } = await buildTestApp(t);
-await startRunner(t, databaseUrl, {
+await startEngine(t, databaseUrl, {
   outside: {
     egress: { ...EGRESS_DEFAULTS, allowAddresses: ['127.0.0.1/32'], callsPerOrg: 2 },
     credentialKey: 'test-credential-key-0123456789abcdef01234567',

@@ -21,8 +21,8 @@ export const FAST: EngineTuning = {
   isolatesPerThread: 2,
 };
 
-export interface TestRunner {
-  readonly runner: Engine;
+export interface TestEngine {
+  readonly engine: Engine;
   readonly id: string;
   readonly db: Db;
   readonly boss: PgBoss;
@@ -32,16 +32,17 @@ export interface TestRunner {
   kill(): Promise<void>;
 }
 
-export interface TestRunnerOptions extends EngineTuning, Pick<EngineOptions, 'outside'> {
+export interface TestEngineOptions extends EngineTuning, Pick<EngineOptions, 'outside'> {
   /** Processors of the test's: executions are then interpreted on the test's thread (./this-thread.ts). */
   processors?: ReadonlyMap<string, Processor>;
 }
 
 /**
- * Starts an in-process runner engine on `databaseUrl` with a pool and a pg-boss of its own (as a
- * runner process has), with FAST timings unless `options` say otherwise. Stopped at teardown.
+ * Starts a runner's engine in this process (no runner process: see bench/system.ts for those) on
+ * `databaseUrl`, with a pool and a pg-boss of its own as a runner process has, with FAST timings
+ * unless `options` say otherwise. Stopped at teardown.
  */
-export async function startRunner(t: Test, databaseUrl: string, options: TestRunnerOptions = {}): Promise<TestRunner> {
+export async function startEngine(t: Test, databaseUrl: string, options: TestEngineOptions = {}): Promise<TestEngine> {
   const db = createDb({ connectionString: databaseUrl, max: 8, applicationName: 'test-runner' });
   const boss = createBoss(databaseUrl, 'runner');
   boss.on('error', () => {});
@@ -70,8 +71,8 @@ export async function startRunner(t: Test, databaseUrl: string, options: TestRun
     })();
     return closed;
   };
-  const handle: TestRunner = {
-    runner,
+  const handle: TestEngine = {
+    engine: runner,
     id,
     db,
     boss,
@@ -83,15 +84,15 @@ export async function startRunner(t: Test, databaseUrl: string, options: TestRun
 }
 
 /**
- * One runner for the subtests of a file that need nothing of their own from it: a runner's first
- * run starts its engine thread and sandbox process, seconds of CPU each time. `get` starts it on
- * first use (stopped at `t`'s teardown); `stop` stops it before a subtest that needs to be without
- * it (its own runner, or none), and the next `get` starts another.
+ * One engine for the subtests of a file that need nothing of their own from it: an engine's first
+ * run starts its thread and sandbox process, seconds of CPU each time. `get` starts it on first
+ * use (stopped at `t`'s teardown); `stop` stops it before a subtest that needs to be without it
+ * (an engine of its own, or none), and the next `get` starts another.
  */
-export function fileRunner(t: Test, databaseUrl: string): { get(): Promise<TestRunner>; stop(): Promise<void> } {
-  let shared: Promise<TestRunner> | undefined;
+export function fileEngine(t: Test, databaseUrl: string): { get(): Promise<TestEngine>; stop(): Promise<void> } {
+  let shared: Promise<TestEngine> | undefined;
   return {
-    get: () => (shared ??= startRunner(t, databaseUrl)),
+    get: () => (shared ??= startEngine(t, databaseUrl)),
     stop: async () => {
       const running = shared;
       shared = undefined;
@@ -192,9 +193,9 @@ export async function executionEvents(
  * ended as soon as the engine worker's statement commits; the runner's main thread learns it one
  * message later, so its counts are read once they settle (a runner that never lets go fails here).
  */
-export function runnerIdle(runner: TestRunner): Promise<ReturnType<Engine['stats']>> {
+export function runnerIdle(runner: TestEngine): Promise<ReturnType<Engine['stats']>> {
   return waitFor(
-    async () => runner.runner.stats(),
+    async () => runner.engine.stats(),
     (stats) => stats.inFlight === 0 && stats.leases === 0,
     'the runner to let go of its executions',
   );

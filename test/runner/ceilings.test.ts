@@ -12,7 +12,7 @@ import {
   executionEvents,
   runGraph,
   runningHeld,
-  startRunner,
+  startEngine,
   waitForEnd,
   waitForStatus,
   type Workflow,
@@ -20,7 +20,7 @@ import {
 
 const { app, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 
 function code(source: string, routes?: Record<string, string | null>): Record<string, unknown> {
   return { processor: 'logic.code', config: { code: source }, ...(routes ? { routes } : {}) };

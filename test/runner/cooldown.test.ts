@@ -10,7 +10,7 @@ import { registerRunner } from '../../shared/runner-registry.ts';
 import { COOLDOWN_BASE_SECONDS, recordStrike } from '../../shared/sandbox/cooldowns.ts';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
 import { opsData, startOpsApp } from '../helpers/ops.ts';
-import { createWorkflow, define, startExecution, startRunner, waitFor, waitForEnd } from '../helpers/runner.ts';
+import { createWorkflow, define, startExecution, startEngine, waitFor, waitForEnd } from '../helpers/runner.ts';
 
 const { app, databaseUrl, db, config } = await buildTestApp(t);
 const mallory = await signInAnonymous(app);
@@ -51,12 +51,12 @@ t.test('strikes double the cool-down, a burst counts once, a day later the count
 
 t.test("a cooled-down organization's code fails at once, others run; ops lists it and can end it", async (t) => {
   const { ops } = await startOpsApp(t, { config, db, databaseUrl });
-  const runner = await startRunner(t, databaseUrl);
+  const runner = await startEngine(t, databaseUrl);
   const registration = await registerRunner(
     db,
     { host: 'test-host', pid: process.pid, version: 'test' },
     () => {},
-    () => runner.runner.sandbox(),
+    () => runner.engine.sandbox(),
   );
   t.teardown(() => registration.stop());
 

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { fairPriority } from '../../shared/queue/execution-jobs.ts';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
-import { createWorkflow, define, startExecution, startRunner, waitForEnd } from '../helpers/runner.ts';
+import { createWorkflow, define, startExecution, startEngine, waitForEnd } from '../helpers/runner.ts';
 
 const { app, databaseUrl, db } = await buildTestApp(t);
 
@@ -49,7 +49,7 @@ t.test("a backlog of one organization does not hold back another organization's 
   );
 
   // A runner that fetches and works on 4 at a time.
-  await startRunner(t, databaseUrl, { batchSize: 4, concurrency: 4 });
+  await startEngine(t, databaseUrl, { batchSize: 4, concurrency: 4 });
   const ended = await waitForEnd(app, other, flow, first.id);
   t.equal(ended.status, 'succeeded');
   const {

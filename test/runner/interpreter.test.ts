@@ -11,14 +11,14 @@ import {
   executionEvents,
   runGraph,
   runningHeld,
-  startRunner,
+  startEngine,
   waitForEnd,
   type Workflow,
 } from '../helpers/runner.ts';
 
 const { app, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
-import { createWorkflow, executionEvents, runGraph, startRunner, waitForEnd } from '../helpers/runner.ts';
+import { createWorkflow, executionEvents, runGraph, startEngine, waitForEnd } from '../helpers/runner.ts';
 import { openSocket } from '../helpers/session-commands.ts';
 
 const { app, databaseUrl } = await buildTestApp(t);
@@ -33,7 +33,7 @@ t.test('a subscriber to an execution receives each of its events once, in order'
     const answer = await socket.call('subscribe', { revision_id: flow.rev, execution_id: execution.id });
     subscriptions.set(answer.result.subscription, execution.id);
   }
-  await startRunner(t, databaseUrl);
+  await startEngine(t, databaseUrl);
   for (const execution of executions) await waitForEnd(app, alice, flow, execution.id);
 
   const pushed = new Map<string, any[]>(executions.map((execution) => [execution.id, []]));

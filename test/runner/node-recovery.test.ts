@@ -14,8 +14,8 @@ import {
   executionEvents,
   getExecution,
   runGraph,
-  fileRunner,
-  startRunner,
+  fileEngine,
+  startEngine,
   waitForEnd,
   waitForStatus,
 } from '../helpers/runner.ts';
@@ -26,7 +26,7 @@ t.setTimeout(600_000);
 const { app, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 
-const shared = fileRunner(t, databaseUrl);
+const shared = fileEngine(t, databaseUrl);
 
 function code(source: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { processor: 'logic.code', config: { code: source }, ...extra };
@@ -41,7 +41,7 @@ const FLAKY = `export default async (input, ctx) => {
 }`;
 
 t.test('max_attempts 3: fails twice, succeeds on the third run; the waits survive a runner restart', async (t) => {
-  const first = await startRunner(t, databaseUrl);
+  const first = await startEngine(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
     start: 'call',
@@ -190,7 +190,7 @@ t.test('timeout_seconds stops the run with node_timeout (its signal aborted); ti
       }),
   });
   await shared.stop();
-  await startRunner(t, databaseUrl, { processors });
+  await startEngine(t, databaseUrl, { processors });
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(
     app,

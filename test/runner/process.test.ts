@@ -15,7 +15,7 @@ import {
   executionEvents,
   runGraph,
   runningHeld,
-  startRunner,
+  startEngine,
   waitFor,
   waitForEnd,
 } from '../helpers/runner.ts';
@@ -82,7 +82,7 @@ t.test(
     } = await db.query<{ stopped_at: string | null }>('SELECT stopped_at FROM runners WHERE id = $1', [owner]);
     t.ok(registration?.stopped_at, 'the runner deregistered');
 
-    await startRunner(t, databaseUrl);
+    await startEngine(t, databaseUrl);
     const ended = await waitForEnd(app, alice, flow, created.id);
     t.equal(ended.output, 'slow then last');
     const events = await executionEvents(app, alice, flow, created.id);

@@ -6,7 +6,7 @@ import type { NodeResult, RunContext, RunLimits } from '../../runner/processors/
 import { threadPost } from '../../runner/processors/thread-post.ts';
 import { buildTestApp, call, setOverride, signInAnonymous } from '../helpers/app.ts';
 import { createBlob, createOrg } from '../helpers/resources.ts';
-import { command, createWorkflow, executionEvents, runGraph, startRunner, waitForEnd } from '../helpers/runner.ts';
+import { command, createWorkflow, executionEvents, runGraph, startEngine, waitForEnd } from '../helpers/runner.ts';
 import { markDeleting } from '../helpers/session-contents.ts';
 
 // Unit level: each processor's `run` called directly against a real database, its effects read
@@ -442,7 +442,7 @@ t.test('through the engine', async (t) => {
   t.equal(quotaRun.limits['workflow.session_objects_per_session'], 1);
   await setOverride(app, 'workflow.session_objects_per_session', 'blob', quotaFlow.blobId, 100);
 
-  await startRunner(t, databaseUrl);
+  await startEngine(t, databaseUrl);
 
   t.test('a workflow of all three runs to succeeded and its writes are visible', async (t) => {
     const flow = await createWorkflow(app, alice);

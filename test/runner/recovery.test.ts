@@ -14,7 +14,7 @@ import {
   runnerIdle,
   startExecution,
   runningHeld,
-  startRunner,
+  startEngine,
   waitFor,
   waitForEnd,
   type Workflow,
@@ -72,14 +72,14 @@ async function nodeStarted(flow: Workflow, executionId: string, node: string, ti
 }
 
 t.test("a killed runner's execution resumes on another runner from the last completed node", async (t) => {
-  const doomed = await startRunner(t, databaseUrl, SHORT_LEASE);
+  const doomed = await startEngine(t, databaseUrl, SHORT_LEASE);
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, threeNodes(3000));
   await nodeStarted(flow, created.id, 'slow');
   t.equal((await holder(created.id)).lease_owner, doomed.id);
   await doomed.kill();
 
-  const rescuer = await startRunner(t, databaseUrl, SHORT_LEASE);
+  const rescuer = await startEngine(t, databaseUrl, SHORT_LEASE);
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.equal(ended.status, 'succeeded');
   t.same(ended.output, { path: ['first', 'slow', 'last'] });
@@ -103,7 +103,7 @@ t.test('a poison execution ends failed after the recovery bound instead of crash
   const created = await runGraph(app, alice, flow, { start: 'poison', nodes: { poison: code(busy(60_000, '1')) } });
   // Every runner that takes it dies mid-node: 1 first claim + 3 recoveries.
   for (let kill = 1; kill <= 4; kill += 1) {
-    const runner = await startRunner(t, databaseUrl, SHORT_LEASE);
+    const runner = await startEngine(t, databaseUrl, SHORT_LEASE);
     await waitFor(
       () => holder(created.id),
       (row) => row.lease_owner === runner.id && row.status === 'running',
@@ -112,7 +112,7 @@ t.test('a poison execution ends failed after the recovery bound instead of crash
     await nodeStarted(flow, created.id, 'poison', kill);
     await runner.kill();
   }
-  await startRunner(t, databaseUrl, SHORT_LEASE);
+  await startEngine(t, databaseUrl, SHORT_LEASE);
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.equal(ended.status, 'failed');
   t.same(ended.error, {
@@ -131,7 +131,7 @@ t.test('a poison execution ends failed after the recovery bound instead of crash
 });
 
 t.test('drain: a node in flight finishes within the grace period, then the execution is handed back', async (t) => {
-  const draining = await startRunner(t, databaseUrl);
+  const draining = await startEngine(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, threeNodes(1000));
   await nodeStarted(flow, created.id, 'slow');
@@ -140,7 +140,7 @@ t.test('drain: a node in flight finishes within the grace period, then the execu
   t.not(row.status, 'running', 'nothing is left running under the stopped runner');
   t.equal(row.lease_owner, null);
 
-  await startRunner(t, databaseUrl);
+  await startEngine(t, databaseUrl);
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.same(ended.output, { path: ['first', 'slow', 'last'] });
   const events = await executionEvents(app, alice, flow, created.id);
@@ -153,7 +153,7 @@ t.test('drain: a node in flight finishes within the grace period, then the execu
 });
 
 t.test('drain: a node still running after the grace period is handed back and runs again elsewhere', async (t) => {
-  const draining = await startRunner(t, databaseUrl);
+  const draining = await startEngine(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, threeNodes(2500));
   await nodeStarted(flow, created.id, 'slow');
@@ -163,7 +163,7 @@ t.test('drain: a node still running after the grace period is handed back and ru
   t.equal(row.lease_owner, null);
   t.equal(row.attempts, 0, 'a hand-back is not a crash recovery');
 
-  await startRunner(t, databaseUrl);
+  await startEngine(t, databaseUrl);
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.same(ended.output, { path: ['first', 'slow', 'last'] });
   const events = await executionEvents(app, alice, flow, created.id);
@@ -177,8 +177,8 @@ t.test('drain: a node still running after the grace period is handed back and ru
 
 t.test('two runners share a queue; each execution runs once to its end', async (t) => {
   const runners = [
-    await startRunner(t, databaseUrl, { concurrency: 3 }),
-    await startRunner(t, databaseUrl, { concurrency: 3 }),
+    await startEngine(t, databaseUrl, { concurrency: 3 }),
+    await startEngine(t, databaseUrl, { concurrency: 3 }),
   ];
   const flow = await createWorkflow(app, alice);
   await setOverride(app, 'workflow.running_executions_per_org', 'org', flow.orgId, 50);

@@ -19,7 +19,7 @@ import {
   getExecution,
   runGraph,
   startExecution,
-  startRunner,
+  startEngine,
   waitFor,
   waitForEnd,
 } from '../helpers/runner.ts';
@@ -103,7 +103,7 @@ function childPids(): number[] {
 t.test(
   'each allocator fails its run at a run cap, without replacing its child; another organization runs meanwhile',
   async (t) => {
-    await startRunner(t, databaseUrl, { sandboxMemoryMb: 300 });
+    await startEngine(t, databaseUrl, { sandboxMemoryMb: 300 });
     const pid = process.pid;
     const postgres = await postmasterStart();
 
@@ -159,12 +159,12 @@ t.test(
   'what the run caps allow, held past a lower memory bound, fails code_memory and only its sandbox child is replaced',
   async (t) => {
     const { ops } = await startOpsApp(t, { config, db, databaseUrl });
-    const runner = await startRunner(t, databaseUrl, { sandboxMemoryMb: BOUND_MB });
+    const runner = await startEngine(t, databaseUrl, { sandboxMemoryMb: BOUND_MB });
     const registration = await registerRunner(
       db,
       { host: 'memory-host', pid: process.pid, version: 'test' },
       () => {},
-      () => runner.runner.sandbox(),
+      () => runner.engine.sandbox(),
     );
     t.teardown(() => registration.stop());
     const pid = process.pid;

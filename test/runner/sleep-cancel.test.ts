@@ -13,8 +13,8 @@ import {
   runGraph,
   runnerIdle,
   runningHeld,
-  fileRunner,
-  startRunner,
+  fileEngine,
+  startEngine,
   waitFor,
   waitForEnd,
   waitForStatus,
@@ -23,14 +23,14 @@ import {
 const { app, databaseUrl, db } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 
-const shared = fileRunner(t, databaseUrl);
+const shared = fileEngine(t, databaseUrl);
 
 function code(source: string, routes?: Record<string, string | null>): Record<string, unknown> {
   return { processor: 'logic.code', config: { code: source }, ...(routes ? { routes } : {}) };
 }
 
 t.test('logic.sleep parks the execution; a runner started after the first one stopped completes it', async (t) => {
-  const first = await startRunner(t, databaseUrl);
+  const first = await startEngine(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(
     app,
@@ -147,7 +147,7 @@ t.test('cancel while running: the runner notices and writes nothing more', async
   t.equal(await runningHeld(app, alice, flow.orgId), 0);
 
   await waitFor(
-    async () => runner.runner.stats().inFlight,
+    async () => runner.engine.stats().inFlight,
     (n) => n === 0,
     'the runner to let go of the execution',
   );
@@ -172,7 +172,7 @@ t.test('cancel of an execution no runner has claimed yet', async (t) => {
   const cancelled = (await command(app, alice, flow.rev, 'cancel_execution', { execution_id: created.id })).execution;
   t.equal(cancelled.status, 'cancelled');
   // A runner starting now takes the wake-up and leaves the execution as it is.
-  await startRunner(t, databaseUrl);
+  await startEngine(t, databaseUrl);
   await waitFor(
     () => executionJobs(db, created.id),
     (jobs) => jobs.every((job) => job.state === 'completed'),

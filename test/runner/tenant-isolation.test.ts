@@ -15,7 +15,7 @@ import {
   getExecution,
   runGraph,
   runningHeld,
-  startRunner,
+  startEngine,
   waitFor,
   waitForEnd,
   waitForStatus,
@@ -45,7 +45,7 @@ const threeNodes = {
 t.test(
   "another organization's executions start and end while one organization's hostile code fills the runner",
   async (t) => {
-    const runner = await startRunner(t, databaseUrl, { workerThreads: 1, isolatesPerThread: 2 });
+    const runner = await startEngine(t, databaseUrl, { workerThreads: 1, isolatesPerThread: 2 });
     const hostile = await createWorkflow(app, mallory);
     const spinning = [];
     for (let i = 0; i < 4; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
@@ -70,7 +70,7 @@ t.test(
     }
     t.equal(await runningHeld(app, mallory, hostile.orgId), 0);
     await waitFor(
-      async () => runner.runner.stats(),
+      async () => runner.engine.stats(),
       (stats) => stats.inFlight === 0,
       'the runner to let go of the cancelled executions',
     );
@@ -81,7 +81,7 @@ t.test(
   "a runner whose every slot holds one organization's long executions still runs another organization's",
   async (t) => {
     // Two slots, both taken by spinning code; the third spinning execution waits in the queue.
-    const runner = await startRunner(t, databaseUrl, {
+    const runner = await startEngine(t, databaseUrl, {
       concurrency: 2,
       batchSize: 1,
       workerThreads: 1,
@@ -91,7 +91,7 @@ t.test(
     const spinning = [];
     for (let i = 0; i < 3; i++) spinning.push(await runGraph(app, mallory, hostile, spin));
     await waitFor(
-      async () => runner.runner.stats(),
+      async () => runner.engine.stats(),
       (stats) => stats.inFlight === 2,
       'both slots to be taken',
     );
@@ -111,7 +111,7 @@ t.test(
     for (const execution of spinning)
       await command(app, mallory, hostile.rev, 'cancel_execution', { execution_id: execution.id });
     await waitFor(
-      async () => runner.runner.stats(),
+      async () => runner.engine.stats(),
       (stats) => stats.inFlight === 0,
       'the runner to let go of the cancelled executions',
     );
@@ -122,7 +122,7 @@ t.test(
   'never-settling code fails at once; cancel stops running code at once and frees its isolate for the next run',
   async (t) => {
     // One isolate: the next run of the same organization can only start once the spinning one is stopped.
-    const runner = await startRunner(t, databaseUrl, {
+    const runner = await startEngine(t, databaseUrl, {
       workerThreads: 1,
       isolatesPerThread: 1,
       leaseSeconds: 600,
@@ -158,7 +158,7 @@ t.test(
     t.equal(ended.status, 'succeeded');
     t.equal(ended.output, 1);
     await waitFor(
-      async () => runner.runner.stats(),
+      async () => runner.engine.stats(),
       (stats) => stats.inFlight === 0,
       'the runner to let go of the cancelled execution',
     );
@@ -199,7 +199,7 @@ const look = code(`export default () => {
 /** Mallory's code tries to leave marks, then bob's looks for them on the same isolate; the runner's sandbox counts. */
 async function markThenLook(t: Test, codeContexts?: 'shared' | 'tenant') {
   // One isolate, runs one after the other: both run on it.
-  const runner = await startRunner(t, databaseUrl, {
+  const runner = await startEngine(t, databaseUrl, {
     workerThreads: 1,
     isolatesPerThread: 1,
     ...(codeContexts ? { codeContexts } : {}),
@@ -224,7 +224,7 @@ async function markThenLook(t: Test, codeContexts?: 'shared' | 'tenant') {
   t.same(looked.output.found, [], "bob's code found none of mallory's marks");
   t.notSame(looked.output.random, left.output.random, 'Math.random is seeded per run');
   const sandbox = await waitFor(
-    async () => runner.runner.sandbox(),
+    async () => runner.engine.sandbox(),
     (snapshot) => snapshot !== null && snapshot.contextsReused + snapshot.contextsMade >= 2,
     'the sandbox to report both runs',
   );

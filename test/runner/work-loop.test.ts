@@ -18,7 +18,7 @@ import {
   runnerIdle,
   runningHeld,
   startExecution,
-  startRunner,
+  startEngine,
   waitFor,
   waitForEnd,
   waitForStatus,
@@ -44,7 +44,7 @@ t.test('a runner works on at most `concurrency` executions at once and finishes 
   };
   const processors = new Map(processorRegistry);
   processors.set('logic.switch', watched);
-  const runner = await startRunner(t, databaseUrl, { concurrency: 2, batchSize: 16, processors });
+  const runner = await startEngine(t, databaseUrl, { concurrency: 2, batchSize: 16, processors });
 
   const flow = await createWorkflow(app, alice);
   await setOverride(app, 'workflow.running_executions_per_org', 'org', flow.orgId, 50);
@@ -64,7 +64,7 @@ t.test('a runner works on at most `concurrency` executions at once and finishes 
 });
 
 t.test('duplicate and early wake-ups claim nothing; the execution wakes once, at its time', async (t) => {
-  await startRunner(t, databaseUrl);
+  await startEngine(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
     start: 'nap',
@@ -113,7 +113,7 @@ t.test(
     };
     const processors = new Map(processorRegistry);
     processors.set('logic.switch', givingBack);
-    const runner = await startRunner(t, databaseUrl, { processors, orphanSeconds: 600 });
+    const runner = await startEngine(t, databaseUrl, { processors, orphanSeconds: 600 });
     const flow = await createWorkflow(app, alice);
     const created = await runGraph(
       app,
@@ -148,7 +148,7 @@ t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t)
   });
   // The job is gone (a purge, a restore without the queue): nothing would ever wake the execution.
   await db.query(`DELETE FROM pgboss.job WHERE name = 'executions' AND data->>'execution_id' = $1`, [created.id]);
-  await startRunner(t, databaseUrl, { orphanSeconds: 1 });
+  await startEngine(t, databaseUrl, { orphanSeconds: 1 });
   const ended = await waitForEnd(app, alice, flow, created.id);
   t.equal(ended.output, 'found');
   t.equal((await executionJobs(db, created.id)).length, 1, 'one new wake-up');
@@ -156,7 +156,7 @@ t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t)
 
 t.test('the runner keeps the statistics of the job table fresh (ANALYZE)', async (t) => {
   const table = (await testApp.boss.getQueue('executions'))!.table;
-  await startRunner(t, databaseUrl, { analyzeSeconds: 1 });
+  await startEngine(t, databaseUrl, { analyzeSeconds: 1 });
   const analyzed = await waitFor(
     async () => {
       const { rows } = await db.query<{ last_analyze: string | null }>(

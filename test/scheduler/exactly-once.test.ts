@@ -14,7 +14,7 @@ import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
 import { startTestQueue } from '../helpers/queue.ts';
 import { createBlob } from '../helpers/resources.ts';
-import { command, createWorkflow, define, startRunner, waitFor } from '../helpers/runner.ts';
+import { command, createWorkflow, define, startEngine, waitFor } from '../helpers/runner.ts';
 
 const first = await buildTestApp(t);
 const { db, databaseUrl, config } = first;
@@ -41,7 +41,7 @@ const definitionId = await define(first.app, alice, flow, {
 });
 const { blob, revision } = await createBlob(first.app, alice, flow.orgId, { type: 'svc.compute.scheduler' });
 await setOverride(first.app, 'scheduler.schedules_per_revision', 'blob', blob.id, 100);
-const runners = [await startRunner(t, databaseUrl), await startRunner(t, databaseUrl)];
+const runners = [await startEngine(t, databaseUrl), await startEngine(t, databaseUrl)];
 
 const SCHEDULES = 40;
 

@@ -15,7 +15,7 @@ import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { opsRequest, startOpsApp } from '../helpers/ops.ts';
 import { createBlob } from '../helpers/resources.ts';
-import { command, createWorkflow, define, startRunner, waitFor, waitForEnd, type Workflow } from '../helpers/runner.ts';
+import { command, createWorkflow, define, startEngine, waitFor, waitForEnd, type Workflow } from '../helpers/runner.ts';
 
 const { app, db, boss, config, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -32,7 +32,7 @@ const { revision: schedRev, blob: schedBlob } = await createBlob(app, alice, flo
   type: 'svc.compute.scheduler',
 });
 const target = { revision_id: flow.rev, session_id: flow.sessionId, definition_id: definitionId };
-await startRunner(t, databaseUrl);
+await startEngine(t, databaseUrl);
 
 async function createSchedule(caller: Caller, params: Record<string, unknown>): Promise<Record<string, any>> {
   return (
