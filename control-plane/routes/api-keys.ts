@@ -1,19 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
-import { ROLES, roleAtLeast } from '../../shared/roles.ts';
+import { ROLES } from '../../shared/roles.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { requireHumanBehind } from '../access/perimeter.ts';
 import { markAudit } from '../audit/audit-hook.ts';
-import {
-  resolveTarget,
-  secretsVisibleFrom,
-  targetIdSchema,
-  targetSchema,
-  targetStanding,
-  whileTargetExists,
-} from '../access/targets.ts';
+import { listTargeted, removeTargeted } from '../access/targeted-rows.ts';
+import { resolveTarget, targetIdSchema, targetSchema, whileTargetExists } from '../access/targets.ts';
 import { generateApiKey } from '../auth/api-key-format.ts';
 import type { Principal } from '../auth/principal.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
@@ -112,25 +105,12 @@ export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
       const principal = request.principal;
       requireHumanBehind(principal, 'revoke an API key');
       const { id } = parseInput(revokeBody, request.body ?? {});
-      if (!isUuid(id)) throw new ServiceError('not_found', 'No such API key.');
-      const deleted = await ctx.db.transaction(async (tx) => {
-        const key = await findApiKey(tx, id);
-        if (!key) throw new ServiceError('not_found', 'No such API key.');
-        if (!minterMayRevoke(principal, key)) {
-          const found = await targetStanding(ctx, principal, key.target, key.target_id, tx);
-          const role = found?.role ?? null;
-          if (!roleAtLeast(role, secretsVisibleFrom(key.target)))
-            throw new ServiceError('not_found', 'No such API key.');
-          if (!roleAtLeast(role, 'admin'))
-            throw new ServiceError(
-              'forbidden',
-              `Revoking this key needs admin on its ${key.target}, or to be its minter.`,
-            );
-        }
-        // The row is gone when this commits; the next request with the key finds nothing.
-        const deleted = await deleteApiKey(tx, id);
-        if (!deleted) throw new ServiceError('not_found', 'No such API key.');
-        return deleted;
+      const deleted = await removeTargeted(ctx, principal, id, {
+        notFound: 'No such API key.',
+        find: findApiKey,
+        remove: deleteApiKey,
+        mayWithoutAdmin: minterMayRevoke,
+        forbidden: (key) => `Revoking this key needs admin on its ${key.target}, or to be its minter.`,
       });
       return ok({ api_key: apiKeyRecord(deleted) });
     },
@@ -149,11 +129,7 @@ export async function apiKeyRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const params = parseInput(listParams, request.params, 'path');
-      const visible = secretsVisibleFrom(params.target);
-      const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, {
-        visibleFrom: visible,
-      });
-      const keys = await listApiKeys(ctx.db, params.target, target.id);
+      const keys = await listTargeted(ctx, request.principal, params, listApiKeys);
       return ok({ api_keys: keys.map(apiKeyRecord) });
     },
   );

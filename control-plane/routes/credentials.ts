@@ -3,19 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { createCredentialCipher } from '../../shared/crypto/credential-cipher.ts';
 import { ServiceError } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
-import { roleAtLeast } from '../../shared/roles.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { requireHumanBehind } from '../access/perimeter.ts';
 import { markAudit } from '../audit/audit-hook.ts';
-import {
-  resolveTarget,
-  secretsVisibleFrom,
-  targetIdSchema,
-  targetSchema,
-  targetStanding,
-  whileTargetExists,
-} from '../access/targets.ts';
+import { listTargeted, removeTargeted } from '../access/targeted-rows.ts';
+import { resolveTarget, targetIdSchema, targetSchema, whileTargetExists } from '../access/targets.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
@@ -149,19 +141,11 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
       const principal = request.principal;
       requireHumanBehind(principal, 'delete a credential');
       const { id } = parseInput(deleteBody, request.body ?? {});
-      if (!isUuid(id)) throw new ServiceError('not_found', 'No such credential.');
-      const deleted = await ctx.db.transaction(async (tx) => {
-        const credential = await findCredential(tx, id);
-        if (!credential) throw new ServiceError('not_found', 'No such credential.');
-        const found = await targetStanding(ctx, principal, credential.target, credential.target_id, tx);
-        const role = found?.role ?? null;
-        if (!roleAtLeast(role, secretsVisibleFrom(credential.target)))
-          throw new ServiceError('not_found', 'No such credential.');
-        if (!roleAtLeast(role, 'admin'))
-          throw new ServiceError('forbidden', `Deleting a credential needs admin on its ${credential.target}.`);
-        const deleted = await deleteCredential(tx, id);
-        if (!deleted) throw new ServiceError('not_found', 'No such credential.');
-        return deleted;
+      const deleted = await removeTargeted(ctx, principal, id, {
+        notFound: 'No such credential.',
+        find: findCredential,
+        remove: deleteCredential,
+        forbidden: (credential) => `Deleting a credential needs admin on its ${credential.target}.`,
       });
       return ok({ credential: credentialRecord(deleted) });
     },
@@ -180,11 +164,7 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const params = parseInput(listParams, request.params, 'path');
-      const visible = secretsVisibleFrom(params.target);
-      const target = await resolveTarget(ctx, request.principal, params.target, params.target_id, visible, {
-        visibleFrom: visible,
-      });
-      const rows = await listCredentials(ctx.db, params.target, target.id);
+      const rows = await listTargeted(ctx, request.principal, params, listCredentials);
       return ok({ credentials: rows.map(credentialRecord) });
     },
   );
