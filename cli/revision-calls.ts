@@ -17,46 +17,38 @@ export async function revisionCommand<T>(ctx: CliContext, revision: string, meth
   }
 }
 
-/** Every page of a record-cursor listing (`start_session_id` / `last_session_id`). */
-export async function allPages(
+/**
+ * Every page of a listing: `next` gives the params of the page after `page`, or null after the
+ * last. A listing is bounded by what the revision holds (its limits), not by the caller.
+ */
+async function everyPage(
   ctx: CliContext,
   revision: string,
   method: string,
   key: string,
-  params: Params = {},
+  first: Params,
+  next: (page: Record<string, unknown>) => Params | null,
 ): Promise<Rows> {
   const rows: Rows = [];
-  let start: string | null | undefined;
-  // A listing of 10 a page: bounded by what the revision holds (its limits), not by the caller.
-  do {
-    const page = await revisionCommand<Record<string, unknown>>(ctx, revision, method, {
-      ...params,
-      ...(start ? { start_session_id: start } : {}),
-    });
+  for (let params: Params | null = first; params !== null;) {
+    const page = await revisionCommand<Record<string, unknown>>(ctx, revision, method, params);
     rows.push(...((page[key] as Rows | undefined) ?? []));
-    start = page.last_session_id as string | null | undefined;
-  } while (start);
+    params = next(page);
+  }
   return rows;
 }
 
-/** Every page of an opaque-cursor listing. */
-export async function allCursorPages(
-  ctx: CliContext,
-  revision: string,
-  method: string,
-  key: string,
-  params: Params = {},
-): Promise<Rows> {
-  const rows: Rows = [];
-  let cursor: string | null | undefined;
-  do {
-    const page = await revisionCommand<Record<string, unknown>>(ctx, revision, method, {
-      ...params,
-      limit: 200,
-      ...(cursor ? { cursor } : {}),
-    });
-    rows.push(...((page[key] as Rows | undefined) ?? []));
-    cursor = page.cursor as string | null | undefined;
-  } while (cursor);
-  return rows;
+/** Every page of a record-cursor listing (`start_session_id` / `last_session_id`), 10 a page. */
+export function allPages(ctx: CliContext, revision: string, method: string, key: string, params: Params = {}) {
+  return everyPage(ctx, revision, method, key, params, (page) =>
+    page.last_session_id ? { ...params, start_session_id: page.last_session_id as string } : null,
+  );
+}
+
+/** Every page of an opaque-cursor listing, 200 a page. */
+export function allCursorPages(ctx: CliContext, revision: string, method: string, key: string, params: Params = {}) {
+  const first = { ...params, limit: 200 };
+  return everyPage(ctx, revision, method, key, first, (page) =>
+    page.cursor ? { ...first, cursor: page.cursor as string } : null,
+  );
 }
