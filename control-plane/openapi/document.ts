@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type LightMyRequestResponse,
+} from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { VERSION } from '../../shared/version.ts';
@@ -184,6 +189,22 @@ function loadReference(): Promise<FastifyInstance> {
   return referenceApp;
 }
 
+/** The reference's own paths: their answers never change, so each is asked of the plugin once. */
+const REFERENCE_PAGES = new Set([REFERENCE_PATH, `${REFERENCE_PATH}/`, `${REFERENCE_PATH}/js/scalar.js`]);
+const kept = new Map<string, Promise<LightMyRequestResponse>>();
+
+/** The inner instance's answer for `url`: kept for the reference's pages (its 4 MB script among them), asked anew for any other. */
+function referenceAnswer(url: string): Promise<LightMyRequestResponse> {
+  const known = kept.get(url);
+  if (known) return known;
+  const answer = loadReference().then((inner) => inner.inject({ method: 'GET', url }));
+  if (REFERENCE_PAGES.has(url)) {
+    kept.set(url, answer);
+    answer.catch(() => kept.delete(url));
+  }
+  return answer;
+}
+
 /** The headers of the plugin's answers that describe them (helmet's and ours are the outer app's). */
 const FORWARDED_HEADERS = ['content-type', 'location', 'cache-control', 'etag', 'last-modified'];
 
@@ -205,8 +226,7 @@ async function reference(app: FastifyInstance): Promise<void> {
     config: { public: true },
     logLevel: 'warn' as const,
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
-      const inner = await loadReference();
-      const answer = await inner.inject({ method: 'GET', url: request.url });
+      const answer = await referenceAnswer(request.url);
       reply.code(answer.statusCode);
       for (const name of FORWARDED_HEADERS) {
         const value = answer.headers[name];
