@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { freePort } from '../shared/db/free-port.ts';
@@ -18,6 +19,7 @@ import { formatSummary, parseRunTap } from './test-summary.ts';
 
 const TEMPLATE = 'ws_test_template';
 const COMPILE_CACHE = join(import.meta.dirname, '..', 'node_modules', '.cache', 'node-compile');
+const RECORDING_OFF = join(import.meta.dirname, '..', 'test', 'helpers', 'tap-recording-off.ts');
 
 function withDatabase(url: string, database: string): string {
   const u = new URL(url);
@@ -67,6 +69,9 @@ async function main(): Promise<number> {
           // about a third of each start's CPU. Entries are keyed by content, so a stale one is
           // never used.
           NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? COMPILE_CACHE,
+          NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${pathToFileURL(RECORDING_OFF).href}`]
+            .filter(Boolean)
+            .join(' '),
         },
       },
     );
