@@ -17,7 +17,7 @@ function runBomb(code: string): Promise<{ bomb: CodeResult; next: CodeResult; st
     execFile(
       process.execPath,
       ['--no-node-snapshot', runner, code],
-      { timeout: 60_000, maxBuffer: 1 << 20 },
+      { timeout: 90_000, maxBuffer: 1 << 20 },
       (_error, stdout, stderr) => {
         // The child kills itself (or crashes on the way out): only its report matters.
         const line = stdout.split('\n').find((l) => l.startsWith('{'));

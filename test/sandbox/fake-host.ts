@@ -107,9 +107,17 @@ export const ids = {
 /** The tenant of test requests: runs of one test pool share its contexts, as one organization's would. */
 const tenant = 'org-test';
 
+/**
+ * The deadline of a test run that is not about its deadline: long enough that no outcome a test
+ * expects (an output, a code_error, a memory stop) can turn into code_timeout because the host is
+ * busy with other work (the suite runs files side by side on two cores, and must pass beside a
+ * CPU hog). A test of the deadline sets a short `timeoutMs` of its own on code that never ends.
+ */
+const UNHURRIED_MS = 60_000;
+
 /** A request with test defaults. */
 export function request(code: string, extra: Partial<CodeRequest> = {}): CodeRequest {
-  return { code, input: null, imports: [], timeoutMs: 2000, ids, tenant, ...extra };
+  return { code, input: null, imports: [], timeoutMs: UNHURRIED_MS, ids, tenant, ...extra };
 }
 
 /** A pool that is disposed at teardown even when a test fails early; `made` collects it. */

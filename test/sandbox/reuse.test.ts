@@ -335,7 +335,10 @@ t.test('a ctx call that fails before the code awaits it fails the run as code_er
   }`;
   const host = fakeHost();
   host.objects.get = () => Promise.reject(new ServiceError('not_found', 'No such object.'));
-  const result = await runCode(testPool(t, { size: 1 }, pools), request(code), host);
+  // The first call never answers, so the code is always still awaiting it when the refusal of the
+  // second arrives: were it answered first, the code could catch the refusal (and may, on a busy host).
+  host.graph.query = () => new Promise(() => {});
+  const result = await runCode(testPool(t, { size: 1 }, pools), request(code, { timeoutMs: 30_000 }), host);
   // Node would report the same unhandled rejection; the run must not be blamed on its deadline.
   t.match(result, { kind: 'error', error: { code: 'code_error', message: /not_found|No such object|Uncaught/ } });
 });
