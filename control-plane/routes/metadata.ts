@@ -4,6 +4,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { aliasSchema, refSchema } from '../../shared/ids.ts';
 import { parseInput } from '../../shared/validate.ts';
 import { blobFor, revisionFor } from '../access/standing.ts';
+import type { Principal } from '../auth/principal.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { metadataFields } from '../openapi/records.ts';
@@ -42,87 +43,90 @@ function listing(row: MetadataRow | undefined): Record<string, unknown> {
   return { alias: row.alias, entries: row.entries, updated_at: row.updated_at };
 }
 
+/** What a listing belongs to, as metadata rows name it. */
+interface Holder {
+  kind: 'blob' | 'revision';
+  id: string;
+}
+
+/**
+ * The GET and PUT of one kind of holder's listings under `path`: `find` resolves the path's
+ * parameters to the holder the principal may `read` (GET) or `write` (PUT), or refuses.
+ */
+function listingRoutes<P extends z.ZodType<{ alias: string }>>(
+  app: FastifyInstance,
+  spec: {
+    path: string;
+    params: P;
+    /** "blob" or "revision", for the summaries. */
+    noun: string;
+    /** The access a PUT needs, in words, for the reference. */
+    writeNeeds: string;
+    find(principal: Principal, params: z.infer<P>, level: 'read' | 'write'): Promise<Holder>;
+  },
+): void {
+  const { path, params: paramsSchema, noun, writeNeeds, find } = spec;
+  app.get(
+    path,
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: `Get a ${noun}'s metadata listing`,
+        params: paramsSchema,
+        responses: { 200: listingReply },
+        errors: ['not_found'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(paramsSchema, request.params, 'path');
+      const holder = await find(request.principal, params, 'read');
+      return ok(listing(await getMetadata(app.ctx.db, holder, params.alias)));
+    },
+  );
+  app.put(
+    path,
+    {
+      schema: routeSchema({
+        tags: TAGS,
+        summary: `Store a ${noun}'s metadata listing`,
+        description: writeNeeds,
+        params: paramsSchema,
+        body: putBody,
+        responses: { 200: listingReply },
+        errors: ['not_found', 'forbidden'],
+      }),
+    },
+    async (request) => {
+      const params = parseInput(paramsSchema, request.params, 'path');
+      const { alias } = parseInput(putAlias, params, 'path');
+      const { entries } = parseInput(putBody, request.body ?? {});
+      const holder = await find(request.principal, params, 'write');
+      return ok(listing(await putMetadata(app.ctx.db, holder, alias, entries)));
+    },
+  );
+}
+
 /** Metadata listings of blobs and revisions: JSON entries stored under an alias (docs/resources.md, "Metadata listings"). */
 export async function metadataRoutes(app: FastifyInstance): Promise<void> {
-  const ctx = app.ctx;
-
-  app.get(
-    '/blobs/:org_id/:blob_id/metadata/:alias',
-    {
-      schema: routeSchema({
-        tags: TAGS,
-        summary: "Get a blob's metadata listing",
-        params: blobParams,
-        responses: { 200: listingReply },
-        errors: ['not_found'],
-      }),
+  const db = app.ctx.db;
+  listingRoutes(app, {
+    path: '/blobs/:org_id/:blob_id/metadata/:alias',
+    params: blobParams,
+    noun: 'blob',
+    writeNeeds: '`write`.',
+    find: async (principal, params, level) => {
+      const { blob } = await blobFor(db, principal, params.org_id, params.blob_id, level);
+      return { kind: 'blob', id: blob.id };
     },
-    async (request) => {
-      const params = parseInput(blobParams, request.params, 'path');
-      const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'read');
-      return ok(listing(await getMetadata(ctx.db, { kind: 'blob', id: blob.id }, params.alias)));
+  });
+  listingRoutes(app, {
+    path: '/revisions/:id/metadata/:alias',
+    params: revisionParams,
+    noun: 'revision',
+    writeNeeds: '`write` on its blob.',
+    find: async (principal, params, level) => {
+      const { revision } = await revisionFor(db, principal, params.id, level);
+      return { kind: 'revision', id: revision.id };
     },
-  );
-
-  app.put(
-    '/blobs/:org_id/:blob_id/metadata/:alias',
-    {
-      schema: routeSchema({
-        tags: TAGS,
-        summary: "Store a blob's metadata listing",
-        description: '`write`.',
-        params: blobParams,
-        body: putBody,
-        responses: { 200: listingReply },
-        errors: ['not_found', 'forbidden'],
-      }),
-    },
-    async (request) => {
-      const params = parseInput(blobParams, request.params, 'path');
-      const { alias } = parseInput(putAlias, params, 'path');
-      const { entries } = parseInput(putBody, request.body ?? {});
-      const { blob } = await blobFor(ctx.db, request.principal, params.org_id, params.blob_id, 'write');
-      return ok(listing(await putMetadata(ctx.db, { kind: 'blob', id: blob.id }, alias, entries)));
-    },
-  );
-
-  app.get(
-    '/revisions/:id/metadata/:alias',
-    {
-      schema: routeSchema({
-        tags: TAGS,
-        summary: "Get a revision's metadata listing",
-        params: revisionParams,
-        responses: { 200: listingReply },
-        errors: ['not_found'],
-      }),
-    },
-    async (request) => {
-      const params = parseInput(revisionParams, request.params, 'path');
-      const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'read');
-      return ok(listing(await getMetadata(ctx.db, { kind: 'revision', id: revision.id }, params.alias)));
-    },
-  );
-
-  app.put(
-    '/revisions/:id/metadata/:alias',
-    {
-      schema: routeSchema({
-        tags: TAGS,
-        summary: "Store a revision's metadata listing",
-        description: '`write` on its blob.',
-        params: revisionParams,
-        body: putBody,
-        responses: { 200: listingReply },
-        errors: ['not_found', 'forbidden'],
-      }),
-    },
-    async (request) => {
-      const params = parseInput(revisionParams, request.params, 'path');
-      const { alias } = parseInput(putAlias, params, 'path');
-      const { entries } = parseInput(putBody, request.body ?? {});
-      const { revision } = await revisionFor(ctx.db, request.principal, params.id, 'write');
-      return ok(listing(await putMetadata(ctx.db, { kind: 'revision', id: revision.id }, alias, entries)));
-    },
-  );
+  });
 }
