@@ -7,6 +7,7 @@
 import t from 'tap';
 import { buildTestApp, setOverride, signInAnonymous } from '../helpers/app.ts';
 import {
+  command,
   createWorkflow,
   define,
   executionEvents,
@@ -34,13 +35,34 @@ function busy(ms: number, then: string): string {
   return `export default (input) => { const end = Date.now() + ${ms}; while (Date.now() < end) {} return ${then} }`;
 }
 
-/** first → slow (busy `slowMs`) → last; the output records the path. */
-function threeNodes(slowMs: number): unknown {
+/**
+ * Spins until the session holds the object `released` (or for a minute), then returns `then`: a node the
+ * test ends when it chooses, so that whatever the load on the host it is still running when the
+ * test acts on its runner, and a run of it after `release()` ends at once.
+ */
+function untilReleased(then: string): string {
+  return `export default async (input, ctx) => {
+    if (!(await ctx.objects.get('released'))) { const end = Date.now() + 60000; while (Date.now() < end) {} }
+    return ${then};
+  }`;
+}
+
+async function release(flow: Workflow): Promise<void> {
+  await command(app, alice, flow.rev, 'upload_session_object', {
+    session_id: flow.sessionId,
+    alias: 'released',
+    value: true,
+  });
+}
+
+/** first → slow → last; the output records the path. `slow` is `untilReleased`, or busy for `slowMs`. */
+function threeNodes(slowMs: number | 'until released'): unknown {
+  const then = '({ path: [...input.path, "slow"] })';
   return {
     start: 'first',
     nodes: {
       first: code('export default (input) => ({ path: ["first"] })', { success: 'slow' }),
-      slow: code(busy(slowMs, '({ path: [...input.path, "slow"] })'), { success: 'last' }),
+      slow: code(slowMs === 'until released' ? untilReleased(then) : busy(slowMs, then), { success: 'last' }),
       last: code('export default (input) => ({ path: [...input.path, "last"] })'),
     },
   };
@@ -74,10 +96,11 @@ async function nodeStarted(flow: Workflow, executionId: string, node: string, ti
 t.test("a killed runner's execution resumes on another runner from the last completed node", async (t) => {
   const doomed = await startEngine(t, databaseUrl, SHORT_LEASE);
   const flow = await createWorkflow(app, alice);
-  const created = await runGraph(app, alice, flow, threeNodes(3000));
+  const created = await runGraph(app, alice, flow, threeNodes('until released'));
   await nodeStarted(flow, created.id, 'slow');
   t.equal((await holder(created.id)).lease_owner, doomed.id);
   await doomed.kill();
+  await release(flow);
 
   const rescuer = await startEngine(t, databaseUrl, SHORT_LEASE);
   const ended = await waitForEnd(app, alice, flow, created.id);
@@ -155,9 +178,10 @@ t.test('drain: a node in flight finishes within the grace period, then the execu
 t.test('drain: a node still running after the grace period is handed back and runs again elsewhere', async (t) => {
   const draining = await startEngine(t, databaseUrl);
   const flow = await createWorkflow(app, alice);
-  const created = await runGraph(app, alice, flow, threeNodes(2500));
+  const created = await runGraph(app, alice, flow, threeNodes('until released'));
   await nodeStarted(flow, created.id, 'slow');
   await draining.stop(100);
+  await release(flow);
   const row = await holder(created.id);
   t.equal(row.status, 'queued', 'handed back at once');
   t.equal(row.lease_owner, null);
