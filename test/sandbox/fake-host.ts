@@ -149,3 +149,15 @@ export function testDisposal(t: Test, pools: IsolatePool | IsolatePool[]): void 
     );
   });
 }
+
+/**
+ * Resolves once `check()` holds, looking every 5 ms; fails after a minute with `what`, so that a
+ * test waits for the state it then asserts instead of sleeping a time that a busy host outlasts.
+ */
+export async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { IsolatePool } from '../../sandbox/isolate-pool.ts';
 import { runCode } from '../../sandbox/sandbox.ts';
-import { fakeHost, request, testDisposal, testPool } from './fake-host.ts';
+import { fakeHost, request, testDisposal, testPool, until } from './fake-host.ts';
 
 const pools: IsolatePool[] = [];
 const trivial = request('export default (input) => input', { input: 1 });
@@ -35,11 +35,21 @@ t.test('runs past `size` wait for an isolate', async (t) => {
     release = resolve;
   });
   const host = fakeHost();
-  const slow = { ...host, graph: { ...host.graph, query: async () => gate.then(() => 'opened') } };
+  let asked = false;
+  const slow = {
+    ...host,
+    graph: {
+      ...host.graph,
+      query: async () => {
+        asked = true;
+        return gate.then(() => 'opened');
+      },
+    },
+  };
   const first = runCode(pool, request('export default (i, ctx) => ctx.graph.query({})'), slow);
-  await sleep(50);
+  await until(() => asked, 'the first run to call its host');
   const second = runCode(pool, trivial, fakeHost());
-  await sleep(20);
+  await until(() => pool.stats().waiting > 0 || pool.stats().created > 1, 'the second run to wait or get an isolate');
   t.match(pool.stats(), { busy: 1, waiting: 1, created: 1 });
   release();
   t.match(await first, { kind: 'output', output: 'opened' });
@@ -81,11 +91,21 @@ t.test('disposing the pool stops busy runs and refuses new ones', async (t) => {
   const pool = new IsolatePool({ size: 1, memoryMb: 32, hostSettleMs: 50 });
   pools.push(pool);
   const host = fakeHost();
-  const stuck = { ...host, objects: { ...host.objects, get: () => new Promise<never>(() => {}) } };
-  const busy = runCode(pool, request("export default (i, ctx) => ctx.objects.get('a')", { timeoutMs: 10_000 }), stuck);
-  await sleep(50);
+  let asked = false;
+  const stuck = {
+    ...host,
+    objects: {
+      ...host.objects,
+      get: () => {
+        asked = true;
+        return new Promise<never>(() => {});
+      },
+    },
+  };
+  const busy = runCode(pool, request("export default (i, ctx) => ctx.objects.get('a')"), stuck);
+  await until(() => asked, 'the busy run to call its host');
   const waiting = runCode(pool, trivial, fakeHost());
-  await sleep(10);
+  await until(() => pool.stats().waiting > 0, 'the second run to wait');
   await pool.dispose();
   const stopped = await busy;
   t.same(stopped.kind === 'error' && stopped.error, {

@@ -189,12 +189,17 @@ t.test(
     t.equal(sandbox.stats().servingPid, sparePid, 'the spare took over');
     t.ok(sandbox.stats().sparePid, 'and a new spare is kept, after a second loss');
 
-    // A run whose second child dies too fails.
-    const spin = sandbox.run(request('export default () => { for (;;) {} }', { timeoutMs: 30_000 }), fakeHost());
-    for (let i = 0; i < 2; i++) {
-      await sleep(200);
-      const pid = sandbox.stats().servingPid;
-      if (pid) process.kill(pid, 'SIGKILL');
+    // A run whose second child dies too fails. It calls the host before it spins, so each kill
+    // below comes once the try is running in the child it kills, however busy this host is.
+    let tries = 0;
+    const counted = { ...base, objects: { ...base.objects, get: async () => ++tries } };
+    const spin = sandbox.run(
+      request("export default async (i, ctx) => { await ctx.objects.get('x'); for (;;) {} }", { timeoutMs: 30_000 }),
+      counted,
+    );
+    for (let i = 1; i <= 2; i++) {
+      await until(() => tries === i, `try ${i} to run`);
+      process.kill(sandbox.stats().servingPid!, 'SIGKILL');
     }
     t.match(await spin, {
       kind: 'error',
