@@ -4,11 +4,12 @@
  * database of its own (test/helpers/db.ts), so files run in parallel without sharing state.
  * Ends with a summary (scripts/test-summary.ts): failed files, the ten slowest, "N passed, M failed".
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../shared/db/embedded.ts';
 import { freePort } from '../shared/db/free-port.ts';
@@ -20,6 +21,34 @@ import { formatSummary, parseRunTap } from './test-summary.ts';
 const TEMPLATE = 'ws_test_template';
 const COMPILE_CACHE = join(import.meta.dirname, '..', 'node_modules', '.cache', 'node-compile');
 const RECORDING_OFF = join(import.meta.dirname, '..', 'test', 'helpers', 'tap-recording-off.ts');
+const TAP = join(import.meta.dirname, '..', 'node_modules', '.bin', 'tap');
+const BUILT_TEST_CLASS = join(
+  import.meta.dirname,
+  '..',
+  'node_modules',
+  '@tapjs',
+  'test',
+  'test-built',
+  'dist',
+  'esm',
+  'index.js',
+);
+const run = promisify(execFile);
+
+/**
+ * tap compiles its Test class from the plugins `.taprc` names and rebuilds it when they differ
+ * from the built ones, but its runner has by then taken the test processes' preloads from the old
+ * build: on a fresh install (every CI run) each test process would still load the plugins tap
+ * ships with, the mock plugin's module hook among them. Building first, when the lists differ,
+ * makes that first run the lean one. A build whose list cannot be read is left to tap.
+ */
+async function buildTapPlugins(): Promise<void> {
+  const source = await readFile(BUILT_TEST_CLASS, 'utf8').catch(() => '');
+  const built = /export const signature = `([^`]*)`/.exec(source)?.[1];
+  if (built === undefined) return;
+  const configured = (await run(TAP, ['plugin', 'list'])).stdout;
+  if (configured.trim() !== built.trim()) await run(TAP, ['build']);
+}
 
 function withDatabase(url: string, database: string): string {
   const u = new URL(url);
@@ -47,6 +76,7 @@ async function main(): Promise<number> {
     await installQueueSchema(withDatabase(adminUrl, TEMPLATE));
 
     const args = process.argv.slice(2);
+    await buildTapPlugins();
     // The browser test's Chromium is unpacked (once per checkout) before any file's time runs.
     if (!args.some((a) => a.endsWith('.ts')) || args.some((a) => a.includes('browser.test'))) await findChromium();
     // The summary reads the runner's raw TAP. A terminal gets tap's own report and the raw TAP goes
@@ -55,26 +85,22 @@ async function main(): Promise<number> {
     const terminal = process.stdout.isTTY === true;
     const scratch = terminal ? await mkdtemp(join(tmpdir(), 'ws-test-')) : undefined;
     const raw = scratch && join(scratch, 'run.tap');
-    const child = spawn(
-      join(import.meta.dirname, '..', 'node_modules', '.bin', 'tap'),
-      [...(raw ? [`--output-file=${raw}`] : []), ...args],
-      {
-        stdio: ['inherit', terminal ? 'inherit' : 'pipe', 'inherit'],
-        env: {
-          ...process.env,
-          TEST_DATABASE_URL: adminUrl,
-          TEST_TEMPLATE_DB: TEMPLATE,
-          // Every test file is a process of its own (and starts threads and sandbox children) that
-          // compiles the same ~1,000 modules: Node's compile cache keeps their code between them,
-          // about a third of each start's CPU. Entries are keyed by content, so a stale one is
-          // never used.
-          NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? COMPILE_CACHE,
-          NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${pathToFileURL(RECORDING_OFF).href}`]
-            .filter(Boolean)
-            .join(' '),
-        },
+    const child = spawn(TAP, [...(raw ? [`--output-file=${raw}`] : []), ...args], {
+      stdio: ['inherit', terminal ? 'inherit' : 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        TEST_DATABASE_URL: adminUrl,
+        TEST_TEMPLATE_DB: TEMPLATE,
+        // Every test file is a process of its own (and starts threads and sandbox children) that
+        // compiles the same ~1,000 modules: Node's compile cache keeps their code between them,
+        // about a third of each start's CPU. Entries are keyed by content, so a stale one is
+        // never used.
+        NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? COMPILE_CACHE,
+        NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${pathToFileURL(RECORDING_OFF).href}`]
+          .filter(Boolean)
+          .join(' '),
       },
-    );
+    });
     const piped: Buffer[] = [];
     child.stdout?.on('data', (chunk: Buffer) => {
       piped.push(chunk);
