@@ -88,7 +88,11 @@ export class Service {
         } catch {
           // Not JSON: said below with the status.
         }
-        if (request.status >= 200 && request.status < 300) return resolve(body);
+        if (request.status >= 200 && request.status < 300) {
+          // Answered: every byte was sent, whatever the last progress event said.
+          onProgress(bytes.size, bytes.size);
+          return resolve(body);
+        }
         const fields = body as { error?: string; message?: string } | null;
         if (fields && typeof fields.error === 'string')
           return reject(new ApiError(fields as ConstructorParameters<typeof ApiError>[0], request.status));

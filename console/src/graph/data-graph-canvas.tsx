@@ -5,11 +5,21 @@
  * yet) are left out. Loaded on demand with the graph canvas's library.
  */
 import { Graph, layout } from '@dagrejs/dagre';
-import { Background, Controls, Handle, Position, ReactFlow, type Edge, type Node, type NodeProps } from '@xyflow/react';
+import {
+  Background,
+  Controls,
+  Handle,
+  MarkerType,
+  Position,
+  ReactFlow,
+  type Edge,
+  type Node,
+  type NodeProps,
+} from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import { memo, useMemo } from 'react';
 
-export interface DataElement {
+interface DataElement {
   id: string;
   label: string;
   source?: string | null;
@@ -77,6 +87,7 @@ function DataGraphCanvas({ nodes, edges, marked, label }: DataGraphProps) {
       source: edge.source!,
       target: edge.target!,
       label: edge.label,
+      markerEnd: { type: MarkerType.ArrowClosed },
     }));
     return { flowNodes, flowEdges };
   }, [nodes, edges, marked]);
@@ -87,6 +98,7 @@ function DataGraphCanvas({ nodes, edges, marked, label }: DataGraphProps) {
         edges={drawn.flowEdges}
         nodeTypes={NODE_TYPES}
         fitView
+        fitViewOptions={{ maxZoom: 1 }}
         nodesDraggable={false}
         nodesConnectable={false}
         edgesFocusable={false}
