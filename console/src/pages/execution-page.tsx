@@ -215,9 +215,10 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
 const BLOCK = 100;
 
 /**
- * The event timeline in blocks of BLOCK rows: a full block keeps its identity (the same array),
- * so a render on new events compares a block per hundred events and the rows of the last block,
- * not one row per event so far.
+ * The event timeline in blocks of BLOCK rows, each a list of its own: a full block keeps its
+ * identity (the same array), so a render on new events compares a block per hundred events and
+ * the rows of the last block, not one row per event so far; and the browser skips the layout and
+ * paint of the blocks out of view (`content-visibility`, styles.css), one check per block.
  */
 function Timeline({ events }: { events: readonly EventRecord[] }) {
   const blocks = useRef<EventRecord[][]>([]);
@@ -230,16 +231,22 @@ function Timeline({ events }: { events: readonly EventRecord[] }) {
   for (let start = reuse * BLOCK; start < events.length; start += BLOCK) next.push(events.slice(start, start + BLOCK));
   blocks.current = next;
   return (
-    <ol className="timeline">
+    <div className="timeline">
       {next.map((block) => (
         <TimelineBlock key={block[0]!.id} events={block} />
       ))}
-    </ol>
+    </div>
   );
 }
 
 const TimelineBlock = memo(function TimelineBlock({ events }: { events: readonly EventRecord[] }) {
-  return events.map((event) => <TimelineRow key={event.id} event={event} />);
+  return (
+    <ol className="timeline-block">
+      {events.map((event) => (
+        <TimelineRow key={event.id} event={event} />
+      ))}
+    </ol>
+  );
 });
 
 /** One event of the timeline; memoized, so a new event renders its own row only. */
