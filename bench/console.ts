@@ -9,7 +9,8 @@
  *   loop, 250 times round, after a 3 s `logic.sleep` that lets the page open and subscribe): for
  *   every event that arrived live, the time from the event's own timestamp (written by the
  *   database) to its row in the page's timeline (a MutationObserver's callback, so after React's
- *   commit), p50/p99/max; and whether every event of the execution is on the page once.
+ *   commit), p50/p99/max; and whether every event of the execution is on the page once. The same
+ *   lag split at the page's WebSocket message: the service's delivery, then the page's own work.
  *
  *   ./node_modules/.bin/node --no-node-snapshot bench/console.ts
  * `npm run bench` runs it after the tenant-isolation section (`--console-only` runs only it).
