@@ -227,6 +227,26 @@ t.test('a failing node shows its error and the route taken', async (t) => {
   await shot('execution-failure-route');
 });
 
+t.test('a definition edited as a new one: the editor starts from its graph', async (t) => {
+  await page.goto(definitionUrl);
+  await page.getByRole('link', { name: 'Edit as a new definition' }).click();
+  await page.getByRole('heading', { name: 'New definition' }).waitFor();
+  const text = page.getByLabel('Definition (YAML or JSON)');
+  // The editor's text is replaced once the definition is read.
+  await page.waitForFunction(() =>
+    String((globalThis as any).document.querySelector('textarea')?.value).includes('asked to fail'),
+  );
+  t.match(await text.inputValue(), /failure: report/, "the definition's routes");
+  await text.fill((await text.inputValue()).replace('asked to fail', 'asked to fail, again'));
+  await page.getByText('check_definition: no problem.').waitFor();
+  await page.getByLabel('Alias (optional)').fill('greeting-again');
+  await page.getByRole('button', { name: 'Create definition' }).click();
+  await page.getByRole('heading', { name: 'Definition greeting-again' }).waitFor();
+  await page.locator('.node-box[data-node="greet"]').click();
+  await page.getByRole('heading', { name: 'Node greet' }).waitFor();
+  t.match(await page.locator('.panel').textContent(), /asked to fail, again/);
+});
+
 t.test('cancel a running execution; re-run it (a double click runs once); the session lists them', async (t) => {
   await page.goto(definitionUrl);
   await page.getByLabel('Input (JSON)').fill('{"name": "Bo"}');
