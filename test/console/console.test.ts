@@ -327,6 +327,9 @@ t.test('cancel a running execution; re-run it (a double click runs once); the se
   t.same(JSON.parse((await page.getByLabel('Value of settings').textContent())!), { depth: 2 });
   await page.getByText('see notes.txt').waitFor();
   await page.locator('table.session-graph').getByText('ada → charles').waitFor();
+  // Drawn too: a box per node, an arrow for the edge.
+  await page.locator('.data-graph .data-box[data-element="charles"]').waitFor();
+  t.equal(await page.locator('.data-graph .react-flow__edge').count(), 1, 'the session graph drawn');
   const download = page.waitForEvent('download');
   await page.getByRole('button', { name: 'Download notes.txt' }).click();
   const saved = await download;
