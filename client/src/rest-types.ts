@@ -14152,6 +14152,8 @@ export interface components {
             };
             /** Format: uuid */
             id: string;
+            /** @description ONNX revisions only: the model ONNX Runtime opened at upload (size, sha256, inputs, outputs), null while none is stored. */
+            model?: components["schemas"]["Model"] | null;
             number: number;
             /** @enum {string} */
             status: "pending" | "ready" | "failed";

@@ -20,6 +20,7 @@ const DefinitionEditorPage = lazy(() => import('./pages/definition-editor-page.t
 const SchedulesPage = lazy(() => import('./pages/schedules-page.tsx'));
 const GraphBlobPage = lazy(() => import('./pages/graph-blob-page.tsx'));
 const NlpRecordsPage = lazy(() => import('./pages/nlp-records-page.tsx'));
+const ModelPage = lazy(() => import('./pages/model-page.tsx'));
 
 type Route = [pattern: string, page: (params: Record<string, string>) => ReactNode];
 
@@ -33,6 +34,10 @@ const ROUTES: Route[] = [
   ['/orgs/:org/blobs/:blob', (p) => <BlobPage orgId={p.org!} blobId={p.blob!} />],
   ['/orgs/:org/blobs/:blob/limits', (p) => <LimitsPage of={{ kind: 'blob', orgId: p.org!, blobId: p.blob! }} />],
   ['/orgs/:org/blobs/:blob/access', (p) => <AccessPage of={{ kind: 'blob', orgId: p.org!, blobId: p.blob! }} />],
+  [
+    '/orgs/:org/blobs/:blob/revisions/:rev/model',
+    (p) => <ModelPage orgId={p.org!} blobId={p.blob!} revisionId={p.rev!} />,
+  ],
   ['/revisions/:rev', (p) => <RevisionPage revisionId={p.rev!} />],
   ['/revisions/:rev/schedules', (p) => <SchedulesPage revisionId={p.rev!} />],
   ['/revisions/:rev/graph', (p) => <GraphBlobPage revisionId={p.rev!} />],

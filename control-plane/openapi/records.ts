@@ -71,6 +71,21 @@ export const revisionSchema = z
   })
   .meta({ id: 'Revision' });
 
+/** An uploaded ONNX model (control-plane/routes/models.ts). */
+const tensorSchema = z.strictObject({
+  name: z.string(),
+  type: z.string(),
+  shape: z.array(z.union([z.number(), z.string()])),
+});
+export const modelSchema = z
+  .strictObject({
+    size: z.number().int().nonnegative(),
+    sha256: z.string(),
+    inputs: z.array(tensorSchema).nullable(),
+    outputs: z.array(tensorSchema).nullable(),
+  })
+  .meta({ id: 'Model' });
+
 /** Get Revision adds what the revision holds against its quotas (and an NLP dataset's record count). */
 export const revisionDetailSchema = revisionSchema
   .extend({
@@ -81,6 +96,10 @@ export const revisionDetailSchema = revisionSchema
       .strictObject({ records: z.number().int().nonnegative() })
       .optional()
       .meta({ description: 'NLP datasets only.' }),
+    model: modelSchema.nullable().optional().meta({
+      description:
+        'ONNX revisions only: the model ONNX Runtime opened at upload (size, sha256, inputs, outputs), null while none is stored.',
+    }),
   })
   .meta({ id: 'RevisionDetail' });
 
@@ -301,21 +320,6 @@ export const eventSchema = z
     attributes: z.record(z.string(), z.unknown()),
   })
   .meta({ id: 'Event' });
-
-/** An uploaded ONNX model (control-plane/routes/models.ts). */
-const tensorSchema = z.strictObject({
-  name: z.string(),
-  type: z.string(),
-  shape: z.array(z.union([z.number(), z.string()])),
-});
-export const modelSchema = z
-  .strictObject({
-    size: z.number().int().nonnegative(),
-    sha256: z.string(),
-    inputs: z.array(tensorSchema).nullable(),
-    outputs: z.array(tensorSchema).nullable(),
-  })
-  .meta({ id: 'Model' });
 
 /** The workflow records commands answer with (control-plane/workflow/session-ref.ts, sql/definitions.ts, shared/workflow/execution-record.ts). */
 export const sessionSchema = z

@@ -11,6 +11,7 @@ import { parseInput } from '../../shared/validate.ts';
 import { blobFor, revisionFor } from '../access/standing.ts';
 import type { AppContext } from '../context.ts';
 import { recordCount } from '../sql/nlp-records.ts';
+import { openedModel } from '../sql/models.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
@@ -150,8 +151,15 @@ export async function revisionRoutes(app: FastifyInstance): Promise<void> {
       const { revision, blob } = await revisionFor(ctx.db, request.principal, id, 'read');
       const counts =
         blob.type === 'svc.dataset.nlp' ? { counts: { records: await recordCount(ctx.db, revision.id) } } : {};
+      // An ONNX revision's model as its upload answered: what a client needs to call run_model.
+      const model = blob.type === 'svc.model.onnx' ? { model: await openedModel(ctx.db, revision.id) } : {};
       return ok({
-        revision: { ...revisionRecord(revision), held: await revisionHeld(ctx.db, revision.id, blob.type), ...counts },
+        revision: {
+          ...revisionRecord(revision),
+          held: await revisionHeld(ctx.db, revision.id, blob.type),
+          ...counts,
+          ...model,
+        },
       });
     },
   );

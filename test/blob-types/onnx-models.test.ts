@@ -73,6 +73,7 @@ async function revisionOf(rev: string): Promise<any> {
 t.test('a model round-trips byte for byte, with its inputs and outputs', async (t) => {
   const { rev } = await onnxRevision();
   t.equal((await revisionOf(rev)).status, 'pending', 'pending until a model is uploaded');
+  t.equal((await revisionOf(rev)).model, null, 'Get Revision: no model yet');
   const bytes = mlpModel();
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const res = await upload(rev, bytes);
@@ -89,6 +90,7 @@ t.test('a model round-trips byte for byte, with its inputs and outputs', async (
   t.ok(back.bytes.equals(bytes), 'identical bytes');
   t.same(back.header, { status: 'success', size: bytes.length, sha256 });
   t.equal((await revisionOf(rev)).status, 'ready');
+  t.same((await revisionOf(rev)).model, res.body.model, 'Get Revision names the model as its upload did');
 
   // Uploading again replaces the model (and its large object).
   const add = addModel();
@@ -189,6 +191,7 @@ t.test('garbage and unsupported operators leave the revision failed with a reaso
     t.equal(res.status, 400, what);
     t.match(res.body, { error: 'invalid_model', message: reason }, what);
     t.equal((await revisionOf(rev)).status, 'failed', what);
+    t.equal((await revisionOf(rev)).model, null, `${what}: Get Revision names no model`);
     t.equal((await download(rev)).status, 404, `${what}: no bytes kept`);
   }
 });

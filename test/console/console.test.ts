@@ -17,6 +17,7 @@ import t, { type Test } from 'tap';
 import type { Processor } from '../../runner/processors/processor.ts';
 import { processorRegistry } from '../../runner/processors/registry.ts';
 import { buildTestApp, setOverride } from '../helpers/app.ts';
+import { mlpModel, mlpReference } from '../helpers/onnx-models.ts';
 import { recordStrike } from '../../shared/sandbox/cooldowns.ts';
 import { registerRunner } from '../../shared/runner-registry.ts';
 import { startOpsApp } from '../helpers/ops.ts';
@@ -226,6 +227,26 @@ t.test('a failing node shows its error and the route taken', async (t) => {
   await shot('execution-failure-route');
 });
 
+t.test('a definition edited as a new one: the editor starts from its graph', async (t) => {
+  await page.goto(definitionUrl);
+  await page.getByRole('link', { name: 'Edit as a new definition' }).click();
+  await page.getByRole('heading', { name: 'New definition' }).waitFor();
+  const text = page.getByLabel('Definition (YAML or JSON)');
+  // The editor's text is replaced once the definition is read.
+  await page.waitForFunction(() =>
+    String((globalThis as any).document.querySelector('textarea')?.value).includes('asked to fail'),
+  );
+  t.match(await text.inputValue(), /failure: report/, "the definition's routes");
+  await text.fill((await text.inputValue()).replace('asked to fail', 'asked to fail, again'));
+  await page.getByText('check_definition: no problem.').waitFor();
+  await page.getByLabel('Alias (optional)').fill('greeting-again');
+  await page.getByRole('button', { name: 'Create definition' }).click();
+  await page.getByRole('heading', { name: 'Definition greeting-again' }).waitFor();
+  await page.locator('.node-box[data-node="greet"]').click();
+  await page.getByRole('heading', { name: 'Node greet' }).waitFor();
+  t.match(await page.locator('.panel').textContent(), /asked to fail, again/);
+});
+
 t.test('cancel a running execution; re-run it (a double click runs once); the session lists them', async (t) => {
   await page.goto(definitionUrl);
   await page.getByLabel('Input (JSON)').fill('{"name": "Bo"}');
@@ -306,6 +327,9 @@ t.test('cancel a running execution; re-run it (a double click runs once); the se
   t.same(JSON.parse((await page.getByLabel('Value of settings').textContent())!), { depth: 2 });
   await page.getByText('see notes.txt').waitFor();
   await page.locator('table.session-graph').getByText('ada → charles').waitFor();
+  // Drawn too: a box per node, an arrow for the edge.
+  await page.locator('.data-graph .data-box[data-element="charles"]').waitFor();
+  t.equal(await page.locator('.data-graph .react-flow__edge').count(), 1, 'the session graph drawn');
   const download = page.waitForEvent('download');
   await page.getByRole('button', { name: 'Download notes.txt' }).click();
   const saved = await download;
@@ -435,28 +459,24 @@ t.test('schedules: the cron in words, the next fires in their zone, disable, ref
   await page.getByRole('link', { name: 'Revision 1' }).click();
   await page.getByRole('heading', { name: 'Schedules' }).waitFor();
   await page.getByText('No schedule yet.').waitFor();
-  const schedulerRevision = /\/revisions\/([^/]+)\/schedules/.exec(new URL(page.url()).pathname)![1]!;
-  // Created through the API as the signed-in user; a refused run stored as the scheduler stores one.
-  const { access_token } = JSON.parse(
-    (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
-  ) as { access_token: string };
-  const created = await app.inject({
-    method: 'POST',
-    url: `/v1/revisions/${schedulerRevision}/create_schedule`,
-    headers: { authorization: `Bearer ${access_token}` },
-    payload: {
-      alias: 'weekday-mornings',
-      cron: '30 9 * * 1-5',
-      timezone: 'Asia/Tokyo',
-      target: {
-        revision_id: /\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!,
-        session_id: sessionId,
-        definition_id: /\/definitions\/([^/]+)/.exec(new URL(definitionUrl).pathname)![1]!,
-      },
-    },
-  });
-  t.equal(created.statusCode, 200, created.body);
-  const scheduleId = created.json().schedule.id as string;
+  // Created with the page's form: the cron said in words as it is typed, a problem as one.
+  await page.getByRole('button', { name: 'New schedule' }).click();
+  const form = page.getByRole('form', { name: 'Schedule form: new schedule' });
+  await form.getByLabel('Alias (optional)').fill('weekday-mornings');
+  await form.getByLabel('Cron expression').fill('30 9 * *');
+  t.equal(await form.getByLabel('Cron expression').getAttribute('aria-invalid'), 'true', 'four fields: not a cron');
+  await form.getByLabel('Cron expression').fill('30 9 * * 1-5');
+  await form.locator('.cron-words', { hasText: 'At 09:30, Monday through Friday' }).waitFor();
+  await form.getByLabel('Time zone').fill('Asia/Tokyo');
+  await form.getByLabel('Workflow revision id').fill(/\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!);
+  await form.getByLabel('Session id').fill(sessionId);
+  await form.getByLabel('Definition id').fill(/\/definitions\/([^/]+)/.exec(new URL(definitionUrl).pathname)![1]!);
+  await form.getByLabel('Input (JSON)').fill('{"name": "the morning"}');
+  await accessibility(t, 'the schedule form');
+  await form.getByRole('button', { name: 'Create schedule' }).click();
+  const panel = page.getByRole('region', { name: 'Schedule weekday-mornings' });
+  await panel.waitFor();
+  const scheduleId = (await panel.getAttribute('data-schedule'))!;
   await db.query(
     `INSERT INTO schedule_runs (schedule_id, due_at, status, error, "limit")
      VALUES ($1::uuid, now() - interval '1 day', 'refused', $2::jsonb, $3::jsonb)`,
@@ -467,9 +487,8 @@ t.test('schedules: the cron in words, the next fires in their zone, disable, ref
     ],
   );
   await page.reload();
-  const panel = page.getByRole('region', { name: 'Schedule weekday-mornings' });
   await panel.waitFor();
-  t.equal(await panel.locator('.cron-words').textContent(), 'At 09:30, Monday through Friday');
+  t.equal(await panel.locator('dd .cron-words').textContent(), 'At 09:30, Monday through Friday');
   const fires = await panel.locator('.next-fires li').allTextContents();
   t.equal(fires.length, 3, 'three next fires');
   t.ok(
@@ -486,6 +505,20 @@ t.test('schedules: the cron in words, the next fires in their zone, disable, ref
   await panel.getByRole('button', { name: 'Enable weekday-mornings' }).waitFor();
   t.equal(await panel.locator('.schedule-state').textContent(), 'disabled');
   t.match(await panel.textContent(), /none while disabled/);
+  // Edited: update_schedule with what changed.
+  await panel.getByRole('button', { name: 'Edit weekday-mornings' }).click();
+  const edit = panel.getByRole('form', { name: 'Schedule form: weekday-mornings' });
+  t.equal(
+    await edit.getByLabel('Input (JSON)').inputValue(),
+    '{"name":"the morning"}',
+    'the input it was created with',
+  );
+  await edit.getByLabel('Cron expression').fill('0 8 * * *');
+  await edit.locator('.cron-words', { hasText: 'At 08:00' }).waitFor();
+  await edit.getByRole('button', { name: 'Save weekday-mornings' }).click();
+  await panel.locator('dd .cron-words', { hasText: 'At 08:00' }).waitFor();
+  t.equal(await panel.locator('dd code').first().textContent(), '0 8 * * *');
+  t.equal(await panel.locator('.schedule-state').textContent(), 'disabled', 'what was not changed stays');
 });
 
 t.test("a graph blob's query box and an NLP dataset's records", async (t) => {
@@ -531,6 +564,11 @@ t.test("a graph blob's query box and an NLP dataset's records", async (t) => {
   await page.getByRole('button', { name: 'Run query' }).click();
   await page.getByRole('heading', { name: '2 nodes, 1 edges' }).waitFor();
   t.match(await page.locator('.graph-result').textContent(), /ada → london/);
+  // Drawn as a graph too: a box per node (the walk's end marked), the edge between them.
+  await page.locator('.data-box[data-element="london"].marked').waitFor();
+  await page.locator('.data-box[data-element="ada"]').waitFor();
+  t.equal(await page.locator('.data-graph .react-flow__edge').count(), 1, 'one edge drawn');
+  await shot('graph-query');
   await accessibility(t, 'a graph query');
   await page
     .getByLabel('Query (JSON: start, steps)')
@@ -551,6 +589,85 @@ t.test("a graph blob's query box and an NLP dataset's records", async (t) => {
   t.same(await page.locator('table.records tbody td:nth-child(2)').allTextContents(), ['great service', 'slow reply']);
   await accessibility(t, 'NLP records');
 });
+
+t.test(
+  "an ONNX model's page: too large refused before sending, upload with progress, inputs and outputs, run",
+  async (t) => {
+    const orgId = /\/orgs\/([^/]+)/.exec(new URL(orgUrl).pathname)![1]!;
+    await setOverride(app, 'onnx.enabled', 'org', orgId, true);
+    await page.goto(orgUrl);
+    await page.getByLabel('Type').selectOption('svc.model.onnx');
+    await page.getByLabel('Alias', { exact: true }).fill('acme.model');
+    await page.getByRole('button', { name: 'Create blob' }).click();
+    await page.getByRole('heading', { name: 'Blob acme.model' }).waitFor();
+    const blobId = /\/blobs\/([^/]+)/.exec(new URL(page.url()).pathname)![1]!;
+    await page.getByRole('link', { name: 'Revision 1' }).click();
+    await page.getByRole('heading', { name: 'Model (revision 1)' }).waitFor();
+    await page.getByText('No model yet: upload one below.').waitFor();
+    // The default bound, read before the page is reloaded (a reload would cut that read off).
+    await page.getByText('At most 524,288,000 bytes (limit onnx.model_bytes).').waitFor();
+    const model = mlpModel();
+    const puts: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'PUT') puts.push(request.url());
+    });
+
+    // Past the blob's bound: refused in the page, in words, and nothing sent.
+    await setOverride(app, 'onnx.model_bytes', 'blob', blobId, 100);
+    await page.reload();
+    await page.getByText('At most 100 bytes (limit onnx.model_bytes).').waitFor();
+    await page
+      .getByLabel('Model file (.onnx)')
+      .setInputFiles({ name: 'mlp.onnx', mimeType: 'application/octet-stream', buffer: model });
+    await page.getByRole('button', { name: 'Upload model' }).click();
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    t.match(await refusal.textContent(), /limit_exceeded.*The limit onnx\.model_bytes is 100\./s);
+    t.same(puts, [], 'no byte sent');
+
+    // Within it: uploaded with its progress shown, then the model's inputs and outputs.
+    await setOverride(app, 'onnx.model_bytes', 'blob', blobId, 1_000_000);
+    await page.reload();
+    await page
+      .getByLabel('Model file (.onnx)')
+      .setInputFiles({ name: 'mlp.onnx', mimeType: 'application/octet-stream', buffer: model });
+    await page.getByRole('button', { name: 'Upload model' }).click();
+    await page.getByTestId('upload-done').waitFor();
+    t.equal(puts.length, 1, 'one upload');
+    t.equal(
+      await page.getByTestId('upload-progress').getAttribute('value'),
+      String(model.length),
+      'the progress bar ends at the whole file',
+    );
+    const inputs = page.locator('table.tensors', { has: page.locator('caption', { hasText: 'Inputs' }) });
+    await inputs.locator('tbody tr').first().waitFor();
+    t.match(await inputs.locator('tbody tr').first().textContent(), /X\s*float32\s*\[batch, 4\]/);
+    t.match(
+      await page.locator('table.tensors', { has: page.locator('caption', { hasText: 'Outputs' }) }).textContent(),
+      /Y\s*float32\s*\[batch, 2\]/,
+    );
+    t.equal(await page.getByTestId('revision-status').textContent(), 'ready');
+
+    // run_model with a tensor per input, started from one of the input's type and shape.
+    await page.getByLabel('Input X (JSON tensor)').fill('{"type": "float32", "dims": [1, 4], "data": [1, 2, 3, 4]}');
+    await page.getByRole('button', { name: 'Run model' }).click();
+    const output = page.getByLabel('Output Y');
+    await output.waitFor();
+    const y = JSON.parse((await output.textContent())!) as { type: string; dims: number[]; data: number[] };
+    t.same([y.type, y.dims], ['float32', [1, 2]]);
+    const expected = mlpReference([[1, 2, 3, 4]])[0]!;
+    t.ok(
+      y.data.every((v, i) => Math.abs(v - expected[i]!) < 1e-4),
+      `the model's answer: ${JSON.stringify(y.data)}`,
+    );
+    await accessibility(t, "an ONNX model's page");
+    await shot('model');
+    // A refusal of run_model in words: the input's rank is the model's.
+    await page.getByLabel('Input X (JSON tensor)').fill('{"type": "float32", "dims": [4], "data": [1, 2, 3, 4]}');
+    await page.getByRole('button', { name: 'Run model' }).click();
+    t.match(await page.getByRole('alert').textContent(), /invalid_request_body.*X/s);
+  },
+);
 
 t.test('sign out', async (t) => {
   await page.getByRole('button', { name: 'Sign out' }).click();

@@ -3,6 +3,7 @@
  * JSON-RPC over one shared WebSocket for subscriptions), with the signed-in credential.
  */
 import {
+  ApiError,
   createRestClient,
   ok,
   RpcClient,
@@ -53,6 +54,55 @@ export class Service {
         }
         return fetch(request);
       },
+    });
+  }
+
+  /** The headers that carry the signed-in credential (an API key, or a fresh access token). */
+  async authHeaders(): Promise<Record<string, string>> {
+    const stored = this.#store.current;
+    if (stored?.kind === 'api_key') return { 'x-api-key': stored.api_key };
+    const credential = this.#store.credential();
+    if (!credential || 'apiKey' in credential) throw new Error('Signed out.');
+    const token = typeof credential.token === 'function' ? await credential.token() : credential.token;
+    return { authorization: `Bearer ${token}` };
+  }
+
+  /**
+   * PUT `bytes` to `path` as a binary transfer (`X-Request-Body: {"size"}`), reporting the bytes
+   * sent as they go: XMLHttpRequest, since fetch tells nothing of an upload's progress. Resolves
+   * with the JSON answer; a refusal rejects with its ApiError.
+   */
+  async upload(path: string, bytes: Blob, onProgress: (sent: number, total: number) => void): Promise<unknown> {
+    const headers = await this.authHeaders();
+    return new Promise((resolve, reject) => {
+      const request = new XMLHttpRequest();
+      request.open('PUT', this.origin + path);
+      for (const [name, value] of Object.entries(headers)) request.setRequestHeader(name, value);
+      request.setRequestHeader('content-type', 'application/octet-stream');
+      request.setRequestHeader('x-request-body', JSON.stringify({ size: bytes.size }));
+      request.upload.onprogress = (event) => onProgress(event.loaded, bytes.size);
+      request.onload = () => {
+        let body: unknown = null;
+        try {
+          body = JSON.parse(request.responseText);
+        } catch {
+          // Not JSON: said below with the status.
+        }
+        if (request.status >= 200 && request.status < 300) {
+          // Answered: every byte was sent, whatever the last progress event said.
+          onProgress(bytes.size, bytes.size);
+          return resolve(body);
+        }
+        const fields = body as { error?: string; message?: string } | null;
+        if (fields && typeof fields.error === 'string')
+          return reject(new ApiError(fields as ConstructorParameters<typeof ApiError>[0], request.status));
+        reject(new Error(`The upload was answered ${request.status}.`));
+      };
+      // The service closes the connection on a refusal before the body is read: the browser may
+      // then report a network error without the answer.
+      request.onerror = () =>
+        reject(new Error('The upload was cut off (the service refused it or the connection failed).'));
+      request.send(bytes);
     });
   }
 

@@ -6,7 +6,7 @@
  */
 import { Background, Controls, Handle, Position, ReactFlow, type Edge, type Node, type NodeProps } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
-import { useMemo, useState } from 'react';
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import { edgesOf, layoutOf, NODE_HEIGHT, NODE_WIDTH, type GraphSpec, type NodeState } from './workflow-graph.ts';
 
 interface BoxData extends Record<string, unknown> {
@@ -54,36 +54,71 @@ export interface GraphCanvasProps {
   label: string;
 }
 
-export default function GraphCanvas({ graph, states, taken, issues, selected, onSelect, label }: GraphCanvasProps) {
+/** An object kept while its key is the same, so the canvas sees unchanged nodes and edges as unchanged. */
+function useKept<T>(): (id: string, key: string, make: () => T) => T {
+  const kept = useRef(new Map<string, { key: string; value: T }>());
+  const seen = new Map<string, { key: string; value: T }>();
+  // Swapped after the render's calls: entries of nodes that went are dropped with the old map.
+  useEffect(() => {
+    kept.current = seen;
+  });
+  return (id, key, make) => {
+    const old = kept.current.get(id);
+    const entry = old && old.key === key ? old : { key, value: make() };
+    seen.set(id, entry);
+    return entry.value;
+  };
+}
+
+function GraphCanvas({ graph, states, taken, issues, selected, onSelect, label }: GraphCanvasProps) {
+  // Laid out when the graph's shape changes, never when a node's state does.
   const edges = useMemo(() => edgesOf(graph), [graph]);
   const positions = useMemo(() => layoutOf(graph, edges), [graph, edges]);
   // The sizes the canvas measured, given back with every node: a controlled flow that drops them
   // has each re-render (a node's state changing) build unmeasured nodes, which the canvas hides
   // until it measures them again — under load, for seconds.
   const [measured, setMeasured] = useState<Record<string, { width: number; height: number }>>({});
-  const nodes: Node<BoxData>[] = Object.entries(graph.nodes).map(([name, node]) => ({
-    id: name,
-    type: 'box',
-    position: positions.get(name) ?? { x: 0, y: 0 },
-    ...(measured[name] ? { measured: measured[name] } : {}),
-    selected: selected === name,
-    ariaLabel: `Node ${name}, ${node.processor}${states?.[name] ? `, ${states[name]}` : ''}`,
-    data: {
-      name,
-      processor: node.processor,
-      state: states?.[name],
-      start: graph.start === name,
-      issues: issues?.[name] ?? 0,
-    },
-  }));
-  const flowEdges: Edge[] = edges.map((edge) => ({
-    id: edge.id,
-    source: edge.from,
-    target: edge.to,
-    label: edge.route,
-    className: `${edge.failure ? 'failure-route' : ''} ${taken?.has(edge.id) ? 'taken' : ''}`,
-    animated: taken?.has(edge.id) ?? false,
-  }));
+  // A node or edge object changes only when what it shows does: an execution's event re-renders
+  // the canvas, and the canvas then updates the one or two nodes whose state changed, not all.
+  const keptNode = useKept<Node<BoxData>>();
+  const keptEdge = useKept<Edge>();
+  const nodes = Object.entries(graph.nodes).map(([name, node]) => {
+    const state = states?.[name];
+    const size = measured[name];
+    const position = positions.get(name) ?? { x: 0, y: 0 };
+    const key = [
+      state,
+      selected === name,
+      size?.width,
+      size?.height,
+      issues?.[name] ?? 0,
+      position.x,
+      position.y,
+      node.processor,
+      graph.start,
+    ].join('|');
+    return keptNode(name, key, () => ({
+      id: name,
+      type: 'box',
+      position,
+      ...(size ? { measured: size } : {}),
+      selected: selected === name,
+      ariaLabel: `Node ${name}, ${node.processor}${state ? `, ${state}` : ''}`,
+      data: { name, processor: node.processor, state, start: graph.start === name, issues: issues?.[name] ?? 0 },
+    }));
+  });
+  const flowEdges = edges.map((edge) => {
+    const isTaken = taken?.has(edge.id) ?? false;
+    // Taken routes are drawn bold, not animated: an endless dash animation repaints the canvas
+    // every frame, time the page needs for the events it follows.
+    return keptEdge(edge.id, `${edge.from}|${edge.to}|${edge.route}|${isTaken}`, () => ({
+      id: edge.id,
+      source: edge.from,
+      target: edge.to,
+      label: edge.route,
+      className: `${edge.failure ? 'failure-route' : ''} ${isTaken ? 'taken' : ''}`,
+    }));
+  });
   return (
     <div className="graph" role="group" aria-label={label}>
       <ReactFlow
@@ -112,3 +147,6 @@ export default function GraphCanvas({ graph, states, taken, issues, selected, on
     </div>
   );
 }
+
+/** Re-rendered only when one of its props changes (the page around it renders on every event). */
+export default memo(GraphCanvas);

@@ -23,22 +23,43 @@ export interface ExecutionView {
   lastNode: string | null;
 }
 
-/** Folds `events` (in id order) over `graph`; `ended` turns nodes that never ran `skipped`. */
-export function executionView(graph: GraphSpec | null, events: EventRecord[], ended: boolean): ExecutionView {
-  const states: Record<string, NodeState> = {};
-  const runs: Record<string, NodeRun[]> = {};
-  const taken = new Set<string>();
-  let lastNode: string | null = null;
-  for (const event of events) {
+/**
+ * The fold of an execution's events, taken in as they arrive: each event is applied once, so a
+ * page following a long execution does work per new event, not per event so far on every render.
+ */
+export class ExecutionFold {
+  readonly #states: Record<string, NodeState> = {};
+  readonly #runs: Record<string, NodeRun[]> = {};
+  readonly #taken = new Set<string>();
+  #lastNode: string | null = null;
+  /** How many events of the list have been applied. */
+  applied = 0;
+  /** Whether `execution.finished` was among them. */
+  finished = false;
+
+  /** Applies `events[this.applied..]` (the list only grows). */
+  take(events: readonly EventRecord[]): void {
+    for (; this.applied < events.length; this.applied++) this.#apply(events[this.applied]!);
+  }
+
+  /** What the page shows now: fresh state and route objects (a render compares them), the runs as kept. */
+  view(graph: GraphSpec | null, ended: boolean): ExecutionView {
+    const states: Record<string, NodeState> = { ...this.#states };
+    for (const name of Object.keys(graph?.nodes ?? {})) states[name] ??= ended ? 'skipped' : 'queued';
+    return { states, runs: this.#runs, taken: new Set(this.#taken), lastNode: this.#lastNode };
+  }
+
+  #apply(event: EventRecord): void {
+    if (event.kind === 'execution.finished') this.finished = true;
     const node = event.node;
-    if (!node) continue;
+    if (!node) return;
     const attributes = event.attributes as Record<string, unknown>;
-    const list = (runs[node] ??= []);
+    const list = (this.#runs[node] ??= []);
     const open = list.at(-1);
     switch (event.kind) {
       case 'node.started':
         list.push({ startedAt: event.at, endedAt: null, durationMs: null, route: null, error: null, logs: [] });
-        states[node] = 'running';
+        this.#states[node] = 'running';
         break;
       case 'node.finished':
       case 'node.failed': {
@@ -50,14 +71,14 @@ export function executionView(graph: GraphSpec | null, events: EventRecord[], en
           open.error = failed ? (attributes.error as NodeRun['error']) : null;
           open.logs = Array.isArray(attributes.logs) ? (attributes.logs as NodeRun['logs']) : [];
         }
-        states[node] = failed ? 'failed' : 'succeeded';
+        this.#states[node] = failed ? 'failed' : 'succeeded';
         const route = failed ? 'failure' : (attributes.route as string | undefined);
-        if (route) taken.add(`${node}:${route}`);
-        lastNode = node;
+        if (route) this.#taken.add(`${node}:${route}`);
+        this.#lastNode = node;
         break;
       }
       case 'flow.error':
-        states[node] = 'failed';
+        this.#states[node] = 'failed';
         if (open && open.endedAt === null) {
           open.endedAt = event.at;
           open.error = {
@@ -69,6 +90,4 @@ export function executionView(graph: GraphSpec | null, events: EventRecord[], en
         break;
     }
   }
-  for (const name of Object.keys(graph?.nodes ?? {})) states[name] ??= ended ? 'skipped' : 'queued';
-  return { states, runs, taken, lastNode };
 }

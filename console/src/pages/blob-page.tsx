@@ -62,7 +62,11 @@ export function BlobPage({ orgId, blobId }: { orgId: string; blobId: string }) {
               <tr key={revision.id}>
                 <td>
                   <Link
-                    to={`/revisions/${seg(revision.id)}${pageOf(blob.state === 'ready' ? blob.data.blob.type : '')}`}
+                    to={
+                      blob.state === 'ready' && blob.data.blob.type === 'svc.model.onnx'
+                        ? `/orgs/${seg(orgId)}/blobs/${seg(blobId)}/revisions/${seg(revision.id)}/model`
+                        : `/revisions/${seg(revision.id)}${pageOf(blob.state === 'ready' ? blob.data.blob.type : '')}`
+                    }
                   >
                     Revision {revision.number}
                   </Link>

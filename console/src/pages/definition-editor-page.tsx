@@ -1,15 +1,16 @@
 /**
  * A new definition, written as YAML or JSON (JSON is YAML). As the text changes, check_definition
  * answers; its problems are listed by node and field and counted on the node they name in the
- * graph drawn beside. Saving is create_definition.
+ * graph drawn beside. Saving is create_definition. Opened with `?from=<definition id>`, it starts
+ * from that definition's graph as YAML: definitions do not change, so an edit is a new one.
  */
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import type { DefinitionIssue } from '../../../client/src/index.ts';
 import { useService } from '../context.ts';
 import { GraphView } from '../graph/lazy-graph.tsx';
 import { graphOf } from '../graph/workflow-graph.ts';
-import { Link, navigate, seg } from '../router.tsx';
+import { Link, navigate, seg, useLocation } from '../router.tsx';
 import { Refusal } from '../ui/states.tsx';
 
 const EXAMPLE = `start: greet
@@ -38,6 +39,26 @@ type Check =
 export default function DefinitionEditorPage({ revisionId }: { revisionId: string }) {
   const service = useService();
   const [text, setText] = useState(EXAMPLE);
+  const from = useLocation().query.get('from');
+  const [fromError, setFromError] = useState<unknown>(null);
+  // The definition edited: its graph, written as YAML, replaces the example once read.
+  useEffect(() => {
+    if (!from) return;
+    let current = true;
+    service
+      .command('list_definitions', revisionId, {})
+      .then(({ definitions }) => {
+        const found = definitions.find((definition) => definition.id === from || definition.alias === from);
+        if (!current) return;
+        // Long strings (code) kept on one line each: folded, they are hard to edit.
+        if (found) setText(stringify(found.graph, { lineWidth: 0 }));
+        else setFromError(new Error(`No definition ${from} in this revision.`));
+      })
+      .catch((caught: unknown) => current && setFromError(caught));
+    return () => {
+      current = false;
+    };
+  }, [from, revisionId, service]);
   const [alias, setAlias] = useState('');
   const [check, setCheck] = useState<Check>({ state: 'idle' });
   const [error, setError] = useState<unknown>(null);
@@ -102,6 +123,8 @@ export default function DefinitionEditorPage({ revisionId }: { revisionId: strin
         <Link to={`/revisions/${seg(revisionId)}`}>Revision</Link>
       </nav>
       <h1>New definition</h1>
+      {from && <p className="muted">Starting from definition {from}.</p>}
+      {fromError !== null && <Refusal error={fromError} action="Reading the definition to edit" />}
       <form onSubmit={(event) => void save(event)}>
         <div className="split">
           <div>

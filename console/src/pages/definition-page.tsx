@@ -69,6 +69,14 @@ export function DefinitionPage({ revisionId, definitionId }: { revisionId: strin
         </div>
       )}
       {definition && (
+        <p>
+          <Link to={`${base}/definitions/new?from=${seg(definition.id)}`} className="button">
+            Edit as a new definition
+          </Link>{' '}
+          <span className="muted">(a definition does not change once created; the edit is created beside it)</span>
+        </p>
+      )}
+      {definition && (
         <section aria-labelledby="run-heading">
           <h2 id="run-heading">Run</h2>
           <form onSubmit={(event) => void run(event)}>

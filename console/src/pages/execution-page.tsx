@@ -10,7 +10,7 @@ import { useLoad } from '../api/use-load.ts';
 import { useService } from '../context.ts';
 import { GraphView } from '../graph/lazy-graph.tsx';
 import { NodeConfig } from '../graph/node-details.tsx';
-import { executionView, type NodeRun } from '../graph/node-runs.ts';
+import { ExecutionFold, type NodeRun } from '../graph/node-runs.ts';
 import { graphOf } from '../graph/workflow-graph.ts';
 import { Link, navigate, seg } from '../router.tsx';
 import { Json, limitInWords, Loading, Refusal, Time } from '../ui/states.tsx';
@@ -32,7 +32,11 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
   // One key per intent to re-run: a double click, or a retry after a lost answer, runs once.
   const rerunKey = useRef(newIdempotencyKey());
   const record = execution.state === 'ready' ? execution.data.execution : null;
-  const finished = live.events.some((event) => event.kind === 'execution.finished');
+  // The events folded as they arrive (each once), not refolded from the first on every render.
+  const fold = useRef(new ExecutionFold());
+  if (live.events.length < fold.current.applied) fold.current = new ExecutionFold();
+  fold.current.take(live.events);
+  const finished = fold.current.finished;
   const { reload } = execution;
   // The record's status, output and error change as the execution moves: read it again, at once
   // when the execution itself changed (started, finished), else at most once a second — not once
@@ -56,7 +60,7 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
       : undefined;
   const graph = useMemo(() => (definition ? graphOf(definition.graph) : null), [definition]);
   const ended = finished || (record !== null && ENDED.has(record.status));
-  const view = useMemo(() => executionView(graph, live.events, ended), [graph, live.events, ended]);
+  const view = useMemo(() => fold.current.view(graph, ended), [graph, live.events, ended]);
 
   const cancel = async () => {
     setCancelError(null);
@@ -201,15 +205,49 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
       )}
       <section aria-labelledby="timeline-heading">
         <h2 id="timeline-heading">Events</h2>
-        <ol className="timeline">
-          {live.events.map((event) => (
-            <TimelineRow key={event.id} event={event} />
-          ))}
-        </ol>
+        <Timeline events={live.events} />
       </section>
     </main>
   );
 }
+
+/** Rows per memoized block of the timeline. */
+const BLOCK = 100;
+
+/**
+ * The event timeline in blocks of BLOCK rows, each a list of its own: a full block keeps its
+ * identity (the same array), so a render on new events compares a block per hundred events and
+ * the rows of the last block, not one row per event so far; and the browser skips the layout and
+ * paint of the blocks out of view (`content-visibility`, styles.css), one check per block.
+ */
+function Timeline({ events }: { events: readonly EventRecord[] }) {
+  const blocks = useRef<EventRecord[][]>([]);
+  const kept = blocks.current;
+  // The list only grows while the page follows one execution; anything else starts afresh.
+  const full = Math.floor(events.length / BLOCK);
+  const reuse =
+    kept.length > 0 && kept[0]![0] === events[0] ? Math.min(full, kept.filter((b) => b.length === BLOCK).length) : 0;
+  const next = kept.slice(0, reuse);
+  for (let start = reuse * BLOCK; start < events.length; start += BLOCK) next.push(events.slice(start, start + BLOCK));
+  blocks.current = next;
+  return (
+    <div className="timeline">
+      {next.map((block) => (
+        <TimelineBlock key={block[0]!.id} events={block} />
+      ))}
+    </div>
+  );
+}
+
+const TimelineBlock = memo(function TimelineBlock({ events }: { events: readonly EventRecord[] }) {
+  return (
+    <ol className="timeline-block">
+      {events.map((event) => (
+        <TimelineRow key={event.id} event={event} />
+      ))}
+    </ol>
+  );
+});
 
 /** One event of the timeline; memoized, so a new event renders its own row only. */
 const TimelineRow = memo(function TimelineRow({ event }: { event: EventRecord }) {
@@ -222,7 +260,7 @@ const TimelineRow = memo(function TimelineRow({ event }: { event: EventRecord })
 });
 
 /** The nodes as a list of buttons: the keyboard's and the screen reader's way into the graph. */
-function NodeList({
+const NodeList = memo(function NodeList({
   states,
   selected,
   onSelect,
@@ -242,7 +280,7 @@ function NodeList({
       ))}
     </ul>
   );
-}
+});
 
 function NodeRuns({ name, runs, input, output }: { name: string; runs: NodeRun[]; input: unknown; output: unknown }) {
   return (

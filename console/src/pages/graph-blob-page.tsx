@@ -1,9 +1,11 @@
 /**
  * A graph blob's revision: a query box (the graph query of docs/graph.md, as JSON) and its result,
- * the nodes and edges it reached, listed with the walk's ends and whether rows were dropped.
+ * the nodes and edges it reached, drawn as a graph (the walk's ends marked) and listed, and whether
+ * rows were dropped.
  */
 import { useState, type FormEvent } from 'react';
 import { useService } from '../context.ts';
+import { DataGraphView } from '../graph/lazy-graph.tsx';
 import { Empty, Refusal } from '../ui/states.tsx';
 
 type Element = {
@@ -65,6 +67,14 @@ export default function GraphBlobPage({ revisionId }: { revisionId: string }) {
             {answer.nodes.length} nodes, {answer.edges.length} edges
             {answer.truncated ? ' (truncated: graphdb.query_results reached)' : ''}
           </h2>
+          {answer.nodes.length > 0 && (
+            <DataGraphView
+              nodes={answer.nodes}
+              edges={answer.edges}
+              marked={answer.ends}
+              label="The query's result drawn: nodes and the edges between them"
+            />
+          )}
           {answer.nodes.length === 0 ? (
             <Empty>No node matched.</Empty>
           ) : (

@@ -4,25 +4,16 @@
  * lazily (cronstrue and croner are not part of the first load).
  */
 import { Cron } from 'croner';
-import cronstrue from 'cronstrue';
 import { useState } from 'react';
 import type { components } from '../../../client/src/rest-types.ts';
 import { usePages } from '../api/use-load.ts';
 import { useService } from '../context.ts';
 import { Link, seg } from '../router.tsx';
 import { Empty, limitInWords, Loading, More, Refusal, Time } from '../ui/states.tsx';
+import { cronInWords, ScheduleForm } from './schedule-form.tsx';
 
 type Schedule = components['schemas']['Schedule'];
 type ScheduleRun = components['schemas']['ScheduleRun'];
-
-/** The expression in words, or why it cannot be said. */
-function cronInWords(cron: string): string {
-  try {
-    return cronstrue.toString(cron, { use24HourTimeFormat: true, verbose: false });
-  } catch {
-    return cron;
-  }
-}
 
 /** The next `count` fires: the service's next one, then the expression's following ones, in the schedule's zone. */
 function nextFires(schedule: Schedule, count: number): Date[] {
@@ -54,6 +45,8 @@ export default function SchedulesPage({ revisionId }: { revisionId: string }) {
   }, revisionId);
   const [error, setError] = useState<unknown>(null);
   const [open, setOpen] = useState<string | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [creating, setCreating] = useState(false);
   const toggle = async (schedule: Schedule) => {
     setError(null);
     try {
@@ -70,6 +63,22 @@ export default function SchedulesPage({ revisionId }: { revisionId: string }) {
       </nav>
       <h1>Schedules</h1>
       {error !== null && <Refusal error={error} action="Changing the schedule" />}
+      {creating ? (
+        <ScheduleForm
+          revisionId={revisionId}
+          onSaved={() => {
+            setCreating(false);
+            void schedules.reload();
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      ) : (
+        <p>
+          <button type="button" onClick={() => setCreating(true)}>
+            New schedule
+          </button>
+        </p>
+      )}
       {schedules.state === 'loading' && <Loading what="schedules" />}
       {schedules.state === 'error' && <Refusal error={schedules.error} />}
       {schedules.state === 'ready' && schedules.items.length === 0 && <Empty>No schedule yet.</Empty>}
@@ -81,7 +90,7 @@ export default function SchedulesPage({ revisionId }: { revisionId: string }) {
             <dl className="facts">
               <dt>Cron</dt>
               <dd>
-                <code>{schedule.cron}</code> — <span className="cron-words">{cronInWords(schedule.cron)}</span>
+                <code>{schedule.cron}</code> — <span className="cron-words">{cronInWords(schedule.cron).words}</span>
               </dd>
               <dt>Time zone</dt>
               <dd>{schedule.timezone}</dd>
@@ -119,11 +128,29 @@ export default function SchedulesPage({ revisionId }: { revisionId: string }) {
             </button>{' '}
             <button
               type="button"
+              aria-expanded={editing === schedule.id}
+              onClick={() => setEditing(editing === schedule.id ? null : schedule.id)}
+            >
+              Edit {label}
+            </button>{' '}
+            <button
+              type="button"
               aria-expanded={open === schedule.id}
               onClick={() => setOpen(open === schedule.id ? null : schedule.id)}
             >
               Run history of {label}
             </button>
+            {editing === schedule.id && (
+              <ScheduleForm
+                revisionId={revisionId}
+                schedule={schedule}
+                onSaved={() => {
+                  setEditing(null);
+                  void schedules.reload();
+                }}
+                onCancel={() => setEditing(null)}
+              />
+            )}
             {open === schedule.id && <Runs revisionId={revisionId} schedule={schedule} />}
           </section>
         );

@@ -1,11 +1,13 @@
 /**
  * What a session holds besides its executions: its objects and files (a file downloads), its
- * thread items, and its graph's nodes and edges, each listing paged with the API's own cursor.
+ * thread items, and its graph's nodes and edges (drawn, and listed), each listing paged with the
+ * API's own cursor.
  */
-import { useState } from 'react';
+import { useMemo, useState } from 'react';
 import type { components } from '../../../client/src/rest-types.ts';
 import { usePages } from '../api/use-load.ts';
 import { useService } from '../context.ts';
+import { DataGraphView } from '../graph/lazy-graph.tsx';
 import { Empty, Json, Loading, More, Refusal, Time } from '../ui/states.tsx';
 
 type SessionObject = components['schemas']['SessionObject'];
@@ -135,6 +137,17 @@ function ThreadItems({ revisionId, sessionId }: { revisionId: string; sessionId:
   );
 }
 
+/** The loaded elements drawn; memoized on the list, so it is laid out again only when a page arrives. */
+function SessionGraphDrawn({
+  elements,
+}: {
+  elements: readonly { id: string; kind: string; label: string; source?: string | null; target?: string | null }[];
+}) {
+  const nodes = useMemo(() => elements.filter((element) => element.kind === 'node'), [elements]);
+  const edges = useMemo(() => elements.filter((element) => element.kind === 'edge'), [elements]);
+  return <DataGraphView nodes={nodes} edges={edges} label="The session graph drawn (the elements loaded so far)" />;
+}
+
 function SessionGraph({ revisionId, sessionId }: { revisionId: string; sessionId: string }) {
   const service = useService();
   const elements = usePages(async (cursor) => {
@@ -150,6 +163,7 @@ function SessionGraph({ revisionId, sessionId }: { revisionId: string; sessionId
       {elements.state === 'loading' && <Loading what="the session graph" />}
       {elements.state === 'error' && <Refusal error={elements.error} />}
       {elements.state === 'ready' && elements.items.length === 0 && <Empty>The session graph is empty.</Empty>}
+      {elements.items.length > 0 && <SessionGraphDrawn elements={elements.items} />}
       {elements.items.length > 0 && (
         <table className="session-graph">
           <thead>
