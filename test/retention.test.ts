@@ -270,7 +270,7 @@ t.test('batches walk past kept rows and equal end times', async (t) => {
 
 t.test("a batch's execution events go in one statement, not one per execution", async (t) => {
   const mine = await place(alice);
-  const ids = [];
+  const ids: string[] = [];
   for (let i = 0; i < 20; i++) ids.push(await insertExecution(mine, 100));
   interface Triggered {
     'Trigger Name': string;
@@ -390,7 +390,7 @@ t.test("one sweep at a time: a held lock refuses the mutation and skips the time
 });
 
 t.test('concurrent sweeps never count a removal twice', async (t) => {
-  const ids = [];
+  const ids: string[] = [];
   for (let i = 0; i < 40; i++) ids.push(await insertExecution(home, 100 + i));
   const results = await Promise.all([
     gql(`mutation { runRetentionSweep { executionsRemoved } }`),
