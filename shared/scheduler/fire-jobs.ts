@@ -43,8 +43,9 @@ export async function armFire(queue: JobQueue, tx: Tx, scheduleId: string): Prom
 /**
  * Sends the jobs of up to `limit` enabled schedules whose next fire falls due within
  * FIRE_HORIZON_SECONDS and has no job yet (soonest first), in one transaction of `db`, and
- * records them sent. Rows another transaction holds (a fire moving them, an update) are skipped:
- * that transaction sends their job itself. Returns the fires sent.
+ * records them sent. Rows another transaction holds are skipped: a fire or a change of timing
+ * sends the job itself, anything else leaves it to the next pass, well inside the horizon.
+ * Returns the fires sent.
  */
 export async function promoteFires(
   db: Db,
