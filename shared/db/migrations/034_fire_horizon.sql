@@ -8,10 +8,12 @@
 -- never sends one twice.
 ALTER TABLE schedules ADD COLUMN fire_sent_for timestamptz;
 
--- The schedules of before have their job already (sent at their create, update or last fire).
-UPDATE schedules SET fire_sent_for = next_fire_at WHERE enabled;
+-- The schedules of before keep `fire_sent_for` NULL (no rewrite of the table): their job was sent
+-- already, and the promoter sends it once more as their fire enters the horizon, which fires
+-- nothing more (the fire decides under the row lock; docs/scheduler.md, "Exactly once").
 
--- The index is built inside the migrator's transaction (CREATE INDEX CONCURRENTLY cannot be): it
--- holds writes to `schedules` for the build, a fraction of a second at tens of thousands of rows.
+-- The migrator runs each file in a transaction, where CREATE INDEX CONCURRENTLY cannot run: the
+-- index is built plainly and holds writes to `schedules` (creates, updates, fires) for the build,
+-- a fraction of a second at tens of thousands of rows; the column is added without a rewrite.
 CREATE INDEX schedules_unsent_idx ON schedules (next_fire_at)
   WHERE enabled AND fire_sent_for IS DISTINCT FROM next_fire_at;
