@@ -17,6 +17,7 @@
  * through the API, so no idempotency key, pg-boss job or audit row comes with it. The database is
  * vacuumed and analysed after the growth, as autovacuum would have done over a year.
  */
+import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import '../shared/db/embedded.ts';
@@ -202,13 +203,40 @@ async function addGraph(system: System, sessionId: string, from: number, count: 
   );
 }
 
-async function opsQuery(system: System, query: string): Promise<any> {
-  const res = await fetch(system.opsUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${system.opsToken}` },
-    body: JSON.stringify({ query }),
+/**
+ * One operations GraphQL call, over node:http: a sweep at full scale can take minutes, past the
+ * five minutes fetch waits for response headers.
+ */
+function opsQuery(system: System, query: string): Promise<any> {
+  const body = JSON.stringify({ query });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      system.opsUrl,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          authorization: `Bearer ${system.opsToken}`,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          try {
+            resolve(JSON.parse(text));
+          } catch (error) {
+            reject(error);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
   });
-  return res.json();
 }
 
 /** The sweep of the expired executions, timed, with the small tenant's create_execution p99 beside it. */
