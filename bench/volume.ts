@@ -302,8 +302,10 @@ async function fireLag(system: System, quiet: Workload, schedulerRev: string): P
       (await command(system, quiet.account, schedulerRev, 'create_schedule', { cron: `${i % 60} * * * * *`, target }))
         .schedule.id,
     );
-  // One whole minute of fires after the next boundary, and a few seconds for the last to land.
-  const start = Math.ceil((Date.now() + 1_000) / 60_000) * 60_000;
+  // One whole minute of fires, from the first boundary after every schedule fired once (a first
+  // fire's job is sent by its create, which wakes no runner: it waits for the next poll), and a
+  // few seconds for the last to land.
+  const start = Math.ceil((Date.now() + 61_000) / 60_000) * 60_000;
   await sleep(start + 60_000 + 5_000 - Date.now());
   const { rows } = await system.sql.query<{ ms: number }>(
     `SELECT extract(epoch FROM (e.created_at - r.due_at)) * 1000 AS ms
