@@ -1,6 +1,6 @@
 /**
- * The large state of bench/volume.ts, built by SQL: a year's history at `scale` (1 = the state the
- * issue of large databases measured: 10,000 organizations, 100,000 sessions, 2,000,000 ended
+ * The large state of bench/volume.ts, built by SQL: a year's history at `scale` (1 = the year of
+ * history docs/benchmarks.md describes: 10,000 organizations, 100,000 sessions, 2,000,000 ended
  * executions with 20,000,000 execution events, 5,000,000 session events, 1,000,000 session
  * objects, 50,000 schedules with 1,000,000 runs; one tenant with a 10,000-session revision, a
  * 100,000-execution session and a 60,000-element graph). What it fakes is listed in bench/volume.ts.
