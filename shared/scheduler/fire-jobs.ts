@@ -41,6 +41,20 @@ export async function armFire(queue: JobQueue, tx: Tx, scheduleId: string): Prom
 }
 
 /**
+ * The promoter's statement (`$1` the horizon in seconds, `$2` the batch): the schedules still to
+ * send are read through `schedules_unsent_idx` (migration 034) from the soonest fire on, so a
+ * pass reads the fires coming due, never the schedules whose fire is further away or already sent.
+ */
+export const PROMOTE_SQL = `WITH due AS (
+    SELECT id FROM schedules
+     WHERE enabled AND fire_sent_for IS DISTINCT FROM next_fire_at
+       AND next_fire_at < now() + make_interval(secs => $1::int)
+     ORDER BY next_fire_at LIMIT $2::int
+       FOR UPDATE SKIP LOCKED)
+  UPDATE schedules sc SET fire_sent_for = sc.next_fire_at FROM due WHERE sc.id = due.id
+  RETURNING sc.id, sc.next_fire_at AS due`;
+
+/**
  * Sends the jobs of up to `limit` enabled schedules whose next fire falls due within
  * FIRE_HORIZON_SECONDS and has no job yet (soonest first), in one transaction of `db`, and
  * records them sent. Rows another transaction holds are skipped: a fire or a change of timing
@@ -53,17 +67,7 @@ export async function promoteFires(
   limit: number,
 ): Promise<Array<{ scheduleId: string; dueAt: Date }>> {
   return db.transaction(async (tx) => {
-    const { rows } = await tx.query<{ id: string; due: Date }>(
-      `WITH due AS (
-         SELECT id FROM schedules
-          WHERE enabled AND fire_sent_for IS DISTINCT FROM next_fire_at
-            AND next_fire_at < now() + make_interval(secs => $1::int)
-          ORDER BY next_fire_at LIMIT $2::int
-            FOR UPDATE SKIP LOCKED)
-       UPDATE schedules sc SET fire_sent_for = sc.next_fire_at FROM due WHERE sc.id = due.id
-       RETURNING sc.id, sc.next_fire_at AS due`,
-      [FIRE_HORIZON_SECONDS, limit],
-    );
+    const { rows } = await tx.query<{ id: string; due: Date }>(PROMOTE_SQL, [FIRE_HORIZON_SECONDS, limit]);
     const fires = rows.map((row) => ({ scheduleId: row.id, dueAt: new Date(row.due) }));
     await sendFireJobs(queue, tx, fires);
     return fires;

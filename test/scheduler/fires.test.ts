@@ -11,7 +11,7 @@ import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import { FireLoop } from '../../runner/scheduler/fire-loop.ts';
 import { runRecordedSweep } from '../../shared/retention/recorded-sweep.ts';
-import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
+import { FIRE_HORIZON_SECONDS, PROMOTE_SQL, sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { opsRequest, startOpsApp } from '../helpers/ops.ts';
 import { createBlob } from '../helpers/resources.ts';
@@ -134,6 +134,41 @@ t.test("a fire's job waits in the queue only within the horizon; the promoter se
   const [run] = await waitForRuns(later.id, 1);
   t.match(run, { status: 'started', due_at: due });
   await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: later.id });
+});
+
+t.test('the promoter reads only the fires coming due, whatever the number of schedules', async (t) => {
+  // 20,000 schedules whose fire is a day away (no job yet), beside a few already sent.
+  await db.query(
+    `INSERT INTO schedules (revision_id, cron, timezone, target_revision_id, target_session_id, target_definition_id,
+                            enabled, next_fire_at, fire_sent_for, created_by, updated_by)
+     SELECT $1::uuid, '1 2 3 4 *', 'UTC', $2::uuid, $3::uuid, $4::uuid, true,
+            now() + interval '1 day' + i * interval '1 second', CASE WHEN i <= 100 THEN now() END, $5::uuid, $5::uuid
+       FROM generate_series(1, 20000) i`,
+    [schedRev.id, flow.rev, flow.sessionId, definitionId, alice.user.id],
+  );
+  t.teardown(() =>
+    db.query(`DELETE FROM schedules WHERE revision_id = $1::uuid AND cron = '1 2 3 4 *'`, [schedRev.id]),
+  );
+  await db.query('ANALYZE schedules');
+  interface PlanNode {
+    'Node Type': string;
+    'Index Name'?: string;
+    'Relation Name'?: string;
+    Plans?: PlanNode[];
+  }
+  const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+  const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${PROMOTE_SQL}`, [
+    FIRE_HORIZON_SECONDS,
+    1000,
+  ]);
+  const reads = nodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
+    (n) => n['Relation Name'] === 'schedules' && n['Node Type'] !== 'ModifyTable',
+  );
+  t.same(
+    reads.map((n) => n['Index Name']),
+    ['schedules_unsent_idx', 'schedules_pkey'],
+    'the unsent fires in due order through their partial index, then each row by its key',
+  );
 });
 
 t.test('after downtime, a schedule fires once for the times it missed', async (t) => {
