@@ -6,12 +6,14 @@
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
  *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only
  *                     --skip-peer --peer-only --skip-console --console-only --skip-http --http-only
- *                     --skip-webhooks --webhooks-only]
+ *                     --skip-webhooks --webhooks-only --volume [--volume-scale 0.1]]
  *
  * The peer section (bench/peer.ts: graphile-worker beside the product on a durable PostgreSQL), the
  * scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
  * section (bench/pressure.ts), the tenant-isolation section (bench/isolation.ts) and then the web
  * console section (bench/console.ts, in Chromium) run last, each on a system of its own.
+ * `--volume` runs only the large-database section (bench/volume.ts: the database grown by SQL to a
+ * year's history, the everyday calls small and large side by side); `--volume-scale` scales it.
  *
  * It starts the whole system (bench/system.ts) on a throwaway embedded PostgreSQL, measures, and
  * takes every process and the temporary folder down again, also on failure or Ctrl-C.
@@ -63,6 +65,8 @@ const { values: args } = parseArgs({
     'http-only': { type: 'boolean', default: false },
     'skip-webhooks': { type: 'boolean', default: false },
     'webhooks-only': { type: 'boolean', default: false },
+    volume: { type: 'boolean', default: false },
+    'volume-scale': { type: 'string', default: '0.1' },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -386,6 +390,19 @@ async function childSection(script: string, title: string): Promise<string> {
   return `${title}:\n${out.trim()}`;
 }
 
+/** The large-database section (bench/volume.ts): a year of history grown by SQL, small and large side by side. */
+async function volumeSection(): Promise<string> {
+  const script = fileURLToPath(new URL('./volume.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--no-node-snapshot', script, '--scale', args['volume-scale']], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) return `a year of history: bench/volume.ts exited with ${code}\n${out}`;
+  return `A year of history (one runner, defaults; docs/benchmarks.md "A year of history"):\n${out.trim()}`;
+}
+
 /** The scheduler section (bench/scheduler.ts): 10,000 schedules firing every minute. */
 function schedulerSection(): Promise<string> {
   return childSection('scheduler.ts', 'Scheduler (one runner, defaults; docs/benchmarks.md "Scheduler")');
@@ -438,6 +455,10 @@ async function isolationSection(): Promise<string> {
 let system: System | undefined;
 
 async function main(): Promise<void> {
+  if (args.volume) {
+    process.stdout.write(`\n${await volumeSection()}\n`);
+    return;
+  }
   if (args['isolation-only']) {
     process.stdout.write(`\n${await isolationSection()}\n`);
     return;

@@ -2,10 +2,12 @@
  * The event listings read through their (owner, id) index whatever the table's statistics say:
  * a session that holds a large share of all events and was idle for a while must not make the
  * planner walk the primary key from the cursor on, filtering out every other session's events
- * written since (a client tailing it would pay for everyone's events).
+ * written since (a client tailing it would pay for everyone's events). The executions listing of
+ * a session holding a large share of all executions reads its (session, created_at, id) index too.
  */
 import t from 'tap';
 import type { Queryable } from '../shared/db/db.ts';
+import { executionListing } from '../control-plane/sql/executions.ts';
 import { lastEventId, readEvents, type EventStream } from '../shared/events/store.ts';
 import { buildTestApp, signInAnonymous } from './helpers/app.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
@@ -98,4 +100,32 @@ t.test('the listing still answers the right events', async (t) => {
     [bigLast - 2, bigLast - 1, bigLast],
   );
   t.equal(Number(await lastEventId(db, STREAM, big)), bigLast);
+});
+
+t.test("a page of a big session's executions reads its listing index, no sort", async (t) => {
+  // The same skew for executions: the big session's first, then many more of other sessions.
+  const insert = `INSERT INTO executions (session_id, org_id, definition_id, graph, limits, status, created_at, ended_at)
+    SELECT ($1::uuid[])[1 + i % cardinality($1::uuid[])], $2::uuid, gen_random_uuid(), '{}', '{}', 'succeeded',
+           $3::timestamptz + i * interval '1 millisecond', $3::timestamptz + i * interval '1 millisecond'
+      FROM generate_series(1, $4::int) i`;
+  await db.query(insert, [[big], org.id, '2026-01-01T00:00:00Z', 2_000]);
+  await db.query(insert, [others, org.id, '2026-02-01T00:00:00Z', 4_000]);
+  await db.query('ANALYZE executions');
+  const { rows } = await db.query<{ at: string; id: string }>(
+    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at, id::text AS id
+       FROM executions WHERE session_id = $1::uuid ORDER BY created_at DESC, id DESC OFFSET 100 LIMIT 1`,
+    [big],
+  );
+  const plans: PlanNode[] = [];
+  await executionListing(planOf(plans), big).read(rows[0]!, 51);
+  const all = nodes(plans[0]!);
+  t.same(
+    all.filter((n) => n['Relation Name'] === 'executions').map((n) => [n['Node Type'], n['Index Name']]),
+    [['Index Scan', 'executions_listing_idx']],
+    'one scan, of the listing index',
+  );
+  t.notOk(
+    all.some((n) => n['Node Type'] === 'Sort' || n['Node Type'] === 'Incremental Sort'),
+    'the index gives the order',
+  );
 });

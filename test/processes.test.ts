@@ -135,6 +135,10 @@ t.test('npm start serves the API with a registered runner', async (t) => {
   const settings = await client.query<{ name: string; setting: string }>(
     `SELECT name, setting FROM pg_settings WHERE name IN ('shared_buffers', 'checkpoint_timeout', 'logging_collector') ORDER BY name`,
   );
+  // An operator turning PostgreSQL's logging collector on (here for the next start): the server's
+  // readiness is read from its output, which the collector would take away (the next test starts
+  // the stack again on this data folder).
+  await client.query('ALTER SYSTEM SET logging_collector = on');
   await client.end();
   t.ok(rows[0]!.n > 0, 'migrated the workspace database of the embedded server');
   const setting = Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]));
@@ -305,6 +309,11 @@ t.test('SIGTERM stops every process of the stack and exits 0', async (t) => {
 t.test('after the supervisor is killed with SIGKILL, its children stop and the next start recovers', async (t) => {
   const second = launch();
   await waitFor(second, 'anonymous sign-in', signIn);
+  const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${pgPort}/workspace` });
+  await client.connect();
+  const collector = (await client.query<{ logging_collector: string }>('SHOW logging_collector')).rows[0]!;
+  await client.end();
+  t.equal(collector.logging_collector, 'off', 'started with the collector forced off, whatever the configuration says');
   const tree = await descendants(second.proc.pid!);
   const supervisor = tree.find((p) => p.command.includes('scripts/supervisor.ts'));
   const children = tree.filter(

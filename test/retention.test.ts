@@ -268,6 +268,46 @@ t.test('batches walk past kept rows and equal end times', async (t) => {
   await t.rejects(runRetentionSweep(db, { batchSize: 0 }), RangeError);
 });
 
+t.test("a batch's execution events go in one statement, not one per execution", async (t) => {
+  const mine = await place(alice);
+  const ids: string[] = [];
+  for (let i = 0; i < 20; i++) ids.push(await insertExecution(mine, 100));
+  interface Triggered {
+    'Trigger Name': string;
+    'Constraint Name'?: string;
+    Calls: number;
+  }
+  // The shape of a retention batch: one DELETE of many executions. EXPLAIN ANALYZE runs it and
+  // counts each trigger's calls (a foreign key's cascade is a trigger called once per row).
+  const triggers = await db.transaction(async (tx) => {
+    const { rows } = await tx.query<{ 'QUERY PLAN': [{ Triggers: Triggered[] }] }>(
+      'EXPLAIN (ANALYZE, FORMAT JSON) DELETE FROM executions WHERE id = ANY($1::uuid[])',
+      [ids],
+    );
+    return rows[0]!['QUERY PLAN'][0].Triggers;
+  });
+  t.notOk(
+    triggers.some((tr) => tr['Constraint Name'] === 'execution_events_execution_id_fkey'),
+    'no per-row cascade into execution_events',
+  );
+  t.same(
+    triggers.filter((tr) => tr['Trigger Name'] === 'execution_events_removed').map((tr) => tr.Calls),
+    [1],
+    'one statement-level removal',
+  );
+  for (const id of ids) t.equal(await eventsOf(id), 0, 'the events are gone');
+
+  // A session's removal takes its executions' events too (the cascade reaches executions, whose
+  // removal statement removes the events).
+  const other = await place(alice);
+  const kept = await insertExecution(other, 1);
+  const { rows } = await db.query<{ session_id: string }>('SELECT session_id FROM executions WHERE id = $1::uuid', [
+    kept,
+  ]);
+  await db.query('DELETE FROM sessions WHERE id = $1::uuid', [rows[0]!.session_id]);
+  t.equal(await eventsOf(kept), 0, "a removed session's execution events are gone");
+});
+
 t.test('workflow.executions_per_session: removing an execution frees its slot', async (t) => {
   const mine = await place(alice);
   await setOverride(app, 'workflow.executions_per_session', 'blob', mine.blobId, 2);
@@ -350,7 +390,7 @@ t.test("one sweep at a time: a held lock refuses the mutation and skips the time
 });
 
 t.test('concurrent sweeps never count a removal twice', async (t) => {
-  const ids = [];
+  const ids: string[] = [];
   for (let i = 0; i < 40; i++) ids.push(await insertExecution(home, 100 + i));
   const results = await Promise.all([
     gql(`mutation { runRetentionSweep { executionsRemoved } }`),

@@ -11,7 +11,7 @@ import {
   shortestGapSeconds,
   type ParsedCron,
 } from '../../shared/scheduler/cron.ts';
-import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
+import { armFire } from '../../shared/scheduler/fire-jobs.ts';
 import { runRecord, scheduleRecord } from '../../shared/scheduler/schedule-record.ts';
 import { checkedInput, resolveTarget } from '../scheduler/target.ts';
 import {
@@ -111,7 +111,7 @@ const createSchedule = defineCommand({
       const row = await claimingAlias('schedule of this revision', () =>
         insertSchedule(tx, revision.id, principal.userId, fields),
       );
-      if (next !== null) await sendFireJob(ctx.queue, tx, row.id, next);
+      if (next !== null) await armFire(ctx.queue, tx, row.id);
       return row;
     });
     return { schedule: scheduleRecord(schedule) };
@@ -192,7 +192,7 @@ const updateScheduleCommand = defineCommand({
       const updated = await claimingAlias('schedule of this revision', () =>
         updateSchedule(tx, row.id, principal.userId, fields),
       );
-      if (rearm && next !== null) await sendFireJob(ctx.queue, tx, row.id, next);
+      if (rearm && next !== null) await armFire(ctx.queue, tx, row.id);
       return updated;
     });
     return { schedule: scheduleRecord(schedule) };

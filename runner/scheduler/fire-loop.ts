@@ -1,18 +1,20 @@
 /**
  * A runner's share of the scheduler (docs/scheduler.md): it takes `schedule-fires` jobs from
  * pg-boss as they fall due and fires each (shared/scheduler/fire.ts), any number of runners side
- * by side. A fire's job is delayed to its due time, which NOTIFY cannot announce, so the loop
- * polls every half second and, for the next fires of the schedules it just fired, wakes itself
- * at their due time. A reconciler re-sends the job of any enabled schedule whose fire is overdue
- * (a job pg-boss gave up on, a queue emptied by hand): the fire itself decides, so a duplicate
- * fires nothing.
+ * by side. A fire's job is sent only once the fire falls due within FIRE_HORIZON_SECONDS: a
+ * promoter sends the jobs of the fires entering that window (every PROMOTE_SECONDS), so the queue
+ * holds the next minute's fires, not one waiting job per schedule. A job is delayed to its due
+ * time, which NOTIFY cannot announce, so the loop polls every half second and wakes itself at the
+ * due times of the fires it sent or just scheduled. A reconciler re-sends the job of any enabled
+ * schedule whose fire is overdue (a job pg-boss gave up on, a queue emptied by hand): the fire
+ * itself decides, so a duplicate fires nothing.
  */
 import type { Job, PgBoss } from 'pg-boss';
 import type { Db } from '../../shared/db/db.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { startPeriodic, type Periodic } from '../../shared/periodic.ts';
 import { QUEUES } from '../../shared/queue/queues.ts';
-import { sendFireJob, type FireJobData } from '../../shared/scheduler/fire-jobs.ts';
+import { FIRE_HORIZON_SECONDS, promoteFires, sendFireJob, type FireJobData } from '../../shared/scheduler/fire-jobs.ts';
 import { fireSchedules } from '../../shared/scheduler/fire.ts';
 import type { Tracing } from '../../shared/tracing/tracing.ts';
 
@@ -45,11 +47,19 @@ const FIRES_PER_TRANSACTION = 32;
 const MAX_TIMERS = 1_000;
 /** Overdue schedules re-sent per reconciler pass. */
 const RECONCILE_BATCH = 1_000;
+/**
+ * How often the promoter sends the jobs of the fires entering the horizon (jittered by a quarter
+ * either way): a fire enters it at least FIRE_HORIZON_SECONDS − 1.25 × this before it is due.
+ */
+const PROMOTE_SECONDS = 10;
+/** Fires sent per promoter transaction; a full batch is followed by the next at once. */
+const PROMOTE_BATCH = 1_000;
 
 export class FireLoop {
   readonly #options: FireLoopOptions;
   #workerId: string | null = null;
   #reconciler: Periodic | null = null;
+  #promoter: Periodic | null = null;
   readonly #timers = new Map<number, NodeJS.Timeout>();
   #stopping = false;
 
@@ -69,6 +79,11 @@ export class FireLoop {
       },
       (jobs) => this.#handle(jobs),
     );
+    this.#promoter = startPeriodic(() => this.promote(), {
+      everyMs: () => PROMOTE_SECONDS * 1000 * (0.75 + Math.random() / 2),
+      firstMs: 0,
+      onError: (err) => this.#options.log.warn({ err }, 'schedule promoter failed; retrying'),
+    });
     const every = (this.#options.reconcileSeconds ?? 30) * 1000;
     this.#reconciler = startPeriodic(() => this.reconcile(), {
       everyMs: () => every * (0.75 + Math.random() / 2),
@@ -80,10 +95,26 @@ export class FireLoop {
     this.#stopping = true;
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
+    await this.#promoter?.stop();
     await this.#reconciler?.stop();
     if (this.#workerId === null) return;
     this.#workerId = null;
     await this.#options.boss.offWork(QUEUES.scheduleFires.name, { wait: true });
+  }
+
+  /**
+   * Sends the jobs of the fires that fall due within FIRE_HORIZON_SECONDS and have none yet, in
+   * batches until none is left, and wakes this runner at their due times; returns how many it
+   * sent. Runners promote side by side: each batch locks its rows and skips those another holds.
+   */
+  async promote(): Promise<number> {
+    let sent = 0;
+    for (;;) {
+      const fires = await promoteFires(this.#options.db, this.#options.boss, PROMOTE_BATCH);
+      for (const fire of fires) this.#wakeAt(fire.dueAt);
+      sent += fires.length;
+      if (fires.length < PROMOTE_BATCH || this.#stopping) return sent;
+    }
   }
 
   /**
@@ -127,7 +158,11 @@ export class FireLoop {
             chunk.map((job) => ({ scheduleId: job.data.schedule_id, dueAt: job.data.due_at })),
             this.#options.tracing ?? null,
           );
-          for (const outcome of outcomes) if ('fired' in outcome && outcome.next !== null) this.#wakeAt(outcome.next);
+          // Only the next fires whose job was sent (within the horizon); the promoter wakes the rest.
+          const horizon = Date.now() + FIRE_HORIZON_SECONDS * 1000;
+          for (const outcome of outcomes)
+            if ('fired' in outcome && outcome.next !== null && outcome.next.getTime() < horizon)
+              this.#wakeAt(outcome.next);
         } catch (error) {
           failure ??= error;
         }

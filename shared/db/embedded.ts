@@ -70,6 +70,11 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     // fsync off only for throwaway test clusters, where durability across power loss is moot.
     postgresFlags: [
       ...serverFlags(serverMemory(options.sharedBuffersMb)),
+      // The package reads the server's readiness from its output, which the logging collector
+      // would take into files of its own: start-up would wait forever. A command-line setting
+      // wins over postgresql.conf and ALTER SYSTEM, so an operator's setting cannot hang it.
+      '-c',
+      'logging_collector=off',
       ...(options.ephemeral
         ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
         : ['-c', 'max_connections=200']),

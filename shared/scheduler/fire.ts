@@ -25,7 +25,7 @@ import {
   type NewExecution,
 } from '../workflow/create-execution.ts';
 import { nextFire, parseCron } from './cron.ts';
-import { sendFireJobs } from './fire-jobs.ts';
+import { FIRE_HORIZON_SECONDS, sendFireJobs } from './fire-jobs.ts';
 import { RUN_COLUMNS, type RunError, type RunStatus, type ScheduleRunRow } from './schedule-record.ts';
 import type { TraceSpan, Tracing } from '../tracing/tracing.ts';
 
@@ -296,17 +296,21 @@ async function fireBatch(
 
   const moving = [...next.entries()];
   if (moving.length > 0) {
-    await preparedQuery(
+    // A next fire within the horizon gets its job now (recorded in fire_sent_for); a later one
+    // is left to the runners' promoter (FIRE_HORIZON_SECONDS).
+    const { rows: sent } = await preparedQuery<{ id: string; due: Date }>(
       tx,
       'sched_fire_move',
-      `UPDATE schedules sc SET next_fire_at = m.next, enabled = m.next IS NOT NULL
-         FROM unnest($1::uuid[], $2::timestamptz[]) AS m (id, next) WHERE sc.id = m.id`,
-      [moving.map(([row]) => row.id), moving.map(([, at]) => at)],
+      `UPDATE schedules sc SET next_fire_at = m.next, enabled = m.next IS NOT NULL,
+              fire_sent_for = CASE WHEN m.next < now() + make_interval(secs => $3::int) THEN m.next END
+         FROM unnest($1::uuid[], $2::timestamptz[]) AS m (id, next) WHERE sc.id = m.id
+       RETURNING sc.id, sc.fire_sent_for AS due`,
+      [moving.map(([row]) => row.id), moving.map(([, at]) => at), FIRE_HORIZON_SECONDS],
     );
     await sendFireJobs(
       queue,
       tx,
-      moving.filter(([, at]) => at !== null).map(([row, at]) => ({ scheduleId: row.id, dueAt: at! })),
+      sent.filter((row) => row.due !== null).map((row) => ({ scheduleId: row.id, dueAt: new Date(row.due) })),
     );
   }
 

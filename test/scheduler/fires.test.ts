@@ -11,7 +11,7 @@ import type { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import { FireLoop } from '../../runner/scheduler/fire-loop.ts';
 import { runRecordedSweep } from '../../shared/retention/recorded-sweep.ts';
-import { sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
+import { FIRE_HORIZON_SECONDS, PROMOTE_SQL, sendFireJob } from '../../shared/scheduler/fire-jobs.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from '../helpers/app.ts';
 import { opsRequest, startOpsApp } from '../helpers/ops.ts';
 import { createBlob } from '../helpers/resources.ts';
@@ -92,6 +92,83 @@ t.test('a due schedule fires once into its target session; the execution runs; t
   t.match(after.last_run, { id: run.id, status: 'started' });
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   t.equal((await runs(schedule.id)).length, 1, 'five jobs for one due time: one run');
+});
+
+t.test("a fire's job waits in the queue only within the horizon; the promoter sends it as it comes due", async (t) => {
+  const jobsOf = async (scheduleId: string) =>
+    (
+      await db.query<{ due: string; on_time: boolean }>(
+        `SELECT data->>'due_at' AS due, start_after = (data->>'due_at')::timestamptz AS on_time
+           FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`,
+        [scheduleId],
+      )
+    ).rows;
+  // Hourly, at the minute half an hour from now: its first fire is at least 29 minutes away.
+  const minute = (new Date().getUTCMinutes() + 30) % 60;
+  const later = await createSchedule(alice, { cron: `${minute} * * * *` });
+  t.same(await jobsOf(later.id), [], 'a fire half an hour away has no job waiting');
+  const soon = await createSchedule(alice, { cron: '* * * * *' });
+  t.same(
+    (await jobsOf(soon.id)).map((job) => job.due),
+    [new Date(soon.next_fire_at).toISOString()],
+    'a fire within the minute has its job at once',
+  );
+  await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: soon.id });
+
+  // Time passes: the fire is two seconds away. A runner's promoter sends its job, once
+  // however many promoters pass (this one and the started engine's).
+  const { rows } = await db.query<{ due: string }>(
+    `UPDATE schedules SET next_fire_at = date_trunc('milliseconds', now()) + interval '2 seconds' WHERE id = $1 RETURNING next_fire_at AS due`,
+    [later.id],
+  );
+  const due = new Date(rows[0]!.due).toISOString();
+  const loop = new FireLoop({ db, boss, log: pino({ level: 'silent' }) });
+  await loop.promote();
+  await loop.promote();
+  const jobs = await jobsOf(later.id);
+  t.same(
+    jobs.map((job) => [job.due, job.on_time]),
+    [[due, true]],
+    'one job, delivered from its due time',
+  );
+  const [run] = await waitForRuns(later.id, 1);
+  t.match(run, { status: 'started', due_at: due });
+  await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: later.id });
+});
+
+t.test('the promoter reads only the fires coming due, whatever the number of schedules', async (t) => {
+  // 20,000 schedules whose fire is a day away (no job yet), beside a few already sent.
+  await db.query(
+    `INSERT INTO schedules (revision_id, cron, timezone, target_revision_id, target_session_id, target_definition_id,
+                            enabled, next_fire_at, fire_sent_for, created_by, updated_by)
+     SELECT $1::uuid, '1 2 3 4 *', 'UTC', $2::uuid, $3::uuid, $4::uuid, true,
+            now() + interval '1 day' + i * interval '1 second', CASE WHEN i <= 100 THEN now() END, $5::uuid, $5::uuid
+       FROM generate_series(1, 20000) i`,
+    [schedRev.id, flow.rev, flow.sessionId, definitionId, alice.user.id],
+  );
+  t.teardown(() =>
+    db.query(`DELETE FROM schedules WHERE revision_id = $1::uuid AND cron = '1 2 3 4 *'`, [schedRev.id]),
+  );
+  await db.query('ANALYZE schedules');
+  interface PlanNode {
+    'Node Type': string;
+    'Index Name'?: string;
+    'Relation Name'?: string;
+    Plans?: PlanNode[];
+  }
+  const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+  const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${PROMOTE_SQL}`, [
+    FIRE_HORIZON_SECONDS,
+    1000,
+  ]);
+  const reads = nodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
+    (n) => n['Relation Name'] === 'schedules' && n['Node Type'] !== 'ModifyTable',
+  );
+  t.same(
+    reads.map((n) => n['Index Name']),
+    ['schedules_unsent_idx', 'schedules_pkey'],
+    'the unsent fires in due order through their partial index, then each row by its key',
+  );
 });
 
 t.test('after downtime, a schedule fires once for the times it missed', async (t) => {
@@ -287,7 +364,10 @@ t.test('an update moves the next fire: the old job fires nothing; a new target i
   const oldDue = schedule.next_fire_at;
   const other = await createWorkflow(app, alice);
   const otherDefinition = await define(app, alice, other, DOUBLE);
-  // The job of the old next fire is still queued (due at midnight); the update moves the next fire.
+  // The job of the old next fire is queued (as it is once that fire is within the horizon); the
+  // update moves the next fire.
+  await db.query(`DELETE FROM pgboss.job WHERE name = 'schedule-fires' AND data->>'schedule_id' = $1`, [schedule.id]);
+  await sendFireJob(boss, null, schedule.id, new Date(oldDue));
   const updated = (
     await command(app, alice, schedRev.id, 'update_schedule', {
       schedule_id: schedule.id,
@@ -359,10 +439,15 @@ t.test('a disabled schedule sends no job and never fires; enabling it arms it', 
     ).rows[0]!.n;
   t.equal(await jobs(), 0);
   const enabled = (
-    await command(app, alice, schedRev.id, 'update_schedule', { schedule_id: schedule.id, enabled: true })
+    await command(app, alice, schedRev.id, 'update_schedule', {
+      schedule_id: schedule.id,
+      enabled: true,
+      cron: '* * * * *',
+    })
   ).schedule;
   t.ok(Date.parse(enabled.next_fire_at) > Date.now());
-  t.equal(await jobs(), 1);
+  t.equal(await jobs(), 1, 'its next fire is within the minute: its job is sent with the update');
+  await command(app, alice, schedRev.id, 'delete_schedule', { schedule_id: schedule.id });
 });
 
 t.test('one transaction fires a batch with mixed outcomes, each its own', async (t) => {

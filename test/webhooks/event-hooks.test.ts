@@ -162,6 +162,8 @@ t.test('an end is delivered, signed, once per subscribed hook; a 500 is retried 
     { attempt: 1, outcome: 'retrying', status_code: 500, execution_id: execution.id },
   ]);
   t.equal(listed[0].delivery_id, flakyTries[0]!.headers['webhook-id']);
+  // Deliveries are appended all day: their ids are time-ordered UUIDv7s (migration 035).
+  t.match(listed[0].delivery_id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   t.same(await attempts(alice, flow, other.event_hook.id), []);
 
   const shown = JSON.stringify([
