@@ -49,7 +49,7 @@ import type { JobQueue } from '../shared/queue/execution-jobs.ts';
 import { createExecutionCreator } from './workflow/execution-creator.ts';
 import type { ProcessTracing } from '../shared/tracing/load-tracing.ts';
 import { consoleRoutes } from './console/serve.ts';
-import { registerApiDocument } from './openapi/document.ts';
+import { registerApiDocument } from './reference/document.ts';
 import { registerResponseCheck } from './openapi/response-check.ts';
 import { probeSchemas } from './openapi/probes.ts';
 

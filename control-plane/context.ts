@@ -1,6 +1,4 @@
-import type { Config } from '../shared/config.ts';
-import type { Db } from '../shared/db/db.ts';
-import type { TokenService } from './auth/tokens.ts';
+import type { AuthContext } from './auth/authenticate.ts';
 import type { Principal } from './auth/principal.ts';
 import type { CodeCheck } from '../shared/workflow/validate-graph.ts';
 import type { EventListener } from './events/listener.ts';
@@ -12,10 +10,7 @@ import type { S3Objects } from '../shared/onnx/s3-objects.ts';
 import type { Tracing } from '../shared/tracing/tracing.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
-export interface AppContext {
-  config: Config;
-  db: Db;
-  tokens: TokenService;
+export interface AppContext extends AuthContext {
   /** Compiles `logic.code` sources when definitions are checked (sandbox/check.ts); disposed when the app closes. */
   codeCheck: CodeCheck;
   /** Live event subscriptions of this process (control-plane/events/listener.ts); closed with the app. */

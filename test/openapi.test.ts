@@ -15,7 +15,7 @@ import { defineCommand } from '../control-plane/commands/command.ts';
 import { COMMANDS, createCommandRegistry, runCommand } from '../control-plane/commands/registry.ts';
 import type { AppContext } from '../control-plane/context.ts';
 import type { Principal } from '../control-plane/auth/principal.ts';
-import { paramsJsonSchema, revisionDefinitions } from '../control-plane/openapi/commands.ts';
+import { paramsJsonSchema, revisionDefinitions } from '../control-plane/reference/commands.ts';
 import { responseProblem } from '../control-plane/openapi/response-check.ts';
 import { binary, failure, success } from '../control-plane/openapi/route-schema.ts';
 import { buildTestApp, call, signInAnonymous } from './helpers/app.ts';
@@ -99,7 +99,7 @@ t.test('the document lists every registered route and nothing that is not regist
   for (const [path, operations] of Object.entries(document.paths)) {
     for (const method of Object.keys(operations)) {
       const name = path.match(/^\/v1\/revisions\/\{revision_id\}\/([a-z_]+)$/)?.[1];
-      // One path per revision command stands for the one command route (control-plane/openapi/commands.ts).
+      // One path per revision command stands for the one command route (control-plane/reference/commands.ts).
       const viaCommandRoute =
         name !== undefined && !registered.some((route) => route.path === path) && commandNames.includes(name);
       documented.push(`${method} ${viaCommandRoute ? COMMAND_ROUTE : path}`);

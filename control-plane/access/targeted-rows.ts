@@ -8,7 +8,7 @@ import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { roleAtLeast } from '../../shared/roles.ts';
-import type { AppContext } from '../context.ts';
+import type { BaseContext } from '../base-context.ts';
 import type { Principal } from '../auth/principal.ts';
 import { resolveTarget, secretsVisibleFrom, targetStanding, type Target } from './targets.ts';
 
@@ -35,7 +35,7 @@ export interface TargetedRemoval<Row extends TargetedRow> {
  * removed row. The row is gone when this commits.
  */
 export async function removeTargeted<Row extends TargetedRow>(
-  ctx: AppContext,
+  ctx: BaseContext,
   principal: Principal,
   id: string,
   kind: TargetedRemoval<Row>,
@@ -58,7 +58,7 @@ export async function removeTargeted<Row extends TargetedRow>(
 
 /** The rows of a target the caller may see the secrets of (never the secrets themselves). */
 export async function listTargeted<Row>(
-  ctx: AppContext,
+  ctx: BaseContext,
   principal: Principal,
   params: { target: Target; target_id: string },
   list: (q: Queryable, target: Target, targetId: string) => Promise<Row[]>,

@@ -3,8 +3,9 @@ import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
 import { roleAtLeast, type Role } from '../../shared/roles.ts';
-import type { AppContext } from '../context.ts';
-import type { KeyTarget, Principal } from '../auth/principal.ts';
+import type { BaseContext } from '../base-context.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Target } from '../sql/targets.ts';
 import { findUser, type UserRow } from '../sql/users.ts';
 import type { BlobRow } from '../sql/blobs.ts';
 import type { OrgRow } from '../sql/orgs.ts';
@@ -14,17 +15,10 @@ import { blobStanding, loadBlob, loadOrg, orgStanding, userStanding } from './st
  * `target` + `target_id` in the keys, credentials and members routes (docs/access.md,
  * "Memberships"): an organization, a blob (its id or alias alone names it) or a user (`me` included).
  */
-const TARGETS = ['organization', 'blob', 'user'] as const satisfies readonly KeyTarget[];
-export type Target = KeyTarget;
+const TARGETS = ['organization', 'blob', 'user'] as const satisfies readonly Target[];
+export type { Target };
 export const targetSchema = z.enum(TARGETS);
 export const targetIdSchema = refSchema;
-
-/** The column naming a target of each kind in `memberships`, `api_keys` and `credentials`. */
-export const TARGET_COLUMN = {
-  organization: 'org_id',
-  blob: 'blob_id',
-  user: 'target_user_id',
-} as const satisfies Record<Target, string>;
 
 const WHAT: Record<Target, string> = { organization: 'organization', blob: 'blob', user: 'user' };
 
@@ -41,7 +35,7 @@ export interface TargetStanding {
 
 /** Finds a target and the caller's standing on it, in one query; undefined when none exists. */
 export async function targetStanding(
-  ctx: AppContext,
+  ctx: BaseContext,
   principal: Principal,
   target: Target,
   ref: string,
@@ -76,7 +70,7 @@ export interface ResolveOptions {
 
 /** Resolves a target and requires `needed` standing on it: 404 when invisible, 403 when short. */
 export async function resolveTarget(
-  ctx: AppContext,
+  ctx: BaseContext,
   principal: Principal,
   target: Target,
   ref: string,

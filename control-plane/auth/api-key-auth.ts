@@ -1,7 +1,7 @@
-import type { AppContext } from '../context.ts';
+import type { BaseContext } from '../base-context.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { findApiKeyForAuth, touchApiKey } from '../sql/api-keys.ts';
-import { apiKeyMatches, apiKeyPublicId } from './api-key-format.ts';
+import { apiKeyMatches, apiKeyPublicId } from '../../shared/api-key-format.ts';
 import type { Principal } from './principal.ts';
 
 /**
@@ -11,7 +11,7 @@ import type { Principal } from './principal.ts';
  * target and role travel on the principal, where the standing functions confine and cap it.
  * Every refusal is the same 401 and never repeats the key.
  */
-export async function authenticateApiKey(ctx: AppContext, key: string): Promise<Principal> {
+export async function authenticateApiKey(ctx: BaseContext, key: string): Promise<Principal> {
   const publicId = apiKeyPublicId(key);
   const row = publicId === undefined ? undefined : await findApiKeyForAuth(ctx.db, publicId);
   if (!row || !apiKeyMatches(key, row.secret_hash))

@@ -1,10 +1,16 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AppContext } from '../context.ts';
+import type { BaseContext } from '../base-context.ts';
+import type { TokenService } from './tokens.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { preparedQuery } from '../../shared/db/prepared-query.ts';
 import type { Principal } from './principal.ts';
 import { authenticateApiKey } from './api-key-auth.ts';
 import type { VerifiedToken } from './tokens.ts';
+
+/** What authenticating needs: the database and the token service. */
+export interface AuthContext extends BaseContext {
+  tokens: TokenService;
+}
 
 /** The credential a request carries, read from its headers (REST and WebSocket alike). */
 export type Credential = { type: 'bearer'; token: string } | { type: 'api_key'; key: string };
@@ -30,7 +36,7 @@ interface AccountRow {
   kind: 'human' | 'service';
 }
 
-async function loadAccount(ctx: AppContext, id: string): Promise<AccountRow | undefined> {
+async function loadAccount(ctx: AuthContext, id: string): Promise<AccountRow | undefined> {
   // Named: every bearer request and every WebSocket frame runs it.
   const { rows } = await preparedQuery<AccountRow>(
     ctx.db,
@@ -45,7 +51,7 @@ async function loadAccount(ctx: AppContext, id: string): Promise<AccountRow | un
  * Turns a credential into a principal, or throws 401. Accounts are read on every request so a
  * deleted user's or retired service account's tokens stop working at once.
  */
-export async function authenticate(ctx: AppContext, credential: Credential | undefined): Promise<Principal> {
+export async function authenticate(ctx: AuthContext, credential: Credential | undefined): Promise<Principal> {
   if (!credential) throw new ServiceError('unauthorized', 'A credential is required.');
   if (credential.type === 'api_key') return authenticateApiKey(ctx, credential.key);
   return principalOf(ctx, await ctx.tokens.verify(credential.token));
@@ -59,7 +65,7 @@ export async function authenticate(ctx: AppContext, credential: Credential | und
  * account is still read on every call and an API key looked up every time, so a deleted account,
  * a retired service account or a revoked key stops at the next frame.
  */
-export function credentialAuthenticator(ctx: AppContext, credential: Credential): () => Promise<Principal> {
+export function credentialAuthenticator(ctx: AuthContext, credential: Credential): () => Promise<Principal> {
   if (credential.type !== 'bearer') return () => authenticate(ctx, credential);
   let verified: Promise<VerifiedToken> | undefined;
   return async () => {
@@ -79,7 +85,7 @@ export function credentialAuthenticator(ctx: AppContext, credential: Credential)
 }
 
 /** The principal of a verified token, if its account still stands behind it. */
-async function principalOf(ctx: AppContext, token: VerifiedToken): Promise<Principal> {
+async function principalOf(ctx: AuthContext, token: VerifiedToken): Promise<Principal> {
   const account = await loadAccount(ctx, token.sub);
   if (!account) throw new ServiceError('unauthorized', 'The account no longer exists.');
   if (token.kind === 'access') {

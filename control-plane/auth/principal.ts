@@ -1,6 +1,6 @@
 import type { Role } from '../../shared/roles.ts';
 
-export type KeyTarget = 'organization' | 'blob' | 'user';
+import type { Target } from '../sql/targets.ts';
 
 /** Who a request authenticates as, by which credential, and which human stands behind it. */
 export interface Principal {
@@ -14,7 +14,7 @@ export interface Principal {
    */
   humanId: string | null;
   /** Present when an API key authenticated the request. */
-  key?: { id: string; target: KeyTarget; targetId: string; role: Role };
+  key?: { id: string; target: Target; targetId: string; role: Role };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { AppContext } from '../context.ts';
+import type { BaseContext } from '../base-context.ts';
 import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 
@@ -11,7 +11,7 @@ function hash(token: string): Buffer {
 
 /** Issues a refresh token in `familyId` (a new family for a new sign-in). Only its hash is stored. */
 export async function issueRefreshToken(
-  ctx: AppContext,
+  ctx: BaseContext,
   q: Queryable,
   userId: string,
   familyId: string = randomUUID(),
@@ -46,7 +46,7 @@ interface TokenRow {
  * revoked. Clients must not refresh the same token twice in parallel.
  */
 export async function rotateRefreshToken(
-  ctx: AppContext,
+  ctx: BaseContext,
   token: string,
 ): Promise<{ userId: string; refreshToken: string }> {
   const outcome = await ctx.db.transaction(async (tx) => {

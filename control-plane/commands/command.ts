@@ -6,7 +6,7 @@ import type { OrgRow } from '../sql/orgs.ts';
 import type { RevisionRow } from '../sql/revisions.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
-import type { CommandConnection } from './connection.ts';
+import type { CommandConnection } from '../events/connection.ts';
 
 export type { CommandConnection };
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
 import { parseInput, zodProblems } from '../../shared/validate.ts';
-import { commandKey, runKeyedCommand } from '../idempotency/keyed-command.ts';
+import { commandKey, runKeyedCommand } from './keyed-command.ts';
 import { requireRole, revisionFor } from '../access/standing.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared/cursor.ts';
 import type { Queryable } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
-import type { AppContext } from '../context.ts';
+import type { BaseContext } from '../base-context.ts';
 import { eventRecord, readEvents, type EventRecord, type EventStream } from '../../shared/events/store.ts';
 
 /** Opaque-cursor listings take `limit` 1..200, 50 when absent (docs/sessions-and-events.md, "Event listings"). */
@@ -35,7 +35,7 @@ export interface EventPage {
  * cursor names. The owner must already be resolved and access-checked.
  */
 export async function listEvents(
-  ctx: AppContext,
+  ctx: BaseContext,
   q: Queryable,
   stream: EventStream,
   ownerId: string,

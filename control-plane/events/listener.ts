@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import type { Db } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
-import type { CommandConnection } from '../commands/connection.ts';
+import type { CommandConnection } from './connection.ts';
 import { EVENTS_CHANNEL, eventRecord, lastEventId, readEvents, type EventStream } from '../../shared/events/store.ts';
 
 /**

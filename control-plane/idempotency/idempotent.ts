@@ -4,7 +4,7 @@ import { createCredentialCipher, type CredentialCipher } from '../../shared/cryp
 import type { Tx } from '../../shared/db/db.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { AppContext } from '../context.ts';
+import type { BaseContext } from '../base-context.ts';
 import { claimKey, findStoredKey, markInFlight, storeAnswer } from '../sql/idempotency-keys.ts';
 import { purgeExpiredAnswers, secondsUntilOldestExpires, takeAnswerSlot } from '../sql/idempotency-usage.ts';
 import { callerScope, checkedKey, fingerprint, IDEMPOTENCY_HEADER } from './idempotency-key.ts';
@@ -54,7 +54,7 @@ function inProgress(): ServiceError {
  * answers) it is 429 `rate_limited`, and the create rolls back with it: the caller retries once
  * older answers have expired, or sends the request without a key.
  */
-async function countAnswer(ctx: AppContext, tx: Tx, account: string, bytes: number): Promise<void> {
+async function countAnswer(ctx: BaseContext, tx: Tx, account: string, bytes: number): Promise<void> {
   const { idempotentAnswersPerAccount: answers, idempotentBytesPerAccount: maxBytes } = ctx.config.storage;
   const bounds = {
     maxAnswers: answers === 0 ? Number.MAX_SAFE_INTEGER : answers,
@@ -88,7 +88,7 @@ async function countAnswer(ctx: AppContext, tx: Tx, account: string, bytes: numb
  * and 409 `conflict` otherwise; `create` does not run.
  */
 export async function runIdempotent(
-  ctx: AppContext,
+  ctx: BaseContext,
   principal: Principal,
   request: KeyedRequest,
   create: (tx: Tx) => Promise<Answer>,
@@ -148,7 +148,7 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
  * (method and pattern) is added here. A malformed header is 400 `invalid_request_body`.
  */
 export async function sendCreated(
-  ctx: AppContext,
+  ctx: BaseContext,
   request: FastifyRequest,
   reply: FastifyReply,
   input: unknown,

@@ -1,13 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { FairQueue } from '../../shared/fair-queue.ts';
-
-/** One input or output of a model as ONNX Runtime reports it (`shape` entries: sizes or symbolic names). */
-export interface TensorSpec {
-  name: string;
-  type: string;
-  shape: Array<number | string>;
-}
+import type { TensorSpec } from '../../shared/onnx/tensors.ts';
 
 export type Inspection = { inputs: TensorSpec[]; outputs: TensorSpec[] } | { error: string };
 

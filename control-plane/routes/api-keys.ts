@@ -7,7 +7,7 @@ import { requireHumanBehind } from '../access/perimeter.ts';
 import { markAudit } from '../audit/audit-hook.ts';
 import { listTargeted, removeTargeted } from '../access/targeted-rows.ts';
 import { resolveTarget, targetIdSchema, targetSchema, whileTargetExists } from '../access/targets.ts';
-import { generateApiKey } from '../auth/api-key-format.ts';
+import { generateApiKey } from '../../shared/api-key-format.ts';
 import type { Principal } from '../auth/principal.ts';
 import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';

@@ -34,7 +34,7 @@ const pathParams = z.strictObject({ revision_id: refSchema, command: z.string().
 
 /**
  * The route as registered; the document shows one path per command instead, each with its params
- * and result (control-plane/openapi/commands.ts); here the answer is the envelope with whatever
+ * and result (control-plane/reference/commands.ts); here the answer is the envelope with whatever
  * the command returns. A command may refuse with any code of the catalogue.
  */
 const commandSchema = routeSchema({

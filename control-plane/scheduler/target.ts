@@ -3,7 +3,7 @@ import { limitInForce } from '../../shared/limits/in-force.ts';
 import { limitExceeded } from '../../shared/limits/index.ts';
 import { revisionFor } from '../access/standing.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { AppContext } from '../context.ts';
+import type { BaseContext } from '../base-context.ts';
 import { findDefinition } from '../sql/definitions.ts';
 import { findSession } from '../workflow/session-ref.ts';
 
@@ -33,7 +33,11 @@ function badTarget(field: string, message: string): ServiceError {
  * reveals nothing), an active session of that revision, and a definition of that revision
  * (400 naming the field otherwise).
  */
-export async function resolveTarget(ctx: AppContext, principal: Principal, target: TargetRef): Promise<ResolvedTarget> {
+export async function resolveTarget(
+  ctx: BaseContext,
+  principal: Principal,
+  target: TargetRef,
+): Promise<ResolvedTarget> {
   let scope;
   try {
     scope = await revisionFor(ctx.db, principal, target.revision_id, 'write');
@@ -62,7 +66,7 @@ export async function resolveTarget(ctx: AppContext, principal: Principal, targe
  * refuse it now: past `workflow.execution_input_bytes` of the target's blob. A fire checks it
  * again with the value in force then.
  */
-export async function checkedInput(ctx: AppContext, target: ResolvedTarget, input: unknown): Promise<string | null> {
+export async function checkedInput(ctx: BaseContext, target: ResolvedTarget, input: unknown): Promise<string | null> {
   if (input === undefined || input === null) return null;
   const json = JSON.stringify(input);
   const inForce = await limitInForce(ctx.db, { blobId: target.blobId }, 'workflow.execution_input_bytes');

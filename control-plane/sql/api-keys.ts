@@ -1,7 +1,7 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import type { Role } from '../../shared/roles.ts';
-import { TARGET_COLUMN, type Target } from '../access/targets.ts';
-import { API_KEY_PREFIX } from '../auth/api-key-format.ts';
+import { TARGET_COLUMN, type Target } from './targets.ts';
+import { API_KEY_PREFIX } from '../../shared/api-key-format.ts';
 
 export interface ApiKeyRow {
   id: string;

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../shared/db/db.ts';
 import type { SealedSecret } from '../../shared/crypto/credential-cipher.ts';
-import { TARGET_COLUMN, type Target } from '../access/targets.ts';
+import { TARGET_COLUMN, type Target } from './targets.ts';
 
 export interface CredentialRow {
   id: string;

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../shared/db/db.ts';
-import type { TensorSpec } from '../models/inspect-model.ts';
+import type { TensorSpec } from '../../shared/onnx/tensors.ts';
 
 /** An ONNX revision's model as answered (docs/blob-types.md "Upload Model"). */
 export interface ModelRecord {

@@ -3,7 +3,7 @@ import { BLOB_TYPE_NAMES } from '../../shared/blob-types.ts';
 import type { CommandDefinition, RevisionCommand } from '../commands/command.ts';
 import type { CommandRegistry } from '../commands/registry.ts';
 import { IDEMPOTENCY_KEY_JSON_SCHEMA } from '../idempotency/idempotency-key.ts';
-import { IDEMPOTENCY_KEY_DESCRIPTION } from './route-schema.ts';
+import { IDEMPOTENCY_KEY_DESCRIPTION } from '../openapi/route-schema.ts';
 
 /** Named schemas (`meta({ id })`) met while converting, for the document's `components.schemas`. */
 export type SchemaDefs = Record<string, unknown>;

@@ -4,7 +4,7 @@ import type { CommandRegistry } from '../commands/registry.ts';
 import { RPC_ERROR } from '../ws/json-rpc.ts';
 import { paramsJsonSchema, resultJsonSchema, revisionDefinitions, type SchemaDefs } from './commands.ts';
 import { IDEMPOTENCY_KEY_JSON_SCHEMA } from '../idempotency/idempotency-key.ts';
-import { IDEMPOTENCY_KEY_DESCRIPTION } from './route-schema.ts';
+import { IDEMPOTENCY_KEY_DESCRIPTION } from '../openapi/route-schema.ts';
 
 /** Creating commands (`creates`) take a key among their params (control-plane/idempotency/). */
 const IDEMPOTENCY_KEY = {

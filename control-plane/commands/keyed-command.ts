@@ -1,9 +1,9 @@
 import type { Db, Tx } from '../../shared/db/db.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { CommandResult } from '../commands/command.ts';
+import type { CommandResult } from './command.ts';
 import type { AppContext } from '../context.ts';
-import { checkedKey, IDEMPOTENCY_PARAM } from './idempotency-key.ts';
-import { runIdempotent } from './idempotent.ts';
+import { checkedKey, IDEMPOTENCY_PARAM } from '../idempotency/idempotency-key.ts';
+import { runIdempotent } from '../idempotency/idempotent.ts';
 
 /**
  * `db` seen from inside the transaction `tx`: queries run on it, and a handler's own

@@ -13,7 +13,7 @@ import type { CommandRegistry } from '../commands/registry.ts';
 import { expandCommands, type SchemaDefs } from './commands.ts';
 import { JSON_LINES_COMMAND, JSON_LINES_TYPES } from '../routes/commands.ts';
 import { openRpcDocument } from './openrpc.ts';
-import { routeSchema } from './route-schema.ts';
+import { routeSchema } from '../openapi/route-schema.ts';
 
 /** Where the documents and the reference are served; docs/api.md and the README point here. */
 const OPENAPI_PATH = '/v1/openapi.json';
