@@ -11,6 +11,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import t, { type Test as Tap } from 'tap';
 import { buildTestApp, call, signInAnonymous, type Caller } from '../helpers/app.ts';
 import {
@@ -29,7 +30,7 @@ const spool = await mkdtemp(join(tmpdir(), 'ws-onnx-pressure-'));
 process.env.TMPDIR = spool;
 t.teardown(() => rm(spool, { recursive: true, force: true }));
 
-const { app } = await buildTestApp(t, { MODEL_UPLOAD_IDLE_SECONDS: '2', MODEL_MAX_NODES: '300' });
+const { app, databaseUrl } = await buildTestApp(t, { MODEL_UPLOAD_IDLE_SECONDS: '2', MODEL_MAX_NODES: '300' });
 const alice = await signInAnonymous(app);
 const bob = await signInAnonymous(app);
 const org = await createOrg(app, alice);
@@ -137,6 +138,22 @@ t.test('downloads that are never read hold no database connection', async (t) =>
   // 8 MB of weights: more than the sockets and streams between the store and a client buffer.
   const big = identityModel(8 * 1024 * 1024);
   t.equal((await upload(rev, big)).status, 200);
+  // The downloads' chunk reads running at once, as the database sees them, from a connection of
+  // the test's own: each download reads ahead as far as its socket's buffers take, and the reads
+  // of all of them together must never take more than two of the pool's connections.
+  const watcher = new pg.Client({ connectionString: databaseUrl });
+  await watcher.connect();
+  t.teardown(() => watcher.end());
+  let most = 0;
+  let watching = true;
+  const watched = (async () => {
+    while (watching) {
+      const { rows } = await watcher.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT lo_get(%'",
+      );
+      most = Math.max(most, rows[0]!.n);
+    }
+  })();
   const readers: ClientRequest[] = [];
   await Promise.all(
     Array.from(
@@ -158,6 +175,9 @@ t.test('downloads that are never read hold no database connection', async (t) =>
     ),
   );
   await quietRequests(t);
+  watching = false;
+  await watched;
+  t.ok(most <= 2, `at most two chunk reads at once (${most} seen)`);
   for (const req of readers) req.destroy();
   const whole = await fetch(`http://127.0.0.1:${port}/v1/revisions/${rev}/model`, { headers: alice.headers });
   t.ok(Buffer.from(await whole.arrayBuffer()).equals(big), 'a download read to the end is the model, byte for byte');
