@@ -38,6 +38,7 @@ import { sessionFileRoutes } from './routes/session-files.ts';
 import { modelRoutes } from './routes/models.ts';
 import { hookRoutes } from './routes/hooks.ts';
 import { ModelHost } from '../shared/onnx/model-host.ts';
+import { MODEL_PROCESS_NICE } from '../shared/priority.ts';
 import type { S3Objects } from '../shared/onnx/s3-objects.ts';
 import { startObjectCleanup } from './models/object-cleanup.ts';
 import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
@@ -145,6 +146,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     models: new ModelHost({
       databaseUrl: String(options.db.pool.options.connectionString),
       s3: options.config.modelStore,
+      nice: MODEL_PROCESS_NICE,
     }),
     modelObjects,
     tracing: options.tracing?.tracing ?? null,

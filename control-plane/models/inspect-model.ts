@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { FairQueue } from '../../shared/fair-queue.ts';
+import { MODEL_PROCESS_NICE } from '../../shared/priority.ts';
 
 /** One input or output of a model as ONNX Runtime reports it (`shape` entries: sizes or symbolic names). */
 export interface TensorSpec {
@@ -24,7 +25,8 @@ const inspections = new FairQueue({ concurrency: 2, perKey: 1, maxWaitingPerKey:
  * memory and dies with it; one that does not answer within two minutes is killed. Each inspection
  * holds a whole model in a process of its own, so a flood of uploads waits its turn instead of
  * starting as many processes as there are uploads: two at once per control plane, one per
- * organization, organizations taking turns (shared/fair-queue.ts). A model of more than `maxNodes`
+ * organization, organizations taking turns (shared/fair-queue.ts), at MODEL_PROCESS_NICE so that
+ * opening a costly model waits while the API and PostgreSQL are served. A model of more than `maxNodes`
  * nodes, or with external data, is refused before the runtime sees it. Throws a QueueFullError
  * when `orgId` already has 16 uploads waiting.
  */
@@ -34,7 +36,9 @@ export function inspectModel(file: string, orgId: string, maxNodes: number): Pro
 
 function inspectAlone(file: string, maxNodes: number): Promise<Inspection> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, file, String(maxNodes)], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [CHILD, file, String(maxNodes), String(MODEL_PROCESS_NICE)], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {

@@ -16,6 +16,11 @@ import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
 import { s3SettingsFrom } from './s3-settings.ts';
 import { runtimeReason } from './runtime-messages.ts';
+import { yieldCpu } from '../priority.ts';
+
+// Before any session exists: ONNX Runtime's threads, started by the first load, inherit it.
+const nice = Number(process.env.MODEL_HOST_NICE);
+if (Number.isInteger(nice) && nice > 0) yieldCpu(nice);
 
 const pool = new pg.Pool({
   connectionString: process.env.DATABASE_URL,

@@ -38,6 +38,11 @@ export interface ModelHostOptions {
   s3?: S3Settings | null;
   /** Bytes of memory the child's cached sessions may hold (least recently used out first). Default 512 MiB. */
   cacheBytes?: number;
+  /**
+   * The child's nice value (shared/priority.ts), raised on all its threads before it loads a
+   * model. Absent: the child keeps the one it inherits (a runner's engine thread's).
+   */
+  nice?: number;
 }
 
 /** Most bytes a run's outputs may take as JSON: a code node's output bound (sandbox/messages.ts). */
@@ -165,6 +170,7 @@ export class ModelHost {
         ...s3Env(this.#options.s3 ?? null),
         DATABASE_URL: this.#options.databaseUrl,
         MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024),
+        MODEL_HOST_NICE: String(this.#options.nice ?? 0),
       },
       execArgv: [],
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],

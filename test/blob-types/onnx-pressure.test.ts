@@ -3,10 +3,10 @@
  * do to the others"): uploads that trickle and downloads that are never read hold no database
  * connection, a stalled upload is refused after MODEL_UPLOAD_IDLE_SECONDS, outputs are bounded
  * before they are built, a graph past MODEL_MAX_NODES or with external data is refused before
- * ONNX Runtime opens it and no refusal names a path, and one organization's heavy runs do not
- * queue another's behind them.
+ * ONNX Runtime opens it and no refusal names a path, one organization's heavy runs do not
+ * queue another's behind them, and the model host runs at a lower priority than the API.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,9 @@ import {
 } from '../helpers/onnx-models.ts';
 import { createBlob, createOrg } from '../helpers/resources.ts';
 import { waitFor } from '../helpers/runner.ts';
+import { threadNices } from '../helpers/threads.ts';
+import { childPids } from '../../shared/proc-stat.ts';
+import { MODEL_PROCESS_NICE } from '../../shared/priority.ts';
 
 // The uploads' temporary files go to a folder of this file's own, so the test can see them appear.
 const spool = await mkdtemp(join(tmpdir(), 'ws-onnx-pressure-'));
@@ -264,4 +267,19 @@ t.test("one organization's heavy runs do not queue another's behind them", async
   t.same(await Promise.all([light, ...heavy]), [200, 200, 200, 200, 200]);
   // Bob's run took its turn beside Alice's first, not after her queue: at most one heavy run ended before it.
   t.ok(finished.indexOf('light') <= 1, finished.join(', '));
+});
+
+t.test("the model host runs below the control plane's priority", async (t) => {
+  // The host started by the runs above, a child of this process (the app runs in it).
+  let host: number | undefined;
+  for (const pid of await childPids(process.pid)) {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes('model-host-child')) host = pid;
+  }
+  t.ok(host, 'the model host is running');
+  const nices = await threadNices(host!);
+  t.ok(
+    nices.every((nice) => nice >= MODEL_PROCESS_NICE),
+    `every thread at nice ${MODEL_PROCESS_NICE} or more: ${nices.join(' ')}`,
+  );
 });
