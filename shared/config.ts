@@ -46,6 +46,8 @@ export interface Config {
     perAddress: number;
     /** Bytes of heavy bodies in flight at once, all callers together. */
     bytesInFlight: number;
+    /** Admitted heavy requests whose work (handler, database writes) runs at once, one per account, in turns. */
+    atOnce: number;
   };
   /**
    * What one account may keep stored beyond the limits catalog (control-plane/limits/storage-bounds.ts);
@@ -216,6 +218,7 @@ const envSchema = z
     HEAVY_REQUESTS_PER_ACCOUNT: intVar('HEAVY_REQUESTS_PER_ACCOUNT', 2),
     HEAVY_REQUESTS_PER_ADDRESS: intVar('HEAVY_REQUESTS_PER_ADDRESS', 4),
     HEAVY_BYTES_IN_FLIGHT: intVar('HEAVY_BYTES_IN_FLIGHT', 64 * 1024 * 1024),
+    HEAVY_REQUESTS_AT_ONCE: intVar('HEAVY_REQUESTS_AT_ONCE', 1),
     IDEMPOTENT_ANSWERS_PER_ACCOUNT: intVar('IDEMPOTENT_ANSWERS_PER_ACCOUNT', 10_000),
     IDEMPOTENT_BYTES_PER_ACCOUNT: intVar('IDEMPOTENT_BYTES_PER_ACCOUNT', 64 * 1024 * 1024),
     NLP_RECORDS_PER_REVISION: intVar('NLP_RECORDS_PER_REVISION', 100_000),
@@ -410,6 +413,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perAccount: v.HEAVY_REQUESTS_PER_ACCOUNT,
       perAddress: v.HEAVY_REQUESTS_PER_ADDRESS,
       bytesInFlight: v.HEAVY_BYTES_IN_FLIGHT,
+      atOnce: v.HEAVY_REQUESTS_AT_ONCE,
     },
     storage: {
       idempotentAnswersPerAccount: v.IDEMPOTENT_ANSWERS_PER_ACCOUNT,
