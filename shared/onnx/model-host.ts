@@ -171,8 +171,13 @@ export class ModelHost {
         DATABASE_URL: this.#options.databaseUrl,
         MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024),
         MODEL_HOST_NICE: String(this.#options.nice ?? 0),
+        // Buffers of 128 KiB or more (tensors) are mapped on their own and given back to the
+        // system when freed. glibc otherwise raises this threshold after the first such free and
+        // keeps later buffers in its heap, so the host held the peak of its largest runs for good.
+        MALLOC_MMAP_THRESHOLD_: '131072',
       },
-      execArgv: [],
+      // The child collects after a run with large outputs (model-host-child.ts).
+      execArgv: ['--expose-gc'],
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
       serialization: 'advanced',
     });

@@ -269,17 +269,49 @@ t.test("one organization's heavy runs do not queue another's behind them", async
   t.ok(finished.indexOf('light') <= 1, finished.join(', '));
 });
 
-t.test("the model host runs below the control plane's priority", async (t) => {
-  // The host started by the runs above, a child of this process (the app runs in it).
-  let host: number | undefined;
+/** The control plane's model host: a child of this process (the app runs in it), once a run started it. */
+async function modelHost(): Promise<number | undefined> {
   for (const pid of await childPids(process.pid)) {
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.includes('model-host-child')) host = pid;
+    if (cmdline.includes('model-host-child')) return pid;
   }
+  return undefined;
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024;
+}
+
+t.test("the model host runs below the control plane's priority", async (t) => {
+  // The host started by the runs above.
+  const host = await modelHost();
   t.ok(host, 'the model host is running');
   const nices = await threadNices(host!);
   t.ok(
     nices.every((nice) => nice >= MODEL_PROCESS_NICE),
     `every thread at nice ${MODEL_PROCESS_NICE} or more: ${nices.join(' ')}`,
   );
+});
+
+t.test("the model host gives back a run's large outputs once it is answered", async (t) => {
+  const rev = await onnxRevision();
+  t.equal((await upload(rev, constantOfShapeModel())).status, 200);
+  const run = (count: number) =>
+    call(app, 'POST', `/v1/revisions/${rev}/run_model`, {
+      as: alice,
+      body: { inputs: { S: { type: 'int64', dims: [1], data: [count] } } },
+    });
+  t.equal((await run(10)).status, 200, 'the session is loaded');
+  const host = (await modelHost())!;
+  const before = await rssMiB(host);
+  // 20,000,000 float32 zeros: 80 MB in the runtime and as much again in the host's JavaScript.
+  for (let i = 0; i < 2; i++) t.equal((await run(20_000_000)).status, 400, 'refused past the output bound');
+  const settled = await waitFor(
+    () => rssMiB(host),
+    (mib) => mib < before + 40,
+    'the model host to give the outputs back',
+    20_000,
+  ).catch(() => undefined);
+  t.ok(settled !== undefined, `the host's resident memory is back within 40 MiB of ${Math.round(before)} MiB`);
 });
