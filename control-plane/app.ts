@@ -38,6 +38,9 @@ import { sessionFileRoutes } from './routes/session-files.ts';
 import { modelRoutes } from './routes/models.ts';
 import { hookRoutes } from './routes/hooks.ts';
 import { ModelHost } from '../shared/onnx/model-host.ts';
+import { FairQueue } from '../shared/fair-queue.ts';
+import { CRON_CHECK_TURNS } from './commands/schedules.ts';
+import { MODEL_PROCESS_NICE } from '../shared/priority.ts';
 import type { S3Objects } from '../shared/onnx/s3-objects.ts';
 import { startObjectCleanup } from './models/object-cleanup.ts';
 import { COMMANDS, createCommandRegistry } from './commands/registry.ts';
@@ -142,9 +145,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     }),
     queue,
     creates: createExecutionCreator(options.db, queue),
+    cronChecks: new FairQueue(CRON_CHECK_TURNS),
     models: new ModelHost({
       databaseUrl: String(options.db.pool.options.connectionString),
       s3: options.config.modelStore,
+      nice: MODEL_PROCESS_NICE,
     }),
     modelObjects,
     tracing: options.tracing?.tracing ?? null,

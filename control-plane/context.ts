@@ -8,6 +8,7 @@ import type { ExecutionCreator } from './workflow/execution-creator.ts';
 import type { ModelHost } from '../shared/onnx/model-host.ts';
 import type { S3Objects } from '../shared/onnx/s3-objects.ts';
 import type { Tracing } from '../shared/tracing/tracing.ts';
+import type { FairQueue } from '../shared/fair-queue.ts';
 
 /** What every route and command handler gets: the process's services, nothing global. */
 export interface AppContext extends AuthContext {
@@ -23,6 +24,11 @@ export interface AppContext extends AuthContext {
   creates: ExecutionCreator;
   /** Runs ONNX models for `run_model` in a child process started on first use (shared/onnx/model-host.ts); closed with the app. */
   models: ModelHost;
+  /**
+   * Turns of the schedules' cron checks (control-plane/commands/schedules.ts): one check at a
+   * time on this control plane, organizations taking turns.
+   */
+  cronChecks: FairQueue;
   /** The S3 store of model bytes when `MODEL_STORE=s3`; null: PostgreSQL large objects. */
   modelObjects: S3Objects | null;
   /** Spans of this process (shared/tracing/); null while tracing is off. */

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { Db } from '../shared/db/db.ts';
 import { ServiceError } from '../shared/errors.ts';
 import { graphMutationCeilings, graphMutationsSchema, mutateGraph } from '../shared/graph/mutations.ts';
+import type { SessionGraphBounds } from '../shared/graph/session-graph-usage.ts';
 import { runSessionGraphQuery } from '../shared/graph/query.ts';
 import { graphQuerySchema } from '../shared/graph/query-schema.ts';
 import { aliasSchema } from '../shared/ids.ts';
@@ -102,7 +103,7 @@ function sessionHost(
   logs: LogSink,
   reportError: (error: unknown) => void,
   outside: OutsideCalls | undefined,
-  run: { redactor: Redactor; signal: AbortSignal },
+  run: { redactor: Redactor; signal: AbortSignal; graphBounds: SessionGraphBounds },
 ): HostApi {
   const origin = { executionId: scope.executionId, node: scope.node };
   const { redactor } = run;
@@ -208,7 +209,7 @@ function sessionHost(
     graph: {
       async mutate(mutations) {
         const parsed = parseInput(graphMutationsSchema, redactor.value(mutations), 'mutations');
-        const ceilings = await graphMutationCeilings(db, scope.blobId);
+        const ceilings = { ...(await graphMutationCeilings(db, scope.blobId)), stored: run.graphBounds };
         const outcome = await db.transaction((tx) => mutateGraph(tx, scope.sessionId, parsed, ceilings, origin));
         return { elements: outcome.elements, deleted: outcome.deleted };
       },
@@ -225,11 +226,13 @@ function sessionHost(
 /**
  * Runs `logic.code` nodes in `sandbox` with the HostApi of each node's session: an engine
  * thread's code runner (runner/engine/engine-thread.ts), and the one tests that interpret on their
- * own thread give their interpreter. `reportError` hears of host calls that failed unexpectedly.
+ * own thread give their interpreter. `graphBounds` is what a session graph may hold
+ * (configuration); `reportError` hears of host calls that failed unexpectedly.
  */
 export function sandboxCodeRunner(
   db: Db,
   sandbox: ProcessSandbox,
+  graphBounds: SessionGraphBounds,
   reportError: (error: unknown) => void,
   outside?: OutsideCalls,
 ): CodeRunner {
@@ -242,7 +245,11 @@ export function sandboxCodeRunner(
       const calls = new AbortController();
       const onAbort = () => calls.abort(signal?.reason);
       signal?.addEventListener('abort', onAbort, { once: true });
-      const host = sessionHost(db, task.scope, logs, reportError, outside, { redactor, signal: calls.signal });
+      const host = sessionHost(db, task.scope, logs, reportError, outside, {
+        redactor,
+        signal: calls.signal,
+        graphBounds,
+      });
       try {
         const result = await sandbox.run(task.request, host, signal);
         // Whatever the run leaves behind, without the secrets it read (runner/outside/redaction.ts).

@@ -33,6 +33,7 @@ import { createCredentialCipher } from '../shared/crypto/credential-cipher.ts';
 import { createEgressPolicy } from '../shared/egress/policy.ts';
 import { egressTransport } from '../shared/webhooks/egress-transport.ts';
 import { DeliveryLoop } from './hooks/delivery-loop.ts';
+import { sessionGraphBounds } from '../shared/graph/session-graph-usage.ts';
 
 /** The process is out within this after a stop signal, forced if need be. */
 const GRACE_MS = 7_000;
@@ -136,6 +137,7 @@ async function start(): Promise<void> {
     tracing: tracing?.tracing ?? null,
     threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
     outside: { egress: config.egress, credentialKey: config.secrets.CREDENTIAL_KEY },
+    graphBounds: sessionGraphBounds(config.storage),
   });
   await engine.start();
   retention = startRetentionTimer(db, { log });

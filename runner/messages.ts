@@ -10,6 +10,7 @@ import type { MemoryBoundPlan } from '../sandbox/memory-bound.ts';
 import type { ClaimedExecution } from './engine/claim.ts';
 import type { TracingSettings } from '../shared/config.ts';
 import type { OutsideSettings } from './outside/outside-calls.ts';
+import type { SessionGraphBounds } from '../shared/graph/session-graph-usage.ts';
 
 /** Who a `logic.code` run works for: what the worker's HostApi needs to write on the session's behalf. */
 export interface CodeScope {
@@ -100,6 +101,8 @@ export interface EngineWorkerData {
   tracing: WorkerTracingSettings | null;
   /** Outside calls and credentials (runner/outside/); null: `http.request`, `ctx.fetch` and `ctx.credentials` are unavailable. */
   outside: OutsideSettings | null;
+  /** What a session graph may hold (GRAPH_ELEMENTS_PER_SESSION, GRAPH_BYTES_PER_SESSION). */
+  graphBounds: SessionGraphBounds;
 }
 
 /** The runner's tracing settings as its worker threads take them. */

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { loadSecrets, type Secrets } from './secrets.ts';
 import { s3SettingsFrom, type S3Settings } from './onnx/s3-settings.ts';
 import { RUNNER_TIMING_DEFAULTS } from './runner-timings.ts';
+import { DEFAULT_SESSION_GRAPH_BOUNDS } from './graph/session-graph-usage.ts';
 import { AddressExemptions } from './egress/addresses.ts';
 import { EGRESS_DEFAULTS, parseOrgHosts, type EgressSettings } from './egress/policy.ts';
 
@@ -45,6 +46,8 @@ export interface Config {
     perAddress: number;
     /** Bytes of heavy bodies in flight at once, all callers together. */
     bytesInFlight: number;
+    /** Admitted heavy requests whose work (handler, database writes) runs at once, one per account, in turns. */
+    atOnce: number;
   };
   /**
    * What one account may keep stored beyond the limits catalog (control-plane/limits/storage-bounds.ts);
@@ -60,6 +63,9 @@ export interface Config {
     /** Elements (and their bytes) one graph blob revision may hold. */
     graphElementsPerRevision: number;
     graphBytesPerRevision: number;
+    /** Elements (and their bytes) one session's graph may hold (shared/graph/session-graph-usage.ts). */
+    graphElementsPerSession: number;
+    graphBytesPerSession: number;
   };
   /** Webhooks in and out (docs/webhooks.md); 0 turns a bound off. */
   hooks: {
@@ -212,12 +218,15 @@ const envSchema = z
     HEAVY_REQUESTS_PER_ACCOUNT: intVar('HEAVY_REQUESTS_PER_ACCOUNT', 2),
     HEAVY_REQUESTS_PER_ADDRESS: intVar('HEAVY_REQUESTS_PER_ADDRESS', 4),
     HEAVY_BYTES_IN_FLIGHT: intVar('HEAVY_BYTES_IN_FLIGHT', 64 * 1024 * 1024),
+    HEAVY_REQUESTS_AT_ONCE: intVar('HEAVY_REQUESTS_AT_ONCE', 1),
     IDEMPOTENT_ANSWERS_PER_ACCOUNT: intVar('IDEMPOTENT_ANSWERS_PER_ACCOUNT', 10_000),
     IDEMPOTENT_BYTES_PER_ACCOUNT: intVar('IDEMPOTENT_BYTES_PER_ACCOUNT', 64 * 1024 * 1024),
     NLP_RECORDS_PER_REVISION: intVar('NLP_RECORDS_PER_REVISION', 100_000),
     NLP_BYTES_PER_REVISION: intVar('NLP_BYTES_PER_REVISION', 64 * 1024 * 1024),
     GRAPH_ELEMENTS_PER_REVISION: intVar('GRAPH_ELEMENTS_PER_REVISION', 100_000),
     GRAPH_BYTES_PER_REVISION: intVar('GRAPH_BYTES_PER_REVISION', 64 * 1024 * 1024),
+    GRAPH_ELEMENTS_PER_SESSION: intVar('GRAPH_ELEMENTS_PER_SESSION', DEFAULT_SESSION_GRAPH_BOUNDS.elements),
+    GRAPH_BYTES_PER_SESSION: intVar('GRAPH_BYTES_PER_SESSION', DEFAULT_SESSION_GRAPH_BOUNDS.bytes),
     TRIGGERS_PER_SESSION: intVar('TRIGGERS_PER_SESSION', 10),
     EVENT_HOOKS_PER_SESSION: intVar('EVENT_HOOKS_PER_SESSION', 10),
     HOOK_CALLS_PER_TRIGGER_PER_MINUTE: intVar('HOOK_CALLS_PER_TRIGGER_PER_MINUTE', 120),
@@ -404,6 +413,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perAccount: v.HEAVY_REQUESTS_PER_ACCOUNT,
       perAddress: v.HEAVY_REQUESTS_PER_ADDRESS,
       bytesInFlight: v.HEAVY_BYTES_IN_FLIGHT,
+      atOnce: v.HEAVY_REQUESTS_AT_ONCE,
     },
     storage: {
       idempotentAnswersPerAccount: v.IDEMPOTENT_ANSWERS_PER_ACCOUNT,
@@ -412,6 +422,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       nlpBytesPerRevision: v.NLP_BYTES_PER_REVISION,
       graphElementsPerRevision: v.GRAPH_ELEMENTS_PER_REVISION,
       graphBytesPerRevision: v.GRAPH_BYTES_PER_REVISION,
+      graphElementsPerSession: v.GRAPH_ELEMENTS_PER_SESSION,
+      graphBytesPerSession: v.GRAPH_BYTES_PER_SESSION,
     },
     hooks: {
       triggersPerSession: v.TRIGGERS_PER_SESSION,

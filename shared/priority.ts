@@ -15,6 +15,14 @@ import { getPriority, setPriority } from 'node:os';
 /** The highest nice value (the lowest priority) the kernel accepts. */
 export const MAX_NICE = 19;
 
+/**
+ * The nice value of the control plane's model processes (the model host that runs `run_model`,
+ * and the processes that open uploaded models): CPU-bound work a tenant chooses the size of,
+ * which waits while the control plane answers and PostgreSQL serves it (docs/operations.md, "What
+ * one tenant can do to the others"). The runner's default nice value.
+ */
+export const MODEL_PROCESS_NICE = 10;
+
 export interface PriorityResult {
   /** The main thread's nice value afterwards. */
   nice: number;

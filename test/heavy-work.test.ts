@@ -10,7 +10,9 @@ import { createBlob, createOrg } from './helpers/resources.ts';
 import { connect, wsUrl } from './helpers/ws-client.ts';
 
 // The defaults: 256 KiB makes a body heavy; 2 in flight per account, 4 per address.
-const { app, db } = await buildTestApp(t);
+// Turns off (HEAVY_REQUESTS_AT_ONCE 0): the admitted requests here must reach the database at once
+// to be held there; test/heavy-turns.test.ts checks the turns.
+const { app, db } = await buildTestApp(t, { HEAVY_REQUESTS_AT_ONCE: '0' });
 
 /** A signed-in caller with an NLP revision of its own. */
 async function tenant(): Promise<{ caller: Caller; rev: string }> {

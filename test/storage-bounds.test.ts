@@ -1,7 +1,8 @@
 /**
  * What one account may keep stored beyond the limits catalog (docs/operations.md, "What one tenant
  * can do to the others"): stored idempotent answers per account (429 `rate_limited` past them),
- * NLP records and graph elements per revision (409 `conflict`). Small bounds are configured here;
+ * NLP records and graph elements per revision, graph elements per session (409 `conflict`). Small
+ * bounds are configured here;
  * each count holds under concurrent writers.
  */
 import t from 'tap';
@@ -16,6 +17,8 @@ const { app, db } = await buildTestApp(t, {
   NLP_BYTES_PER_REVISION: '4000',
   GRAPH_ELEMENTS_PER_REVISION: '10',
   GRAPH_BYTES_PER_REVISION: '3000',
+  GRAPH_ELEMENTS_PER_SESSION: '10',
+  GRAPH_BYTES_PER_SESSION: '3000',
 });
 
 const post = (caller: Caller, rev: string, name: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -160,6 +163,55 @@ t.test('graph elements: at most the bound per revision; deleting makes room', as
   const answers = await Promise.all(
     Array.from({ length: 5 }, (_, i) => post(finn, fresh.id, 'mutate_graph', nodes(i * 4, 4))),
   );
+  t.equal(answers.filter((a) => a.status === 200).length, 2);
+  t.equal(answers.filter((a) => a.status === 409).length, 3);
+});
+
+t.test('session graph elements: at most the bound per session; deleting makes room', async (t) => {
+  const gail = await signInAnonymous(app);
+  const org = await createOrg(app, gail);
+  const { revision } = await createBlob(app, gail, org.id);
+  const session = async () => {
+    const res = await post(gail, revision.id, 'create_session', {});
+    t.equal(res.status, 200, 'session created');
+    return res.body.session.id as string;
+  };
+  const mutate = (sessionId: string, mutations: unknown[]) =>
+    post(gail, revision.id, 'mutate_session_graph', { session_id: sessionId, mutations });
+  const nodes = (from: number, n: number, properties: Record<string, unknown> = {}) =>
+    Array.from({ length: n }, (_, i) => ({ op: 'upsert_node', id: `n${from + i}`, label: 'p', properties }));
+  const first = await session();
+  t.equal((await mutate(first, nodes(0, 8))).status, 200);
+  const over = await mutate(first, [
+    ...nodes(8, 1),
+    { op: 'upsert_edge', id: 'e0', label: 'l', source: 'n0', target: 'n8' },
+    ...nodes(9, 1),
+  ]);
+  t.equal(over.status, 409);
+  t.equal(over.body.error, 'conflict');
+  t.match(over.body.message, /GRAPH_ELEMENTS_PER_SESSION/);
+  const listed = await post(gail, revision.id, 'list_session_graph_elements', { session_id: first, limit: 200 });
+  t.equal(listed.body.elements.length, 8, 'the refused call wrote nothing');
+  t.equal((await mutate(first, nodes(0, 8))).status, 200, 'replacing adds nothing');
+  t.equal(
+    (
+      await mutate(first, [
+        { op: 'delete', id: 'n0' },
+        { op: 'delete', id: 'n1' },
+      ])
+    ).status,
+    200,
+  );
+  t.equal((await mutate(first, nodes(8, 4))).status, 200, 'room made by deleting');
+  // Another session of the same revision has its own count.
+  t.equal((await mutate(await session(), nodes(0, 10))).status, 200, 'another session');
+  // Bytes: properties of 1,000 characters on three nodes pass 3,000 bytes.
+  const heavy = await mutate(await session(), nodes(0, 3, { text: 'z'.repeat(1000) }));
+  t.equal(heavy.status, 409);
+  t.match(heavy.body.message, /GRAPH_BYTES_PER_SESSION/);
+  // Concurrent writers: five calls of 4 nodes each into an empty session, two fit.
+  const fresh = await session();
+  const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => mutate(fresh, nodes(i * 4, 4))));
   t.equal(answers.filter((a) => a.status === 200).length, 2);
   t.equal(answers.filter((a) => a.status === 409).length, 3);
 });

@@ -6,12 +6,16 @@ import { takeSlot } from '../../shared/limits/holdings.ts';
 import { limitRefusal, type LimitInForce } from '../../shared/limits/index.ts';
 import {
   DEFAULT_TIMEZONE,
+  knownGapSeconds,
   nextFire,
   parseCron,
   shortestGapSeconds,
   type ParsedCron,
 } from '../../shared/scheduler/cron.ts';
 import { armFire } from '../../shared/scheduler/fire-jobs.ts';
+import { QueueFullError } from '../../shared/fair-queue.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import type { AppContext } from '../context.ts';
 import { runRecord, scheduleRecord } from '../../shared/scheduler/schedule-record.ts';
 import { checkedInput, resolveTarget } from '../scheduler/target.ts';
 import {
@@ -39,6 +43,32 @@ const SCHEDULER = ['svc.compute.scheduler'] as const;
  * refused without walking its clock changes (shortestGapSeconds).
  */
 const INTERVAL_FLOOR = limitById('scheduler.min_interval_seconds').most_permissive;
+
+/**
+ * Cron checks not answered from the cache take turns (AppContext.cronChecks): one at a time on a
+ * control plane, organizations taking turns, 16 of an organization waiting. A check runs in
+ * slices of the event loop (shared/scheduler/cron.ts), but every check in progress puts a slice
+ * ahead of each step of every other request: four clients checking costly expressions at once
+ * delayed another tenant's requests by a slice per check at every await.
+ */
+export const CRON_CHECK_TURNS = { concurrency: 1, perKey: 1, maxWaitingPerKey: 16 };
+
+/** The shortest gap of `parsed` (shortestGapSeconds), computed in `orgId`'s turn unless known. */
+async function gapInTurn(ctx: AppContext, orgId: string, parsed: ParsedCron): Promise<number> {
+  const known = knownGapSeconds(parsed);
+  if (known !== undefined) return known;
+  try {
+    return await ctx.cronChecks.run(orgId, () => shortestGapSeconds(parsed, INTERVAL_FLOOR));
+  } catch (error) {
+    if (!(error instanceof QueueFullError)) throw error;
+    const busy = new ServiceError(
+      'rate_limited',
+      `${error.waiting} cron expressions of this organization are already waiting to be checked; try again in 1 s.`,
+    );
+    busy.retryAfterSeconds = 1;
+    throw busy;
+  }
+}
 
 const targetSchema = z.strictObject({ revision_id: refSchema, session_id: refSchema, definition_id: refSchema });
 const cronSchema = z.string().min(1).max(200);
@@ -88,7 +118,7 @@ const createSchedule = defineCommand({
     const parsed = parseCron(params.cron, params.timezone ?? DEFAULT_TIMEZONE, now);
     const target = await resolveTarget(ctx, principal, params.target);
     const inputJson = await checkedInput(ctx, target, params.input_data);
-    const gap = await shortestGapSeconds(parsed, INTERVAL_FLOOR);
+    const gap = await gapInTurn(ctx, blob.org_id, parsed);
     const enabled = params.enabled ?? true;
     const next = enabled ? nextFire(parsed, now) : null;
     const schedule = await ctx.db.transaction(async (tx) => {
@@ -148,7 +178,7 @@ const updateScheduleCommand = defineCommand({
     const current = await findSchedule(ctx.db, revision.id, params.schedule_id);
     const timing = params.cron !== undefined || params.timezone !== undefined;
     const parsed = parseCron(params.cron ?? current.cron, params.timezone ?? current.timezone, now);
-    const gap = timing ? await shortestGapSeconds(parsed, INTERVAL_FLOOR) : undefined;
+    const gap = timing ? await gapInTurn(ctx, blob.org_id, parsed) : undefined;
     // Whoever changes anything of a schedule makes its fires run as them, so they must be able to
     // write what it runs: a scheduler writer may not drive a workflow only its owner can run.
     const target = await resolveTarget(

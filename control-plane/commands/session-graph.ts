@@ -4,6 +4,7 @@ import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
 import { graphMutationCeilings, graphMutationsSchema, mutateGraph } from '../../shared/graph/mutations.ts';
+import { sessionGraphBounds } from '../../shared/graph/session-graph-usage.ts';
 import { runSessionGraphQuery } from '../../shared/graph/query.ts';
 import { DIRECTIONS, elementIdSchema, graphQuerySchema, labelSchema } from '../../shared/graph/query-schema.ts';
 import { elementRecord, findElement, listElements, listNeighbors } from '../../shared/graph/graph-elements-sql.ts';
@@ -47,7 +48,10 @@ const mutateSessionGraph = defineCommand({
   params: z.strictObject({ session_id: refSchema, mutations: graphMutationsSchema }),
   async handler(ctx, _principal, params, call) {
     const session = await findSession(ctx.db, call.revision.revision.id, params.session_id);
-    const ceilings = await graphMutationCeilings(ctx.db, call.revision.blob.id);
+    const ceilings = {
+      ...(await graphMutationCeilings(ctx.db, call.revision.blob.id)),
+      stored: sessionGraphBounds(ctx.config.storage),
+    };
     const outcome = await ctx.db.transaction((tx) => mutateGraph(tx, session.id, params.mutations, ceilings));
     return { elements: outcome.elements, deleted: outcome.deleted };
   },

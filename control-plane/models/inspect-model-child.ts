@@ -8,12 +8,17 @@
  * MAX_NODES nodes and any tensor with external data; the runtime is then given the bytes, not the
  * file's name, and its messages lose every path (shared/onnx/runtime-messages.ts).
  *
- *   node control-plane/models/inspect-model-child.ts FILE MAX_NODES
+ *   node control-plane/models/inspect-model-child.ts FILE MAX_NODES [NICE]
  */
 import { readFile } from 'node:fs/promises';
 import ort from 'onnxruntime-node';
 import { scanModel } from '../../shared/onnx/model-scan.ts';
 import { runtimeReason } from '../../shared/onnx/runtime-messages.ts';
+import { yieldCpu } from '../../shared/priority.ts';
+
+// Before the runtime opens the model: its threads inherit the main thread's nice value.
+const nice = Number(process.argv[4]);
+if (Number.isInteger(nice) && nice > 0) yieldCpu(nice);
 
 interface TensorSpec {
   name: string;

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { FairQueue } from '../../shared/fair-queue.ts';
 import type { TensorSpec } from '../../shared/onnx/tensors.ts';
+import { MODEL_PROCESS_NICE } from '../../shared/priority.ts';
 
 export type Inspection = { inputs: TensorSpec[]; outputs: TensorSpec[] } | { error: string };
 
@@ -18,7 +19,8 @@ const inspections = new FairQueue({ concurrency: 2, perKey: 1, maxWaitingPerKey:
  * memory and dies with it; one that does not answer within two minutes is killed. Each inspection
  * holds a whole model in a process of its own, so a flood of uploads waits its turn instead of
  * starting as many processes as there are uploads: two at once per control plane, one per
- * organization, organizations taking turns (shared/fair-queue.ts). A model of more than `maxNodes`
+ * organization, organizations taking turns (shared/fair-queue.ts), at MODEL_PROCESS_NICE so that
+ * opening a costly model waits while the API and PostgreSQL are served. A model of more than `maxNodes`
  * nodes, or with external data, is refused before the runtime sees it. Throws a QueueFullError
  * when `orgId` already has 16 uploads waiting.
  */
@@ -28,7 +30,9 @@ export function inspectModel(file: string, orgId: string, maxNodes: number): Pro
 
 function inspectAlone(file: string, maxNodes: number): Promise<Inspection> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, file, String(maxNodes)], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [CHILD, file, String(maxNodes), String(MODEL_PROCESS_NICE)], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {

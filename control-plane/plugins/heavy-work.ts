@@ -11,6 +11,13 @@
  * done. The slots are given back when the answer is ready, or when the client goes away before
  * the handler starts. Small requests are never counted nor refused.
  *
+ * An admitted request then does its work — the handler, with its database writes — in turns:
+ * `atOnce` heavy requests at once on this control plane, one per account, accounts taking turns
+ * (shared/fair-queue.ts). A heavy write (10,000 records, a 5 MiB object) keeps a PostgreSQL
+ * backend busy for a second or more; two of them at once, admitted for one account, kept both
+ * cores of a small host busy and every other tenant's queries waited for CPU. The wait holds no
+ * pool connection: the body is already parsed, its bytes counted in `bytesInFlight`.
+ *
  * REST routes opt in with `config: { heavyBody: true }` (the command route, session file
  * uploads); WebSocket messages are admitted by control-plane/ws/connection.ts with the same gate.
  * Each setting 0 turns its bound off; `bodyBytes` 0 turns the gate off.
@@ -19,6 +26,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../shared/config.ts';
 import { ServiceError } from '../../shared/errors.ts';
+import { FairQueue } from '../../shared/fair-queue.ts';
 
 /** Seconds a refused client is told to wait: slots free as soon as a request of its finishes. */
 const HEAVY_RETRY_AFTER_SECONDS = 1;
@@ -41,9 +49,34 @@ export class HeavyWorkGate {
   readonly #byAccount = new Map<string, number>();
   readonly #byAddress = new Map<string, number>();
   #bytes = 0;
+  readonly #turns: FairQueue | null;
 
   constructor(settings: HeavyWorkSettings) {
     this.#settings = settings;
+    // Waiting per account is already bounded by `perAccount` admissions.
+    this.#turns =
+      settings.atOnce > 0 ? new FairQueue({ concurrency: settings.atOnce, perKey: 1, maxWaitingPerKey: 1024 }) : null;
+  }
+
+  /**
+   * Waits for `account`'s turn to do an admitted request's work (at most `atOnce` at once, one
+   * per account, accounts in turns); resolves with the function that ends the turn (calling it
+   * again does nothing).
+   */
+  async turn(account: string): Promise<Release> {
+    const turns = this.#turns;
+    if (turns === null) return () => {};
+    let end: Release = () => {};
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    await new Promise<void>((started, refused) => {
+      turns
+        .run(account, () => {
+          started();
+          return ended;
+        })
+        .catch(refused);
+    });
+    return end;
   }
 
   /** Whether a body of `bytes` is heavy work. */
@@ -101,7 +134,12 @@ function announcedBytes(request: FastifyRequest, limit: number): number {
  */
 export function registerHeavyWork(app: FastifyInstance, settings: HeavyWorkSettings): HeavyWorkGate {
   const gate = new HeavyWorkGate(settings);
-  const releases = new WeakMap<FastifyRequest, { release: Release; handling: boolean }>();
+  const releases = new WeakMap<FastifyRequest, { release: Release; handling: boolean; endTurn?: Release }>();
+  const finish = (request: FastifyRequest) => {
+    const entry = releases.get(request);
+    entry?.endTurn?.();
+    entry?.release();
+  };
 
   app.addHook('preParsing', async (request, reply, payload) => {
     if (request.routeOptions.config.heavyBody !== true || request.principal == null) return payload;
@@ -114,7 +152,7 @@ export function registerHeavyWork(app: FastifyInstance, settings: HeavyWorkSetti
       reply.header('connection', 'close');
       throw admitted;
     }
-    const entry = { release: admitted, handling: false };
+    const entry: { release: Release; handling: boolean; endTurn?: Release } = { release: admitted, handling: false };
     releases.set(request, entry);
     // A client gone before its handler started frees the slot now; once the handler runs, the
     // slot is held until it answers (onSend), however long the work takes after a disconnect.
@@ -123,20 +161,21 @@ export function registerHeavyWork(app: FastifyInstance, settings: HeavyWorkSetti
     });
     return payload;
   });
-  // The body has been parsed in one synchronous step: let other requests' I/O run before the
-  // handler's own synchronous work (validation, serialization) starts.
+  // The body has been parsed in one synchronous step; the handler waits for its account's turn
+  // (which also lets other requests' I/O run before its own synchronous work starts).
   app.addHook('preHandler', async (request) => {
     const entry = releases.get(request);
     if (entry === undefined) return;
     entry.handling = true;
+    entry.endTurn = await gate.turn(request.principal!.userId);
     await yieldToLoop();
   });
   app.addHook('onSend', async (request, _reply, payload) => {
-    releases.get(request)?.release();
+    finish(request);
     return payload;
   });
   app.addHook('onResponse', async (request) => {
-    releases.get(request)?.release();
+    finish(request);
   });
   return gate;
 }

@@ -34,6 +34,7 @@ import { ok } from '../reply.ts';
 import { binary, routeSchema, success } from '../openapi/route-schema.ts';
 import { modelSchema, revisionSchema } from '../openapi/records.ts';
 import { revisionRecord } from '../sql/revisions.ts';
+import { FairQueue } from '../../shared/fair-queue.ts';
 
 const pathParams = z.strictObject({ revision_id: refSchema });
 const declaredSchema = z.strictObject({ size: z.number().int().nonnegative() });
@@ -41,6 +42,15 @@ const TAGS = ['Models'];
 
 /** Bytes per large-object write and read. */
 const CHUNK = 256 * 1024;
+
+/**
+ * Downloads' chunk reads in turns (shared/fair-queue.ts): two at once on this control plane, one
+ * per organization, organizations taking turns. Each chunk read holds a pool connection while it
+ * runs, and a download whose client reads nothing still reads ahead as far as the sockets'
+ * kernel buffers take (megabytes on loopback): twenty such downloads once held all twenty pool
+ * connections with their reads, and every other request waited for one.
+ */
+const CHUNK_TURNS = { concurrency: 2, perKey: 1, maxWaitingPerKey: 1024 };
 
 interface ModelRow {
   size: number;
@@ -90,6 +100,7 @@ interface PendingUpload {
 
 export async function modelRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.ctx;
+  const chunkTurns = new FairQueue(CHUNK_TURNS);
 
   await app.register(async (upload) => {
     const pending = new WeakMap<FastifyRequest, PendingUpload>();
@@ -198,7 +209,7 @@ export async function modelRoutes(app: FastifyInstance): Promise<void> {
           throw new ServiceError('not_found', 'The model is in an S3 store this process is not configured with.');
         return modelHeaders(reply, model).send(await ctx.modelObjects.get(model.object_key));
       }
-      return sendModel(ctx, reply, model);
+      return sendModel(ctx, chunkTurns, scope.org.id, reply, model);
     },
   );
 }
@@ -372,10 +383,17 @@ function modelHeaders(reply: FastifyReply, model: ModelRow): FastifyReply {
  * Streams the large object to the reply one chunk at a time, each chunk its own short query
  * (`lo_get`) on a pooled connection given back at once: a client that reads slowly, or not at all,
  * holds a socket and at most a chunk or two of buffer, never a connection. The stream reads the
- * next chunk only when the client has taken the last one. A model replaced mid-download ends the
+ * next chunk only when the client has taken the last one, in `orgId`'s turn of `turns`, so all
+ * downloads together hold at most two pool connections. A model replaced mid-download ends the
  * stream early (its large object is gone), so the client sees fewer bytes than `content-length`.
  */
-function sendModel(ctx: AppContext, reply: FastifyReply, model: ModelRow): FastifyReply {
+function sendModel(
+  ctx: AppContext,
+  turns: FairQueue,
+  orgId: string,
+  reply: FastifyReply,
+  model: ModelRow,
+): FastifyReply {
   const oid = model.oid!;
   let offset = 0;
   const stream = new Readable({
@@ -386,9 +404,19 @@ function sendModel(ctx: AppContext, reply: FastifyReply, model: ModelRow): Fasti
         return;
       }
       const length = Math.min(CHUNK, model.size - offset);
-      ctx.db
-        .query<{ data: Buffer }>('SELECT lo_get($1::oid, $2::bigint, $3::int) AS data', [oid, offset, length])
+      turns
+        .run(orgId, () =>
+          // A download its client went away from reads nothing more, even after waiting its turn.
+          this.destroyed
+            ? Promise.resolve({ rows: [] as { data: Buffer }[] })
+            : ctx.db.query<{ data: Buffer }>('SELECT lo_get($1::oid, $2::bigint, $3::int) AS data', [
+                oid,
+                offset,
+                length,
+              ]),
+        )
         .then(({ rows }) => {
+          if (this.destroyed) return;
           const data = rows[0]?.data;
           if (!data || data.length === 0) throw new Error('the model changed during the download');
           offset += data.length;

@@ -171,13 +171,23 @@ export function serveConnection(options: ServeOptions): CommandConnection {
     }
     inFlight += 1;
     if (inFlight >= MAX_IN_FLIGHT) socket.pause();
-    answer(textOf(data))
-      .catch(onInternal)
-      .finally(() => {
-        release?.();
-        inFlight -= 1;
-        if (socket.isPaused && inFlight < MAX_IN_FLIGHT) socket.resume();
-      });
+    const text = textOf(data);
+    // An admitted message is parsed and answered in its account's turn of heavy work.
+    const work =
+      release === undefined
+        ? answer(text)
+        : options.heavyWork!.turn(options.principal.userId).then(async (endTurn) => {
+            try {
+              await answer(text);
+            } finally {
+              endTurn();
+            }
+          });
+    work.catch(onInternal).finally(() => {
+      release?.();
+      inFlight -= 1;
+      if (socket.isPaused && inFlight < MAX_IN_FLIGHT) socket.resume();
+    });
   });
 
   socket.on('close', () => {

@@ -179,6 +179,7 @@ async function open(): Promise<WorkerState> {
   const code = sandboxCodeRunner(
     db,
     sandbox,
+    data.graphBounds,
     (error) => notify({ type: 'host_error', message: describe(error) }),
     outside,
   );
@@ -192,6 +193,7 @@ async function open(): Promise<WorkerState> {
     processors: processorRegistry,
     code,
     outside,
+    graphBounds: data.graphBounds,
     leaseSeconds: data.leaseSeconds,
     maxRecoveries: data.maxRecoveries,
     onProcessorError: (error, node, execution) =>

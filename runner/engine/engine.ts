@@ -23,6 +23,7 @@ import {
 } from '../messages.ts';
 import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
 import type { OutsideSettings } from '../outside/outside-calls.ts';
+import { DEFAULT_SESSION_GRAPH_BOUNDS, type SessionGraphBounds } from '../../shared/graph/session-graph-usage.ts';
 import { CooldownKeeper } from './cooldown-keeper.ts';
 import { CancelListener } from './cancel-listener.ts';
 import type { ClaimedExecution } from './claim.ts';
@@ -110,6 +111,11 @@ export interface EngineOptions extends EngineTuning {
    * `ctx.credentials.get` refuse.
    */
   outside?: OutsideSettings | null;
+  /**
+   * What a session graph may hold (GRAPH_ELEMENTS_PER_SESSION, GRAPH_BYTES_PER_SESSION), for
+   * `graph.mutate` nodes and `ctx.graph.mutate`. Absent: the configuration's defaults.
+   */
+  graphBounds?: SessionGraphBounds;
 }
 
 /**
@@ -130,6 +136,7 @@ interface InterpreterParts {
   log: EngineLog;
   tracing: Tracing | null;
   outside: OutsideSettings | null;
+  graphBounds: SessionGraphBounds;
 }
 
 interface EngineStats {
@@ -250,6 +257,7 @@ export function createEngine(options: EngineOptions): Engine {
     contexts: options.codeContexts ?? 'shared',
     tracing: options.threadTracing ?? null,
     outside: options.outside ?? null,
+    graphBounds: options.graphBounds ?? DEFAULT_SESSION_GRAPH_BOUNDS,
     onNotice(notice) {
       switch (notice.type) {
         case 'sandbox':
@@ -349,6 +357,7 @@ export function createEngine(options: EngineOptions): Engine {
       log,
       tracing: options.tracing ?? null,
       outside: options.outside ?? null,
+      graphBounds: options.graphBounds ?? DEFAULT_SESSION_GRAPH_BOUNDS,
     }) ?? interpretOnThreads;
 
   async function execute(execution: ClaimedExecution): Promise<void> {

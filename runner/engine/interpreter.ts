@@ -33,6 +33,7 @@ import {
 } from './persist.ts';
 import type { StepWriter } from './step-writes.ts';
 import type { OutsideCalls } from '../outside/outside-calls.ts';
+import type { SessionGraphBounds } from '../../shared/graph/session-graph-usage.ts';
 import { parkForRetry, plannedRetry, retryPolicyOf, withNodeTimeout } from './node-policy.ts';
 import { bounded, type TraceSpan, type Tracing } from '../../shared/tracing/tracing.ts';
 
@@ -47,6 +48,8 @@ export interface EngineContext {
   code?: CodeRunner | undefined;
   /** Outside calls and credentials of `http.request` nodes; absent: those nodes fail `processor_unavailable`. */
   outside?: OutsideCalls | undefined;
+  /** What a session graph may hold (configuration), for `graph.mutate` nodes. */
+  graphBounds: SessionGraphBounds;
   leaseSeconds: number;
   /** Crash recoveries without progress after which an execution ends failed (the poison bound). */
   maxRecoveries: number;
@@ -391,6 +394,7 @@ async function runProcessor(
         signal,
         code: ctx.code,
         ...(ctx.outside ? { outside: ctx.outside } : {}),
+        graphBounds: ctx.graphBounds,
       },
       config,
       input,

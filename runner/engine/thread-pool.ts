@@ -11,6 +11,7 @@ import type { ClaimedExecution } from './claim.ts';
 import type { ContextScope } from '../../sandbox/isolate-pool.ts';
 import type { WorkerTracingSettings } from '../messages.ts';
 import type { OutsideSettings } from '../outside/outside-calls.ts';
+import type { SessionGraphBounds } from '../../shared/graph/session-graph-usage.ts';
 import type { MemoryBoundPlan } from '../../sandbox/memory-bound.ts';
 import {
   RUNNER_FLAG_ABANDONED,
@@ -50,6 +51,8 @@ export interface EngineThreadPoolOptions {
   tracing?: WorkerTracingSettings | null;
   /** Outside calls and credentials of the workers' nodes; null or absent: none. */
   outside?: OutsideSettings | null;
+  /** What a session graph may hold (configuration). */
+  graphBounds: SessionGraphBounds;
 }
 
 /** How long an idle extra thread lives before piscina ends it (its isolates and connections go with it). */
@@ -98,6 +101,7 @@ export class EngineThreadPool {
       memoryBound,
       tracing: options.tracing ?? null,
       outside: options.outside ?? null,
+      graphBounds: options.graphBounds,
     };
     this.#channel = new BroadcastChannel(channel);
     this.#channel.unref();

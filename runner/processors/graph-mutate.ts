@@ -21,7 +21,7 @@ export const graphMutate: Processor<GraphMutateConfig> = {
         config.from_input === true ? input : config.mutations,
         'mutations',
       );
-      const ceilings = await graphMutationCeilings(tx, ctx.execution.blobId);
+      const ceilings = { ...(await graphMutationCeilings(tx, ctx.execution.blobId)), stored: ctx.graphBounds };
       await mutateGraph(tx, ctx.execution.sessionId, mutations, ceilings, {
         executionId: ctx.execution.id,
         node: ctx.node,

@@ -3,6 +3,7 @@ import type { LimitObject } from '../../shared/errors.ts';
 import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import type { CodeRunner } from '../messages.ts';
 import type { OutsideCalls } from '../outside/outside-calls.ts';
+import type { SessionGraphBounds } from '../../shared/graph/session-graph-usage.ts';
 
 export type { RunLimits } from '../../shared/workflow/run-limits.ts';
 
@@ -29,6 +30,8 @@ export interface RunContext {
   code?: CodeRunner;
   /** Outside calls and stored credentials (`http.request`); absent where no call may leave. */
   outside?: OutsideCalls;
+  /** What a session graph may hold (GRAPH_ELEMENTS_PER_SESSION, GRAPH_BYTES_PER_SESSION). */
+  graphBounds: SessionGraphBounds;
 }
 
 /** An error a node run ends with (crosses thread boundaries as plain data). */

@@ -17,6 +17,7 @@ import {
   type GraphStore,
 } from './graph-elements-sql.ts';
 import { elementIdSchema, labelSchema, propertiesSchema } from './query-schema.ts';
+import { checkSessionGraphBounds, sessionGraphUsage, type SessionGraphBounds } from './session-graph-usage.ts';
 
 /**
  * Graph mutations (`upsert_node`, `upsert_edge`, `delete`; docs/graph.md, "`mutate_session_graph`"). `mutateGraph` is the one
@@ -57,6 +58,11 @@ export type GraphMutation = z.output<typeof graphMutationSchema>;
 export interface GraphMutationCeilings {
   mutationsPerCall: ResolvedLimit<'workflow.graph_mutations_per_call'>;
   elementBytes: ResolvedLimit<'workflow.graph_element_bytes'>;
+}
+
+/** A session graph's: the call's ceilings and what the whole graph may hold (configuration). */
+export interface SessionGraphCeilings extends GraphMutationCeilings {
+  stored: SessionGraphBounds;
 }
 
 /**
@@ -202,21 +208,25 @@ async function applyMutations(
  * refused and the caller's transaction rolls back) none. Ceilings are checked first
  * (`graph_mutation_too_large`, `graph_element_too_large`, each with `{id, value}`); then the
  * session row is locked (404 `not_found` when gone, 409 `conflict` while `deleting`), which
- * serialises writers of one graph. Appends one `graph.mutated` session event with the counts, in
- * the same transaction.
+ * serialises writers of one graph. A call that grows the graph past `ceilings.stored` is 409
+ * `conflict` (configuration, not a catalog limit: no `limit` object). Appends one `graph.mutated`
+ * session event with the counts, in the same transaction.
  */
 export async function mutateGraph(
   tx: Tx,
   sessionId: string,
   mutations: readonly GraphMutation[],
-  ceilings: GraphMutationCeilings,
+  ceilings: SessionGraphCeilings,
   origin: MutationOrigin = {},
 ): Promise<MutationOutcome> {
   checkCeilings(mutations, ceilings);
   const status = await lockSessionForGraph(tx, sessionId);
   if (status === undefined) throw new ServiceError('not_found', 'No such session.');
   if (status !== 'active') throw new ServiceError('conflict', 'The session is being deleted.');
+  // The session lock is held: the counts before and after are this call's alone.
+  const before = await sessionGraphUsage(tx, sessionId);
   const { elements, deleted, counts } = await applyMutations(tx, sessionGraphStore(sessionId), mutations);
+  checkSessionGraphBounds(before, await sessionGraphUsage(tx, sessionId), ceilings.stored);
   await appendSessionEvent(tx, {
     sessionId,
     kind: 'graph.mutated',

@@ -16,6 +16,11 @@ import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
 import { s3SettingsFrom } from './s3-settings.ts';
 import { runtimeReason } from './runtime-messages.ts';
+import { yieldCpu } from '../priority.ts';
+
+// Before any session exists: ONNX Runtime's threads, started by the first load, inherit it.
+const nice = Number(process.env.MODEL_HOST_NICE);
+if (Number.isInteger(nice) && nice > 0) yieldCpu(nice);
 
 const pool = new pg.Pool({
   connectionString: process.env.DATABASE_URL,
@@ -80,7 +85,14 @@ async function load(key: string, revisionId: string, sha256: string): Promise<Ca
   const before = process.memoryUsage.rss();
   const bytes = await readModel(revisionId, sha256);
   const size = bytes.length;
-  const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  // No memory arena: ONNX Runtime's CPU arena keeps the largest buffers a session ever needed (a
+  // ConstantOfShape asked for millions) until the session goes; without it they are freed as
+  // each run ends.
+  const session = await ort.InferenceSession.create(bytes, {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    enableCpuMemArena: false,
+  });
   const entry = { session, bytes: Math.max(size, process.memoryUsage.rss() - before) };
   cache.set(key, entry);
   let total = [...cache.values()].reduce((n, c) => n + c.bytes, 0);
@@ -164,6 +176,24 @@ function fromOrt(tensor: ort.Tensor): JsonTensor {
   return { type: tensor.type as JsonTensor['type'], dims: [...tensor.dims], data };
 }
 
+/**
+ * Output bytes of one run past which the host collects garbage once the run is answered: the
+ * outputs' buffers are freed only when V8 collects them, and an idle host may not collect for
+ * hours, holding a refused run's hundred megabytes (the parent starts it with --expose-gc).
+ */
+const COLLECT_AFTER_BYTES = 8 * 1024 * 1024;
+const collect = (globalThis as { gc?: () => void }).gc;
+let collecting = false;
+
+function collectSoon(): void {
+  if (collect === undefined || collecting) return;
+  collecting = true;
+  setImmediate(() => {
+    collecting = false;
+    collect();
+  });
+}
+
 process.on('message', (message: HostRequest) => {
   void (async () => {
     let reply: HostReply;
@@ -171,6 +201,11 @@ process.on('message', (message: HostRequest) => {
       const { session } = await sessionFor(message.revisionId, message.sha256);
       const feeds = Object.fromEntries(Object.entries(message.inputs).map(([name, tensor]) => [name, toOrt(tensor)]));
       const results = message.outputs ? await session.run(feeds, message.outputs) : await session.run(feeds);
+      const outputBytes = Object.values(results).reduce(
+        (n, tensor) => n + ((tensor.data as { byteLength?: number }).byteLength ?? tensor.size * 8),
+        0,
+      );
+      if (outputBytes > COLLECT_AFTER_BYTES) collectSoon();
       let room = message.maxOutputBytes;
       for (const tensor of Object.values(results)) {
         room -= jsonBytes(tensor, room);

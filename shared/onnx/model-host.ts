@@ -1,14 +1,20 @@
 /**
  * Runs ONNX models in a child process of this one (model-host-child.ts), which caches sessions per
  * model revision. A run that outlasts its bound is stopped the only way ONNX Runtime can be
- * stopped: the child is killed (every run in it fails with `model_timeout`) and a new one starts
- * with the next run. The control plane keeps one for `run_model`, each runner engine thread one for
- * `onnx.run`; neither starts a process before its first model run.
+ * stopped: the child is killed and a new one starts. The run past its bound fails with
+ * `model_timeout`; any other run that was in the same child is sent again to the new one, once,
+ * its bound counted anew (a run has no effect but its answer, so running it again is safe). The
+ * control plane keeps one host for `run_model`, each runner engine thread one for `onnx.run`;
+ * neither starts a process before its first model run.
  *
  * Runs are sent to the child in turns (shared/fair-queue.ts): two at once, one per organization,
  * organizations taking turns, at most 64 of one organization waiting (more answer `model_busy`).
  * An organization's heavy runs so delay another's by at most one run, and a run stopped at its
- * bound takes at most one other organization's run down with the process.
+ * bound costs at most one other organization's run a second start, never its answer.
+ *
+ * Why a second start rather than a process per organization: a host is ONNX Runtime and a cache
+ * of sessions (hundreds of MiB); one per organization with runs in flight would multiply that by
+ * the organizations, while the turns already let at most one other run share a child.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +38,11 @@ export interface ModelHostOptions {
   s3?: S3Settings | null;
   /** Bytes of memory the child's cached sessions may hold (least recently used out first). Default 512 MiB. */
   cacheBytes?: number;
+  /**
+   * The child's nice value (shared/priority.ts), raised on all its threads before it loads a
+   * model. Absent: the child keeps the one it inherits (a runner's engine thread's).
+   */
+  nice?: number;
 }
 
 /** Most bytes a run's outputs may take as JSON: a code node's output bound (sandbox/messages.ts). */
@@ -45,6 +56,11 @@ interface Waiting {
   timer: NodeJS.Timeout;
   /** The child the run was sent to: its death fails only its own runs. */
   child: ChildProcess;
+  /** What was sent, and its bound: to send it again when the child is killed for another run. */
+  request: HostRequest;
+  timeoutMs: number;
+  /** Sent again once already: a second loss of its child fails it. */
+  resent: boolean;
 }
 
 export class ModelHost {
@@ -84,22 +100,58 @@ export class ModelHost {
   #runNow(request: Omit<HostRequest, 'id' | 'maxOutputBytes'>, timeoutMs: number): Promise<ModelRunResult> {
     if (this.#closed)
       return Promise.resolve({ error: { code: 'model_unavailable', message: 'The model host is shutting down.' } });
-    const child = this.#spawn();
     const id = this.#nextId++;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        // The runtime cannot abandon a run: the process goes, with every run in it.
-        this.#fail(
-          child,
-          `The model ran for more than ${Math.round(timeoutMs / 1000)} s and was stopped.`,
-          'model_timeout',
-        );
-        if (this.#child === child) this.#child = null;
-        child.kill('SIGKILL');
-      }, timeoutMs);
-      this.#waiting.set(id, { resolve, timer, child });
-      child.send({ ...request, id, maxOutputBytes: MODEL_OUTPUT_BYTES } satisfies HostRequest);
+      this.#send(id, {
+        resolve,
+        request: { ...request, id, maxOutputBytes: MODEL_OUTPUT_BYTES },
+        timeoutMs,
+        resent: false,
+      });
     });
+  }
+
+  /** Sends run `id` to the current child (started if need be), its bound counted from now. */
+  #send(id: number, run: Omit<Waiting, 'child' | 'timer'>): void {
+    const child = this.#spawn();
+    const timer = setTimeout(() => this.#stop(id, child), run.timeoutMs);
+    this.#waiting.set(id, { ...run, child, timer });
+    child.send(run.request);
+  }
+
+  /**
+   * Run `id` outlasted its bound in `child`. The runtime cannot abandon a run: the process goes,
+   * with every run in it. The run fails with `model_timeout`; the others in the child were stopped
+   * for it, not for themselves, and are sent to a new child (once each).
+   */
+  #stop(id: number, child: ChildProcess): void {
+    const timedOut = this.#waiting.get(id);
+    if (timedOut === undefined) return;
+    this.#waiting.delete(id);
+    if (this.#child === child) this.#child = null;
+    child.kill('SIGKILL');
+    timedOut.resolve({
+      error: {
+        code: 'model_timeout',
+        message: `The model ran for more than ${Math.round(timedOut.timeoutMs / 1000)} s and was stopped.`,
+      },
+    });
+    for (const [other, waiting] of [...this.#waiting]) {
+      if (waiting.child !== child) continue;
+      clearTimeout(waiting.timer);
+      this.#waiting.delete(other);
+      if (waiting.resent || this.#closed) {
+        waiting.resolve({
+          error: {
+            code: 'model_run_failed',
+            message:
+              "The model host process was stopped twice during this run, each time for another run's time bound.",
+          },
+        });
+        continue;
+      }
+      this.#send(other, { ...waiting, resent: true });
+    }
   }
 
   /** Kills the child; runs in flight fail. */
@@ -118,8 +170,14 @@ export class ModelHost {
         ...s3Env(this.#options.s3 ?? null),
         DATABASE_URL: this.#options.databaseUrl,
         MODEL_CACHE_BYTES: String(this.#options.cacheBytes ?? 512 * 1024 * 1024),
+        MODEL_HOST_NICE: String(this.#options.nice ?? 0),
+        // Buffers of 128 KiB or more (tensors) are mapped on their own and given back to the
+        // system when freed. glibc otherwise raises this threshold after the first such free and
+        // keeps later buffers in its heap, so the host held the peak of its largest runs for good.
+        MALLOC_MMAP_THRESHOLD_: '131072',
       },
-      execArgv: [],
+      // The child collects after a run with large outputs (model-host-child.ts).
+      execArgv: ['--expose-gc'],
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
       serialization: 'advanced',
     });

@@ -206,6 +206,11 @@ export async function shortestGapSeconds(parsed: ParsedCron, refuseBelow = 0): P
   return gap;
 }
 
+/** The shortest gap of `parsed` if it was computed before (shortestGapSeconds), else undefined. */
+export function knownGapSeconds(parsed: ParsedCron): number | undefined {
+  return gapCache.get(`${parsed.timezone} ${parsed.expression}`);
+}
+
 /** Shortest gaps already computed, by zone and expression (a day's clock changes barely move them). */
 const gapCache = new ByteBoundedCache<number>(512 * 1024);
 

@@ -17,15 +17,49 @@ export interface ZoneTransition {
 }
 
 /**
+ * Lower-case name → canonical name, of every zone the platform knows by its canonical name, and
+ * of the aliases (`us/eastern`, `etc/utc`) met so far. Built on first use from
+ * Intl.supportedValuesOf: asking Intl to resolve a name builds an Intl.DateTimeFormat (≈ 1 ms of
+ * CPU and ICU memory for the collector), which a client sending letter-case variants of zone
+ * names once made the control plane do for every request. Aliases are added as Intl resolves
+ * them: the platform's database holds a few hundred, and MAX_ALIASES bounds the table whatever
+ * Intl accepts.
+ */
+let zoneNames: Map<string, string> | undefined;
+let aliases = 0;
+const MAX_ALIASES = 2048;
+
+function knownZones(): Map<string, string> {
+  if (zoneNames === undefined) {
+    zoneNames = new Map();
+    // UTC is a zone Intl resolves names to (`Etc/UTC`, `GMT`, `Zulu`) but does not list.
+    for (const zone of [...Intl.supportedValuesOf('timeZone'), 'UTC']) zoneNames.set(zone.toLowerCase(), zone);
+  }
+  return zoneNames;
+}
+
+/**
  * The platform's canonical name of a time zone (`America/New_York` for `america/new_york`, `UTC`
- * for `Etc/UTC`), or undefined when the platform knows no such zone.
+ * for `Etc/UTC`), or undefined when the platform knows no such zone. Zone names are matched
+ * without regard to case (as Intl matches them), so every letter-case variant of a name is one
+ * look-up in a table (knownZones), not an Intl object of its own.
  */
 export function canonicalZone(name: string): string | undefined {
+  const table = knownZones();
+  const key = name.toLowerCase();
+  const known = table.get(key);
+  if (known !== undefined) return known;
+  let canonical: string;
   try {
-    return new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone;
+    canonical = new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone;
   } catch {
     return undefined;
   }
+  if (aliases < MAX_ALIASES) {
+    aliases += 1;
+    table.set(key, canonical);
+  }
+  return canonical;
 }
 
 // An Intl.DateTimeFormat keeps ≈ 30 KB of ICU data alive (measured: 2,000 of them, 331 MiB of

@@ -3,14 +3,15 @@
  * do to the others"): uploads that trickle and downloads that are never read hold no database
  * connection, a stalled upload is refused after MODEL_UPLOAD_IDLE_SECONDS, outputs are bounded
  * before they are built, a graph past MODEL_MAX_NODES or with external data is refused before
- * ONNX Runtime opens it and no refusal names a path, and one organization's heavy runs do not
- * queue another's behind them.
+ * ONNX Runtime opens it and no refusal names a path, one organization's heavy runs do not
+ * queue another's behind them, and the model host runs at a lower priority than the API.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import t, { type Test as Tap } from 'tap';
 import { buildTestApp, call, signInAnonymous, type Caller } from '../helpers/app.ts';
 import {
@@ -23,13 +24,16 @@ import {
 } from '../helpers/onnx-models.ts';
 import { createBlob, createOrg } from '../helpers/resources.ts';
 import { waitFor } from '../helpers/runner.ts';
+import { threadNices } from '../helpers/threads.ts';
+import { childPids } from '../../shared/proc-stat.ts';
+import { MODEL_PROCESS_NICE } from '../../shared/priority.ts';
 
 // The uploads' temporary files go to a folder of this file's own, so the test can see them appear.
 const spool = await mkdtemp(join(tmpdir(), 'ws-onnx-pressure-'));
 process.env.TMPDIR = spool;
 t.teardown(() => rm(spool, { recursive: true, force: true }));
 
-const { app } = await buildTestApp(t, { MODEL_UPLOAD_IDLE_SECONDS: '2', MODEL_MAX_NODES: '300' });
+const { app, databaseUrl } = await buildTestApp(t, { MODEL_UPLOAD_IDLE_SECONDS: '2', MODEL_MAX_NODES: '300' });
 const alice = await signInAnonymous(app);
 const bob = await signInAnonymous(app);
 const org = await createOrg(app, alice);
@@ -137,6 +141,22 @@ t.test('downloads that are never read hold no database connection', async (t) =>
   // 8 MB of weights: more than the sockets and streams between the store and a client buffer.
   const big = identityModel(8 * 1024 * 1024);
   t.equal((await upload(rev, big)).status, 200);
+  // The downloads' chunk reads running at once, as the database sees them, from a connection of
+  // the test's own: each download reads ahead as far as its socket's buffers take, and the reads
+  // of all of them together must never take more than two of the pool's connections.
+  const watcher = new pg.Client({ connectionString: databaseUrl });
+  await watcher.connect();
+  t.teardown(() => watcher.end());
+  let most = 0;
+  let watching = true;
+  const watched = (async () => {
+    while (watching) {
+      const { rows } = await watcher.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT lo_get(%'",
+      );
+      most = Math.max(most, rows[0]!.n);
+    }
+  })();
   const readers: ClientRequest[] = [];
   await Promise.all(
     Array.from(
@@ -158,6 +178,9 @@ t.test('downloads that are never read hold no database connection', async (t) =>
     ),
   );
   await quietRequests(t);
+  watching = false;
+  await watched;
+  t.ok(most <= 2, `at most two chunk reads at once (${most} seen)`);
   for (const req of readers) req.destroy();
   const whole = await fetch(`http://127.0.0.1:${port}/v1/revisions/${rev}/model`, { headers: alice.headers });
   t.ok(Buffer.from(await whole.arrayBuffer()).equals(big), 'a download read to the end is the model, byte for byte');
@@ -244,4 +267,51 @@ t.test("one organization's heavy runs do not queue another's behind them", async
   t.same(await Promise.all([light, ...heavy]), [200, 200, 200, 200, 200]);
   // Bob's run took its turn beside Alice's first, not after her queue: at most one heavy run ended before it.
   t.ok(finished.indexOf('light') <= 1, finished.join(', '));
+});
+
+/** The control plane's model host: a child of this process (the app runs in it), once a run started it. */
+async function modelHost(): Promise<number | undefined> {
+  for (const pid of await childPids(process.pid)) {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes('model-host-child')) return pid;
+  }
+  return undefined;
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024;
+}
+
+t.test("the model host runs below the control plane's priority", async (t) => {
+  // The host started by the runs above.
+  const host = await modelHost();
+  t.ok(host, 'the model host is running');
+  const nices = await threadNices(host!);
+  t.ok(
+    nices.every((nice) => nice >= MODEL_PROCESS_NICE),
+    `every thread at nice ${MODEL_PROCESS_NICE} or more: ${nices.join(' ')}`,
+  );
+});
+
+t.test("the model host gives back a run's large outputs once it is answered", async (t) => {
+  const rev = await onnxRevision();
+  t.equal((await upload(rev, constantOfShapeModel())).status, 200);
+  const run = (count: number) =>
+    call(app, 'POST', `/v1/revisions/${rev}/run_model`, {
+      as: alice,
+      body: { inputs: { S: { type: 'int64', dims: [1], data: [count] } } },
+    });
+  t.equal((await run(10)).status, 200, 'the session is loaded');
+  const host = (await modelHost())!;
+  const before = await rssMiB(host);
+  // 20,000,000 float32 zeros: 80 MB in the runtime and as much again in the host's JavaScript.
+  for (let i = 0; i < 2; i++) t.equal((await run(20_000_000)).status, 400, 'refused past the output bound');
+  const settled = await waitFor(
+    () => rssMiB(host),
+    (mib) => mib < before + 40,
+    'the model host to give the outputs back',
+    20_000,
+  ).catch(() => undefined);
+  t.ok(settled !== undefined, `the host's resident memory is back within 40 MiB of ${Math.round(before)} MiB`);
 });

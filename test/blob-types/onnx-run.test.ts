@@ -1,15 +1,16 @@
 /**
  * The `onnx.run` processor (docs/workflow.md "onnx.run"): a three-node workflow whose middle node
  * runs the test MLP on tensors the first node builds, checked numerically at the end; another
- * organization's model is not found; bad input and a missing model take `failure`.
+ * organization's model is not found; bad input and a missing model take `failure`; a model host
+ * stopped for one organization's run past its bound does not fail another's run in it.
  */
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { buildTestApp, signInAnonymous, type Caller } from '../helpers/app.ts';
-import { constantOfShapeModel, mlpModel, mlpReference } from '../helpers/onnx-models.ts';
+import { buildTestApp, setOverride, signInAnonymous, type Caller } from '../helpers/app.ts';
+import { constantOfShapeModel, heavyModel, mlpModel, mlpReference } from '../helpers/onnx-models.ts';
 import { createBlob } from '../helpers/resources.ts';
-import { createWorkflow, runGraph, startEngine, waitForEnd } from '../helpers/runner.ts';
+import { createWorkflow, executionEvents, runGraph, startEngine, waitFor, waitForEnd } from '../helpers/runner.ts';
 
 const { app, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
@@ -133,4 +134,39 @@ t.test("an onnx.run node's outputs are held to a code node's output bound", asyn
   t.match(over.error, { code: 'output_invalid', message: /larger than 5242880 bytes/ });
   const under = await run(1000);
   t.equal(under.status, 'succeeded', JSON.stringify(under.error));
+});
+
+t.test("a run stopped at its bound does not fail another organization's run in the same host", async (t) => {
+  // The engine has one thread (FAST), so both runs share its model host, two at once, one per
+  // organization. Mallory's run would take minutes and her blob's workflow.code_run_seconds is 1:
+  // the host process is killed under both runs. Alice's (seconds of work, her bound 870 s) was in
+  // flight then.
+  const single = (revisionId: string) => ({
+    start: 'model',
+    nodes: {
+      model: {
+        processor: 'onnx.run',
+        config: { revision_id: revisionId, inputs: { X: { type: 'float32', dims: [1], data: [0] } } },
+      },
+    },
+  });
+  const { revision: work } = await createBlob(app, alice, flow.orgId, { type: 'svc.model.onnx' });
+  t.equal(await upload(alice, work.id, heavyModel(96, 1024)), 200);
+  const hostileFlow = await createWorkflow(app, mallory);
+  await setOverride(app, 'workflow.code_run_seconds', 'blob', hostileFlow.blobId, 1);
+  const { revision: endless } = await createBlob(app, mallory, hostileFlow.orgId, { type: 'svc.model.onnx' });
+  t.equal(await upload(mallory, endless.id, heavyModel(4096, 1024)), 200);
+
+  const innocent = await runGraph(app, alice, flow, single(work.id), null);
+  await waitFor(
+    () => executionEvents(app, alice, flow, innocent.id),
+    (events) => events.some((event) => event.kind === 'node.started'),
+    "alice's model node to start",
+  );
+  const hostile = await runGraph(app, mallory, hostileFlow, single(endless.id), null);
+  const stopped = await waitForEnd(app, mallory, hostileFlow, hostile.id);
+  t.equal(stopped.status, 'failed');
+  t.match(stopped.error, { code: 'model_timeout', message: /workflow\.code_run_seconds is 1/ });
+  const ended = await waitForEnd(app, alice, flow, innocent.id);
+  t.equal(ended.status, 'succeeded', JSON.stringify(ended.error));
 });

@@ -27,6 +27,7 @@ export function onThisThread(
     const code = sandboxCodeRunner(
       db,
       sandbox,
+      engine.graphBounds,
       (err) => log.warn({ err, runner_id: runnerId }, 'a logic.code host call failed'),
       outside,
     );
@@ -38,6 +39,7 @@ export function onThisThread(
       processors,
       code,
       outside,
+      graphBounds: engine.graphBounds,
       leaseSeconds,
       maxRecoveries: engine.maxRecoveries,
       onParked: engine.onParked,

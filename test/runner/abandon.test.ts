@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { claimExecutions } from '../../runner/engine/claim.ts';
 import { EngineThreadPool } from '../../runner/engine/thread-pool.ts';
+import { DEFAULT_SESSION_GRAPH_BOUNDS } from '../../shared/graph/session-graph-usage.ts';
 import { watchdogPlan } from '../../sandbox/memory-bound.ts';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
 import { createWorkflow, executionEvents, runGraph } from '../helpers/runner.ts';
@@ -43,6 +44,7 @@ t.test('an engine thread that opens after its runner was abandoned writes nothin
     maxRecoveries: 3,
     concurrency: 1,
     threads: 1,
+    graphBounds: DEFAULT_SESSION_GRAPH_BOUNDS,
     isolatesPerThread: 1,
     onNotice: () => {},
   });

@@ -1,3 +1,4 @@
+import { DEFAULT_SESSION_GRAPH_BOUNDS } from '../../shared/graph/session-graph-usage.ts';
 import t from 'tap';
 import type { Db } from '../../shared/db/db.ts';
 import { graphMutate } from '../../runner/processors/graph-mutate.ts';
@@ -74,6 +75,7 @@ function contextOf(s: Scene, node: string, limits: Partial<RunLimits> = {}, data
     },
     node,
     signal: new AbortController().signal,
+    graphBounds: DEFAULT_SESSION_GRAPH_BOUNDS,
   };
 }
 
@@ -393,6 +395,14 @@ t.test('graph.mutate refusals take failure and write nothing', async (t) => {
 
   t.equal((await elements(s)).length, 40, 'only the call within the ceilings wrote');
   t.equal((await events(s, 'graph.mutated')).length, 1);
+
+  // What the whole session graph may hold (GRAPH_ELEMENTS_PER_SESSION): the runner's bound.
+  const held = { ...contextOf(s, 'm'), graphBounds: { elements: 41, bytes: 0 } };
+  t.same(await graphMutate.run(held, { mutations: [node(400)] }, null), passedOn(null), 'up to the bound');
+  const past = await graphMutate.run(held, { mutations: [node(401)] }, null);
+  t.equal(past.kind === 'failure' && past.error.code, 'conflict');
+  t.match(past.kind === 'failure' && past.error.message, /GRAPH_ELEMENTS_PER_SESSION/);
+  t.equal((await elements(s)).length, 41, 'the call past the bound wrote nothing');
 });
 
 t.test('an error that is not a refusal is thrown, not routed', async (t) => {

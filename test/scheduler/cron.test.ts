@@ -7,6 +7,7 @@ import t from 'tap';
 import { Cron } from 'croner';
 import { ServiceError } from '../../shared/errors.ts';
 import { parseCron, shortestGapSeconds } from '../../shared/scheduler/cron.ts';
+import { canonicalZone } from '../../shared/scheduler/zone-transitions.ts';
 
 const gap = (expression: string, zone = 'UTC') => shortestGapSeconds(parseCron(expression, zone));
 const HOUR = 3600;
@@ -120,6 +121,33 @@ t.test('time zones are kept by their canonical name, whatever the case or alias 
   t.equal(parseCron('0 0 * * *', 'america/NEW_york').timezone, 'America/New_York');
   t.equal(parseCron('0 0 * * *', 'Etc/UTC').timezone, 'UTC');
   t.equal(parseCron('0 0 * * *', 'Europe/Paris').timezone, 'Europe/Paris');
+});
+
+t.test('letter-case variants of a zone are resolved from a table, without an Intl object each', async (t) => {
+  const Original = Intl.DateTimeFormat;
+  let built = 0;
+  Intl.DateTimeFormat = new Proxy(Original, {
+    construct(target, args: ConstructorParameters<typeof Intl.DateTimeFormat>) {
+      built += 1;
+      return new target(...args);
+    },
+  });
+  t.teardown(() => {
+    Intl.DateTimeFormat = Original;
+  });
+  canonicalZone('UTC');
+  canonicalZone('us/eastern');
+  const before = built;
+  const answers = new Set<string | undefined>();
+  for (let i = 0; i < 1000; i++) {
+    const variant = [...'america/new_york'].map((c, j) => ((i >> j) & 1 ? c.toUpperCase() : c)).join('');
+    answers.add(canonicalZone(variant));
+  }
+  t.same([...answers], ['America/New_York'], '1,000 variants, one zone');
+  t.equal(canonicalZone('US/EASTERN'), 'America/New_York', 'an alias met once');
+  t.equal(canonicalZone('us/PACIFIC'), 'America/Los_Angeles');
+  t.equal(built, before + 1, 'only us/pacific, an alias not met before, asked Intl');
+  t.equal(canonicalZone('Nowhere/Atlantis'), undefined);
 });
 
 t.test('the gap is computed in slices: the event loop turns while a costly expression is checked', async (t) => {
