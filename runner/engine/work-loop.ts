@@ -214,9 +214,15 @@ export class WorkLoop {
       const admit: string[] = [];
       const putBack: Array<{ id: string; priority: number }> = [];
       const admitted = new Set<string>();
+      // Read again now, after the fetch and the query: if room has come meanwhile, the handler is
+      // fetching its next batch and takes these wake-ups in the queue's fair order. Admitting one
+      // here then would run an execution past `concurrency` that no full runner needed to admit
+      // (the organization had nothing in flight only because its executions had just ended).
+      const full = this.#roomWaiters.length > 0;
       for (const row of rows) {
         if (this.#options.inFlight(row.id)) this.#deferred.add(row.id);
         else if (
+          full &&
           !this.#orgs.has(row.org_id) &&
           !admitted.has(row.org_id) &&
           this.#inFlight + admit.length < concurrency + this.#batchSize
