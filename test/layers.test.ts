@@ -16,7 +16,6 @@ const HEIGHT: Record<string, number> = {
   routes: 5,
   ws: 5,
   ops: 5,
-  hooks: 5,
   console: 5,
   plugins: 5,
   reference: 5,

@@ -23,13 +23,9 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../shared/config.ts';
 import { ServiceError } from '../../shared/errors.ts';
+import { RateWindows } from '../limits/rate-windows.ts';
 
 const WINDOW_MS = 60_000;
-/**
- * Keys remembered per counter (client addresses, credential digests); the oldest are forgotten
- * first, so a flood of them costs bounded memory (≈ 150 bytes each).
- */
-const MAX_KEYS = 100_000;
 
 function refusal(retryAfterSeconds: number, what: string): ServiceError {
   return new ServiceError('rate_limited', `Too many ${what} from this address; try again in ${retryAfterSeconds} s.`);
@@ -40,33 +36,6 @@ function credentialRefusal(retryAfterSeconds: number): ServiceError {
     'rate_limited',
     `This credential failed too many times; try again in ${retryAfterSeconds} s, or use a valid one.`,
   );
-}
-
-/** Failures per key (a credential's digest) in fixed one-minute windows. */
-class FailureWindows {
-  readonly #max: number;
-  readonly #windows = new Map<string, { start: number; count: number }>();
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  /** Seconds until `key` may be tried again, or 0 when it may now. */
-  blockedFor(key: string, now = Date.now()): number {
-    const window = this.#windows.get(key);
-    if (!window || window.count < this.#max || now - window.start >= WINDOW_MS) return 0;
-    return Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
-  }
-
-  fail(key: string, now = Date.now()): void {
-    let window = this.#windows.get(key);
-    if (!window || now - window.start >= WINDOW_MS) window = { start: now, count: 0 };
-    window.count++;
-    // Re-inserted at the end: Map order is the eviction order.
-    this.#windows.delete(key);
-    this.#windows.set(key, window);
-    if (this.#windows.size > MAX_KEYS) this.#windows.delete(this.#windows.keys().next().value!);
-  }
 }
 
 const isRefresh = (request: FastifyRequest) =>
@@ -113,7 +82,8 @@ export async function registerThrottles(app: FastifyInstance, settings: Config['
   }
 
   if (settings.authFailuresPerMinute > 0) {
-    const failures = new FailureWindows(settings.authFailuresPerMinute);
+    // Failures per credential digest, in bounded memory (limits/rate-windows.ts).
+    const failures = new RateWindows(settings.authFailuresPerMinute);
     const refuseFailing = (request: FastifyRequest, reply: FastifyReply, withBody: boolean) => {
       const key = credentialKey(request, withBody);
       const wait = key === undefined ? 0 : failures.blockedFor(key);
@@ -132,7 +102,8 @@ export async function registerThrottles(app: FastifyInstance, settings: Config['
     app.addHook('onResponse', async (request, reply) => {
       if (reply.statusCode !== 401) return;
       const key = credentialKey(request, true);
-      if (key !== undefined) failures.fail(key);
+      // Past the bound nothing more is counted: the credential is refused until its window ends.
+      if (key !== undefined) failures.take(key);
     });
   }
 

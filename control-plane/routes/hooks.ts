@@ -7,7 +7,7 @@ import { limitById } from '../../shared/limits/catalog.ts';
 import { limitExceeded } from '../../shared/limits/index.ts';
 import { roleAtLeast } from '../../shared/roles.ts';
 import { readMessage, REPLAY_WINDOW_SECONDS, verifies } from '../../shared/webhooks/signature.ts';
-import { BoundedMap, RateWindows } from '../hooks/rate-windows.ts';
+import { BoundedMap, RateWindows } from '../limits/rate-windows.ts';
 import { REPLAYED_HEADER } from '../idempotency/idempotent.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { claimReceipt, insertReceipt, triggerTarget } from '../sql/triggers.ts';
