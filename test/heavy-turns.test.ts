@@ -4,8 +4,9 @@
  * (1) at once on the control plane, one per account, accounts taking turns; small requests never
  * wait. Requests are held in flight by row locks the test holds.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { buildTestApp, call, signInAnonymous, type Caller } from './helpers/app.ts';
+import { holdRevisions, lockWaits, untilLockWaits } from './helpers/lock-waits.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
 
 const { app, db } = await buildTestApp(t);
@@ -24,41 +25,16 @@ function upload(who: { caller: Caller; rev: string }, body: unknown) {
   return call(app, 'POST', `/v1/revisions/${who.rev}/upload_records`, { as: who.caller, body });
 }
 
-async function lockWaits(): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted');
-  return rows[0]!.n;
-}
-
-async function waiting(n: number): Promise<void> {
-  while ((await lockWaits()) < n) await new Promise((resolve) => setTimeout(resolve, 20));
-}
-
-/** Holds the row of `revision` (upload_records locks its revision's row) until the returned function. */
-async function holdRevision(t: Test, revision: string): Promise<() => Promise<void>> {
-  const holder = await db.pool.connect();
-  await holder.query('BEGIN');
-  await holder.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR UPDATE', [revision]);
-  let done = false;
-  const release = async () => {
-    if (done) return;
-    done = true;
-    await holder.query('ROLLBACK');
-    holder.release();
-  };
-  t.teardown(release);
-  return release;
-}
-
 t.test("an admitted large body waits for another account's to finish its work", async (t) => {
   const alice = await tenant();
   const bob = await tenant();
   const carol = await tenant();
-  const releaseAlice = await holdRevision(t, alice.rev);
-  const releaseBob = await holdRevision(t, bob.rev);
+  const releaseAlice = await holdRevisions(t, db, [alice.rev]);
+  const releaseBob = await holdRevisions(t, db, [bob.rev]);
 
   const finished: string[] = [];
   const aliceUpload = upload(alice, BIG).then((res) => (finished.push('alice'), res));
-  await waiting(1);
+  await untilLockWaits(db, 1);
   const bobUpload = upload(bob, BIG).then((res) => (finished.push('bob'), res));
   // Small requests are served meanwhile, and give Bob's upload every chance to reach the database
   // if it were not waiting for its turn.
@@ -66,7 +42,7 @@ t.test("an admitted large body waits for another account's to finish its work", 
     const small = await call(app, 'POST', `/v1/revisions/${carol.rev}/list_records`, { as: carol.caller, body: {} });
     t.equal(small.status, 200, 'a small request is served');
   }
-  t.equal(await lockWaits(), 1, "Bob's upload has not reached the database while Alice's holds the turn");
+  t.equal(await lockWaits(db), 1, "Bob's upload has not reached the database while Alice's holds the turn");
   await releaseBob();
   await releaseAlice();
   t.same([(await aliceUpload).status, (await bobUpload).status], [200, 200]);

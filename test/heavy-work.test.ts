@@ -4,8 +4,9 @@
  * with `Retry-After` at once, over REST and over the WebSocket. Small requests are never counted.
  * Requests are held in flight by a row lock the test holds, so nothing depends on timing.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { buildTestApp, call, signInAnonymous, type Caller } from './helpers/app.ts';
+import { holdRevisions, untilLockWaits } from './helpers/lock-waits.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
 import { connect, wsUrl } from './helpers/ws-client.ts';
 
@@ -38,45 +39,19 @@ function upload(who: { caller: Caller; rev: string }, body: unknown, remoteAddre
     .then((res) => ({ status: res.statusCode, body: res.json(), headers: res.headers }));
 }
 
-async function lockWaits(): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted');
-  return rows[0]!.n;
-}
-
-/** Polls until `n` statements wait on a lock (every 20 ms): the requests before are in flight. */
-async function waiting(n: number): Promise<void> {
-  while ((await lockWaits()) < n) await new Promise((resolve) => setTimeout(resolve, 20));
-}
-
 /** The answer of `request` if it comes before `n` statements wait on a lock (it was admitted and waits too), else undefined. */
 async function answeredBefore<T>(request: Promise<T>, n: number): Promise<T | undefined> {
-  return Promise.race([request, waiting(n).then(() => undefined)]);
-}
-
-/** Holds the rows of `revisions` (upload_records locks its revision's row), until the returned function. */
-async function holdRevisions(t: Test, revisions: string[]): Promise<() => Promise<void>> {
-  const holder = await db.pool.connect();
-  await holder.query('BEGIN');
-  await holder.query('SELECT 1 FROM revisions WHERE id = ANY($1::uuid[]) FOR UPDATE', [revisions]);
-  let done = false;
-  const release = async () => {
-    if (done) return;
-    done = true;
-    await holder.query('ROLLBACK');
-    holder.release();
-  };
-  t.teardown(release);
-  return release;
+  return Promise.race([request, untilLockWaits(db, n).then(() => undefined)]);
 }
 
 t.test('large bodies: two in flight per account, four per address; then 429 at once', async (t) => {
   const alice = await tenant();
   const bob = await tenant();
   const carol = await tenant();
-  const release = await holdRevisions(t, [alice.rev, bob.rev]);
+  const release = await holdRevisions(t, db, [alice.rev, bob.rev]);
 
   const aliceHeld = [upload(alice, BIG), upload(alice, BIG)];
-  await waiting(2);
+  await untilLockWaits(db, 2);
   const third = await answeredBefore(upload(alice, BIG), 3);
   t.ok(third, 'the third large body of the account is answered without waiting');
   t.equal(third?.status, 429);
@@ -88,7 +63,7 @@ t.test('large bodies: two in flight per account, four per address; then 429 at o
   t.equal(small.status, 200, 'a small request of the same account is not counted');
 
   const bobHeld = [upload(bob, BIG), upload(bob, BIG)];
-  await waiting(4);
+  await untilLockWaits(db, 4);
   const fromAddress = await answeredBefore(upload(carol, BIG), 5);
   t.equal(fromAddress?.status, 429, 'a fifth large body from the address is refused');
   t.match(fromAddress?.body.message, /address/);
@@ -107,9 +82,9 @@ t.test('large bodies: two in flight per account, four per address; then 429 at o
 
 t.test('WebSocket: a large message past the account is answered rate_limited (id null) and dropped', async (t) => {
   const alice = await tenant();
-  const release = await holdRevisions(t, [alice.rev]);
+  const release = await holdRevisions(t, db, [alice.rev]);
   const held = [upload(alice, BIG), upload(alice, BIG)];
-  await waiting(2);
+  await untilLockWaits(db, 2);
   const client = await connect(t, await wsUrl(app), { headers: alice.caller.headers });
   const frame = await answeredBefore(
     client.call({

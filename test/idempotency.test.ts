@@ -2,6 +2,7 @@ import t from 'tap';
 import { runRetentionSweep } from '../shared/retention/sweep.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from './helpers/app.ts';
 import { actAs, apiKey, mintKey } from './helpers/accounts.ts';
+import { lockWaits as lockWaitsOf } from './helpers/lock-waits.ts';
 import { createBlob, createOrg, uniqueAlias } from './helpers/resources.ts';
 import { openSocket } from './helpers/session-commands.ts';
 import { connect, wsUrl } from './helpers/ws-client.ts';
@@ -420,7 +421,7 @@ async function until(probe: () => Promise<boolean>): Promise<void> {
   while (!(await probe())) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
-const lockWaits = () => count('pg_locks WHERE NOT granted', []);
+const lockWaits = () => lockWaitsOf(db);
 
 t.test('a duplicate of a request still running is 409 "in progress" at once, holding no connection', async (t) => {
   const org = await createOrg(app, alice);
