@@ -42,6 +42,9 @@
  *    walking from them into whatever is not frozen yet: ~70 objects instead of ~770.
  *
  * Without a snapshot (the fallback) both phases run in each context, at twice the cost.
+ *
+ * Why this is not SES's `lockdown()` (measured: it refuses the run caps' guards, cannot go into the
+ * snapshot, and costs ≈ 6× per context): docs/sandbox.md, "Context reuse".
  */
 export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPrototypes, late, deferred, beforeFinish) {
   'use strict';
