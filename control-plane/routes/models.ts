@@ -1,19 +1,18 @@
 /**
  * Upload Model and Download Model (docs/blob-types.md, "ONNX models"):
- * `PUT /v1/revisions/:revision_id/model` streams the bytes into a PostgreSQL large object and a
- * temporary file at once (never whole in memory), hashing them on the way; ONNX Runtime then opens
- * the file in a child process (control-plane/models/inspect-model.ts). `GET` streams the bytes
- * back out of the large object.
+ * `PUT /v1/revisions/:revision_id/model` streams the bytes into a temporary file (never whole in
+ * memory), hashing them on the way; ONNX Runtime then opens the file in a child process
+ * (control-plane/models/inspect-model.ts), and one transaction copies it into a PostgreSQL large
+ * object (or it is put to the S3 store). `GET` streams the bytes back out, a chunk a query.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable, Transform, type Writable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import LargeObjectManager from 'pg-large-object/lib/LargeObjectManager.js';
 import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { refSchema } from '../../shared/ids.ts';
@@ -35,6 +34,7 @@ import { binary, routeSchema, success } from '../openapi/route-schema.ts';
 import { modelSchema, revisionSchema } from '../openapi/records.ts';
 import { revisionRecord } from '../sql/revisions.ts';
 import { FairQueue } from '../../shared/fair-queue.ts';
+import { readLargeObjectChunk, writeLargeObject } from '../../shared/db/large-objects.ts';
 
 const pathParams = z.strictObject({ revision_id: refSchema });
 const declaredSchema = z.strictObject({ size: z.number().int().nonnegative() });
@@ -323,10 +323,7 @@ async function recordModel(
       await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [scope.revision.id]);
       let location: Location | null = key === null ? null : { key };
       if (!failed && key === null) {
-        const manager = new LargeObjectManager({ pg: tx.client });
-        const [oid, lo] = (await manager.createAndWritableStreamAsync(CHUNK)) as [number, NodeJS.WritableStream];
-        await pipeline(createReadStream(file, { highWaterMark: CHUNK }), lo as unknown as Writable);
-        location = { oid };
+        location = { oid: await writeLargeObject(tx, createReadStream(file, { highWaterMark: CHUNK })) };
       }
       const { rows: models } = await tx.query<ModelRow>(
         `INSERT INTO models (revision_id, oid, object_key, size, sha256, inputs, outputs, error)
@@ -407,17 +404,10 @@ function sendModel(
       turns
         .run(orgId, () =>
           // A download its client went away from reads nothing more, even after waiting its turn.
-          this.destroyed
-            ? Promise.resolve({ rows: [] as { data: Buffer }[] })
-            : ctx.db.query<{ data: Buffer }>('SELECT lo_get($1::oid, $2::bigint, $3::int) AS data', [
-                oid,
-                offset,
-                length,
-              ]),
+          this.destroyed ? Promise.resolve(null) : readLargeObjectChunk(ctx.db, oid, offset, length),
         )
-        .then(({ rows }) => {
+        .then((data) => {
           if (this.destroyed) return;
-          const data = rows[0]?.data;
           if (!data || data.length === 0) throw new Error('the model changed during the download');
           offset += data.length;
           this.push(data);

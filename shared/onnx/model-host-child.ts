@@ -10,13 +10,13 @@
  */
 import ort from 'onnxruntime-node';
 import pg from 'pg';
-import LargeObjectManager from 'pg-large-object/lib/LargeObjectManager.js';
 import type { Readable } from 'node:stream';
 import type { HostReply, HostRequest } from './model-host-messages.ts';
 import type { JsonTensor } from './tensors.ts';
 import { s3SettingsFrom } from './s3-settings.ts';
 import { runtimeReason } from './runtime-messages.ts';
 import { yieldCpu } from '../priority.ts';
+import { readLargeObject } from '../db/large-objects.ts';
 
 // Before any session exists: ONNX Runtime's threads, started by the first load, inherit it.
 const nice = Number(process.env.MODEL_HOST_NICE);
@@ -50,9 +50,15 @@ async function readAll(stream: Readable): Promise<Buffer> {
 async function readModel(revisionId: string, sha256: string): Promise<Buffer> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN READ ONLY');
-    const { rows } = await client.query<{ oid: number | null; object_key: string | null; sha256: string }>(
-      'SELECT oid, object_key, sha256 FROM models WHERE revision_id = $1::uuid AND (oid IS NOT NULL OR object_key IS NOT NULL)',
+    // One snapshot for the row and every chunk: a model replaced meanwhile is still read whole, as it was.
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const { rows } = await client.query<{
+      oid: number | null;
+      object_key: string | null;
+      sha256: string;
+      size: string;
+    }>(
+      'SELECT oid, object_key, sha256, size FROM models WHERE revision_id = $1::uuid AND (oid IS NOT NULL OR object_key IS NOT NULL)',
       [revisionId],
     );
     if (!rows[0] || rows[0].sha256 !== sha256)
@@ -65,9 +71,7 @@ async function readModel(revisionId: string, sha256: string): Promise<Buffer> {
         });
       return await readAll(await objects.get(rows[0].object_key));
     }
-    const manager = new LargeObjectManager({ pg: client });
-    const [, stream] = (await manager.openAndReadableStreamAsync(rows[0].oid!, 1024 * 1024)) as [number, Readable];
-    const bytes = await readAll(stream);
+    const bytes = await readLargeObject(client, rows[0].oid!, Number(rows[0].size), 1024 * 1024);
     await client.query('COMMIT');
     return bytes;
   } catch (error) {
