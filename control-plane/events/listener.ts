@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import pg from 'pg';
 import type { Db } from '../../shared/db/db.ts';
+import { ListenConnection } from '../../shared/db/listen-connection.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { CommandConnection } from './connection.ts';
 import { EVENTS_CHANNEL, eventRecord, lastEventId, readEvents, type EventStream } from '../../shared/events/store.ts';
@@ -29,7 +29,7 @@ const READ_BATCH = 500;
 export interface EventListenerOptions {
   db: Db;
   log: Pick<FastifyBaseLogger, 'warn' | 'error'>;
-  /** Wait before reconnecting a lost LISTEN connection. Default one second. */
+  /** First wait before reopening a lost LISTEN connection (doubling to 10 s while it fails). Default one second. */
   reconnectMs?: number;
   maxPerConnection?: number;
 }
@@ -80,9 +80,6 @@ export function createEventListener(options: EventListenerOptions): EventListene
   /** Connection id → its subscription ids; an entry means its close hook is registered. */
   const byConnection = new Map<string, Set<string>>();
 
-  let client: pg.Client | null = null;
-  let connecting: Promise<void> | null = null;
-  let retryTimer: NodeJS.Timeout | undefined;
   let closed = false;
 
   const dirty = new Set<string>();
@@ -139,60 +136,21 @@ export function createEventListener(options: EventListenerOptions): EventListene
     kick();
   }
 
-  function scheduleReconnect(): void {
-    // With nobody subscribed the next subscribe reconnects; nothing would be missed meanwhile.
-    if (closed || retryTimer !== undefined || subscriptions.size === 0) return;
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      listening().then(
-        () => {
-          // Whatever was announced while disconnected is read now.
-          for (const key of byOwner.keys()) dirty.add(key);
-          kick();
-        },
-        (error: unknown) => {
-          log.warn({ err: error }, 'event listener could not reconnect; retrying');
-          scheduleReconnect();
-        },
-      );
-    }, reconnectMs);
-    retryTimer.unref();
-  }
-
-  function lose(lost: pg.Client, error?: unknown): void {
-    if (client !== lost) return;
-    client = null;
-    connecting = null;
-    log.warn({ err: error }, 'event listener lost its connection; reconnecting');
-    lost.end().catch(() => {});
-    scheduleReconnect();
-  }
-
-  async function connect(): Promise<void> {
-    const c = new pg.Client({ ...db.pool.options, application_name: LISTENER_APPLICATION_NAME });
-    c.on('notification', (message) => {
-      if (message.channel === EVENTS_CHANNEL && message.payload) onPayload(message.payload);
-    });
-    c.on('error', (error) => lose(c, error));
-    c.on('end', () => lose(c));
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${EVENTS_CHANNEL}`);
-      if (closed) throw new Error('the event listener is closed');
-    } catch (error) {
-      await c.end().catch(() => {});
-      throw error;
-    }
-    client = c;
-  }
-
-  function listening(): Promise<void> {
-    connecting ??= connect().catch((error: unknown) => {
-      connecting = null;
-      throw error;
-    });
-    return connecting;
-  }
+  const listen = new ListenConnection({
+    connection: db.pool.options,
+    applicationName: LISTENER_APPLICATION_NAME,
+    channel: EVENTS_CHANNEL,
+    onNotification: onPayload,
+    onError: (error) => log.warn({ err: error }, 'event listener lost or could not open its connection'),
+    // Whatever was announced while disconnected is read now.
+    onRestored: () => {
+      for (const key of byOwner.keys()) dirty.add(key);
+      kick();
+    },
+    // With nobody subscribed the next subscribe reopens it; nothing would be missed meanwhile.
+    wanted: () => subscriptions.size > 0,
+    retryMs: { min: reconnectMs, max: Math.max(reconnectMs, 10_000) },
+  });
 
   function remove(sub: Subscription): void {
     subscriptions.delete(sub.id);
@@ -217,7 +175,7 @@ export function createEventListener(options: EventListenerOptions): EventListene
       if (closed) throw new Error('the event listener is closed');
       refuseOverCap(input.connection.id);
       // LISTEN is in place before the starting point is read, so no event falls between the two.
-      await listening();
+      await listen.listening();
       const lastId = await lastEventId(db, input.stream, input.ownerId);
       // Checked again: other subscribes on the same socket may have finished during the awaits.
       refuseOverCap(input.connection.id);
@@ -263,16 +221,12 @@ export function createEventListener(options: EventListenerOptions): EventListene
 
     async close() {
       closed = true;
-      clearTimeout(retryTimer);
       subscriptions.clear();
       byOwner.clear();
       byConnection.clear();
       dirty.clear();
       await draining;
-      await connecting?.catch(() => {});
-      const c = client;
-      client = null;
-      await c?.end();
+      await listen.close();
     },
   };
 }

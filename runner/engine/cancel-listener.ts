@@ -5,7 +5,7 @@
  * renewal (up to `renewSeconds`). The lease keeper still finds every loss by itself: a notification
  * missed while the connection was down costs only that delay.
  */
-import pg from 'pg';
+import { ListenConnection } from '../../shared/db/listen-connection.ts';
 import { EXECUTION_CANCELLED_CHANNEL } from '../../shared/workflow/execution-end.ts';
 
 export interface CancelListenerOptions {
@@ -14,63 +14,26 @@ export interface CancelListenerOptions {
   onError(error: unknown): void;
 }
 
-const RETRY_MIN_MS = 500;
-const RETRY_MAX_MS = 10_000;
-
-/** One LISTEN connection, reconnected with backoff when it drops. Nothing happens until `start()`. */
+/** One LISTEN connection, reopened with backoff (0.5 s doubling to 10 s) when it drops. Nothing happens until `start()`. */
 export class CancelListener {
-  readonly #o: CancelListenerOptions;
-  #client: pg.Client | undefined;
-  #stopped = false;
-  #retryMs = RETRY_MIN_MS;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #listen: ListenConnection;
 
   constructor(options: CancelListenerOptions) {
-    this.#o = options;
+    this.#listen = new ListenConnection({
+      connection: { connectionString: options.databaseUrl },
+      applicationName: 'workspace-runner-cancels',
+      channel: EXECUTION_CANCELLED_CHANNEL,
+      onNotification: options.onCancelled,
+      onError: options.onError,
+    });
   }
 
   start(): void {
-    void this.#connect();
+    // A failed open is reported through onError and tried again.
+    this.#listen.listening().catch(() => {});
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    const client = this.#client;
-    this.#client = undefined;
-    await client?.end().catch(() => {});
-  }
-
-  async #connect(): Promise<void> {
-    if (this.#stopped) return;
-    const client = new pg.Client({
-      connectionString: this.#o.databaseUrl,
-      application_name: 'workspace-runner-cancels',
-    });
-    this.#client = client;
-    let failed = false;
-    const fail = (error: unknown) => {
-      if (failed) return;
-      failed = true;
-      if (this.#client === client) this.#client = undefined;
-      client.end().catch(() => {});
-      if (this.#stopped) return;
-      this.#o.onError(error);
-      this.#timer = setTimeout(() => void this.#connect(), this.#retryMs);
-      this.#timer.unref();
-      this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
-    };
-    client.on('error', fail);
-    client.on('end', () => fail(new Error('the cancel listener connection ended')));
-    client.on('notification', (message) => {
-      if (message.channel === EXECUTION_CANCELLED_CHANNEL && message.payload) this.#o.onCancelled(message.payload);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${EXECUTION_CANCELLED_CHANNEL}`);
-      this.#retryMs = RETRY_MIN_MS;
-    } catch (error) {
-      fail(error);
-    }
+  stop(): Promise<void> {
+    return this.#listen.close();
   }
 }
