@@ -1,6 +1,7 @@
 import { ServiceError, type ErrorCode, type LimitObject } from '../errors.ts';
 import { limitById } from './catalog.ts';
 import type { LimitInForce } from './resolve.ts';
+import { limitValueText } from './limit-text.ts';
 
 /**
  * The codes a limit refusal answers with (docs/limits.md, "Refusals"). All carry the `limit` object;
@@ -38,11 +39,6 @@ export function limitObject(resolved: LimitInForce, held?: number): LimitObject 
   return object;
 }
 
-function show(value: LimitInForce['value']): string {
-  if (value === null) return 'unbounded';
-  return Array.isArray(value) ? `[${value.join(', ')}]` : String(value);
-}
-
 /**
  * A refusal by a limit: HTTP 400 with `code` and the limit object. The message names the limit
  * and its value so that a person reading a log or a `failure` route sees which one tripped.
@@ -57,8 +53,8 @@ export function limitRefusal(
   const text =
     message ??
     (held === undefined
-      ? `Limit ${limit.id} is ${show(resolved.value)}.`
-      : `Limit ${limit.id} is ${show(resolved.value)} and ${held} are held.`);
+      ? `Limit ${limit.id} is ${limitValueText(resolved.value)}.`
+      : `Limit ${limit.id} is ${limitValueText(resolved.value)} and ${held} are held.`);
   return new ServiceError(code, text, { limit });
 }
 
@@ -77,6 +73,6 @@ export function entitlementRefusal(resolved: LimitInForce): ServiceError {
     'invalid_blob_type',
     resolved,
     undefined,
-    `Blobs of this type are not enabled for this organization (${resolved.id} is ${show(resolved.value)}).`,
+    `Blobs of this type are not enabled for this organization (${resolved.id} is ${limitValueText(resolved.value)}).`,
   );
 }

@@ -7,7 +7,7 @@ import type { components } from '../../../client/src/rest-types.ts';
 import { ok } from '../api/service.ts';
 import { useLoad } from '../api/use-load.ts';
 import { useService } from '../context.ts';
-import { Link, seg } from '../router.tsx';
+import { OwnerCrumbs } from '../ui/owner-crumbs.tsx';
 import { Empty, Loading, Refusal, Time } from '../ui/states.tsx';
 
 type MintedApiKey = components['schemas']['MintedApiKey'];
@@ -27,17 +27,7 @@ export function AccessPage({ of }: { of: AccessOf }) {
         : 'Access to the blob';
   return (
     <main>
-      {of.kind !== 'user' && (
-        <nav aria-label="Breadcrumb" className="crumbs">
-          <Link to={`/orgs/${seg(of.orgId)}`}>Organization</Link>
-          {of.kind === 'blob' && (
-            <>
-              {' / '}
-              <Link to={`/orgs/${seg(of.orgId)}/blobs/${seg(of.blobId)}`}>Blob</Link>
-            </>
-          )}
-        </nav>
-      )}
+      {of.kind !== 'user' && <OwnerCrumbs orgId={of.orgId} blobId={of.kind === 'blob' ? of.blobId : undefined} />}
       <h1>{title}</h1>
       {of.kind !== 'user' && <Members target={of.kind} targetId={target} />}
       <ApiKeys target={of.kind} targetId={target} />

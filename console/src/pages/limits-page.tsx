@@ -6,14 +6,13 @@ import type { components } from '../../../client/src/rest-types.ts';
 import { ok } from '../api/service.ts';
 import { useLoad } from '../api/use-load.ts';
 import { useService } from '../context.ts';
-import { Link, seg } from '../router.tsx';
+import { OwnerCrumbs } from '../ui/owner-crumbs.tsx';
+import { InForceCells } from '../ui/limit-cells.tsx';
 import { Loading, Refusal } from '../ui/states.tsx';
 
 type LimitGroup = components['schemas']['LimitGroup'];
 export type LimitsOf =
   { kind: 'user' } | { kind: 'org'; orgId: string } | { kind: 'blob'; orgId: string; blobId: string };
-
-const show = (value: unknown) => (typeof value === 'number' ? value.toLocaleString('en') : JSON.stringify(value));
 
 export function LimitsPage({ of }: { of: LimitsOf }) {
   const service = useService();
@@ -32,17 +31,7 @@ export function LimitsPage({ of }: { of: LimitsOf }) {
     of.kind === 'user' ? 'Your limits' : of.kind === 'org' ? 'Limits of the organization' : 'Limits of the blob';
   return (
     <main>
-      {of.kind !== 'user' && (
-        <nav aria-label="Breadcrumb" className="crumbs">
-          <Link to={`/orgs/${seg(of.orgId)}`}>Organization</Link>
-          {of.kind === 'blob' && (
-            <>
-              {' / '}
-              <Link to={`/orgs/${seg(of.orgId)}/blobs/${seg(of.blobId)}`}>Blob</Link>
-            </>
-          )}
-        </nav>
-      )}
+      {of.kind !== 'user' && <OwnerCrumbs orgId={of.orgId} blobId={of.kind === 'blob' ? of.blobId : undefined} />}
       <h1>{title}</h1>
       {limits.state === 'loading' && <Loading what="limits" />}
       {limits.state === 'error' && <Refusal error={limits.error} />}
@@ -69,12 +58,7 @@ export function LimitsPage({ of }: { of: LimitsOf }) {
                       <code>{limit.id}</code>
                     </th>
                     <td>{limit.kind}</td>
-                    <td className="value">{show(limit.value)}</td>
-                    <td className={`source ${limit.source}`}>
-                      {limit.source === 'default' ? 'default' : `${limit.source} override`}
-                    </td>
-                    <td>{show(limit.default)}</td>
-                    <td>{limit.held === undefined ? '—' : show(limit.held)}</td>
+                    <InForceCells limit={limit} />
                     <td>
                       {limit.unit} per {limit.per}
                     </td>

@@ -1,6 +1,7 @@
 /** The loading, empty and error states every page shows, and a refusal said in words. */
 import type { ReactNode } from 'react';
 import { ApiError, ConnectionError } from '../../../client/src/index.ts';
+import { limitValue } from './limit-cells.tsx';
 
 export function Loading({ what }: { what: string }) {
   return (
@@ -16,9 +17,8 @@ export function Empty({ children }: { children: ReactNode }) {
 
 /** A limit refusal in words: which limit, its value, and what is held. */
 export function limitInWords(limit: NonNullable<ApiError['limit']>): string {
-  const value = typeof limit.value === 'number' ? limit.value.toLocaleString('en') : JSON.stringify(limit.value);
-  const held = limit.held === undefined ? '' : `; ${limit.held.toLocaleString('en')} held`;
-  return `limit ${limit.id} is ${value}${held}`;
+  const held = limit.held === undefined ? '' : `; ${limitValue(limit.held)} held`;
+  return `limit ${limit.id} is ${limitValue(limit.value)}${held}`;
 }
 
 /** A refusal of the service (its code, message and limit), or any other failure. */

@@ -5,6 +5,7 @@
 import { useState, type FormEvent } from 'react';
 import { useLoad, usePages } from '../../api/use-load.ts';
 import { navigate } from '../../router.tsx';
+import { InForceCells, limitValue } from '../../ui/limit-cells.tsx';
 import { Empty, Loading, More, Time } from '../../ui/states.tsx';
 import { useOps } from '../context.ts';
 import { OpsRefusal } from '../refusal.tsx';
@@ -41,7 +42,6 @@ interface Change {
 
 const TYPES = ['user', 'org', 'blob'] as const;
 const TYPE_NAMES: Record<string, string> = { user: 'User', org: 'Organization', blob: 'Blob' };
-const show = (value: unknown) => (typeof value === 'number' ? value.toLocaleString('en') : JSON.stringify(value));
 
 export function OpsLimitsPage({ targetType, targetId }: { targetType: string; targetId: string }) {
   const [type, setType] = useState(TYPES.includes(targetType as never) ? targetType : 'org');
@@ -211,12 +211,7 @@ function TargetLimits({ targetType, targetId }: { targetType: string; targetId: 
                   <th scope="row">
                     <code>{limit.id}</code>
                   </th>
-                  <td className="value">{show(limit.value)}</td>
-                  <td className={`source ${limit.source}`}>
-                    {limit.source === 'default' ? 'default' : `${limit.source} override`}
-                  </td>
-                  <td>{show(limit.default)}</td>
-                  <td>{limit.held === null ? '—' : show(limit.held)}</td>
+                  <InForceCells limit={limit} />
                   <td>{limit.setOn.length === 0 ? 'fixed' : limit.setOn.join(', ')}</td>
                 </tr>
               ))}
@@ -250,8 +245,8 @@ function TargetLimits({ targetType, targetId }: { targetType: string; targetId: 
                   </td>
                   <td>
                     {change.action === 'set' ? 'set' : 'cleared'}:{' '}
-                    {change.hadOverride ? show(change.oldValue) : 'no override'} →{' '}
-                    {change.action === 'set' ? show(change.newValue) : 'no override'}
+                    {change.hadOverride ? limitValue(change.oldValue) : 'no override'} →{' '}
+                    {change.action === 'set' ? limitValue(change.newValue) : 'no override'}
                   </td>
                   <td>{change.changedBy}</td>
                 </tr>
