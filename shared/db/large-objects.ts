@@ -2,7 +2,7 @@
  * PostgreSQL large objects through the server's own functions (`lo_from_bytea`, `lo_put`,
  * `lo_get`), one short query a chunk: no descriptor is opened, so nothing but the caller's
  * transaction ties the chunks together, and a read needs none at all (Download Model reads each
- * chunk on whichever pool connection is free). Removal is the `models` table's trigger's
+ * chunk as its own query on a pool connection). Removal is the `models` table's trigger's
  * (`lo_unlink`, migrations 019 and 020).
  */
 import type { Queryable } from './db.ts';
