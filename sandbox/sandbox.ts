@@ -104,6 +104,8 @@ class CodeRun {
   #waitStarted = false;
   #bridge: HostBridge | null = null;
   #prepared: PreparedContext | null = null;
+  /** A run cap refused the run something (an allocation outside the heap, an Intl object, source): probation, as for its memory bound. */
+  #capped = false;
 
   constructor(
     pool: IsolatePool,
@@ -179,10 +181,13 @@ class CodeRun {
       this.#stats.logsDropped = this.#bridge.logsDropped;
     }
     // Probation (isolate-pool.ts) counts what the code did: a run stopped at its deadline or memory
-    // bound distrusts its tenant; one aborted by its runner or the pool, or stuck, says nothing.
-    // A failed task is code that ended by itself (a thrown error), as far as probation goes.
-    const verdict =
-      (healthy && settled) || ('reason' in outcome && outcome.reason === 'failed')
+    // bound, or refused by a run cap (memory outside the heap: the same offence, caught earlier,
+    // whether or not the code caught the RangeError), distrusts its tenant; one aborted by its
+    // runner or the pool, or stuck, says nothing. A failed task is code that ended by itself (a
+    // thrown error), as far as probation goes.
+    const verdict = this.#capped
+      ? 'distrust'
+      : (healthy && settled) || ('reason' in outcome && outcome.reason === 'failed')
         ? 'trust'
         : 'reason' in outcome && (outcome.reason === 'timeout' || outcome.reason === 'memory')
           ? 'distrust'
@@ -303,7 +308,7 @@ class CodeRun {
     return Math.max(1, Math.ceil(this.#deadline - performance.now()));
   }
 
-  /** Reads the driver's `[kind, route|code|call, output|message, logsDropped, outsideBytes]`, trusting nothing. */
+  /** Reads the driver's `[kind, route|code|call, output|message, logsDropped, outsideBytes, capped]`, trusting nothing. */
   #resultOf(tuple: unknown): CodeResult {
     const stats = this.#stats;
     const malformed: CodeResult = {
@@ -311,9 +316,17 @@ class CodeRun {
       error: { code: 'internal_error', message: 'The sandbox returned a malformed result.' },
       stats,
     };
-    if (!Array.isArray(tuple) || tuple.length !== 5 || tuple.slice(0, 3).some((part) => typeof part !== 'string'))
+    if (!Array.isArray(tuple) || tuple.length !== 6 || tuple.slice(0, 3).some((part) => typeof part !== 'string'))
       return malformed;
-    const [kind, second, third, dropped, outside] = tuple as [string, string, string, unknown, unknown];
+    const [kind, second, third, dropped, outside, capped] = tuple as [
+      string,
+      string,
+      string,
+      unknown,
+      unknown,
+      unknown,
+    ];
+    if (capped === 1) this.#capped = true;
     if (typeof dropped === 'number') this.#bridge?.addDroppedLogs(dropped);
     if (typeof outside === 'number' && outside > 0 && Number.isFinite(outside)) this.#lease.outsideBytes += outside;
     const { bounds } = this.#pool;
