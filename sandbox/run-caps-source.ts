@@ -22,13 +22,15 @@
  *
  * The source is the function `runCaps(charge, propertyEscapes)`, called by the bootstrap
  * (sandbox/isolate-source.ts) before the lockdown, so every guard is frozen with the realm and no
- * run can remove it. `charge.bytes(n, what)` and `charge.source(text, what)` charge the run in
- * force (its record is replaced by `begin`, so every run starts with its whole budget) and throw
- * a `RangeError` naming the bound when the run would pass it (`charge.intl` and `charge.segmented` count objects and characters as well). Each guard replaces an intrinsic
- * constructor everywhere it is reachable (the global or `Intl` property and its prototype's
- * `constructor`; the async and generator function constructors are reachable only there), takes
- * the original's static properties and prototype, and hands the original only primitives it
- * converted itself, so a `toString` or getter cannot show the check one value and V8 another.
+ * run can remove it. `charge.bytes(n, what)`, `charge.intl(n, what)` (an object, and its bytes),
+ * `charge.segmented(chars, what)` (characters, and their bytes) and `charge.source(text, what)`
+ * charge the run in force (its record is replaced by `begin`, so every run starts with its whole
+ * budget) and throw a `RangeError` naming the bound when the run would pass it. Each guard
+ * replaces an intrinsic constructor everywhere it is reachable (the global or `Intl` property and
+ * its prototype's `constructor`; the async and generator function constructors are reachable only
+ * there), takes the original's static properties and prototype, and hands the original only
+ * primitives it converted itself, so a `toString` or getter cannot show the check one value and
+ * V8 another.
  *
  * It returns `[guards, adopt]`: V8 adds properties to a few intrinsics each time it makes a
  * context from the snapshot (`RegExp.escape` on Node 24), on the original, so the guards are left
