@@ -115,7 +115,7 @@ export interface SandboxBounds {
   maxIntlObjects: number;
   /**
    * Characters `Intl.Segmenter` may copy for one run (`segment()` and each iterator of its result
-   * copy the string): ICU's time over the text, ≈ 10–17 ns a character.
+   * copy the string): ICU's time over the text, ≈ 10–20 ns a character.
    */
   maxSegmentedChars: number;
   /** Source text one run may hand to `eval`, the `Function` constructors and `RegExp` (characters). */

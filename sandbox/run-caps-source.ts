@@ -11,7 +11,7 @@
  *   its result hold a UTF-16 copy of the string: 2 bytes per character), to the same budget;
  *   `Intl.v8BreakIterator` (non-standard, and it copies its text too) is deleted. They are also
  *   counted, `maxIntlObjects` objects and `maxSegmentedChars` characters per run: ICU takes CPU time
- *   to build each (≈ 0.15–0.3 ms a `DateTimeFormat`, ≈ 10–17 ns a character copied), and within
+ *   to build each (≈ 0.15–0.3 ms a `DateTimeFormat`, ≈ 10–20 ns a character copied), and within
  *   the byte budget alone a run spent up to a second of it before its cap, on the CPU the other
  *   organizations' runs share;
  * - the source text handed to `eval`, `Function`, the async / generator function constructors
