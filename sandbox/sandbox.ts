@@ -39,6 +39,13 @@ const ISOLATE_CODES = new Set([
 const SYNC_COMPILE_CHARS = 64 * 1024;
 /** Longest route name accepted from the code. */
 const MAX_ROUTE_CHARS = 128;
+/**
+ * A run cap's refusal as a failed task reports it (a cap refused at the module's top level): the
+ * isolate is not entered again after such a task, so the cap's own record cannot be read. Code can
+ * throw the same text itself; that only puts its own organization on probation.
+ */
+const RUN_CAP_REFUSAL =
+  /^RangeError: .* would take this run past its .*\((maxOutsideHeapBytes|maxIntlObjects|maxSegmentedChars|maxSourceChars|maxPropertyEscapes)\)/;
 
 /**
  * Why a run was stopped. `failed`: a task of the code failed after our own code handed it over (a
@@ -182,10 +189,13 @@ class CodeRun {
     }
     // Probation (isolate-pool.ts) counts what the code did: a run stopped at its deadline or memory
     // bound, or refused by a run cap (memory outside the heap: the same offence, caught earlier,
-    // whether or not the code caught the RangeError), distrusts its tenant; one aborted by its
+    // whether or not the code caught the RangeError, in the default export or at top level),
+    // distrusts its tenant; one aborted by its
     // runner or the pool, or stuck, says nothing. A failed task is code that ended by itself (a
     // thrown error), as far as probation goes.
-    const verdict = this.#capped
+    const capped =
+      this.#capped || ('reason' in outcome && outcome.reason === 'failed' && RUN_CAP_REFUSAL.test(outcome.message));
+    const verdict = capped
       ? 'distrust'
       : (healthy && settled) || ('reason' in outcome && outcome.reason === 'failed')
         ? 'trust'

@@ -208,6 +208,23 @@ t.test('a run a run cap refused puts its tenant on probation, even when its code
   t.match(pool.stats().tenants, [{ tenant: 'org-capped', waiting: 0, busy: 2 }], 'trusted: both run at once');
   next.open();
   for (const run of both) t.match(await run, { kind: 'output', output: 'opened' });
+  // A cap refused at the module's top level fails the module's task: probation all the same.
+  t.match(
+    await runCode(
+      pool,
+      request('new ArrayBuffer(0, { maxByteLength: 2 ** 40 }); export default () => 1', { tenant: 'org-capped' }),
+      fakeHost(),
+    ),
+    { kind: 'error', error: { code: 'code_error', message: /maxOutsideHeapBytes/ } },
+  );
+  const last = gatedHost();
+  const again = [1, 2].map(() =>
+    runCode(pool, request(holding, { tenant: 'org-capped', timeoutMs: 10_000 }), last.host),
+  );
+  await until(() => pool.stats().waiting === 1);
+  t.match(pool.stats().tenants, [{ tenant: 'org-capped', waiting: 1, busy: 1 }], 'one isolate at a time again');
+  last.open();
+  for (const run of again) t.match(await run, { kind: 'output', output: 'opened' });
 });
 
 t.test('an extra isolate is retired after it idled', async (t) => {
