@@ -14,7 +14,8 @@
  *   (a run of the same organization that waited for it);
  * - memory: each of the five ways to grow a sandbox child outside its heap bounds (Intl objects,
  *   Segmenter results, resizable ArrayBuffers, generated code, run-time property escapes) asking
- *   for 4 GiB, alone and all five at once, while B creates three-node executions at RATE/s: the
+ *   for 4 GiB, alone and all five at once, and a plain run measured the same way as a control,
+ *   while B creates three-node executions at RATE/s: the
  *   runs' outcome and time to fail, the peak resident memory of every sandbox child (read from
  *   /proc every 50 ms) against its bound, the runner's pid, B's p99 against 2 × alone + 50 ms.
  *
@@ -85,6 +86,12 @@ const ALLOCATORS: Record<string, string> = {
   'generated code': `export default () => { const kept = []; for (let i = 0; i < 64; i++) kept.push(new Function('return [' + '[1,2,3,4],'.repeat(8e5) + ']')); return kept.length }`,
   'property escapes': `export default () => new RegExp('[' + '\\\\p{RGI_Emoji}'.repeat(4500) + ']', 'v').test('x')`,
 };
+/**
+ * A plain run by a new organization, measured like an allocator: B's figures beside it are what a
+ * phase costs B without any bomb (a new organization's first run, the machine's own noise).
+ */
+const CONTROL = 'export default () => 1';
+const CONTROL_LABEL = 'control: a plain run';
 /** The runner's default sandbox child bound (SANDBOX_MEMORY_MB unset: 256 + 2 × 8 isolates × 64 MiB). */
 const DEFAULT_BOUND_MB = 1280;
 
@@ -514,6 +521,8 @@ export async function isolationBench(): Promise<IsolationReport> {
         '',
       ]);
       const phases: MemoryRow[] = [];
+      log(`memory: ${CONTROL_LABEL}`);
+      phases.push(await memoryPhase(system, b, CONTROL_LABEL, [CONTROL]));
       for (const [name, source] of Object.entries(ALLOCATORS)) {
         log(`memory: ${name}`);
         phases.push(await memoryPhase(system, b, name, [source]));
@@ -522,6 +531,17 @@ export async function isolationBench(): Promise<IsolationReport> {
       phases.push(await memoryPhase(system, b, 'all five at once', Object.values(ALLOCATORS)));
       for (const p of phases) {
         const outcome = p.outcomes.map((o) => (o.status === 'failed' ? (o.code ?? 'failed') : o.status)).join(', ');
+        if (p.label === CONTROL_LABEL) {
+          rows.push([
+            `memory: ${p.label}: outcome; B meanwhile, create -> succeeded`,
+            `${outcome}; p50 ${fmt(p.b.p50)} ms, p99 ${fmt(p.b.p99)} ms, B ${Object.entries(p.bStatuses)
+              .map(([s, n]) => `${s} ${n}`)
+              .join(', ')}`,
+            `p99 <= ${fmt(target, 0)} ms, all succeeded`,
+            yes(p.b.p99 <= target && (p.bStatuses.succeeded ?? 0) === RATE * SECONDS),
+          ]);
+          continue;
+        }
         const slowest = Math.max(...p.outcomes.map((o) => o.ms));
         const failed = p.outcomes.every((o) => o.status === 'failed');
         rows.push([

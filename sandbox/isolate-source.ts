@@ -30,7 +30,7 @@
  * - `begin(inputJson, executionId, sessionId, node)` opens a run (before its module is evaluated);
  * - `start(namespace)` is called by the run's driver module once the code's module has evaluated
  *   (host-bridge.ts), and calls its default export;
- * - `result()` is the run's `[kind, route|code|call, output|message, logsDropped, outsideBytes]` once settled,
+ * - `result()` is the run's `[kind, route|code|call, output|message, logsDropped, outsideBytes, capped]` once settled,
  *   else 'pending' (the default export is awaiting) or 'unstarted' (the module never finished);
  * - `wait()` resolves with that tuple when the run settles;
  * - `deliver(call, ok, json)` answers one host call.
@@ -115,11 +115,15 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     run.routes = new WeakMapCtor();
     run.routeCalls = 0;
     run.prepareStackTrace = undefined;
-    // What the run caps charged (run-caps-source.ts): bytes outside the heap, source characters
-    // handed to the compiler, Unicode property escapes in them.
+    // What the run caps charged (run-caps-source.ts): bytes outside the heap, Intl objects made,
+    // characters Intl.Segmenter copied, source characters handed to the compiler, Unicode property
+    // escapes in them; and whether a cap refused the run anything (its tenant goes on probation).
     run.outsideBytes = 0;
+    run.intlObjects = 0;
+    run.segmentedChars = 0;
     run.sourceChars = 0;
     run.escapes = 0;
+    run.capped = 0;
     run.tuple = null;
     run.waiter = null;
     return run;
@@ -398,7 +402,9 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     run.phase = SETTLED;
     // What the run charged outside the heap rides along: the pool retires an isolate whose runs
     // charged more than it may keep (memory a run can leave behind, e.g. stamped on a frozen object).
+    // So does whether a run cap refused it anything: the pool puts its tenant on probation.
     tuple[4] = run.outsideBytes;
+    tuple[5] = run.capped;
     run.tuple = tuple;
     const waiter = run.waiter;
     run.waiter = null;
@@ -558,26 +564,56 @@ export const ISOLATE_SOURCE = String.raw`(function bootstrap(late) {
     });
   }
 
-  // The run caps charge the run in force; past a bound they throw a RangeError naming it.
+  // The run caps charge the run in force; past a bound they throw a RangeError naming it (and
+  // mark the run as refused, whether or not its code catches the error). Every check of a charge
+  // comes before any of its counts moves.
   const countEscapes = ${propertyEscapes.toString()};
+  function refuse(run, message) {
+    run.capped = 1;
+    throw new RangeErrorCtor(message);
+  }
+  function checkBytes(run, bytes, what) {
+    const next = run.outsideBytes + bytes;
+    if (next > bounds.maxOutsideHeapBytes) {
+      refuse(run, what + ' would take this run past its ' + bounds.maxOutsideHeapBytes + ' bytes of memory outside the JavaScript heap (maxOutsideHeapBytes).');
+    }
+    return next;
+  }
   const charge = freeze({
     bytes(bytes, what) {
       const run = current;
-      const next = run.outsideBytes + bytes;
-      if (next > bounds.maxOutsideHeapBytes) {
-        throw new RangeErrorCtor(what + ' would take this run past its ' + bounds.maxOutsideHeapBytes + ' bytes of memory outside the JavaScript heap (maxOutsideHeapBytes).');
+      run.outsideBytes = checkBytes(run, bytes, what);
+    },
+    // An Intl object: ICU memory, and ICU's time to build it (≈ 0.15–0.3 ms for a DateTimeFormat).
+    intl(bytes, what) {
+      const run = current;
+      if (run.intlObjects + 1 > bounds.maxIntlObjects) {
+        refuse(run, what + ' would take this run past its ' + bounds.maxIntlObjects + ' Intl objects (maxIntlObjects); make one formatter and reuse it.');
       }
+      const next = checkBytes(run, bytes, what);
+      run.intlObjects++;
+      run.outsideBytes = next;
+    },
+    // A copy of a string made by Intl.Segmenter: its memory, and ICU's time over the text.
+    segmented(chars, what) {
+      const run = current;
+      const total = run.segmentedChars + chars;
+      if (total > bounds.maxSegmentedChars) {
+        refuse(run, what + ' would take this run past its ' + bounds.maxSegmentedChars + ' characters segmented by Intl.Segmenter (maxSegmentedChars).');
+      }
+      const next = checkBytes(run, 2 * chars + 4096, what);
+      run.segmentedChars = total;
       run.outsideBytes = next;
     },
     source(text, what) {
       const run = current;
       const chars = run.sourceChars + text.length;
       if (chars > bounds.maxSourceChars) {
-        throw new RangeErrorCtor(what + ' would take this run past its ' + bounds.maxSourceChars + ' characters of source compiled at run time (maxSourceChars).');
+        refuse(run, what + ' would take this run past its ' + bounds.maxSourceChars + ' characters of source compiled at run time (maxSourceChars).');
       }
       const escapes = run.escapes + countEscapes(text);
       if (escapes > bounds.maxPropertyEscapes) {
-        throw new RangeErrorCtor(what + ' would take this run past its ' + bounds.maxPropertyEscapes + ' Unicode property escapes (\\p{…}, \\P{…}) compiled at run time (maxPropertyEscapes).');
+        refuse(run, what + ' would take this run past its ' + bounds.maxPropertyEscapes + ' Unicode property escapes (\\p{…}, \\P{…}) compiled at run time (maxPropertyEscapes).');
       }
       run.sourceChars = chars;
       run.escapes = escapes;

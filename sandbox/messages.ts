@@ -108,6 +108,16 @@ export interface SandboxBounds {
    * `Intl.Segmenter` output. A pool's default is its `memoryMb`.
    */
   maxOutsideHeapBytes: number;
+  /**
+   * `Intl` objects one run may make (any of the constructors): each costs ICU's time to build
+   * (≈ 0.15–0.3 ms a `DateTimeFormat`), which the byte budget alone let reach a second per run.
+   */
+  maxIntlObjects: number;
+  /**
+   * Characters `Intl.Segmenter` may copy for one run (`segment()` and each iterator of its result
+   * copy the string): ICU's time over the text, ≈ 10–20 ns a character.
+   */
+  maxSegmentedChars: number;
   /** Source text one run may hand to `eval`, the `Function` constructors and `RegExp` (characters). */
   maxSourceChars: number;
   /** Unicode property escapes (`\p{…}`) in the source text one run hands to the compiler. */
@@ -124,6 +134,8 @@ export const defaultBounds: Readonly<SandboxBounds> = Object.freeze({
   maxRandomBytes: 1024 * 1024,
   maxMessageChars: 2048,
   maxOutsideHeapBytes: 64 * 1024 * 1024,
+  maxIntlObjects: 256,
+  maxSegmentedChars: 2 * 1024 * 1024,
   maxSourceChars: 256 * 1024,
   maxPropertyEscapes: MAX_PROPERTY_ESCAPES,
 });

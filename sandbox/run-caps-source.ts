@@ -9,7 +9,11 @@
  * - `Intl` objects (ICU memory: ≈ 29 KB per `DateTimeFormat`, a few KB for the others), each
  *   charged at a measured estimate, and `Intl.Segmenter` output (`segment()` and each iterator of
  *   its result hold a UTF-16 copy of the string: 2 bytes per character), to the same budget;
- *   `Intl.v8BreakIterator` (non-standard, and it copies its text too) is deleted;
+ *   `Intl.v8BreakIterator` (non-standard, and it copies its text too) is deleted. They are also
+ *   counted, `maxIntlObjects` objects and `maxSegmentedChars` characters per run: ICU takes CPU time
+ *   to build each (≈ 0.15–0.3 ms a `DateTimeFormat`, ≈ 10–20 ns a character copied), and within
+ *   the byte budget alone a run spent up to a second of it before its cap, on the CPU the other
+ *   organizations' runs share;
  * - the source text handed to `eval`, `Function`, the async / generator function constructors
  *   and `RegExp` (and `RegExp.prototype.compile`): at most `maxSourceChars` characters per run
  *   (the compiler's memory grows with it), holding at most `maxPropertyEscapes` Unicode property
@@ -18,13 +22,15 @@
  *
  * The source is the function `runCaps(charge, propertyEscapes)`, called by the bootstrap
  * (sandbox/isolate-source.ts) before the lockdown, so every guard is frozen with the realm and no
- * run can remove it. `charge.bytes(n, what)` and `charge.source(text, what)` charge the run in
- * force (its record is replaced by `begin`, so every run starts with its whole budget) and throw
- * a `RangeError` naming the bound when the run would pass it. Each guard replaces an intrinsic
- * constructor everywhere it is reachable (the global or `Intl` property and its prototype's
- * `constructor`; the async and generator function constructors are reachable only there), takes
- * the original's static properties and prototype, and hands the original only primitives it
- * converted itself, so a `toString` or getter cannot show the check one value and V8 another.
+ * run can remove it. `charge.bytes(n, what)`, `charge.intl(n, what)` (an object, and its bytes),
+ * `charge.segmented(chars, what)` (characters, and their bytes) and `charge.source(text, what)`
+ * charge the run in force (its record is replaced by `begin`, so every run starts with its whole
+ * budget) and throw a `RangeError` naming the bound when the run would pass it. Each guard
+ * replaces an intrinsic constructor everywhere it is reachable (the global or `Intl` property and
+ * its prototype's `constructor`; the async and generator function constructors are reachable only
+ * there), takes the original's static properties and prototype, and hands the original only
+ * primitives it converted itself, so a `toString` or getter cannot show the check one value and
+ * V8 another.
  *
  * It returns `[guards, adopt]`: V8 adds properties to a few intrinsics each time it makes a
  * context from the snapshot (`RegExp.escape` on Node 24), on the original, so the guards are left
@@ -119,14 +125,14 @@ export const RUN_CAPS_SOURCE = String.raw`function runCaps(charge, propertyEscap
       const methods = {
         segment(string) {
           const value = text(string);
-          charge.bytes(2 * value.length + 4096, 'Intl.Segmenter.prototype.segment');
+          charge.segmented(value.length, 'Intl.Segmenter.prototype.segment');
           const result = apply(segment, this, [value]);
           apply(weakSet, lengths, [result, value.length]);
           return result;
         },
         [Symbol.iterator]() {
           const length = apply(weakGet, lengths, [this]);
-          charge.bytes(2 * (length === undefined ? 0 : length) + 4096, 'an iterator of Intl.Segmenter segments');
+          charge.segmented(length === undefined ? 0 : length, 'an iterator of Intl.Segmenter segments');
           return apply(iterate, this, []);
         },
       };
@@ -142,7 +148,7 @@ export const RUN_CAPS_SOURCE = String.raw`function runCaps(charge, propertyEscap
       if (typeof original !== 'function') continue;
       const what = 'an Intl.' + name;
       replace(Intl, name, original, function () {
-        charge.bytes(bytes, what);
+        charge.intl(bytes, what);
         return new.target === undefined ? apply(original, this, listOf(arguments)) : construct(original, listOf(arguments), new.target);
       });
     }

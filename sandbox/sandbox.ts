@@ -39,6 +39,13 @@ const ISOLATE_CODES = new Set([
 const SYNC_COMPILE_CHARS = 64 * 1024;
 /** Longest route name accepted from the code. */
 const MAX_ROUTE_CHARS = 128;
+/**
+ * A run cap's refusal as a failed task reports it (a cap refused at the module's top level): the
+ * isolate is not entered again after such a task, so the cap's own record cannot be read. Code can
+ * throw the same text itself; that only puts its own organization on probation.
+ */
+const RUN_CAP_REFUSAL =
+  /^RangeError: .* would take this run past its .*\((maxOutsideHeapBytes|maxIntlObjects|maxSegmentedChars|maxSourceChars|maxPropertyEscapes)\)/;
 
 /**
  * Why a run was stopped. `failed`: a task of the code failed after our own code handed it over (a
@@ -104,6 +111,8 @@ class CodeRun {
   #waitStarted = false;
   #bridge: HostBridge | null = null;
   #prepared: PreparedContext | null = null;
+  /** A run cap refused the run something (an allocation outside the heap, an Intl object, source): probation, as for its memory bound. */
+  #capped = false;
 
   constructor(
     pool: IsolatePool,
@@ -179,10 +188,16 @@ class CodeRun {
       this.#stats.logsDropped = this.#bridge.logsDropped;
     }
     // Probation (isolate-pool.ts) counts what the code did: a run stopped at its deadline or memory
-    // bound distrusts its tenant; one aborted by its runner or the pool, or stuck, says nothing.
-    // A failed task is code that ended by itself (a thrown error), as far as probation goes.
-    const verdict =
-      (healthy && settled) || ('reason' in outcome && outcome.reason === 'failed')
+    // bound, or refused by a run cap (memory outside the heap: the same offence, caught earlier,
+    // whether or not the code caught the RangeError, in the default export or at top level),
+    // distrusts its tenant; one aborted by its
+    // runner or the pool, or stuck, says nothing. A failed task is code that ended by itself (a
+    // thrown error), as far as probation goes.
+    const capped =
+      this.#capped || ('reason' in outcome && outcome.reason === 'failed' && RUN_CAP_REFUSAL.test(outcome.message));
+    const verdict = capped
+      ? 'distrust'
+      : (healthy && settled) || ('reason' in outcome && outcome.reason === 'failed')
         ? 'trust'
         : 'reason' in outcome && (outcome.reason === 'timeout' || outcome.reason === 'memory')
           ? 'distrust'
@@ -303,7 +318,7 @@ class CodeRun {
     return Math.max(1, Math.ceil(this.#deadline - performance.now()));
   }
 
-  /** Reads the driver's `[kind, route|code|call, output|message, logsDropped, outsideBytes]`, trusting nothing. */
+  /** Reads the driver's `[kind, route|code|call, output|message, logsDropped, outsideBytes, capped]`, trusting nothing. */
   #resultOf(tuple: unknown): CodeResult {
     const stats = this.#stats;
     const malformed: CodeResult = {
@@ -311,9 +326,17 @@ class CodeRun {
       error: { code: 'internal_error', message: 'The sandbox returned a malformed result.' },
       stats,
     };
-    if (!Array.isArray(tuple) || tuple.length !== 5 || tuple.slice(0, 3).some((part) => typeof part !== 'string'))
+    if (!Array.isArray(tuple) || tuple.length !== 6 || tuple.slice(0, 3).some((part) => typeof part !== 'string'))
       return malformed;
-    const [kind, second, third, dropped, outside] = tuple as [string, string, string, unknown, unknown];
+    const [kind, second, third, dropped, outside, capped] = tuple as [
+      string,
+      string,
+      string,
+      unknown,
+      unknown,
+      unknown,
+    ];
+    if (capped === 1) this.#capped = true;
     if (typeof dropped === 'number') this.#bridge?.addDroppedLogs(dropped);
     if (typeof outside === 'number' && outside > 0 && Number.isFinite(outside)) this.#lease.outsideBytes += outside;
     const { bounds } = this.#pool;

@@ -46,7 +46,7 @@ const ALLOCATORS: Record<string, string> = {
   'generated code': `export default () => { const kept = []; for (let i = 0; i < 64; i++) kept.push(new Function('return [' + '[1,2,3,4],'.repeat(8e5) + ']')); return kept.length }`,
   'run-time property escapes': `export default () => new RegExp('[' + '\\\\p{RGI_Emoji}'.repeat(4500) + ']', 'v').test('x')`,
 };
-const RUN_BOUND = /maxOutsideHeapBytes|maxSourceChars|maxPropertyEscapes/;
+const RUN_BOUND = /maxOutsideHeapBytes|maxIntlObjects|maxSegmentedChars|maxSourceChars|maxPropertyEscapes/;
 /**
  * What the caps allow one run (its heap, 64 MiB outside it), held: past a sandbox memory bound set
  * below the child's resting size plus that, so the operating system's bound is what ends it.

@@ -180,6 +180,53 @@ t.test('probation: a tenant none of whose runs ended by itself holds one isolate
   for (const run of after) t.match(await run, { kind: 'output', output: 'opened' });
 });
 
+t.test('a run a run cap refused puts its tenant on probation, even when its code caught the error', async (t) => {
+  const pool = testPool(t, { size: 2, maxIsolates: 4 }, pools);
+  await trust(pool, 'org-capped');
+  // Caught and returned from: the run ends by itself, yet it asked for more than a cap allows.
+  const caught = `export default () => {
+    try { new ArrayBuffer(0, { maxByteLength: 2 ** 40 }); } catch (error) { return error.name; }
+  }`;
+  t.match(await runCode(pool, request(caught, { tenant: 'org-capped' }), fakeHost()), {
+    kind: 'output',
+    output: 'RangeError',
+  });
+  const gate = gatedHost();
+  const held = [1, 2].map(() =>
+    runCode(pool, request(holding, { tenant: 'org-capped', timeoutMs: 10_000 }), gate.host),
+  );
+  await until(() => pool.stats().waiting === 1);
+  t.match(pool.stats().tenants, [{ tenant: 'org-capped', waiting: 1, busy: 1 }], 'one isolate at a time');
+  gate.open();
+  for (const run of held) t.match(await run, { kind: 'output', output: 'opened' });
+  // Its runs since ended by themselves within every cap: trusted again.
+  const next = gatedHost();
+  const both = [1, 2].map(() =>
+    runCode(pool, request(holding, { tenant: 'org-capped', timeoutMs: 10_000 }), next.host),
+  );
+  await until(() => pool.stats().busy === 2);
+  t.match(pool.stats().tenants, [{ tenant: 'org-capped', waiting: 0, busy: 2 }], 'trusted: both run at once');
+  next.open();
+  for (const run of both) t.match(await run, { kind: 'output', output: 'opened' });
+  // A cap refused at the module's top level fails the module's task: probation all the same.
+  t.match(
+    await runCode(
+      pool,
+      request('new ArrayBuffer(0, { maxByteLength: 2 ** 40 }); export default () => 1', { tenant: 'org-capped' }),
+      fakeHost(),
+    ),
+    { kind: 'error', error: { code: 'code_error', message: /maxOutsideHeapBytes/ } },
+  );
+  const last = gatedHost();
+  const again = [1, 2].map(() =>
+    runCode(pool, request(holding, { tenant: 'org-capped', timeoutMs: 10_000 }), last.host),
+  );
+  await until(() => pool.stats().waiting === 1);
+  t.match(pool.stats().tenants, [{ tenant: 'org-capped', waiting: 1, busy: 1 }], 'one isolate at a time again');
+  last.open();
+  for (const run of again) t.match(await run, { kind: 'output', output: 'opened' });
+});
+
 t.test('an extra isolate is retired after it idled', async (t) => {
   const pool = testPool(t, { size: 1, maxIsolates: 2, extraIdleMs: 20 }, pools);
   const gate = gatedHost();

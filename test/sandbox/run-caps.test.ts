@@ -72,11 +72,14 @@ t.test('resizable ArrayBuffers: maxByteLength counts against the run', async (t)
 });
 
 t.test('Intl objects and Segmenter output count against the run', async (t) => {
+  // Within the count caps, Intl objects and Segmenter copies still charge their bytes: after a
+  // resizable buffer that leaves less than their size, the next one is refused by the byte budget.
+  const nearlyFull = `new ArrayBuffer(0, { maxByteLength: ${32 * MiB - 40 * 1024} })`;
   await capped(
     t,
     `export default () => {
-      const kept = [];
-      for (let i = 0; i < 200000; i++) kept.push(new Intl.DateTimeFormat('en'));
+      const kept = [${nearlyFull}];
+      for (let i = 0; i < 10; i++) kept.push(new Intl.DateTimeFormat('en'));
       return kept.length;
     }`,
     /an Intl\.DateTimeFormat .*maxOutsideHeapBytes/,
@@ -84,11 +87,48 @@ t.test('Intl objects and Segmenter output count against the run', async (t) => {
   await capped(
     t,
     `export default () => {
-      const kept = [];
-      for (let i = 0; i < 200000; i++) kept.push(Intl.NumberFormat('en'), new (Intl.Collator.prototype.constructor)('en'));
+      const kept = [${nearlyFull}];
+      for (let i = 0; i < 100; i++) kept.push(Intl.NumberFormat('en'), new (Intl.Collator.prototype.constructor)('en'));
       return kept.length;
     }`,
     OUTSIDE,
+  );
+  await capped(
+    t,
+    `export default () => [${nearlyFull}, new Intl.Segmenter().segment('x'.repeat(100_000))]`,
+    /Intl\.Segmenter\.prototype\.segment .*maxOutsideHeapBytes/,
+  );
+  await capped(
+    t,
+    `export default () => {
+      const segments = new Intl.Segmenter().segment('x'.repeat(100_000));
+      return [new ArrayBuffer(0, { maxByteLength: ${32 * MiB - 300 * 1024} }), segments[Symbol.iterator]()];
+    }`,
+    /an iterator of Intl\.Segmenter segments .*maxOutsideHeapBytes/,
+  );
+});
+
+t.test('Intl objects and the characters Intl.Segmenter copies are counted per run: ICU time', async (t) => {
+  // 200,000 kept formatters would be ≈ 5 GB; long before the bytes, the count stops them (each
+  // costs ICU ≈ 0.15–0.3 ms to build, so a run stops after tens of milliseconds of that).
+  await capped(
+    t,
+    `export default () => {
+      const kept = [];
+      for (let i = 0; i < 200000; i++) kept.push(new Intl.DateTimeFormat('en'));
+      return kept.length;
+    }`,
+    /an Intl\.DateTimeFormat would take this run past its 256 Intl objects \(maxIntlObjects\)/,
+  );
+  // Any constructor, called or constructed, counts; even a cheap one.
+  await capped(
+    t,
+    `export default () => {
+      const kept = [];
+      for (let i = 0; i < 200; i++) kept.push(Intl.NumberFormat('en'), new (Intl.Collator.prototype.constructor)('en'));
+      return kept.length;
+    }`,
+    /maxIntlObjects/,
   );
   await capped(
     t,
@@ -99,18 +139,34 @@ t.test('Intl objects and Segmenter output count against the run', async (t) => {
       for (let i = 0; i < 300; i++) kept.push(segmenter.segment(text));
       return kept.length;
     }`,
-    /Intl\.Segmenter\.prototype\.segment .*maxOutsideHeapBytes/,
+    /Intl\.Segmenter\.prototype\.segment would take this run past its 2097152 characters segmented by Intl\.Segmenter \(maxSegmentedChars\)/,
   );
   await capped(
     t,
     `export default () => {
-      const segments = new Intl.Segmenter().segment('x'.repeat(3_000_000));
+      const segments = new Intl.Segmenter().segment('x'.repeat(1_000_000));
       const kept = [];
       for (let i = 0; i < 300; i++) kept.push(segments[Symbol.iterator]());
       return kept.length;
     }`,
-    /an iterator of Intl\.Segmenter segments .*maxOutsideHeapBytes/,
+    /an iterator of Intl\.Segmenter segments .*maxSegmentedChars/,
   );
+  // What ordinary code does stays well within both: a formatter per locale and style, a text
+  // segmented and walked.
+  const within = await sandbox.run(
+    request(
+      `export default () => {
+        const formats = [];
+        for (let i = 0; i < 250; i++) formats.push(new Intl.NumberFormat('en', { minimumFractionDigits: i % 20 }));
+        const words = [...new Intl.Segmenter('en', { granularity: 'word' }).segment('lorem ipsum dolor '.repeat(5_000))];
+        const segments = new Intl.Segmenter().segment('y'.repeat(900_000));
+        return [formats.length, words.length, segments.containing(899_999).index];
+      }`,
+      { tenant: 'org-b' },
+    ),
+    fakeHost(),
+  );
+  t.match(within, { kind: 'output', output: [250, 30_000, 899_999] }, 'within both counts');
 });
 
 t.test('source handed to eval and the Function constructors is bounded per run, by every route', async (t) => {
