@@ -85,9 +85,9 @@ const alias = (prefix: string) => `${prefix}-${process.pid}-${Date.now().toStrin
 export async function createWorkload(
   system: Pick<System, 'apiUrl' | 'sql'>,
   graph: unknown,
-  options: { sessions: number; quota: number },
+  options: { sessions: number; quota: number; account?: Account },
 ): Promise<Workload> {
-  const account = await signIn(system);
+  const account = options.account ?? (await signIn(system));
   const org = (await rest(system, 'POST', '/v1/orgs', { alias: alias('bench-org') }, account.token)).org;
   const { blob, revision } = await rest(
     system,
@@ -106,6 +106,29 @@ export async function createWorkload(
   for (let i = 0; i < options.sessions; i++)
     sessionIds.push((await command(system, account, revision.id, 'create_session', {})).session.id);
   return { account, orgId: org.id, blobId: blob.id, revisionId: revision.id, definitionId: definition.id, sessionIds };
+}
+
+/**
+ * `count` organizations of one account, each a workload of one session (`createWorkload`), made
+ * `parallel` at a time: the many-organization rows, where one client drives every organization.
+ */
+export async function createOrgWorkloads(
+  system: Pick<System, 'apiUrl' | 'sql'>,
+  graph: unknown,
+  options: { count: number; quota: number; parallel?: number },
+): Promise<Workload[]> {
+  const account = await signIn(system);
+  await setOverride(system, 'platform.orgs_per_user', 'user', account.userId, options.count + 10);
+  const workloads: Workload[] = [];
+  let next = 0;
+  const lane = async () => {
+    while (next < options.count) {
+      next += 1;
+      workloads.push(await createWorkload(system, graph, { sessions: 1, quota: options.quota, account }));
+    }
+  };
+  await Promise.all(Array.from({ length: options.parallel ?? 8 }, lane));
+  return workloads;
 }
 
 /** A JSON-RPC connection on which any number of calls may be in flight. */

@@ -34,7 +34,11 @@ export async function createMany(
   workloads: readonly Workload[],
   options: CreateOptions,
 ): Promise<string[]> {
-  const sockets: RpcConnection[] = await Promise.all(workloads.map((w) => connectRpc(system, w.account)));
+  // One connection per account: workloads of one account (createOrgWorkloads) share it.
+  const byAccount = new Map<string, Promise<RpcConnection>>();
+  for (const w of workloads)
+    if (!byAccount.has(w.account.token)) byAccount.set(w.account.token, connectRpc(system, w.account));
+  const sockets: RpcConnection[] = await Promise.all(workloads.map((w) => byAccount.get(w.account.token)!));
   const ids: string[] = new Array(options.count);
   let next = 0;
   const started = performance.now();
@@ -75,7 +79,7 @@ export async function createMany(
         workloads.flatMap((workload, w) => Array.from({ length: options.window }, () => lane(sockets[w]!, workload))),
       );
   } finally {
-    for (const socket of sockets) socket.close();
+    for (const socket of new Set(sockets)) socket.close();
   }
   return ids;
 }

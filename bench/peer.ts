@@ -23,9 +23,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import '../shared/db/embedded.ts';
 import { Logger, run, type Runner, type Task } from 'graphile-worker';
-import { createWorkload, type Workload } from './client.ts';
+import { createOrgWorkloads, createWorkload, type Workload } from './client.ts';
 import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
 import { batchSpan, createMany, executionLatencies, waitForEnd } from './executions.ts';
+import { observabilityCost } from './observability-cost.ts';
 import { fmt, summarize, table, type Summary } from './stats.ts';
 import { BENCH_GRAPH } from './workflow.ts';
 import { startSystem, type System } from './system.ts';
@@ -37,6 +38,8 @@ const { values: args } = parseArgs({
     latency: { type: 'string', default: '200' },
     gap: { type: 'string', default: '15' },
     orgs: { type: 'string', default: '1' },
+    'round-robin-orgs': { type: 'string', default: '1000' },
+    'observability-rounds': { type: 'string', default: '3' },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -44,6 +47,10 @@ const IN_FLIGHT = Number(args['in-flight']);
 const LATENCY = Number(args.latency);
 const GAP_MS = Number(args.gap);
 const ORGS = Number(args.orgs);
+/** Organizations of the round-robin row (0: no such row). */
+const ROUND_ROBIN_ORGS = Number(args['round-robin-orgs']);
+/** Alternating batches per setup of the observability rows (0: no such rows). */
+const OBSERVABILITY_ROUNDS = Number(args['observability-rounds']);
 /** The peer's worker concurrency and local queue: graphile-worker's performance page's advice, sized for 2 cores. */
 const PEER_CONCURRENCY = 16;
 const PEER_LOCAL_QUEUE = PEER_CONCURRENCY + 1;
@@ -137,7 +144,16 @@ async function peer(system: System): Promise<Side> {
   }
 }
 
+interface Statement {
+  query: string;
+  callsPerExecution: number;
+  msPerExecution: number;
+}
+
 interface Account {
+  statementsPerExecution: number;
+  /** The statements that took the most of the server's execution time, most first. */
+  topStatements: Statement[];
   cpuMsPerExecution: Record<string, number>;
   walBytesPerExecution: number;
   walSyncsPerExecution: number;
@@ -155,6 +171,38 @@ async function ioSnapshot(system: System): Promise<{ wal: bigint; syncs: number;
     wal: (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`),
     syncs: Number(rows[0]!.syncs),
     commits: Number(rows[0]!.commits),
+  };
+}
+
+/** pg_stat_statements (preloaded on the bench's durable server) from zero, for this database. */
+async function resetStatements(system: System): Promise<void> {
+  await system.sql.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await system.sql.query('SELECT pg_stat_statements_reset()');
+}
+
+/** Statements executed in this database since the reset: how many, and the costliest ones. */
+async function readStatements(
+  system: System,
+  executions: number,
+): Promise<Pick<Account, 'statementsPerExecution' | 'topStatements'>> {
+  const where = 'dbid = (SELECT oid FROM pg_database WHERE datname = current_database())';
+  const total = await system.sql.query<{ calls: string }>(
+    `SELECT coalesce(sum(calls), 0)::text AS calls FROM pg_stat_statements WHERE ${where}`,
+  );
+  const { rows } = await system.sql.query<{ query: string; calls: string; ms: number }>(
+    `SELECT query, calls::text AS calls, total_exec_time AS ms FROM pg_stat_statements
+      WHERE ${where} ORDER BY total_exec_time DESC LIMIT ${Number(process.env.PEER_TOP ?? 12)}`,
+  );
+  return {
+    statementsPerExecution: Number(total.rows[0]!.calls) / executions,
+    topStatements: rows.map((r) => ({
+      query: r.query
+        .replace(/\s+/g, ' ')
+        .replaceAll('|', '¦')
+        .slice(0, Number(process.env.PEER_WIDTH ?? 100)),
+      callsPerExecution: Number(r.calls) / executions,
+      msPerExecution: r.ms / executions,
+    })),
   };
 }
 
@@ -176,18 +224,21 @@ async function product(system: System): Promise<{ side: Side; account: Account }
     'control plane': [system.controlPlane.pid],
     'runner (with its sandbox children)': system.runners.map((r) => r.pid),
   };
+  await resetStatements(system);
   const cpuBefore = await cpuSnapshot(groups, postmaster);
   const ioBefore = await ioSnapshot(system);
   const ids = await createMany(system, workloads, { count: EXECUTIONS, window: 8, inFlight: IN_FLIGHT });
   const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
   const cpuAfter = await cpuSnapshot(groups, postmaster);
   const ioAfter = await ioSnapshot(system);
+  const statements = await readStatements(system, EXECUTIONS);
   const span = await batchSpan(system.sql, ids);
   if (open > 0) log(`product: ${open} executions had not ended after ${BATCH_TIMEOUT_MS / 1000} s`);
   const spent = cpuSpent(cpuBefore, cpuAfter);
   return {
     side: { start: summarize(toStart), perSecond: span.succeeded / span.seconds, succeeded: span.succeeded },
     account: {
+      ...statements,
       cpuMsPerExecution: Object.fromEntries(Object.entries(spent).map(([name, s]) => [name, (s * 1000) / EXECUTIONS])),
       walBytesPerExecution: Number(ioAfter.wal - ioBefore.wal) / EXECUTIONS,
       walSyncsPerExecution: (ioAfter.syncs - ioBefore.syncs) / EXECUTIONS,
@@ -196,10 +247,33 @@ async function product(system: System): Promise<{ side: Side; account: Account }
   };
 }
 
+/**
+ * The throughput batch again, over `ROUND_ROBIN_ORGS` organizations of one account taken in turn
+ * (each create the next organization's): what per-organization state (quotas' rows, fair
+ * queueing, caches) costs when every execution is another organization's.
+ */
+async function roundRobin(system: System): Promise<Omit<Side, 'start'>> {
+  log(`product: ${ROUND_ROBIN_ORGS} organizations`);
+  const workloads = await createOrgWorkloads(system, BENCH_GRAPH, { count: ROUND_ROBIN_ORGS, quota: EXECUTIONS });
+  const warm = await createMany(system, workloads, {
+    count: Math.min(500, ROUND_ROBIN_ORGS),
+    window: 1,
+    inFlight: IN_FLIGHT,
+  });
+  await waitForEnd(system.sql, warm, BATCH_TIMEOUT_MS);
+  log(`product: ${EXECUTIONS} executions over ${ROUND_ROBIN_ORGS} organizations, ${IN_FLIGHT} creates in flight`);
+  const ids = await createMany(system, workloads, { count: EXECUTIONS, window: 1, inFlight: IN_FLIGHT });
+  const open = await waitForEnd(system.sql, ids, BATCH_TIMEOUT_MS);
+  if (open > 0) log(`product: ${open} executions had not ended after ${BATCH_TIMEOUT_MS / 1000} s`);
+  const span = await batchSpan(system.sql, ids);
+  return { perSecond: span.succeeded / span.seconds, succeeded: span.succeeded };
+}
+
 async function main(): Promise<string> {
   const system = await startSystem({ runners: 1, durable: true });
   try {
     const ours = await product(system);
+    const many = ROUND_ROBIN_ORGS > 0 ? await roundRobin(system) : null;
     const theirs = await peer(system);
     const p = ours.side;
     const g = theirs;
@@ -232,6 +306,15 @@ async function main(): Promise<string> {
         yes(p.perSecond >= 5 * g.perSecond),
       ],
     ];
+    if (many)
+      rows.push([
+        `throughput over ${ROUND_ROBIN_ORGS} organizations round robin`,
+        `${fmt(many.perSecond, 0)}/s (${many.succeeded} succeeded)`,
+        '',
+        `×${fmt(many.perSecond / p.perSecond, 2)} of one org`,
+        '>= ×0.8 of one org',
+        yes(many.perSecond >= 0.8 * p.perSecond),
+      ]);
     const a = ours.account;
     const accountRows = [
       ['per execution of the product throughput batch', 'value'],
@@ -239,11 +322,20 @@ async function main(): Promise<string> {
       ['WAL written', `${fmt(a.walBytesPerExecution / 1024, 1)} KiB`],
       ['WAL fsyncs (pg_stat_io)', fmt(a.walSyncsPerExecution, 2)],
       ['transactions committed', fmt(a.commitsPerExecution, 1)],
+      ['statements (each a round trip)', fmt(a.statementsPerExecution, 1)],
     ];
-    return [table(rows), '', table(accountRows)].join('\n');
+    const statementRows = [
+      ['costliest statements (pg_stat_statements)', 'calls / execution', 'server ms / execution'],
+      ...a.topStatements.map((st) => [st.query, fmt(st.callsPerExecution, 2), fmt(st.msPerExecution, 3)]),
+    ];
+    return [table(rows), '', table(accountRows), '', table(statementRows)].join('\n');
   } finally {
     await system.stop();
   }
 }
 
 process.stdout.write(`${await main()}\n`);
+if (OBSERVABILITY_ROUNDS > 0)
+  process.stdout.write(
+    `\n${await observabilityCost({ executions: EXECUTIONS, inFlight: IN_FLIGHT, rounds: OBSERVABILITY_ROUNDS })}\n`,
+  );

@@ -136,7 +136,14 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       const { startEmbeddedPostgres } = await import('../shared/db/embedded.ts');
       const { ensureDatabase } = await import('../shared/db/local-database.ts');
       const { withDatabase, LOCAL_DATABASE } = await import('../shared/db/database-url.ts');
-      embedded = await startEmbeddedPostgres({ dir, port: await freePort(), ephemeral: !options.durable });
+      embedded = await startEmbeddedPostgres({
+        dir,
+        port: await freePort(),
+        ephemeral: !options.durable,
+        // The durable server is the one whose statements the bench accounts for (bench/peer.ts).
+        preload: options.durable ? ['pg_stat_statements'] : [],
+        extraFlags: process.env.PG_TRACK_ALL ? ['-c', 'pg_stat_statements.track=all'] : [],
+      });
       await ensureDatabase(embedded.url, LOCAL_DATABASE);
       databaseUrl = withDatabase(embedded.url, LOCAL_DATABASE);
     }

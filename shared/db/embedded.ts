@@ -32,6 +32,9 @@ export interface EmbeddedOptions {
    * children: told of each death and each restart. Unset: a death is left alone (tests).
    */
   supervise?: { onDeath(detail: string): void; onRestart(attempt: number): void };
+  /** Server libraries to preload (`shared_preload_libraries`), e.g. the bench's `pg_stat_statements`. */
+  preload?: string[];
+  extraFlags?: string[];
 }
 
 /** The server's log file is rotated past this (one older file kept): disk is shared too. */
@@ -75,6 +78,8 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       // wins over postgresql.conf and ALTER SYSTEM, so an operator's setting cannot hang it.
       '-c',
       'logging_collector=off',
+      ...(options.preload?.length ? ['-c', `shared_preload_libraries=${options.preload.join(',')}`] : []),
+      ...(options.extraFlags ?? []),
       ...(options.ephemeral
         ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300']
         : ['-c', 'max_connections=200']),
