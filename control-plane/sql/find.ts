@@ -5,7 +5,7 @@ import { preparedQuery } from '../../shared/db/prepared-query.ts';
 /** The kinds of resource an id can name here, in the order they are looked for. */
 export type FoundKind = 'organization' | 'blob' | 'revision' | 'session' | 'definition' | 'execution' | 'schedule';
 
-export interface FoundRow {
+interface FoundRow {
   kind: FoundKind;
   id: string;
   org_id: string;
