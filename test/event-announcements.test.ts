@@ -53,18 +53,16 @@ t.test('a NOTIFY carries its events and the one before them, as the listing answ
   const stored = await executionEvents(app, alice, flow, execution.id);
   t.equal(stored.length, 3);
   t.match(first, { stream: 'execution', ownerId: execution.id, newest: Number(stored[1].id) });
-  t.equal(first!.carried!.prev, 0, 'the execution had no event before');
-  t.strictSame(first!.carried!.events, stored.slice(0, 2), 'the records the listing answers');
-  t.equal(second!.carried!.prev, Number(stored[1].id), "the previous statement's newest event");
-  t.strictSame(second!.carried!.events, stored.slice(2));
+  t.equal(first!.carried()!.prev, 0, 'the execution had no event before');
+  t.strictSame(first!.carried()!.events, stored.slice(0, 2), 'the records the listing answers');
+  t.equal(second!.carried()!.prev, Number(stored[1].id), "the previous statement's newest event");
+  t.strictSame(second!.carried()!.events, stored.slice(2));
 });
 
 t.test('events past what a NOTIFY holds are announced by id alone', async (t) => {
   const payload = await append([{ kind: 'node.finished', node: 'a', attributes: { logs: ['x'.repeat(9000)] } }]);
   const stored = await executionEvents(app, alice, flow, execution.id);
-  t.strictSame(parseAnnouncement(payload), {
-    stream: 'execution',
-    ownerId: execution.id,
-    newest: Number(stored.at(-1).id),
-  });
+  const announced = parseAnnouncement(payload)!;
+  t.match(announced, { stream: 'execution', ownerId: execution.id, newest: Number(stored.at(-1).id) });
+  t.equal(announced.carried(), null, 'no events carried');
 });

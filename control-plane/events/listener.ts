@@ -10,7 +10,7 @@ import {
   lastEventId,
   parseAnnouncement,
   readEvents,
-  type Announcement,
+  type CarriedEvents,
   type EventStream,
 } from '../../shared/events/store.ts';
 
@@ -167,7 +167,7 @@ export function createEventListener(options: EventListenerOptions): EventListene
    * Sends a subscription the carried events after the last one it was sent, when that one is
    * `prev` or among them; false when it needs a read instead.
    */
-  function pushCarried(sub: Subscription, announced: NonNullable<Announcement['carried']>): boolean {
+  function pushCarried(sub: Subscription, announced: CarriedEvents): boolean {
     const { prev, events } = announced;
     let start: number;
     if (sub.lastId === prev) start = 0;
@@ -191,7 +191,8 @@ export function createEventListener(options: EventListenerOptions): EventListene
     let read = false;
     for (const sub of subs) {
       if (sub.lastId >= announced.newest) continue;
-      if (announced.carried && pushCarried(sub, announced.carried)) continue;
+      const carried = announced.carried();
+      if (carried && pushCarried(sub, carried)) continue;
       read = true;
     }
     if (read) {

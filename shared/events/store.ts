@@ -128,14 +128,23 @@ export function announceExecutionEvents(name: string, inserted: string, channelP
                          FROM ${inserted} i GROUP BY i.execution_id) AS g) AS p)`;
 }
 
+/** The events an announcement carries (in id order), and the id of the owner's event before them. */
+export interface CarriedEvents {
+  prev: number;
+  events: EventRecord[];
+}
+
 /** A NOTIFY on the events channel, parsed: whose news it is, and the events when it carries them. */
 export interface Announcement {
   stream: EventStream;
   ownerId: string;
   /** The newest event announced. */
   newest: number;
-  /** The events carried (in id order), and the id of the owner's event before them. */
-  carried?: { prev: number; events: EventRecord[] };
+  /**
+   * The events carried, parsed on the first call (null: none carried). Lazy: the listener looks
+   * at every announcement of the database, and parses the JSON only of owners with subscribers.
+   */
+  carried(): CarriedEvents | null;
 }
 
 /**
@@ -152,17 +161,23 @@ export function parseAnnouncement(payload: string): Announcement | null {
   const third = payload.indexOf(':', second + 1);
   const newest = Number(payload.slice(second + 1, third < 0 ? undefined : third));
   if (!Number.isSafeInteger(newest)) return null;
-  if (third < 0) return { stream, ownerId, newest };
-  const fourth = payload.indexOf(':', third + 1);
-  const prev = Number(payload.slice(third + 1, fourth));
-  if (fourth < 0 || !Number.isSafeInteger(prev)) return { stream, ownerId, newest };
-  try {
-    const rows = JSON.parse(payload.slice(fourth + 1)) as Array<EventRecord>;
-    const events = rows.map((row) => ({ ...row, id: String(row.id), at: new Date(row.at).toISOString() }));
-    return { stream, ownerId, newest, carried: { prev, events } };
-  } catch {
-    return { stream, ownerId, newest };
-  }
+  let parsed: CarriedEvents | null | undefined;
+  const carried = (): CarriedEvents | null => {
+    if (parsed !== undefined) return parsed;
+    parsed = null;
+    const fourth = third < 0 ? -1 : payload.indexOf(':', third + 1);
+    const prev = Number(payload.slice(third + 1, fourth));
+    if (fourth < 0 || !Number.isSafeInteger(prev)) return parsed;
+    try {
+      const rows = JSON.parse(payload.slice(fourth + 1)) as EventRecord[];
+      const events = rows.map((row) => ({ ...row, id: String(row.id), at: new Date(row.at).toISOString() }));
+      parsed = { prev, events };
+    } catch {
+      // An announcement the listener cannot use is read instead.
+    }
+    return parsed;
+  };
+  return { stream, ownerId, newest, carried };
 }
 
 /** The two event logs: a session's events, and an execution's. Each has its own id sequence. */
