@@ -124,6 +124,12 @@ nodes:
       code: "export default async (input) => ({ reported: input.error.message })"
 `;
 
+/** Types `id` into the header's search box and submits it. */
+async function find(id: string): Promise<void> {
+  await page.getByLabel('Find by id or alias').fill(id);
+  await page.getByRole('button', { name: 'Find', exact: true }).click();
+}
+
 let revisionUrl = '';
 let definitionUrl = '';
 let sessionId = '';
@@ -275,10 +281,6 @@ t.test(
       input_data: { name },
     });
     gateOf(execution.id).resolve();
-    const find = async (id: string) => {
-      await page.getByLabel('Find by id or alias').fill(id);
-      await page.getByRole('button', { name: 'Find', exact: true }).click();
-    };
     await page.goto(orgUrl);
     await find(execution.id);
     await page.getByRole('heading', { level: 1, name: `Execution ${execution.id}` }).waitFor();
@@ -544,6 +546,16 @@ t.test('schedules: the cron in words, the next fires in their zone, disable, ref
   await page.getByRole('link', { name: 'Revision 1' }).click();
   await page.getByRole('heading', { name: 'Schedules' }).waitFor();
   await page.getByText('No schedule yet.').waitFor();
+  // Its revision found by id alone opens the same page, not the workflow revision page.
+  const schedulerRevision = /\/revisions\/([^/]+)\/schedules$/.exec(new URL(page.url()).pathname)![1]!;
+  await page.goto(orgUrl);
+  await find(schedulerRevision);
+  await page.getByText('No schedule yet.').waitFor();
+  t.equal(new URL(page.url()).pathname, `/console/revisions/${schedulerRevision}/schedules`);
+  // And a link to it as a bare revision goes on to its type's page.
+  await page.goto(`${origin}/console/revisions/${schedulerRevision}`);
+  await page.getByText('No schedule yet.').waitFor();
+  t.equal(new URL(page.url()).pathname, `/console/revisions/${schedulerRevision}/schedules`);
   // Created with the page's form: the cron said in words as it is typed, a problem as one.
   await page.getByRole('button', { name: 'New schedule' }).click();
   const form = page.getByRole('form', { name: 'Schedule form: new schedule' });
