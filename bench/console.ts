@@ -10,7 +10,8 @@
  *   every event that arrived live, the time from the event's own timestamp (written by the
  *   database) to its row in the page's timeline (a MutationObserver's callback, so after React's
  *   commit), p50/p99/max; and whether every event of the execution is on the page once. The same
- *   lag split at the page's WebSocket message: the service's delivery, then the page's own work.
+ *   lag split at the page's WebSocket message: the service's delivery, then the page's own work;
+ *   and the delivery to a subscriber in this process that does nothing else (the service alone).
  *
  *   ./node_modules/.bin/node --no-node-snapshot bench/console.ts
  * `npm run bench` runs it after the tenant-isolation section (`--console-only` runs only it).
@@ -21,6 +22,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import '../shared/db/embedded.ts';
 import { chromium, type Browser } from 'playwright-core';
+import WebSocket from 'ws';
 import { findChromium } from '../test/helpers/chromium.ts';
 import { fmt, summarize, table } from './stats.ts';
 import { runSection, type System } from './system.ts';
@@ -153,6 +155,25 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
     input_data: {},
   });
   log(`execution ${execution.id}: ${LOOPS * 2} node runs after a 3 s sleep`);
+  // The same execution followed from here too, by a subscriber with nothing else to do: the
+  // service's delivery alone, without the page's main thread, which takes a message only
+  // between its own tasks.
+  const nodeReceived = new Map<string, number>();
+  const socket = new WebSocket(system.wsUrl, { headers: { authorization: `Bearer ${token}` } });
+  socket.on('message', (data) => {
+    const at = Date.now();
+    const event = (JSON.parse(String(data)) as { params?: { event?: { id?: string } } }).params?.event;
+    if (typeof event?.id === 'string' && !nodeReceived.has(event.id)) nodeReceived.set(event.id, at);
+  });
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  socket.send(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'subscribe',
+      params: { revision_id: revision.id, execution_id: execution.id },
+    }),
+  );
   await page.goto(`${system.apiUrl}/console/revisions/${revision.id}/executions/${execution.id}`);
   await page.locator('.node-box[data-node="check"]').waitFor();
   // Events written from here on arrive live; those before were replayed on subscribing.
@@ -185,6 +206,10 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
   const liveRows = rows.filter((row) => Date.parse(row.at) >= subscribedAt && received[row.id] !== undefined);
   const delivery = summarize(liveRows.map((row) => received[row.id]! - Date.parse(row.at)));
   const inPage = summarize(liveRows.map((row) => row.applied - received[row.id]!));
+  socket.close();
+  const toNode = summarize(
+    liveRows.filter((row) => nodeReceived.has(row.id)).map((row) => nodeReceived.get(row.id)! - Date.parse(row.at)),
+  );
   const runs = (
     await system.sql.query<{ node_runs: number }>('SELECT node_runs FROM executions WHERE id = $1::uuid', [
       execution.id,
@@ -194,6 +219,7 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
   const split = [
     ['part of the lag', 'p50 ms', 'p99 ms', 'max ms'],
     ['delivery: event timestamp → its WebSocket message', fmt(delivery.p50), fmt(delivery.p99), fmt(delivery.max)],
+    ['  the same to an idle subscriber in the bench process', fmt(toNode.p50), fmt(toNode.p99), fmt(toNode.max)],
     ['page: WebSocket message → its row in the DOM', fmt(inPage.p50), fmt(inPage.p99), fmt(inPage.max)],
   ];
   const following = [

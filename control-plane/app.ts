@@ -25,6 +25,7 @@ import { userRoutes } from './routes/users.ts';
 import { orgRoutes } from './routes/orgs.ts';
 import { blobRoutes } from './routes/blobs.ts';
 import { revisionRoutes } from './routes/revisions.ts';
+import { findRoutes } from './routes/find.ts';
 import { metadataRoutes } from './routes/metadata.ts';
 import { limitsRoutes } from './routes/limits.ts';
 import { memberRoutes } from './routes/members.ts';
@@ -230,6 +231,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await v1.register(orgRoutes);
       await v1.register(blobRoutes);
       await v1.register(revisionRoutes);
+      await v1.register(findRoutes);
       await v1.register(metadataRoutes);
       await v1.register(limitsRoutes);
       await v1.register(memberRoutes);

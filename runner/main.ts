@@ -138,6 +138,7 @@ async function start(): Promise<void> {
     threadTracing: config.tracing && { ...config.tracing, serviceName: config.tracing.serviceName ?? SERVICE_NAME },
     outside: { egress: config.egress, credentialKey: config.secrets.CREDENTIAL_KEY },
     graphBounds: sessionGraphBounds(config.storage),
+    nodeRunValueBytes: config.storage.nodeRunValueBytes,
   });
   await engine.start();
   retention = startRetentionTimer(db, { log });

@@ -103,6 +103,8 @@ export interface EngineWorkerData {
   outside: OutsideSettings | null;
   /** What a session graph may hold (GRAPH_ELEMENTS_PER_SESSION, GRAPH_BYTES_PER_SESSION). */
   graphBounds: SessionGraphBounds;
+  /** How much of a node run's input and output its event keeps (NODE_RUN_VALUE_BYTES). */
+  nodeRunValueBytes: number;
 }
 
 /** The runner's tracing settings as its worker threads take them. */

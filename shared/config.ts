@@ -4,6 +4,7 @@ import { loadSecrets, type Secrets } from './secrets.ts';
 import { s3SettingsFrom, type S3Settings } from './onnx/s3-settings.ts';
 import { RUNNER_TIMING_DEFAULTS } from './runner-timings.ts';
 import { DEFAULT_SESSION_GRAPH_BOUNDS } from './graph/session-graph-usage.ts';
+import { DEFAULT_NODE_RUN_VALUE_BYTES } from './workflow/run-values.ts';
 import { AddressExemptions } from './egress/addresses.ts';
 import { EGRESS_DEFAULTS, parseOrgHosts, type EgressSettings } from './egress/policy.ts';
 
@@ -66,6 +67,8 @@ export interface Config {
     /** Elements (and their bytes) one session's graph may hold (shared/graph/session-graph-usage.ts). */
     graphElementsPerSession: number;
     graphBytesPerSession: number;
+    /** Bytes of a node run's input and of its output kept whole in its ending event (shared/workflow/run-values.ts). */
+    nodeRunValueBytes: number;
   };
   /** Webhooks in and out (docs/webhooks.md); 0 turns a bound off. */
   hooks: {
@@ -227,6 +230,7 @@ const envSchema = z
     GRAPH_BYTES_PER_REVISION: intVar('GRAPH_BYTES_PER_REVISION', 64 * 1024 * 1024),
     GRAPH_ELEMENTS_PER_SESSION: intVar('GRAPH_ELEMENTS_PER_SESSION', DEFAULT_SESSION_GRAPH_BOUNDS.elements),
     GRAPH_BYTES_PER_SESSION: intVar('GRAPH_BYTES_PER_SESSION', DEFAULT_SESSION_GRAPH_BOUNDS.bytes),
+    NODE_RUN_VALUE_BYTES: intVar('NODE_RUN_VALUE_BYTES', DEFAULT_NODE_RUN_VALUE_BYTES, { max: 1_048_576 }),
     TRIGGERS_PER_SESSION: intVar('TRIGGERS_PER_SESSION', 10),
     EVENT_HOOKS_PER_SESSION: intVar('EVENT_HOOKS_PER_SESSION', 10),
     HOOK_CALLS_PER_TRIGGER_PER_MINUTE: intVar('HOOK_CALLS_PER_TRIGGER_PER_MINUTE', 120),
@@ -424,6 +428,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       graphBytesPerRevision: v.GRAPH_BYTES_PER_REVISION,
       graphElementsPerSession: v.GRAPH_ELEMENTS_PER_SESSION,
       graphBytesPerSession: v.GRAPH_BYTES_PER_SESSION,
+      nodeRunValueBytes: v.NODE_RUN_VALUE_BYTES,
     },
     hooks: {
       triggersPerSession: v.TRIGGERS_PER_SESSION,

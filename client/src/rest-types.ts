@@ -2963,6 +2963,132 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/find/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find what an id names
+         * @description Any id of an organization, blob, revision, session, definition, execution or schedule, or an organization or blob alias → what it is and the organization, blob (with its type), revision and session it belongs to, so a client holding a bare id can address it. Only what the caller may read is found; anything else is 404, as if it did not exist.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description What the id names. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            found: components["schemas"]["Found"];
+                            /** @enum {string} */
+                            status: "success";
+                        };
+                    };
+                };
+                /** @description `invalid_request_body`: The request body or parameters are invalid. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "invalid_request_body";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `unauthorized`: Missing, invalid, expired or revoked credentials. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
+                };
+                /** @description `not_found`: No such resource. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "not_found";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `rate_limited`: Too many requests from this address; try again after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+                /** @description `internal_error`: An unexpected error occurred. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            error: "internal_error";
+                            /** @description invalid_definition: every problem found. */
+                            errors?: unknown[];
+                            limit?: components["schemas"]["LimitObject"];
+                            message: string;
+                            /** @enum {string} */
+                            status: "failure";
+                        };
+                    };
+                };
+                /** @description `unavailable`: The database cannot be reached; try again shortly. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/hooks/{trigger_id}": {
         parameters: {
             query?: never;
@@ -13974,6 +14100,25 @@ export interface components {
             message: string;
             /** @constant */
             status: "failure";
+        };
+        Found: {
+            /** @description The blob it is or belongs to; null for an organization. */
+            blob_id: string | null;
+            /** @description That blob's type; null for an organization. */
+            blob_type: ("svc.compute.workflow" | "svc.compute.scheduler" | "svc.model.onnx" | "svc.graph.graphdb" | "svc.dataset.nlp") | null;
+            /**
+             * Format: uuid
+             * @description The id of what was found (an alias is answered with the id it names).
+             */
+            id: string;
+            /** @enum {string} */
+            kind: "organization" | "blob" | "revision" | "session" | "definition" | "execution" | "schedule";
+            /** Format: uuid */
+            org_id: string;
+            /** @description The revision it is or belongs to, if any. */
+            revision_id: string | null;
+            /** @description The session it is or runs in (sessions and executions). */
+            session_id: string | null;
         };
         GraphEdge: {
             id: string;

@@ -4,7 +4,15 @@ import type { Db } from '../../shared/db/db.ts';
 import { ListenConnection } from '../../shared/db/listen-connection.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import type { CommandConnection } from './connection.ts';
-import { EVENTS_CHANNEL, eventRecord, lastEventId, readEvents, type EventStream } from '../../shared/events/store.ts';
+import {
+  EVENTS_CHANNEL,
+  eventRecord,
+  lastEventId,
+  parseAnnouncement,
+  readEvents,
+  type CarriedEvents,
+  type EventStream,
+} from '../../shared/events/store.ts';
 
 /**
  * Live events: one LISTEN connection per control-plane process on `ws_events`, fanning each
@@ -17,6 +25,14 @@ import { EVENTS_CHANNEL, eventRecord, lastEventId, readEvents, type EventStream 
  * than "the event the NOTIFY names" means a lost connection, a failed read or a burst of
  * notifications costs nothing: the next read catches up, nothing is pushed twice, and events
  * always arrive in id order.
+ *
+ * The runner's announcements also carry the events themselves when they fit in a NOTIFY, with the
+ * id of the owner's event before them (shared/events/store.ts, announceExecutionEvents). A
+ * subscription that was last sent that event, or one of those carried, is sent the rest from the
+ * payload at once: no read, so a push costs the NOTIFY and nothing more. Any other subscription
+ * (it lags, or the events before were announced without being carried) is read as above. Pushes
+ * are never queued per subscriber: a socket's sends are buffered by the socket (bounded in
+ * serveConnection), so a slow reader delays nobody else.
  */
 
 /** Subscriptions one socket may hold at once; past it `subscribe` answers 409 `conflict`. */
@@ -25,6 +41,11 @@ export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100;
 export const LISTENER_APPLICATION_NAME = 'workspace-events-listener';
 /** Events read per owner per round; an owner with more is read again at once. */
 const READ_BATCH = 500;
+/**
+ * Owners read at once (one read per owner at a time, so its pushes stay in order): a slow read of
+ * one owner does not hold back the others, and the reads take at most this many pool connections.
+ */
+const MAX_READS = 4;
 
 export interface EventListenerOptions {
   db: Db;
@@ -52,8 +73,12 @@ export interface EventListener {
   subscribe(input: SubscribeInput): Promise<string>;
   /** Ends a subscription of this socket made on this revision; false when there is none. */
   unsubscribe(connectionId: string, subscriptionId: string, revisionId: string): boolean;
-  /** How many subscriptions are live, on how many sockets (for operators and tests). */
-  stats(): { subscriptions: number; connections: number };
+  /**
+   * How many subscriptions are live, on how many sockets; and since the start, how many reads
+   * of an owner's events were made and how many events were pushed from an announcement's
+   * payload without one (for operators and tests).
+   */
+  stats(): { subscriptions: number; connections: number; reads: number; carried: number };
   /** Ends every subscription and the LISTEN connection. */
   close(): Promise<void>;
 }
@@ -82,11 +107,19 @@ export function createEventListener(options: EventListenerOptions): EventListene
 
   let closed = false;
 
+  /** Owners with news not yet read, oldest first; and those being read now. */
   const dirty = new Set<string>();
-  let draining: Promise<void> | null = null;
+  const reading = new Map<string, Promise<void>>();
+  let reads = 0;
+  let carried = 0;
 
   function ownerKey(stream: EventStream, ownerId: string): string {
     return `${stream}:${ownerId}`;
+  }
+
+  function push(sub: Subscription, id: number, event: ReturnType<typeof eventRecord>): void {
+    sub.lastId = id;
+    sub.connection.notify('event', { subscription: sub.id, event });
   }
 
   async function deliver(key: string): Promise<void> {
@@ -94,46 +127,75 @@ export function createEventListener(options: EventListenerOptions): EventListene
     if (!subs || subs.size === 0) return;
     const [first] = subs;
     const from = Math.min(...[...subs].map((s) => s.lastId));
+    reads += 1;
     const rows = await readEvents(db, first!.stream, first!.ownerId, from, READ_BATCH);
     for (const row of rows) {
       const event = eventRecord(row);
       for (const sub of subs) {
-        // A subscription made or ended while the read ran: pushes only what it has not been sent.
+        // A subscription made or ended while the read ran, or sent events from a payload
+        // meanwhile: pushes only what it has not been sent.
         if (row.id <= sub.lastId || !subscriptions.has(sub.id)) continue;
-        sub.lastId = row.id;
-        sub.connection.notify('event', { subscription: sub.id, event });
+        push(sub, row.id, event);
       }
     }
     if (rows.length === READ_BATCH) dirty.add(key);
   }
 
-  // One drain at a time, so one owner's pushes are never interleaved out of order.
+  // Starts reads of the owners with news, oldest first, at most MAX_READS at once and one per owner.
   function kick(): void {
-    if (draining || closed) return;
-    draining = (async () => {
-      while (dirty.size > 0 && !closed) {
-        const key = dirty.values().next().value!;
-        dirty.delete(key);
-        try {
-          await deliver(key);
-        } catch (error) {
+    for (const key of dirty) {
+      if (closed || reading.size >= MAX_READS) return;
+      if (reading.has(key)) continue;
+      dirty.delete(key);
+      const read = deliver(key)
+        .catch((error: unknown) => {
           // The subscriptions keep their lastId, so the owner's next NOTIFY resumes from there.
           log.error({ err: error, owner: key }, 'event push failed');
-        }
-      }
-    })().finally(() => {
-      draining = null;
-      if (dirty.size > 0) kick();
-    });
+        })
+        .finally(() => {
+          reading.delete(key);
+          kick();
+        });
+      reading.set(key, read);
+    }
+  }
+
+  /**
+   * Sends a subscription the carried events after the last one it was sent, when that one is
+   * `prev` or among them; false when it needs a read instead.
+   */
+  function pushCarried(sub: Subscription, announced: CarriedEvents): boolean {
+    const { prev, events } = announced;
+    let start: number;
+    if (sub.lastId === prev) start = 0;
+    else {
+      start = events.findIndex((event) => Number(event.id) === sub.lastId) + 1;
+      if (start === 0) return false;
+    }
+    for (const event of events.slice(start)) {
+      carried += 1;
+      push(sub, Number(event.id), event);
+    }
+    return true;
   }
 
   function onPayload(payload: string): void {
-    const [stream, ownerId] = payload.split(':');
-    if ((stream !== 'session' && stream !== 'execution') || ownerId === undefined) return;
-    const key = ownerKey(stream, ownerId);
-    if (!byOwner.has(key)) return;
-    dirty.add(key);
-    kick();
+    const announced = parseAnnouncement(payload);
+    if (announced === null) return;
+    const key = ownerKey(announced.stream, announced.ownerId);
+    const subs = byOwner.get(key);
+    if (!subs) return;
+    let read = false;
+    for (const sub of subs) {
+      if (sub.lastId >= announced.newest) continue;
+      const carried = announced.carried();
+      if (carried && pushCarried(sub, carried)) continue;
+      read = true;
+    }
+    if (read) {
+      dirty.add(key);
+      kick();
+    }
   }
 
   const listen = new ListenConnection({
@@ -216,7 +278,7 @@ export function createEventListener(options: EventListenerOptions): EventListene
     },
 
     stats() {
-      return { subscriptions: subscriptions.size, connections: byConnection.size };
+      return { subscriptions: subscriptions.size, connections: byConnection.size, reads, carried };
     },
 
     async close() {
@@ -225,7 +287,7 @@ export function createEventListener(options: EventListenerOptions): EventListene
       byOwner.clear();
       byConnection.clear();
       dirty.clear();
-      await draining;
+      await Promise.all(reading.values());
       await listen.close();
     },
   };

@@ -7,7 +7,7 @@
  */
 import type { Queryable, Tx } from '../../shared/db/db.ts';
 import { preparedQuery } from '../../shared/db/prepared-query.ts';
-import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
+import { announceExecutionEvents, EVENTS_CHANNEL } from '../../shared/events/store.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
 import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
 import type { RunLimits } from '../../shared/workflow/run-limits.ts';
@@ -111,9 +111,8 @@ export async function claimExecutions(
                 SELECT 'node.started', c.state->>'node', jsonb_build_object('processor', c.processor), 2
                  WHERE c.prestarted) AS x
         ORDER BY c.id, x.ord
-       RETURNING id, execution_id),
-     notified AS (SELECT count(pg_notify($4, 'execution:' || execution_id || ':' || last)) AS n
-                    FROM (SELECT execution_id, max(id) AS last FROM ins GROUP BY execution_id) AS g)
+       RETURNING id, kind, at, session_id, execution_id, node, attributes),
+     ${announceExecutionEvents('notified', 'ins', '$4')}
      SELECT claimed.id, claimed.session_id, claimed.org_id, claimed.blob_id, claimed.revision_id, claimed.graph, claimed.limits,
             claimed.state, claimed.node_runs, claimed.attempts, claimed.reason, claimed.prestarted, claimed.traceparent
        FROM claimed, notified`,

@@ -194,6 +194,7 @@ async function open(): Promise<WorkerState> {
     code,
     outside,
     graphBounds: data.graphBounds,
+    nodeRunValueBytes: data.nodeRunValueBytes,
     leaseSeconds: data.leaseSeconds,
     maxRecoveries: data.maxRecoveries,
     onProcessorError: (error, node, execution) =>

@@ -24,6 +24,7 @@ import {
 import { executionLogFields, type Tracing } from '../../shared/tracing/tracing.ts';
 import type { OutsideSettings } from '../outside/outside-calls.ts';
 import { DEFAULT_SESSION_GRAPH_BOUNDS, type SessionGraphBounds } from '../../shared/graph/session-graph-usage.ts';
+import { DEFAULT_NODE_RUN_VALUE_BYTES } from '../../shared/workflow/run-values.ts';
 import { CooldownKeeper } from './cooldown-keeper.ts';
 import { CancelListener } from './cancel-listener.ts';
 import type { ClaimedExecution } from './claim.ts';
@@ -116,6 +117,8 @@ export interface EngineOptions extends EngineTuning {
    * `graph.mutate` nodes and `ctx.graph.mutate`. Absent: the configuration's defaults.
    */
   graphBounds?: SessionGraphBounds;
+  /** NODE_RUN_VALUE_BYTES: how much of a node run's input and output its event keeps. Absent: the default. */
+  nodeRunValueBytes?: number;
 }
 
 /**
@@ -137,6 +140,7 @@ interface InterpreterParts {
   tracing: Tracing | null;
   outside: OutsideSettings | null;
   graphBounds: SessionGraphBounds;
+  nodeRunValueBytes: number;
 }
 
 interface EngineStats {
@@ -258,6 +262,7 @@ export function createEngine(options: EngineOptions): Engine {
     tracing: options.threadTracing ?? null,
     outside: options.outside ?? null,
     graphBounds: options.graphBounds ?? DEFAULT_SESSION_GRAPH_BOUNDS,
+    nodeRunValueBytes: options.nodeRunValueBytes ?? DEFAULT_NODE_RUN_VALUE_BYTES,
     onNotice(notice) {
       switch (notice.type) {
         case 'sandbox':
@@ -358,6 +363,7 @@ export function createEngine(options: EngineOptions): Engine {
       tracing: options.tracing ?? null,
       outside: options.outside ?? null,
       graphBounds: options.graphBounds ?? DEFAULT_SESSION_GRAPH_BOUNDS,
+      nodeRunValueBytes: options.nodeRunValueBytes ?? DEFAULT_NODE_RUN_VALUE_BYTES,
     }) ?? interpretOnThreads;
 
   async function execute(execution: ClaimedExecution): Promise<void> {

@@ -36,6 +36,7 @@ import type { OutsideCalls } from '../outside/outside-calls.ts';
 import type { SessionGraphBounds } from '../../shared/graph/session-graph-usage.ts';
 import { parkForRetry, plannedRetry, retryPolicyOf, withNodeTimeout } from './node-policy.ts';
 import { bounded, type TraceSpan, type Tracing } from '../../shared/tracing/tracing.ts';
+import { runValue } from '../../shared/workflow/run-values.ts';
 
 /** The services the interpreter works with; one per runner. */
 export interface EngineContext {
@@ -50,6 +51,8 @@ export interface EngineContext {
   outside?: OutsideCalls | undefined;
   /** What a session graph may hold (configuration), for `graph.mutate` nodes. */
   graphBounds: SessionGraphBounds;
+  /** How much of a node run's input and output its ending event keeps (shared/workflow/run-values.ts). */
+  nodeRunValueBytes: number;
   leaseSeconds: number;
   /** Crash recoveries without progress after which an execution ends failed (the poison bound). */
   maxRecoveries: number;
@@ -228,7 +231,12 @@ async function interpret(
       const finished: NewExecutionEvent = {
         kind: 'node.finished',
         node: name,
-        attributes: { route: SUCCESS, duration_ms },
+        attributes: {
+          route: SUCCESS,
+          duration_ms,
+          ...runValue('input', state.input, ctx.nodeRunValueBytes),
+          ...runValue('output', result.output, ctx.nodeRunValueBytes),
+        },
       };
       if (result.seconds > (SLEEP_SECONDS_LIMIT.value as number)) {
         const message = `logic.sleep of ${result.seconds} s in node "${name}" is longer than workflow.sleep_seconds (${String(SLEEP_SECONDS_LIMIT.value)} s).`;
@@ -259,7 +267,13 @@ async function interpret(
       events.push({
         kind: 'node.finished',
         node: name,
-        attributes: { ...result.attributes, route: result.route, duration_ms },
+        attributes: {
+          ...result.attributes,
+          route: result.route,
+          duration_ms,
+          ...runValue('input', state.input, ctx.nodeRunValueBytes),
+          ...runValue('output', result.output, ctx.nodeRunValueBytes),
+        },
       });
       const target = targetOf(node, result.route);
       next = { node: target, input: result.output };
@@ -281,7 +295,13 @@ async function interpret(
       const failed: NewExecutionEvent = {
         kind: 'node.failed',
         node: name,
-        attributes: { ...result.attributes, error: result.error, ...attempt, duration_ms },
+        attributes: {
+          ...result.attributes,
+          error: result.error,
+          ...attempt,
+          duration_ms,
+          ...runValue('input', state.input, ctx.nodeRunValueBytes),
+        },
       };
       const retry = plannedRetry(node, state, result.error);
       if (retry !== null) {

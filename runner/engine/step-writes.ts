@@ -11,12 +11,14 @@
  * A node's events are inserted by the statement that records its outcome, and an execution's end,
  * its last events and `execution.finished` (in its own log and its session's) are one statement:
  * the log never shows what the state does not, nor the reverse. Each execution with new events is
- * announced once per statement, naming its newest event: the listener reads everything above what
- * it last pushed (control-plane/events/listener.ts), so one NOTIFY per owner is as good as one per event.
+ * announced once per statement, naming its newest event and carrying the events when they fit
+ * (shared/events/store.ts, announceExecutionEvents): the listener pushes them from the payload to a
+ * subscriber that has everything before them, and otherwise reads everything above what it last
+ * pushed (control-plane/events/listener.ts), so one NOTIFY per owner is as good as one per event.
  */
 import type { Queryable } from '../../shared/db/db.ts';
 import { preparedQuery } from '../../shared/db/prepared-query.ts';
-import { EVENTS_CHANNEL } from '../../shared/events/store.ts';
+import { announceExecutionEvents, EVENTS_CHANNEL } from '../../shared/events/store.ts';
 import type { ExecutionError, TerminalStatus } from '../../shared/workflow/execution-end.ts';
 import { Batcher } from '../../shared/batcher.ts';
 import type { ExecutionState, NewExecutionEvent } from './persist.ts';
@@ -47,6 +49,9 @@ function eventsJson(events: readonly NewExecutionEvent[]): string {
 // processor_runs_per_execution, or any run past the deadline, never starts.
 const MAY_START = `l.node_runs < (l.limits->>'workflow.processor_runs_per_execution')::int AND now() <= l.deadline_at`;
 
+// What the event inserts return: the whole event, which the announcement carries.
+const RETURNED = 'id, kind, at, session_id, execution_id, node, attributes';
+
 // Ordinal of the event a statement appends after a row's own events.
 const LAST = 2147483647;
 
@@ -64,13 +69,7 @@ function insertEventsThen(name: string, source: string, tail: string): string {
                 UNION ALL
                 ${tail}) AS x
         ORDER BY ${source}.id, x.ord
-       RETURNING id, execution_id)`;
-}
-
-/** The CTE `<name>`: one NOTIFY per execution in `inserted`, naming its newest event. */
-function announce(name: string, inserted: string): string {
-  return `${name} AS (SELECT count(pg_notify($2, 'execution:' || execution_id || ':' || last)) AS n
-       FROM (SELECT execution_id, max(id) AS last FROM ${inserted} GROUP BY execution_id) AS g)`;
+       RETURNING ${RETURNED})`;
 }
 
 /** One node to start: `node.started` is appended when it does. */
@@ -142,8 +141,8 @@ const STEPS_SQL = `WITH
        INSERT INTO execution_events (execution_id, session_id, kind, node, attributes)
        SELECT s_src.id, s_src.session_id, 'node.started', s_input.node, jsonb_build_object('processor', s_input.processor)
          FROM s_src JOIN s_input USING (id)
-       RETURNING id, execution_id),
-     ${announce('s_notified', 's_ins')},
+       RETURNING ${RETURNED}),
+     ${announceExecutionEvents('s_notified', 's_ins', '$2')},
 
      -- Node outcomes: the next state and the node's events, and the next node's start when asked
      -- and no ceiling forbids it (node.started after the finished node's events).
@@ -160,7 +159,7 @@ const STEPS_SQL = `WITH
        RETURNING e.id, e.session_id, e.node_runs, a_cur.starts AS started, a_input.events::jsonb AS events,
                  a_input.state::jsonb->>'node' AS next_node, a_input.processor),
      ${insertEventsThen('a_ins', 'a_src', `SELECT 'node.started', a_src.next_node, jsonb_build_object('processor', a_src.processor), ${LAST} WHERE a_src.started`)},
-     ${announce('a_notified', 'a_ins')},
+     ${announceExecutionEvents('a_notified', 'a_ins', '$2')},
 
      -- Ends: status, output/error, ended_at (which frees the running slot), the lease cleared, the
      -- last node's events, execution.finished in the execution's log and in the session's.
@@ -180,7 +179,7 @@ const STEPS_SQL = `WITH
        SELECT e_ended.session_id, e_ended.id, 'execution.finished', jsonb_build_object('execution_id', e_ended.id, 'status', e_ended.status)
          FROM e_ended ORDER BY e_ended.id
        RETURNING id, session_id),
-     ${announce('e_notified', 'e_ins')},
+     ${announceExecutionEvents('e_notified', 'e_ins', '$2')},
      e_session_notified AS (SELECT count(pg_notify($2, 'session:' || session_id || ':' || id)) AS n FROM e_session_ins)
    -- The announcements are read here so that they run.
    SELECT r.kind, r.id, r.runs, r.started

@@ -53,6 +53,8 @@ export interface EngineThreadPoolOptions {
   outside?: OutsideSettings | null;
   /** What a session graph may hold (configuration). */
   graphBounds: SessionGraphBounds;
+  /** How much of a node run's input and output its event keeps (NODE_RUN_VALUE_BYTES). */
+  nodeRunValueBytes: number;
 }
 
 /** How long an idle extra thread lives before piscina ends it (its isolates and connections go with it). */
@@ -102,6 +104,7 @@ export class EngineThreadPool {
       tracing: options.tracing ?? null,
       outside: options.outside ?? null,
       graphBounds: options.graphBounds,
+      nodeRunValueBytes: options.nodeRunValueBytes,
     };
     this.#channel = new BroadcastChannel(channel);
     this.#channel.unref();

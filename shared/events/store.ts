@@ -96,6 +96,90 @@ export async function appendExecutionEvent(
   return eventRecord(rows[0]!);
 }
 
+/** PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more. */
+const MAX_PAYLOAD_BYTES = 8000;
+
+/**
+ * SQL for the CTE `<name>`: one NOTIFY per execution among the rows of `inserted` (a CTE returning
+ * every column of the execution events it inserted), naming its newest event and — when it fits
+ * in a NOTIFY — carrying the events themselves and `prev`, the id of the execution's event before
+ * them. A listener whose subscriber was last sent `prev` pushes the events from the payload
+ * without reading them back (docs/sessions-and-events.md, "Live updates"); any other subscriber,
+ * or a payload too large to carry them, is read as before.
+ *
+ * `prev` is read in the statement's snapshot, which holds neither this statement's rows nor any
+ * committed after the statement began: it may be older than the execution's true previous event
+ * (a writer that committed while this one waited for the execution's row lock), never newer, and
+ * an older one only sends the listener back to a read. Its probe is bounded like readEvents.
+ */
+export function announceExecutionEvents(name: string, inserted: string, channelParam: string): string {
+  return `${name} AS (
+       SELECT count(pg_notify(${channelParam}, CASE WHEN octet_length(p.full) < ${MAX_PAYLOAD_BYTES} THEN p.full ELSE p.short END)) AS n
+         FROM (SELECT 'execution:' || g.execution_id || ':' || g.last AS short,
+                      'execution:' || g.execution_id || ':' || g.last || ':' || coalesce(g.prev, 0) || ':' || g.events AS full
+                 FROM (SELECT i.execution_id, max(i.id) AS last,
+                              (SELECT x.id FROM execution_events x
+                                WHERE (x.execution_id, x.id) > (i.execution_id, 0::bigint)
+                                  AND (x.execution_id, x.id) < (i.execution_id, min(i.id))
+                                ORDER BY x.execution_id DESC, x.id DESC LIMIT 1) AS prev,
+                              json_agg(json_build_object('id', i.id::text, 'kind', i.kind, 'at', i.at,
+                                         'session_id', i.session_id, 'execution_id', i.execution_id,
+                                         'node', i.node, 'attributes', i.attributes) ORDER BY i.id)::text AS events
+                         FROM ${inserted} i GROUP BY i.execution_id) AS g) AS p)`;
+}
+
+/** The events an announcement carries (in id order), and the id of the owner's event before them. */
+export interface CarriedEvents {
+  prev: number;
+  events: EventRecord[];
+}
+
+/** A NOTIFY on the events channel, parsed: whose news it is, and the events when it carries them. */
+export interface Announcement {
+  stream: EventStream;
+  ownerId: string;
+  /** The newest event announced. */
+  newest: number;
+  /**
+   * The events carried, parsed on the first call (null: none carried). Lazy: the listener looks
+   * at every announcement of the database, and parses the JSON only of owners with subscribers.
+   */
+  carried(): CarriedEvents | null;
+}
+
+/**
+ * Parses `<stream>:<owner id>:<newest id>[:<prev id>:<events JSON>]` (null for anything else).
+ * Carried events are made the records the listings answer (`at` as the driver renders it).
+ */
+export function parseAnnouncement(payload: string): Announcement | null {
+  const first = payload.indexOf(':');
+  const second = payload.indexOf(':', first + 1);
+  if (first < 0 || second < 0) return null;
+  const stream = payload.slice(0, first);
+  if (stream !== 'session' && stream !== 'execution') return null;
+  const ownerId = payload.slice(first + 1, second);
+  const third = payload.indexOf(':', second + 1);
+  const newest = Number(payload.slice(second + 1, third < 0 ? undefined : third));
+  if (!Number.isSafeInteger(newest)) return null;
+  let parsed: CarriedEvents | null | undefined;
+  const carried = (): CarriedEvents | null => {
+    if (parsed !== undefined) return parsed;
+    parsed = null;
+    const fourth = third < 0 ? -1 : payload.indexOf(':', third + 1);
+    const prev = Number(payload.slice(third + 1, fourth));
+    if (fourth < 0 || !Number.isSafeInteger(prev)) return parsed;
+    try {
+      const rows = JSON.parse(payload.slice(fourth + 1)) as EventRecord[];
+      const events = rows.map((row) => ({ ...row, id: String(row.id), at: new Date(row.at).toISOString() }));
+      parsed = { prev, events };
+    } catch {
+      // An announcement the listener cannot use is read instead.
+    }
+    return parsed;
+  };
+  return { stream, ownerId, newest, carried };
+}
+
 /** The two event logs: a session's events, and an execution's. Each has its own id sequence. */
 export type EventStream = 'session' | 'execution';
 

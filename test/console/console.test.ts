@@ -124,6 +124,12 @@ nodes:
       code: "export default async (input) => ({ reported: input.error.message })"
 `;
 
+/** Types `id` into the header's search box and submits it. */
+async function find(id: string): Promise<void> {
+  await page.getByLabel('Find by id or alias').fill(id);
+  await page.getByRole('button', { name: 'Find', exact: true }).click();
+}
+
 let revisionUrl = '';
 let definitionUrl = '';
 let sessionId = '';
@@ -202,10 +208,24 @@ t.test('run it: the nodes turn succeeded live; a node shows its output', async (
   await page.locator('.node-box[data-node="done"][data-state="succeeded"]').waitFor();
   await page.getByTestId('execution-status').getByText('succeeded').waitFor();
   t.equal(await page.locator('.node-box[data-node="report"]').getAttribute('data-state'), 'skipped');
+  // A middle node's run: its input (the first node's output) and its output.
+  await page.getByRole('button', { name: /^hold:/ }).click();
+  t.same(JSON.parse((await page.getByLabel('Input of run 1 of node hold', { exact: true }).textContent())!), {
+    hello: 'Ada',
+  });
+  t.same(JSON.parse((await page.getByLabel('Output of run 1 of node hold', { exact: true }).textContent())!), {
+    hello: 'Ada',
+    held: true,
+  });
   await page.getByRole('button', { name: /^done:/ }).click();
-  const output = page.getByLabel('Output of node done');
+  const output = page.getByLabel('Output of run 1 of node done', { exact: true });
   await output.waitFor();
   t.same(JSON.parse((await output.textContent())!), { hello: 'Ada', held: true, done: true });
+  t.same(JSON.parse((await page.getByLabel('Execution output, from node done', { exact: true }).textContent())!), {
+    hello: 'Ada',
+    held: true,
+    done: true,
+  });
   await accessibility(t, 'a finished execution');
   await shot('execution');
 });
@@ -223,9 +243,72 @@ t.test('a failing node shows its error and the route taken', async (t) => {
   await error.waitFor();
   t.match(await error.textContent(), /asked to fail/);
   t.match(await page.locator('.node-run').textContent(), /Route taken: failure/);
+  t.same(JSON.parse((await page.getByLabel('Input of run 1 of node greet', { exact: true }).textContent())!), {
+    fail: true,
+  });
+  await page.getByRole('button', { name: /^report:/ }).click();
+  t.same(
+    JSON.parse((await page.getByLabel('Input of run 1 of node report', { exact: true }).textContent())!),
+    { error: { code: 'code_error', message: 'Error: asked to fail' }, input: { fail: true } },
+    "the failure route's node got the error and the failed node's input",
+  );
   await accessibility(t, 'an execution with a failed node');
   await shot('execution-failure-route');
 });
+
+t.test(
+  'find by a bare id: an execution, a session, a revision (with its blob type), a blob; a long value',
+  async (t) => {
+    const revisionId = /\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!;
+    const definitionId = new URL(definitionUrl).pathname.split('/').at(-1)!;
+    const { access_token } = JSON.parse(
+      (await page.evaluate(() => sessionStorage.getItem('workspace-console.credential')))!,
+    ) as { access_token: string };
+    const rest = async (path: string, body: unknown) => {
+      const res = await fetch(`${origin}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      t.equal(res.status, 200, path);
+      return (await res.json()) as any;
+    };
+    const { session } = await rest(`/v1/revisions/${revisionId}/create_session`, {});
+    const name = 'x'.repeat(3000);
+    const { execution } = await rest(`/v1/revisions/${revisionId}/create_execution`, {
+      session_id: session.id,
+      definition_id: definitionId,
+      input_data: { name },
+    });
+    gateOf(execution.id).resolve();
+    await page.goto(orgUrl);
+    await find(execution.id);
+    await page.getByRole('heading', { level: 1, name: `Execution ${execution.id}` }).waitFor();
+    await page.getByTestId('execution-status').getByText('succeeded').waitFor();
+    // A value past what is shown at once: cut, then whole on request; Copy offered.
+    await page.getByRole('button', { name: /^hold:/ }).click();
+    const input = page.getByLabel('Input of run 1 of node hold', { exact: true });
+    t.match(await input.textContent(), /…$/, 'a long value is cut for display');
+    const whole = JSON.stringify({ hello: name }, null, 2).length.toLocaleString('en-US');
+    await page.getByRole('button', { name: `Show all ${whole} characters` }).click();
+    t.same(JSON.parse((await input.textContent())!), { hello: name }, 'and shown whole on request');
+    await page.getByRole('button', { name: 'Copy Input of run 1 of node hold' }).waitFor();
+    await accessibility(t, 'an execution with a value shown whole');
+    await find(session.id);
+    await page.getByRole('heading', { level: 1, name: /^Session / }).waitFor();
+    t.match(new URL(page.url()).pathname, new RegExp(`/sessions/${session.id}$`));
+    await find(revisionId);
+    await page.getByRole('heading', { name: 'Revision 1' }).waitFor();
+    await page.getByTestId('revision-blob-type').getByText('svc.compute.workflow').waitFor();
+    await page.getByRole('link', { name: 'Blob', exact: true }).click();
+    await page.getByRole('heading', { name: 'Blob acme.flows' }).waitFor();
+    const blobUrl = page.url();
+    const blobId = new URL(blobUrl).pathname.split('/').at(-1)!;
+    await page.goto(orgUrl);
+    await find(blobId);
+    await page.getByRole('heading', { name: 'Blob acme.flows' }).waitFor();
+  },
+);
 
 t.test('a definition edited as a new one: the editor starts from its graph', async (t) => {
   await page.goto(definitionUrl);
@@ -264,7 +347,11 @@ t.test('cancel a running execution; re-run it (a double click runs once); the se
   gateOf(rerunId).resolve();
   await page.getByTestId('execution-status').getByText('succeeded').waitFor();
   await page.getByRole('button', { name: /^greet:/ }).click();
-  t.same(JSON.parse((await page.getByLabel('Input of node greet').textContent())!), { name: 'Bo' }, 'the same input');
+  t.same(
+    JSON.parse((await page.getByLabel('Execution input, given to node greet', { exact: true }).textContent())!),
+    { name: 'Bo' },
+    'the same input',
+  );
   // What the session holds besides executions, written through the API as the signed-in user.
   sessionId = (await page.getByRole('link', { name: 'Session' }).getAttribute('href'))!.split('/').at(-1)!;
   const revisionId = /\/revisions\/([^/]+)/.exec(new URL(revisionUrl).pathname)![1]!;
@@ -459,6 +546,16 @@ t.test('schedules: the cron in words, the next fires in their zone, disable, ref
   await page.getByRole('link', { name: 'Revision 1' }).click();
   await page.getByRole('heading', { name: 'Schedules' }).waitFor();
   await page.getByText('No schedule yet.').waitFor();
+  // Its revision found by id alone opens the same page, not the workflow revision page.
+  const schedulerRevision = /\/revisions\/([^/]+)\/schedules$/.exec(new URL(page.url()).pathname)![1]!;
+  await page.goto(orgUrl);
+  await find(schedulerRevision);
+  await page.getByText('No schedule yet.').waitFor();
+  t.equal(new URL(page.url()).pathname, `/console/revisions/${schedulerRevision}/schedules`);
+  // And a link to it as a bare revision goes on to its type's page.
+  await page.goto(`${origin}/console/revisions/${schedulerRevision}`);
+  await page.getByText('No schedule yet.').waitFor();
+  t.equal(new URL(page.url()).pathname, `/console/revisions/${schedulerRevision}/schedules`);
   // Created with the page's form: the cron said in words as it is typed, a problem as one.
   await page.getByRole('button', { name: 'New schedule' }).click();
   const form = page.getByRole('form', { name: 'Schedule form: new schedule' });

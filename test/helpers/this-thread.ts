@@ -40,6 +40,7 @@ export function onThisThread(
       code,
       outside,
       graphBounds: engine.graphBounds,
+      nodeRunValueBytes: engine.nodeRunValueBytes,
       leaseSeconds,
       maxRecoveries: engine.maxRecoveries,
       onParked: engine.onParked,

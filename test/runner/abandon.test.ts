@@ -45,6 +45,7 @@ t.test('an engine thread that opens after its runner was abandoned writes nothin
     concurrency: 1,
     threads: 1,
     graphBounds: DEFAULT_SESSION_GRAPH_BOUNDS,
+    nodeRunValueBytes: 0,
     isolatesPerThread: 1,
     onNotice: () => {},
   });

@@ -95,6 +95,24 @@ t.test('a three-node workflow runs to succeeded, each output the next input, wit
     t.ok(Number.isInteger(finished.attributes.duration_ms) && finished.attributes.duration_ms >= 0, 'duration_ms');
   }
   t.same(events[6].attributes.logs, [{ level: 'info', message: 'labelling 10' }], 'ctx.log lands in the node event');
+  // Every run's input and output, the middle one's too: each output is the next run's input.
+  t.same(
+    events
+      .filter((event) => event.kind === 'node.finished')
+      .map((event) => [event.attributes.input, event.attributes.output]),
+    [
+      [{ n: 4 }, { n: 5, trail: ['add'] }],
+      [
+        { n: 5, trail: ['add'] },
+        { n: 10, trail: ['add', 'double'] },
+      ],
+      [
+        { n: 10, trail: ['add', 'double'] },
+        { label: 'n=10', trail: ['add', 'double', 'label'] },
+      ],
+    ],
+    "each node run's input and output in its node.finished",
+  );
   t.match(events[7].attributes, { status: 'succeeded', duration_ms: Number });
 
   const sessionEvents = (await command(app, alice, flow.rev, 'list_session_events', { session_id: flow.sessionId }))
@@ -136,6 +154,12 @@ t.test('routes', async (t) => {
       'execution.finished',
     ]);
     t.match(events[2].attributes, { error: { code: 'code_error', message: 'TypeError: bad 1' }, duration_ms: Number });
+    t.same(events[2].attributes.input, { x: 1 }, "the failed run's input in its node.failed");
+    t.same(
+      events[4].attributes.input,
+      execution.output.rescued,
+      "the failure route's node got what failed and on what",
+    );
   });
 
   t.test('a failure without a failure route ends the execution failed with the node error', async (t) => {
@@ -223,7 +247,31 @@ t.test('routes', async (t) => {
     t.equal((await run(graph, { order: { total: 150 }, tier: 'silver' }, flow)).execution.output, 'big');
     const normal = await run(graph, { order: { total: 5 } }, flow);
     t.equal(normal.execution.output, 'normal:5');
-    t.same(normal.events[2].attributes, { route: 'normal', duration_ms: normal.events[2].attributes.duration_ms });
+    t.same(normal.events[2].attributes, {
+      route: 'normal',
+      duration_ms: normal.events[2].attributes.duration_ms,
+      input: { order: { total: 5 } },
+      output: { order: { total: 5 } },
+    });
+  });
+
+  t.test("a run's value past NODE_RUN_VALUE_BYTES is kept as its first bytes and its size", async (t) => {
+    const { execution, events } = await run({
+      start: 'big',
+      nodes: {
+        big: code('export default () => "é".repeat(9000)', { success: 'small' }),
+        small: code('export default () => 1'),
+      },
+    });
+    t.equal(execution.status, 'succeeded');
+    const [big, small] = events.filter((event) => event.kind === 'node.finished').map((event) => event.attributes);
+    // 9,000 two-byte characters and two quotes: 18,002 bytes of JSON, cut at 16,384.
+    t.same(big.input, null, 'a small input is kept whole');
+    t.notOk('output' in big, 'the large output is not kept whole');
+    t.equal(big.output_bytes, 18_002);
+    t.equal(big.output_preview, `"${'é'.repeat(8191)}\uFFFD`, 'its first 16,384 bytes, the cut character as U+FFFD');
+    t.equal(small.input_bytes, 18_002, "the next run's input likewise");
+    t.equal(small.output, 1);
   });
 
   t.test('a loop runs until the code leaves it; every pass is a node run', async (t) => {

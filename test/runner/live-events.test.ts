@@ -1,6 +1,7 @@
 /**
  * Live execution events from a real runner: the batched writes announce each execution once per
- * statement (naming its newest event), and a subscriber still receives every event, once, in order.
+ * statement (naming its newest event and carrying the events), and a subscriber receives every
+ * event, once, in order, as the listing answers it, without the listener reading them back.
  */
 import t from 'tap';
 import { buildTestApp, signInAnonymous } from '../helpers/app.ts';
@@ -33,6 +34,7 @@ t.test('a subscriber to an execution receives each of its events once, in order'
     const answer = await socket.call('subscribe', { revision_id: flow.rev, execution_id: execution.id });
     subscriptions.set(answer.result.subscription, execution.id);
   }
+  const before = app.ctx.events.stats();
   await startEngine(t, databaseUrl);
   for (const execution of executions) await waitForEnd(app, alice, flow, execution.id);
 
@@ -46,6 +48,11 @@ t.test('a subscriber to an execution receives each of its events once, in order'
     const frame = await socket.notification();
     pushed.get(subscriptions.get(frame.params.subscription)!)!.push(frame.params.event);
   }
+  // Each runner statement announced its events with the one before them, and the subscriptions
+  // had been sent that one: every event went out from the payload, none was read back.
+  const after = app.ctx.events.stats();
+  t.equal(after.carried - before.carried, expected, 'every event pushed from its announcement');
+  t.equal(after.reads - before.reads, 0, 'no event read back');
   for (const execution of executions) {
     const stored = await executionEvents(app, alice, flow, execution.id);
     t.same(
@@ -53,6 +60,7 @@ t.test('a subscriber to an execution receives each of its events once, in order'
       stored.map((event: any) => event.id),
       'every stored event pushed once, in order',
     );
+    t.strictSame(pushed.get(execution.id), stored, 'each pushed event is the record the listing answers');
     t.same(
       stored.map((event: any) => `${event.kind}${event.node ? `:${event.node}` : ''}`),
       [

@@ -1,9 +1,10 @@
 /**
  * An execution's events folded into what its graph shows: each node's state, its runs (start,
- * end, duration, route or error, logs) and the routes taken (docs/architecture.md, "Execution
+ * end, duration, route or error, logs, input and output) and the routes taken (docs/architecture.md, "Execution
  * events").
  */
 import type { EventRecord } from '../../../client/src/index.ts';
+import type { CutValue } from '../ui/long-value.tsx';
 import type { GraphSpec, NodeState } from './workflow-graph.ts';
 
 export interface NodeRun {
@@ -13,6 +14,23 @@ export interface NodeRun {
   route: string | null;
   error: { code: string; message: string; limit?: { id: string; value: unknown; held?: number } } | null;
   logs: Array<{ level: string; message: string }>;
+  /** The run's input and output as its ending event keeps them: whole, or cut (`…_preview`, `…_bytes`). */
+  input: RunValue;
+  output: RunValue;
+}
+
+/** A run's input or output: not known (yet), whole, or the part the service kept. */
+export type RunValue = { kind: 'none' } | { kind: 'whole'; value: unknown } | ({ kind: 'cut' } & CutValue);
+
+const NONE: RunValue = { kind: 'none' };
+
+/** `input` or `output` of an ending event's attributes (docs/architecture.md, "Execution events"). */
+function valueOf(attributes: Record<string, unknown>, name: 'input' | 'output'): RunValue {
+  if (Object.hasOwn(attributes, name)) return { kind: 'whole', value: attributes[name] };
+  const preview = attributes[`${name}_preview`];
+  const bytes = attributes[`${name}_bytes`];
+  if (typeof preview === 'string' && typeof bytes === 'number') return { kind: 'cut', preview, bytes };
+  return NONE;
 }
 
 export interface ExecutionView {
@@ -58,7 +76,16 @@ export class ExecutionFold {
     const open = list.at(-1);
     switch (event.kind) {
       case 'node.started':
-        list.push({ startedAt: event.at, endedAt: null, durationMs: null, route: null, error: null, logs: [] });
+        list.push({
+          startedAt: event.at,
+          endedAt: null,
+          durationMs: null,
+          route: null,
+          error: null,
+          logs: [],
+          input: NONE,
+          output: NONE,
+        });
         this.#states[node] = 'running';
         break;
       case 'node.finished':
@@ -70,6 +97,8 @@ export class ExecutionFold {
           open.route = failed ? 'failure' : typeof attributes.route === 'string' ? attributes.route : null;
           open.error = failed ? (attributes.error as NodeRun['error']) : null;
           open.logs = Array.isArray(attributes.logs) ? (attributes.logs as NodeRun['logs']) : [];
+          open.input = valueOf(attributes, 'input');
+          open.output = valueOf(attributes, 'output');
         }
         this.#states[node] = failed ? 'failed' : 'succeeded';
         const route = failed ? 'failure' : (attributes.route as string | undefined);

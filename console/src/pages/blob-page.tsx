@@ -2,6 +2,7 @@
 import { ok } from '../api/service.ts';
 import { useLoad, usePages } from '../api/use-load.ts';
 import { useService } from '../context.ts';
+import { revisionPath } from '../api/places.ts';
 import { Link, seg } from '../router.tsx';
 import { Empty, Loading, More, Refusal, Time } from '../ui/states.tsx';
 
@@ -62,11 +63,7 @@ export function BlobPage({ orgId, blobId }: { orgId: string; blobId: string }) {
               <tr key={revision.id}>
                 <td>
                   <Link
-                    to={
-                      blob.state === 'ready' && blob.data.blob.type === 'svc.model.onnx'
-                        ? `/orgs/${seg(orgId)}/blobs/${seg(blobId)}/revisions/${seg(revision.id)}/model`
-                        : `/revisions/${seg(revision.id)}${pageOf(blob.state === 'ready' ? blob.data.blob.type : '')}`
-                    }
+                    to={revisionPath(orgId, blobId, revision.id, blob.state === 'ready' ? blob.data.blob.type : null)}
                   >
                     Revision {revision.number}
                   </Link>
@@ -84,14 +81,3 @@ export function BlobPage({ orgId, blobId }: { orgId: string; blobId: string }) {
     </main>
   );
 }
-
-/** Where a revision of a blob of `type` opens: a workflow's definitions and sessions, else its type's page. */
-function pageOf(type: string): string {
-  return PAGE_OF_TYPE[type] ?? '';
-}
-
-const PAGE_OF_TYPE: Record<string, string> = {
-  'svc.compute.scheduler': '/schedules',
-  'svc.graph.graphdb': '/graph',
-  'svc.dataset.nlp': '/records',
-};

@@ -1,7 +1,7 @@
 /**
  * One execution, live: its graph with each node's state (queued, running, succeeded, failed,
- * skipped), a node's runs with their timings, route, error and logs on click, the event timeline,
- * and cancel. Events come through `subscribe` with replay, so nothing is missed or repeated.
+ * skipped), a node's runs with their timings, route, error, logs, input and output on click, the
+ * event timeline, and cancel. Events come through `subscribe` with replay, so nothing is missed or repeated.
  */
 import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import { ConnectionError, newIdempotencyKey, type EventRecord } from '../../../client/src/index.ts';
@@ -10,9 +10,10 @@ import { useLoad } from '../api/use-load.ts';
 import { useService } from '../context.ts';
 import { GraphView } from '../graph/lazy-graph.tsx';
 import { NodeConfig } from '../graph/node-details.tsx';
-import { ExecutionFold, type NodeRun } from '../graph/node-runs.ts';
+import { ExecutionFold, type NodeRun, type RunValue } from '../graph/node-runs.ts';
 import { graphOf } from '../graph/workflow-graph.ts';
 import { Link, navigate, seg } from '../router.tsx';
+import { LongValue } from '../ui/long-value.tsx';
 import { Json, limitInWords, Loading, Refusal, Time } from '../ui/states.tsx';
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -320,21 +321,39 @@ function NodeRuns({ name, runs, input, output }: { name: string; runs: NodeRun[]
                 ))}
               </ul>
             )}
+            {run.endedAt === null && <p className="muted">Its input and output are recorded when it ends.</p>}
+            <RunValueView title="Input" value={run.input} label={`Input of run ${i + 1} of node ${name}`} />
+            <RunValueView title="Output" value={run.output} label={`Output of run ${i + 1} of node ${name}`} />
           </li>
         ))}
       </ol>
       {input !== undefined && (
         <>
-          <h4>Input</h4>
-          <Json value={input} label={`Input of node ${name}`} />
+          <h4>Execution input</h4>
+          <LongValue value={input} label={`Execution input, given to node ${name}`} />
         </>
       )}
       {output !== undefined && (
         <>
-          <h4>Output</h4>
-          <Json value={output} label={`Output of node ${name}`} />
+          <h4>Execution output</h4>
+          <LongValue value={output} label={`Execution output, from node ${name}`} />
         </>
       )}
     </section>
+  );
+}
+
+/** One run's input or output, whole or as far as the service kept it; nothing when the event has none. */
+function RunValueView({ title, value, label }: { title: string; value: RunValue; label: string }) {
+  if (value.kind === 'none') return null;
+  return (
+    <>
+      <h4>{title}</h4>
+      {value.kind === 'whole' ? (
+        <LongValue value={value.value} label={label} />
+      ) : (
+        <LongValue cut={value} label={label} />
+      )}
+    </>
   );
 }

@@ -1,5 +1,9 @@
-/** A workflow revision: its definitions, its sessions (paged), and forms to add either. */
-import { useState } from 'react';
+/**
+ * A workflow revision: its blob and type, its definitions, its sessions (paged), and forms to add
+ * either. A revision of another type (opened by its id alone) goes on to its type's own page.
+ */
+import { useEffect, useState } from 'react';
+import { revisionPath } from '../api/places.ts';
 import { ok } from '../api/service.ts';
 import { useLoad, usePages } from '../api/use-load.ts';
 import { useService } from '../context.ts';
@@ -12,6 +16,16 @@ export function RevisionPage({ revisionId }: { revisionId: string }) {
     () => ok(service.rest.GET('/v1/revisions/{id}', { params: { path: { id: revisionId } } })),
     revisionId,
   );
+  // Get Revision names the blob, not its organization or type: Find by id answers both.
+  const place = useLoad(
+    () => ok(service.rest.GET('/v1/find/{id}', { params: { path: { id: revisionId } } })),
+    revisionId,
+  );
+  const found = place.state === 'ready' ? place.data.found : null;
+  const workflow = found === null || found.blob_type === 'svc.compute.workflow';
+  useEffect(() => {
+    if (found && !workflow) navigate(revisionPath(found.org_id, found.blob_id!, found.id, found.blob_type), true);
+  }, [found, workflow]);
   const definitions = useLoad(() => service.command('list_definitions', revisionId, {}), revisionId);
   const sessions = usePages(async (cursor) => {
     const page = await service.command('list_sessions', revisionId, cursor ? { start_session_id: cursor } : {});
@@ -30,8 +44,16 @@ export function RevisionPage({ revisionId }: { revisionId: string }) {
     }
   };
 
+  if (!workflow) return <Loading what={`the ${found!.blob_type} revision's page`} />;
   return (
     <main>
+      {found && (
+        <nav aria-label="Breadcrumb" className="crumbs">
+          <Link to={`/orgs/${seg(found.org_id)}`}>Organization</Link>
+          {' / '}
+          <Link to={`/orgs/${seg(found.org_id)}/blobs/${seg(found.blob_id!)}`}>Blob</Link>
+        </nav>
+      )}
       <h1>Revision {revision.state === 'ready' ? revision.data.revision.number : ''}</h1>
       {revision.state === 'error' && <Refusal error={revision.error} />}
       {revision.state === 'ready' && (
@@ -42,6 +64,10 @@ export function RevisionPage({ revisionId }: { revisionId: string }) {
           </dd>
           <dt>Status</dt>
           <dd>{revision.data.revision.status}</dd>
+          <dt>Blob type</dt>
+          <dd data-testid="revision-blob-type">
+            {found ? <code>{found.blob_type}</code> : place.state === 'error' ? 'unknown' : '…'}
+          </dd>
         </dl>
       )}
       <h2>Definitions</h2>

@@ -1,30 +1,24 @@
 /**
- * Find by id: an organization's, a revision's, or an execution's id (or an organization alias)
- * opens its page. The service is asked in that order; the first that answers wins.
+ * Find by id: any id the service hands out — an organization's, blob's, revision's, session's,
+ * definition's, execution's or schedule's — or an organization's or blob's alias opens its page
+ * (`GET /v1/find/:id` says what it is and where it belongs; a revision opens its blob type's page).
  */
 import { useState, type FormEvent } from 'react';
 import { ApiError } from '../../../client/src/index.ts';
 import { ok, type Service } from '../api/service.ts';
 import { useService } from '../context.ts';
-import { navigate, seg } from '../router.tsx';
+import { pathOf } from '../api/places.ts';
+import { navigate } from '../router.tsx';
 
-/** The console path of what `id` names, or null. */
+/** The console path of what `id` names among what the caller may read, or null. */
 async function find(service: Service, id: string): Promise<string | null> {
-  const absent = (error: unknown) =>
-    error instanceof ApiError && (error.status === 404 || error.status === 400 || error.status === 403);
   try {
-    await ok(service.rest.GET('/v1/orgs/{id}', { params: { path: { id } } }));
-    return `/orgs/${seg(id)}`;
+    const { found } = await ok(service.rest.GET('/v1/find/{id}', { params: { path: { id } } }));
+    return pathOf(found);
   } catch (error) {
-    if (!absent(error)) throw error;
+    if (error instanceof ApiError && (error.status === 404 || error.status === 400)) return null;
+    throw error;
   }
-  try {
-    await ok(service.rest.GET('/v1/revisions/{id}', { params: { path: { id } } }));
-    return `/revisions/${seg(id)}`;
-  } catch (error) {
-    if (!absent(error)) throw error;
-  }
-  return null;
 }
 
 export function SearchBox() {
