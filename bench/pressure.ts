@@ -6,7 +6,8 @@
  * whatever the earlier ones are doing, so a stall shows in the latencies instead of slowing the
  * sender): its organization, its blob list, a metadata write and an anonymous sign-up in turn.
  * First alone, then while each scenario of bench/pressure/ presses on the control plane or the
- * model host. Each row: the quiet tenant's p99 beside the target (≤ 2 × alone + 50 ms), its 5xx
+ * model host from a process of its own (bench/pressure-hostile.ts), so the hostile tenant's
+ * sending does not take the event loop that times the quiet tenant's requests. Each row: the quiet tenant's p99 beside the target (≤ 2 × alone + 50 ms), its 5xx
  * answers and failed requests (target 0), and the resident memory of the control plane with its
  * children (the model host) before, at the peak and after the scenario (target: growth ≤ 100 MiB).
  *
@@ -21,7 +22,8 @@ import { childPids } from '../shared/proc-stat.ts';
 import { signIn, type Account } from './client.ts';
 import { fmt, summarize, table } from './stats.ts';
 import { runSection, type System } from './system.ts';
-import type { PressureContext, PressureScenario } from './pressure/scenario.ts';
+import { startHostile } from './pressure/hostile-child.ts';
+import type { PressureScenario } from './pressure/scenario.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -166,10 +168,9 @@ async function pressure(system: System): Promise<string> {
 
   for (const { file, scenario } of scenarios) {
     const hostile = await signIn(system);
-    const ctx: PressureContext = { system, hostile, log: (m) => log(`${file}: ${m}`) };
     log(`${file}: ${scenario.name}`);
     try {
-      await scenario.prepare?.(ctx);
+      const attacker = await startHostile(file, system, hostile);
       const before = await controlPlaneRss(system);
       let peak = before;
       const sampler = setInterval(() => {
@@ -177,17 +178,11 @@ async function pressure(system: System): Promise<string> {
           if (mib > peak) peak = mib;
         });
       }, 200);
-      const stop = new AbortController();
-      const running = scenario.run(ctx, stop.signal);
-      // A scenario that fails at once must not leave the measurement to wait on nothing.
-      const failedEarly = running.then(
-        () => null,
-        (error: unknown) => error as Error,
-      );
+      attacker.run();
       await sleep(RAMP_MS);
       const figures = await measureQuiet(system, quiet, SECONDS * 1000);
-      stop.abort();
-      const error = await failedEarly;
+      attacker.stop();
+      const error = await attacker.ended;
       // Give the process a moment to settle (caches evicted, buffers freed) before "after".
       await sleep(2_000);
       clearInterval(sampler);
