@@ -152,7 +152,7 @@ t.test('downloads that are never read hold no database connection', async (t) =>
   const watched = (async () => {
     while (watching) {
       const { rows } = await watcher.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT lo_get(%'",
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'COPY (SELECT lo_get(%'",
       );
       most = Math.max(most, rows[0]!.n);
     }
