@@ -25,7 +25,7 @@ import {
 import { createBlob, createOrg } from '../helpers/resources.ts';
 import { waitFor } from '../helpers/runner.ts';
 import { threadNices } from '../helpers/threads.ts';
-import { childPids } from '../../shared/proc-stat.ts';
+import { childPids, statFields } from '../../shared/proc-stat.ts';
 import { MODEL_PROCESS_NICE } from '../../shared/priority.ts';
 
 // The uploads' temporary files go to a folder of this file's own, so the test can see them appear.
@@ -213,6 +213,33 @@ t.test('graphs past MODEL_MAX_NODES are refused before the runtime opens them, s
     t.match(res.body, { error: 'invalid_model', message: /more than 300 nodes/ }, what);
   }
   t.equal((await upload(await onnxRevision(), chainModel(140, { inSubgraph: true }))).status, 200, '281 nodes open');
+});
+
+t.test("an upload's inspection process runs below the control plane's priority from its start", async (t) => {
+  // Each inspection process's nice value when first seen: a process started by the API's own
+  // thread ran at its priority (nice 0) through Node's start and ONNX Runtime's loading, about
+  // half a second of CPU per upload, until it lowered its own.
+  const firstSeen = new Map<number, number>();
+  let watching = true;
+  const watched = (async () => {
+    while (watching) {
+      for (const pid of await childPids(process.pid)) {
+        if (firstSeen.has(pid)) continue;
+        const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        const fields = await statFields(pid);
+        if (command.includes('inspect-model-child') && fields) firstSeen.set(pid, Number(fields[16]));
+      }
+    }
+  })();
+  for (let i = 0; i < 3; i++) t.equal((await upload(await onnxRevision(), identityModel(1024))).status, 200);
+  watching = false;
+  await watched;
+  t.ok(firstSeen.size > 0, `inspection processes seen (${firstSeen.size})`);
+  t.same(
+    [...firstSeen.values()].filter((nice) => nice < MODEL_PROCESS_NICE),
+    [],
+    `each at nice ${MODEL_PROCESS_NICE} or more when first seen`,
+  );
 });
 
 t.test('external data is refused before the runtime sees it, and no refusal names a path', async (t) => {
