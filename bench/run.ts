@@ -5,8 +5,8 @@
  *   npm run bench [-- --executions 8000 --rounds 6 --latency 400 --rate 40 --durable --profile DIR
  *                     --profile-control-plane DIR --skip-isolation --isolation-only
  *                     --skip-scheduler --scheduler-only --skip-onnx --onnx-only --skip-pressure --pressure-only
- *                     --skip-peer --peer-only --skip-console --console-only --skip-http --http-only
- *                     --skip-webhooks --webhooks-only --volume [--volume-scale 0.1]]
+ *                     [--only time-zones,cron-checks] --skip-peer --peer-only --skip-console --console-only
+ *                     --skip-http --http-only --skip-webhooks --webhooks-only --volume [--volume-scale 0.1]]
  *
  * The peer section (bench/peer.ts: graphile-worker beside the product on a durable PostgreSQL), the
  * scheduler section (bench/scheduler.ts), the ONNX section (bench/onnx.ts), the shared-processes
@@ -59,6 +59,7 @@ const { values: args } = parseArgs({
     'skip-peer': { type: 'boolean', default: false },
     'peer-only': { type: 'boolean', default: false },
     'pressure-only': { type: 'boolean', default: false },
+    only: { type: 'string' },
     'skip-console': { type: 'boolean', default: false },
     'console-only': { type: 'boolean', default: false },
     'skip-http': { type: 'boolean', default: false },
@@ -380,9 +381,11 @@ function report(results: {
 }
 
 /** A section in a child process (bench/<script>): its own system, its own table. */
-async function childSection(script: string, title: string): Promise<string> {
+async function childSection(script: string, title: string, scriptArgs: string[] = []): Promise<string> {
   const path = fileURLToPath(new URL(`./${script}`, import.meta.url));
-  const child = spawn(process.execPath, ['--no-node-snapshot', path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--no-node-snapshot', path, ...scriptArgs], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const [code] = await once(child, 'exit');
@@ -433,7 +436,12 @@ function peerSection(): Promise<string> {
 
 /** The shared-processes section (bench/pressure.ts): a quiet tenant's REST calls beside each hostile scenario. */
 function pressureSection(): Promise<string> {
-  return childSection('pressure.ts', 'Shared processes under a hostile tenant (docs/benchmarks.md "Shared processes")');
+  // `--only` picks scenarios of bench/pressure/ by file name.
+  return childSection(
+    'pressure.ts',
+    'Shared processes under a hostile tenant (docs/benchmarks.md "Shared processes")',
+    args.only ? ['--only', args.only] : [],
+  );
 }
 
 /** The web console section (bench/console.ts): first load, and an execution page following 500 node runs. */

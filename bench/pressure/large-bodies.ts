@@ -9,8 +9,7 @@
  * machine whose cores it shares with the system.
  */
 import { command, setOverride, type Account } from '../client.ts';
-import type { System } from '../system.ts';
-import type { PressureContext, PressureScenario } from './scenario.ts';
+import type { HostileSystem, PressureContext, PressureScenario } from './scenario.ts';
 
 const RECORD_UPLOADS = 60;
 const OBJECT_UPLOADS = 40;
@@ -33,7 +32,7 @@ const objectBody = (sessionId: string, alias: string) =>
 
 let targets: Targets | undefined;
 
-async function prepareTargets(system: System, hostile: Account): Promise<Targets> {
+async function prepareTargets(system: HostileSystem, hostile: Account): Promise<Targets> {
   const tag = `${process.pid}-${Date.now().toString(36)}`;
   await setOverride(system, 'nlp.enabled', 'user', hostile.userId, true);
   const post = async (path: string, body: unknown) => {

@@ -17,6 +17,9 @@ export const scenario: PressureScenario = {
   async prepare(ctx: PressureContext) {
     [revision] = await modelRevisions(ctx.system, ctx.hostile, 1);
     await uploadReady(ctx.system, ctx.hostile, revision, constantOfShapeModel());
+    // The model host started and the session loaded before "before" (see model-host.ts).
+    const warm = await runModel(ctx.system, ctx.hostile, revision, { S: { type: 'int64', dims: [1], data: [10] } });
+    if (warm !== 200) throw new Error(`a first run_model for the scenario: ${warm}`);
   },
   async run(ctx: PressureContext, signal: AbortSignal) {
     const statuses = new Map<number, number>();

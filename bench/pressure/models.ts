@@ -5,12 +5,12 @@
  */
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import type { Account } from '../client.ts';
-import type { System } from '../system.ts';
+import type { HostileSystem } from './scenario.ts';
 
 let seq = 0;
 const alias = (prefix: string) => `${prefix}-${process.pid}-${Date.now().toString(36)}-${++seq}`;
 
-async function post(system: System, account: Account, path: string, body: unknown): Promise<any> {
+async function post(system: HostileSystem, account: Account, path: string, body: unknown): Promise<any> {
   const res = await fetch(`${system.apiUrl}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${account.token}` },
@@ -22,7 +22,7 @@ async function post(system: System, account: Account, path: string, body: unknow
 }
 
 /** A new organization of `account`'s with `count` ONNX revisions (one blob each); their ids. */
-export async function modelRevisions(system: System, account: Account, count: number): Promise<string[]> {
+export async function modelRevisions(system: HostileSystem, account: Account, count: number): Promise<string[]> {
   const org = (await post(system, account, '/v1/orgs', { alias: alias('pressure-org') })).org;
   const revisions: string[] = [];
   for (let i = 0; i < count; i++)
@@ -35,7 +35,7 @@ export async function modelRevisions(system: System, account: Account, count: nu
 
 /** Opens Upload Model of `rev` declaring `size` bytes and sends nothing yet; `onEnd` when answered or dropped. */
 export function openUpload(
-  system: System,
+  system: HostileSystem,
   account: Account,
   rev: string,
   size: number,
@@ -66,7 +66,7 @@ export function openUpload(
 }
 
 /** Uploads `bytes` whole; resolves with the status (refusals are answers, not errors). */
-export function upload(system: System, account: Account, rev: string, bytes: Buffer): Promise<number> {
+export function upload(system: HostileSystem, account: Account, rev: string, bytes: Buffer): Promise<number> {
   return new Promise((resolve) => {
     let status = 0;
     const req = openUpload(system, account, rev, bytes.length, () => resolve(status));
@@ -76,14 +76,14 @@ export function upload(system: System, account: Account, rev: string, bytes: Buf
 }
 
 /** Uploads `bytes` and throws unless the model is ready. */
-export async function uploadReady(system: System, account: Account, rev: string, bytes: Buffer): Promise<void> {
+export async function uploadReady(system: HostileSystem, account: Account, rev: string, bytes: Buffer): Promise<void> {
   const status = await upload(system, account, rev, bytes);
   if (status !== 200) throw new Error(`uploading a model for the scenario: ${status}`);
 }
 
 /** `run_model` on `rev`; the status, whatever it is (0 when the connection failed). */
 export async function runModel(
-  system: System,
+  system: HostileSystem,
   account: Account,
   rev: string,
   inputs: Record<string, unknown>,

@@ -1,16 +1,23 @@
 /**
  * One way a hostile tenant presses on a process every tenant shares (the control plane's memory,
- * event loop and pool connections; the model host). bench/pressure.ts runs each scenario beside a
- * quiet tenant's REST calls and prints the quiet tenant's p99, 5xx count and the processes'
+ * event loop and pool connections; the model host). bench/pressure.ts runs each scenario, in a
+ * child process of its own, beside a quiet tenant's REST calls and prints the quiet tenant's p99, 5xx count and the processes'
  * resident memory before and after, beside the targets (p99 <= 2 x alone + 50 ms, no 5xx,
  * growth <= 100 MiB).
  */
 import type { Account } from '../client.ts';
 import type { System } from '../system.ts';
 
+/**
+ * The part of the system a scenario may use: the API's address and a small pool on its database
+ * for fixtures. Scenarios run in a process of their own (bench/pressure/hostile-process.ts), so
+ * nothing else of the parent's system object is theirs.
+ */
+export type HostileSystem = Pick<System, 'apiUrl' | 'sql'>;
+
 /** What a scenario may use: the system it presses on and a hostile account of its own. */
 export interface PressureContext {
-  readonly system: System;
+  readonly system: HostileSystem;
   /** A signed-in account for the hostile tenant (its own organization is the scenario's to make). */
   readonly hostile: Account;
   /** Progress lines to stderr. */

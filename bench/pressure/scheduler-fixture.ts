@@ -5,7 +5,7 @@
  * expect refusals).
  */
 import type { Account } from '../client.ts';
-import type { System } from '../system.ts';
+import type { HostileSystem } from './scenario.ts';
 
 export interface HostileScheduler {
   /** The scheduler revision the schedules live on. */
@@ -18,7 +18,7 @@ export interface HostileScheduler {
 
 /** POST `path` as `account`; resolves with the status and the parsed body, whatever the status. */
 export async function post(
-  system: Pick<System, 'apiUrl'>,
+  system: Pick<HostileSystem, 'apiUrl'>,
   account: Account,
   path: string,
   body: unknown,
@@ -33,7 +33,7 @@ export async function post(
   return { status: res.status, body: await res.json().catch(() => null) };
 }
 
-async function ok(system: System, account: Account, path: string, body: unknown): Promise<any> {
+async function ok(system: HostileSystem, account: Account, path: string, body: unknown): Promise<any> {
   const res = await post(system, account, path, body);
   if (res.status >= 300) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
@@ -42,7 +42,7 @@ async function ok(system: System, account: Account, path: string, body: unknown)
 const ONE = { start: 'one', nodes: { one: { processor: 'logic.code', config: { code: 'export default () => 1' } } } };
 
 /** Makes the fixtures (see the file comment); the schedule is disabled, so nothing ever fires. */
-export async function hostileScheduler(system: System, account: Account): Promise<HostileScheduler> {
+export async function hostileScheduler(system: HostileSystem, account: Account): Promise<HostileScheduler> {
   const tag = `${process.pid}-${Date.now().toString(36)}`;
   const org = (await ok(system, account, '/v1/orgs', { alias: `hostile-${tag}` })).org;
   const flow = await ok(system, account, `/v1/blobs/${org.id}`, { type: 'svc.compute.workflow', alias: `flow-${tag}` });

@@ -34,7 +34,8 @@ import { binary, routeSchema, success } from '../openapi/route-schema.ts';
 import { modelSchema, revisionSchema } from '../openapi/records.ts';
 import { revisionRecord } from '../sql/revisions.ts';
 import { FairQueue } from '../../shared/fair-queue.ts';
-import { readLargeObjectChunk, writeLargeObject } from '../../shared/db/large-objects.ts';
+import { writeLargeObject } from '../../shared/db/large-objects.ts';
+import { readLargeObjectChunk } from '../models/large-object-chunk.ts';
 
 const pathParams = z.strictObject({ revision_id: refSchema });
 const declaredSchema = z.strictObject({ size: z.number().int().nonnegative() });
@@ -377,9 +378,9 @@ function modelHeaders(reply: FastifyReply, model: ModelRow): FastifyReply {
 }
 
 /**
- * Streams the large object to the reply one chunk at a time, each chunk its own short query
- * (`lo_get`) on a pooled connection given back at once: a client that reads slowly, or not at all,
- * holds a socket and at most a chunk or two of buffer, never a connection. The stream reads the
+ * Streams the large object to the reply one chunk at a time, each chunk its own short statement
+ * (`lo_get`, answered in binary: control-plane/models/large-object-chunk.ts) on a pooled
+ * connection given back at once: a client that reads slowly, or not at all, holds a socket and at most a chunk or two of buffer, never a connection. The stream reads the
  * next chunk only when the client has taken the last one, in `orgId`'s turn of `turns`, so all
  * downloads together hold at most two pool connections. A model replaced mid-download ends the
  * stream early (its large object is gone), so the client sees fewer bytes than `content-length`.
@@ -404,7 +405,7 @@ function sendModel(
       turns
         .run(orgId, () =>
           // A download its client went away from reads nothing more, even after waiting its turn.
-          this.destroyed ? Promise.resolve(null) : readLargeObjectChunk(ctx.db, oid, offset, length),
+          this.destroyed ? Promise.resolve(null) : readLargeObjectChunk(ctx.db.pool, oid, offset, length),
         )
         .then((data) => {
           if (this.destroyed) return;

@@ -1,8 +1,9 @@
 /**
  * PostgreSQL large objects through the server's own functions (`lo_from_bytea`, `lo_put`,
  * `lo_get`), one short query a chunk: no descriptor is opened, so nothing but the caller's
- * transaction ties the chunks together, and a read needs none at all (Download Model reads each
- * chunk as its own query on a pool connection). Removal is the `models` table's trigger's
+ * transaction ties the chunks together. Download Model reads its chunks in COPY's binary format
+ * instead (control-plane/models/large-object-chunk.ts): this module's reads come back hex-encoded,
+ * a cost the model host's own process bears but the API's event loop should not. Removal is the `models` table's trigger's
  * (`lo_unlink`, migrations 019 and 020).
  */
 import type { Queryable } from './db.ts';
@@ -31,12 +32,7 @@ export async function writeLargeObject(db: Queryable, chunks: AsyncIterable<Buff
 }
 
 /** Reads `length` bytes of a large object from `offset`; fewer where the object ends sooner. */
-export async function readLargeObjectChunk(
-  db: Queryable,
-  oid: number,
-  offset: number,
-  length: number,
-): Promise<Buffer> {
+async function readChunk(db: Queryable, oid: number, offset: number, length: number): Promise<Buffer> {
   const { rows } = await db.query<{ data: Buffer }>('SELECT lo_get($1::oid, $2::bigint, $3::int) AS data', [
     oid,
     offset,
@@ -52,7 +48,7 @@ export async function readLargeObjectChunk(
 export async function readLargeObject(db: Queryable, oid: number, size: number, chunk: number): Promise<Buffer> {
   const parts: Buffer[] = [];
   for (let offset = 0; offset < size;) {
-    const data = await readLargeObjectChunk(db, oid, offset, Math.min(chunk, size - offset));
+    const data = await readChunk(db, oid, offset, Math.min(chunk, size - offset));
     if (data.length === 0) throw new Error(`Large object ${oid} ends at ${offset} bytes, not ${size}.`);
     parts.push(data);
     offset += data.length;

@@ -1,10 +1,12 @@
 /**
  * What one organization's models can do to the others (docs/operations.md "What one tenant can
  * do to the others"): uploads that trickle and downloads that are never read hold no database
- * connection, a stalled upload is refused after MODEL_UPLOAD_IDLE_SECONDS, outputs are bounded
- * before they are built, a graph past MODEL_MAX_NODES or with external data is refused before
- * ONNX Runtime opens it and no refusal names a path, one organization's heavy runs do not
- * queue another's behind them, and the model host runs at a lower priority than the API.
+ * connection, a download whose model is replaced midway ends short and gives its connection
+ * back, a stalled upload is refused after MODEL_UPLOAD_IDLE_SECONDS, outputs are bounded before
+ * they are built, a graph past MODEL_MAX_NODES or with external data is refused before ONNX
+ * Runtime opens it and no refusal names a path, one organization's heavy runs do not queue
+ * another's behind them, and the model host and the inspection processes run at a lower
+ * priority than the API (the inspection processes from their start).
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -25,7 +27,7 @@ import {
 import { createBlob, createOrg } from '../helpers/resources.ts';
 import { waitFor } from '../helpers/runner.ts';
 import { threadNices } from '../helpers/threads.ts';
-import { childPids } from '../../shared/proc-stat.ts';
+import { childPids, statFields } from '../../shared/proc-stat.ts';
 import { MODEL_PROCESS_NICE } from '../../shared/priority.ts';
 
 // The uploads' temporary files go to a folder of this file's own, so the test can see them appear.
@@ -33,7 +35,7 @@ const spool = await mkdtemp(join(tmpdir(), 'ws-onnx-pressure-'));
 process.env.TMPDIR = spool;
 t.teardown(() => rm(spool, { recursive: true, force: true }));
 
-const { app, databaseUrl } = await buildTestApp(t, { MODEL_UPLOAD_IDLE_SECONDS: '2', MODEL_MAX_NODES: '300' });
+const { app, db, databaseUrl } = await buildTestApp(t, { MODEL_UPLOAD_IDLE_SECONDS: '2', MODEL_MAX_NODES: '300' });
 const alice = await signInAnonymous(app);
 const bob = await signInAnonymous(app);
 const org = await createOrg(app, alice);
@@ -152,7 +154,7 @@ t.test('downloads that are never read hold no database connection', async (t) =>
   const watched = (async () => {
     while (watching) {
       const { rows } = await watcher.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT lo_get(%'",
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'COPY (SELECT lo_get(%'",
       );
       most = Math.max(most, rows[0]!.n);
     }
@@ -186,6 +188,50 @@ t.test('downloads that are never read hold no database connection', async (t) =>
   t.ok(Buffer.from(await whole.arrayBuffer()).equals(big), 'a download read to the end is the model, byte for byte');
 });
 
+t.test('a download whose model is replaced midway ends short, and every connection goes back', async (t) => {
+  const rev = await onnxRevision();
+  // More than the sockets between the store and a paused client buffer, so chunks are left to read.
+  const first = identityModel(24 * 1024 * 1024);
+  t.equal((await upload(rev, first)).status, 200);
+  let received = 0;
+  let declared = 0;
+  let paused!: IncomingMessage;
+  await new Promise<void>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: `/v1/revisions/${rev}/model`, headers: alice.headers });
+    req.on('response', (res) => {
+      declared = Number(res.headers['content-length']);
+      res.once('data', (chunk: Buffer) => {
+        received += chunk.length;
+        res.pause();
+        paused = res;
+        resolve();
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  // The replacement unlinks the large object the download reads from.
+  const second = identityModel(64 * 1024);
+  t.equal((await upload(rev, second)).status, 200, 'the model is replaced');
+  await new Promise<void>((resolve) => {
+    paused.on('data', (chunk: Buffer) => (received += chunk.length));
+    paused.on('close', resolve);
+    paused.resume();
+  });
+  t.ok(received < declared, `the download ended short (${received} of ${declared} bytes)`);
+  // Its failed chunk read gave its connection back: none stays checked out of the pool.
+  const out = await waitFor(
+    async () => db.pool.totalCount - db.pool.idleCount,
+    (n) => n === 0,
+    'every pool connection to be back',
+    10_000,
+  ).catch(() => db.pool.totalCount - db.pool.idleCount);
+  t.equal(out, 0, 'no connection is left checked out');
+  await quietRequests(t);
+  const now = await fetch(`http://127.0.0.1:${port}/v1/revisions/${rev}/model`, { headers: alice.headers });
+  t.ok(Buffer.from(await now.arrayBuffer()).equals(second), 'a new download is the new model');
+});
+
 t.test('run_model outputs are bounded before they are built', async (t) => {
   const rev = await onnxRevision();
   t.equal((await upload(rev, constantOfShapeModel())).status, 200);
@@ -213,6 +259,33 @@ t.test('graphs past MODEL_MAX_NODES are refused before the runtime opens them, s
     t.match(res.body, { error: 'invalid_model', message: /more than 300 nodes/ }, what);
   }
   t.equal((await upload(await onnxRevision(), chainModel(140, { inSubgraph: true }))).status, 200, '281 nodes open');
+});
+
+t.test("an upload's inspection process runs below the control plane's priority from its start", async (t) => {
+  // Each inspection process's nice value when first seen: a process started by the API's own
+  // thread ran at its priority (nice 0) through Node's start and ONNX Runtime's loading, about
+  // half a second of CPU per upload, until it lowered its own.
+  const firstSeen = new Map<number, number>();
+  let watching = true;
+  const watched = (async () => {
+    while (watching) {
+      for (const pid of await childPids(process.pid)) {
+        if (firstSeen.has(pid)) continue;
+        const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        const fields = await statFields(pid);
+        if (command.includes('inspect-model-child') && fields) firstSeen.set(pid, Number(fields[16]));
+      }
+    }
+  })();
+  for (let i = 0; i < 3; i++) t.equal((await upload(await onnxRevision(), identityModel(1024))).status, 200);
+  watching = false;
+  await watched;
+  t.ok(firstSeen.size > 0, `inspection processes seen (${firstSeen.size})`);
+  t.same(
+    [...firstSeen.values()].filter((nice) => nice < MODEL_PROCESS_NICE),
+    [],
+    `each at nice ${MODEL_PROCESS_NICE} or more when first seen`,
+  );
 });
 
 t.test('external data is refused before the runtime sees it, and no refusal names a path', async (t) => {
