@@ -22,28 +22,42 @@ export function nlpRecord(row: NlpRecordRow): Record<string, unknown> {
 }
 
 /**
- * Appends records to a revision in one statement, in the order given. The caller holds the
- * revision's row lock, so `seq` follows commit order within the revision and a keyset page never
- * skips a record committed late.
+ * Records per INSERT of `insertRecords`: node-postgres builds each array parameter's literal on
+ * the event loop (escaping and joining every element, then measuring and encoding the joined
+ * string), about 12 ms of the control plane's thread per 1,000 records of a large upload; a
+ * statement per slice lets other tenants' requests run between slices instead of waiting for the
+ * whole upload's (≈ 120 ms at 10,000 records).
+ */
+const RECORDS_PER_STATEMENT = 1000;
+
+/**
+ * Appends records to a revision, in the order given, a statement per `RECORDS_PER_STATEMENT` in
+ * the caller's transaction. The caller holds the revision's row lock, so `seq` follows commit
+ * order within the revision and a keyset page never skips a record committed late.
  */
 export async function insertRecords(
   q: Queryable,
   revisionId: string,
   records: readonly NewNlpRecord[],
 ): Promise<number> {
-  const { rowCount } = await q.query(
-    `INSERT INTO nlp_records (revision_id, text, labels, meta)
-     SELECT $1::uuid, r.text, r.labels, r.meta
-       FROM unnest($2::text[], $3::jsonb[], $4::jsonb[]) WITH ORDINALITY AS r (text, labels, meta, ord)
-      ORDER BY r.ord`,
-    [
-      revisionId,
-      records.map((r) => r.text),
-      records.map((r) => JSON.stringify(r.labels)),
-      records.map((r) => (r.meta === null ? null : JSON.stringify(r.meta))),
-    ],
-  );
-  return rowCount ?? 0;
+  let inserted = 0;
+  for (let at = 0; at < records.length; at += RECORDS_PER_STATEMENT) {
+    const slice = records.slice(at, at + RECORDS_PER_STATEMENT);
+    const { rowCount } = await q.query(
+      `INSERT INTO nlp_records (revision_id, text, labels, meta)
+       SELECT $1::uuid, r.text, r.labels, r.meta
+         FROM unnest($2::text[], $3::jsonb[], $4::jsonb[]) WITH ORDINALITY AS r (text, labels, meta, ord)
+        ORDER BY r.ord`,
+      [
+        revisionId,
+        slice.map((r) => r.text),
+        slice.map((r) => JSON.stringify(r.labels)),
+        slice.map((r) => (r.meta === null ? null : JSON.stringify(r.meta))),
+      ],
+    );
+    inserted += rowCount ?? 0;
+  }
+  return inserted;
 }
 
 /** One page of the revision's records after `after` (a `seq`), in upload order. */

@@ -128,3 +128,29 @@ t.test('nlp.enabled is checked on every call', async (t) => {
   await db.query(`DELETE FROM limit_overrides WHERE limit_id = 'nlp.enabled' AND target_type = 'org'`);
   t.equal((await post('list_records', {})).status, 200);
 });
+
+t.test('an upload larger than one insert statement keeps every record whole and in order', async (t) => {
+  const { revision: big } = await createBlob(app, alice, org.id, { type: 'svc.dataset.nlp' });
+  const n = 2345;
+  const records = Array.from({ length: n }, (_, i) => ({
+    text: `row ${i}`,
+    labels: i % 3 ? [`l${i % 3}`] : [],
+    ...(i % 2 ? { meta: { i } } : {}),
+  }));
+  t.same(await command(app, alice, big.id, 'upload_records', { records }), {
+    status: 'success',
+    uploaded: n,
+    total: n,
+  });
+  const seen: Array<{ text: string; labels: string[]; meta: unknown }> = [];
+  let cursor: string | null | undefined;
+  do {
+    const page = await command(app, alice, big.id, 'list_records', { limit: 200, ...(cursor ? { cursor } : {}) });
+    seen.push(...page.records);
+    cursor = page.cursor;
+  } while (cursor !== null);
+  t.same(
+    seen.map((r) => [r.text, r.labels, r.meta]),
+    records.map((r, i) => [r.text, r.labels, i % 2 ? { i } : null]),
+  );
+});
