@@ -19,6 +19,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { HostApi } from './host-bridge.ts';
+import { Backoff } from '../shared/backoff.ts';
 import type { PoolStats } from './isolate-pool.ts';
 import {
   ChildCgroup,
@@ -41,7 +42,7 @@ import {
 const CHILD_ENTRY = fileURLToPath(new URL('./sandbox-child.ts', import.meta.url));
 /** How long a retired child may finish its runs before it is killed with whatever it still runs. */
 const RETIRE_GRACE_MS = 10_000;
-/** Restart delays of children that die young: doubled per death up to the maximum. */
+/** Restart delays of children that die young: from the least, doubled per death up to the maximum. */
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 10_000;
 /** A child that lived this long before dying resets the backoff. */
@@ -238,7 +239,7 @@ export class ProcessSandbox {
   #nextId = 0;
   #replaced = 0;
   #closed = false;
-  #backoffMs = MIN_BACKOFF_MS;
+  readonly #restarts = new Backoff({ minMs: MIN_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
   #spareTimer: NodeJS.Timeout | undefined;
   /** Until when a spare is kept started (after the last lost child). */
   #spareUntil = 0;
@@ -695,10 +696,11 @@ export class ProcessSandbox {
     }
     if (!unexpected) return;
     const young = Date.now() - child.startedAt < STABLE_AFTER_MS;
-    this.#backoffMs = young ? Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS) : MIN_BACKOFF_MS;
+    if (!young) this.#restarts.reset();
+    const wait = young ? this.#restarts.next() : 0;
     if (this.#spare === child) {
       this.#spare = null;
-      this.#startSpare(young ? this.#backoffMs : 0);
+      this.#startSpare(wait);
       return;
     }
     if (this.#serving === child) {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { Backoff } from '../shared/backoff.ts';
 
 /** First restart delay; doubled after each quick death up to `MAX_BACKOFF_MS`. */
 const MIN_BACKOFF_MS = 500;
@@ -31,7 +32,7 @@ export interface SupervisedChild {
 export function superviseChild(spec: ChildSpec): SupervisedChild {
   let child: ChildProcess | undefined;
   let stopping = false;
-  let backoffMs = MIN_BACKOFF_MS;
+  const restarts = new Backoff({ minMs: MIN_BACKOFF_MS, maxMs: MAX_BACKOFF_MS });
   let restartTimer: NodeJS.Timeout | undefined;
 
   const run = () => {
@@ -43,10 +44,10 @@ export function superviseChild(spec: ChildSpec): SupervisedChild {
     proc.on('exit', (code, signal) => {
       child = undefined;
       if (stopping) return;
-      if (Date.now() - startedAt >= STABLE_AFTER_MS) backoffMs = MIN_BACKOFF_MS;
-      spec.log(`${spec.name} exited, restarting`, { code, signal, restart_in_ms: backoffMs });
-      restartTimer = setTimeout(run, backoffMs);
-      backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+      if (Date.now() - startedAt >= STABLE_AFTER_MS) restarts.reset();
+      const wait = restarts.next();
+      spec.log(`${spec.name} exited, restarting`, { code, signal, restart_in_ms: wait });
+      restartTimer = setTimeout(run, wait);
     });
     spec.log(`${spec.name} started`, { child_pid: proc.pid });
   };

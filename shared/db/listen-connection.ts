@@ -8,6 +8,7 @@
  * happened, so the owner can catch up from its own records.
  */
 import pg from 'pg';
+import { Backoff } from '../backoff.ts';
 
 export interface ListenConnectionOptions {
   /** How to reach the database (a pool's options or a connection string). */
@@ -37,13 +38,14 @@ export class ListenConnection {
   #client: pg.Client | null = null;
   #connecting: Promise<void> | null = null;
   #timer: NodeJS.Timeout | undefined;
-  #waitMs: number;
+  readonly #retry: Backoff;
   #missed = false;
   #closed = false;
 
   constructor(options: ListenConnectionOptions) {
     this.#o = options;
-    this.#waitMs = (options.retryMs ?? DEFAULT_RETRY_MS).min;
+    const retry = options.retryMs ?? DEFAULT_RETRY_MS;
+    this.#retry = new Backoff({ minMs: retry.min, maxMs: retry.max });
   }
 
   /**
@@ -90,7 +92,7 @@ export class ListenConnection {
       throw error;
     }
     this.#client = client;
-    this.#waitMs = (this.#o.retryMs ?? DEFAULT_RETRY_MS).min;
+    this.#retry.reset();
     if (this.#missed) {
       this.#missed = false;
       this.#o.onRestored?.();
@@ -111,8 +113,7 @@ export class ListenConnection {
 
   #retryLater(): void {
     if (this.#closed || this.#timer !== undefined || !(this.#o.wanted?.() ?? true)) return;
-    const wait = this.#waitMs;
-    this.#waitMs = Math.min(wait * 2, (this.#o.retryMs ?? DEFAULT_RETRY_MS).max);
+    const wait = this.#retry.next();
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       // A failure is reported, and scheduled again, by listening() itself.
