@@ -21,6 +21,8 @@ export function runValue(name: 'input' | 'output', value: unknown, maxBytes: num
   if (bytes <= maxBytes) return { [name]: value };
   return {
     [`${name}_bytes`]: bytes,
-    [`${name}_preview`]: Buffer.from(text).subarray(0, maxBytes).toString('utf8'),
+    // Only the head is encoded: a character is at least one byte, so the first maxBytes characters
+    // hold the first maxBytes bytes (a run's output may be megabytes; this is every node run).
+    [`${name}_preview`]: Buffer.from(text.slice(0, maxBytes)).subarray(0, maxBytes).toString('utf8'),
   };
 }
