@@ -21,8 +21,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import '../shared/db/embedded.ts';
+import pg from 'pg';
 import { chromium, type Browser } from 'playwright-core';
 import WebSocket from 'ws';
+import { EVENTS_CHANNEL, parseAnnouncement } from '../shared/events/store.ts';
 import { findChromium } from '../test/helpers/chromium.ts';
 import { fmt, summarize, table } from './stats.ts';
 import { runSection, type System } from './system.ts';
@@ -102,6 +104,60 @@ new MutationObserver((records) => {
 }).observe(document, { childList: true, subtree: true });
 `;
 
+/** A wall-clock time in ms with the monotonic clock's fraction, comparable with PostgreSQL's µs timestamps. */
+const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * The idle subscriber's delivery split at the commit (`pg_xact_commit_timestamp`: the section's
+ * server runs with `track_commit_timestamp`) and at the announcement as this process hears it:
+ * insert → commit (the rest of the runner's statement), commit → the NOTIFY at a LISTEN connection
+ * here (PostgreSQL's delivery and this process's turn), commit → the subscriber's message (the
+ * same through the control plane), and their difference, event by event: the control plane's own
+ * part (its LISTEN connection, its turn, the push). Rows for the split table.
+ */
+async function deliveryHops(
+  system: System,
+  executionId: string,
+  subscribedAt: number,
+  announced: ReadonlyArray<{ newest: number; at: number }>,
+  received: ReadonlyMap<string, number>,
+): Promise<string[][]> {
+  const { rows } = await system.sql.query<{ id: string; at: string; committed: string | null }>(
+    `SELECT id::text AS id, extract(epoch FROM at) * 1000 AS at,
+            extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000 AS committed
+       FROM execution_events WHERE execution_id = $1::uuid ORDER BY execution_events.id`,
+    [executionId],
+  );
+  const insertToCommit: number[] = [];
+  const commitToNotify: number[] = [];
+  const commitToMessage: number[] = [];
+  const controlPlane: number[] = [];
+  // Announcements arrive in commit order, so in id order: one pass pairs each event with the first that names it.
+  let next = 0;
+  for (const row of rows) {
+    const at = Number(row.at);
+    while (next < announced.length && announced[next]!.newest < Number(row.id)) next++;
+    const message = received.get(row.id);
+    if (at < subscribedAt || row.committed === null || next === announced.length || message === undefined) continue;
+    const committed = Number(row.committed);
+    const notified = announced[next]!.at;
+    insertToCommit.push(committed - at);
+    commitToNotify.push(notified - committed);
+    commitToMessage.push(message - committed);
+    controlPlane.push(message - notified);
+  }
+  const line = (label: string, samples: number[]) => {
+    const summary = summarize(samples);
+    return [label, fmt(summary.p50), fmt(summary.p99), fmt(summary.max)];
+  };
+  return [
+    line('  idle subscriber, split: event insert → its commit', insertToCommit),
+    line('    commit → the NOTIFY at a LISTEN connection in the bench process', commitToNotify),
+    line("    commit → the idle subscriber's message", commitToMessage),
+    line("    the control plane's part (message − NOTIFY, per event)", controlPlane),
+  ];
+}
+
 async function firstLoad(browser: Browser, system: System): Promise<string[][]> {
   const rows: string[][] = [['load', 'JS files', 'JS bytes', 'JS gzipped', 'time to interactive (ms)']];
   const times: number[] = [];
@@ -159,9 +215,22 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
   // service's delivery alone, without the page's main thread, which takes a message only
   // between its own tasks.
   const nodeReceived = new Map<string, number>();
+  // And the announcements (NOTIFY) themselves, heard by a LISTEN connection of this process: the
+  // same process as the subscriber, so its turns of the event loop weigh on both alike, and the
+  // difference between the two is the control plane's.
+  const announced: Array<{ newest: number; at: number }> = [];
+  const listener = new pg.Client({ connectionString: system.databaseUrl, application_name: 'bench-listener' });
+  listener.on('notification', (message) => {
+    const at = now();
+    const announcement = message.payload ? parseAnnouncement(message.payload) : null;
+    if (announcement?.stream === 'execution' && announcement.ownerId === execution.id)
+      announced.push({ newest: announcement.newest, at });
+  });
+  await listener.connect();
+  await listener.query(`LISTEN ${EVENTS_CHANNEL}`);
   const socket = new WebSocket(system.wsUrl, { headers: { authorization: `Bearer ${token}` } });
   socket.on('message', (data) => {
-    const at = Date.now();
+    const at = now();
     const event = (JSON.parse(String(data)) as { params?: { event?: { id?: string } } }).params?.event;
     if (typeof event?.id === 'string' && !nodeReceived.has(event.id)) nodeReceived.set(event.id, at);
   });
@@ -207,6 +276,8 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
   const delivery = summarize(liveRows.map((row) => received[row.id]! - Date.parse(row.at)));
   const inPage = summarize(liveRows.map((row) => row.applied - received[row.id]!));
   socket.close();
+  await listener.end();
+  const hops = await deliveryHops(system, execution.id, subscribedAt, announced, nodeReceived);
   const toNode = summarize(
     liveRows.filter((row) => nodeReceived.has(row.id)).map((row) => nodeReceived.get(row.id)! - Date.parse(row.at)),
   );
@@ -221,6 +292,7 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
     ['delivery: event timestamp → its WebSocket message', fmt(delivery.p50), fmt(delivery.p99), fmt(delivery.max)],
     ['  the same to an idle subscriber in the bench process', fmt(toNode.p50), fmt(toNode.p99), fmt(toNode.max)],
     ['page: WebSocket message → its row in the DOM', fmt(inPage.p50), fmt(inPage.p99), fmt(inPage.max)],
+    ...hops,
   ];
   const following = [
     ['node runs', 'events stored', 'on the page', 'each once', 'missing', 'live', 'p50 ms', 'p99 ms', 'max ms'],
@@ -266,4 +338,5 @@ async function main(system: System): Promise<string> {
   }
 }
 
-await runSection(1, main);
+// Commit timestamps, for the split of delivery at the commit (a few bytes per transaction).
+await runSection(1, main, { serverFlags: ['-c', 'track_commit_timestamp=on'] });

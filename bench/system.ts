@@ -40,6 +40,8 @@ export interface SystemOptions {
    * server: durability across power loss is moot for a throwaway cluster).
    */
   durable?: boolean;
+  /** Embedded server only: more server settings, as `-c name=value` pairs. */
+  serverFlags?: string[];
   /** Extra environment of every child (e.g. the runner's lease settings). */
   env?: Record<string, string>;
   /** Extra Node flags of the runners (e.g. `--cpu-prof`). */
@@ -142,7 +144,10 @@ export async function startSystem(options: SystemOptions): Promise<System> {
         ephemeral: !options.durable,
         // The durable server is the one whose statements the bench accounts for (bench/peer.ts).
         preload: options.durable ? ['pg_stat_statements'] : [],
-        extraFlags: process.env.PG_TRACK_ALL ? ['-c', 'pg_stat_statements.track=all'] : [],
+        extraFlags: [
+          ...(process.env.PG_TRACK_ALL ? ['-c', 'pg_stat_statements.track=all'] : []),
+          ...(options.serverFlags ?? []),
+        ],
       });
       await ensureDatabase(embedded.url, LOCAL_DATABASE);
       databaseUrl = withDatabase(embedded.url, LOCAL_DATABASE);
