@@ -32,6 +32,8 @@ import { runSection, type System } from './system.ts';
 const ROOT = join(import.meta.dirname, '..');
 const LOADS = 5;
 const LOOPS = 250;
+/** Events listed one by one with their delivery's parts, slowest first. */
+const SLOWEST = 12;
 const log = (message: string) => process.stderr.write(`[bench console] ${message}\n`);
 
 /** Two node runs per loop (step, check): 500 node runs. */
@@ -121,7 +123,7 @@ async function deliveryHops(
   subscribedAt: number,
   announced: ReadonlyArray<{ newest: number; at: number }>,
   received: ReadonlyMap<string, number>,
-): Promise<string[][]> {
+): Promise<{ split: string[][]; slowest: string[][] }> {
   const { rows } = await system.sql.query<{ id: string; at: string; committed: string | null }>(
     `SELECT id::text AS id, extract(epoch FROM at) * 1000 AS at,
             extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000 AS committed
@@ -132,6 +134,7 @@ async function deliveryHops(
   const commitToNotify: number[] = [];
   const commitToMessage: number[] = [];
   const controlPlane: number[] = [];
+  const events: Array<{ id: string; parts: number[] }> = [];
   // Announcements arrive in commit order, so in id order: one pass pairs each event with the first that names it.
   let next = 0;
   for (const row of rows) {
@@ -145,17 +148,26 @@ async function deliveryHops(
     commitToNotify.push(notified - committed);
     commitToMessage.push(message - committed);
     controlPlane.push(message - notified);
+    events.push({ id: row.id, parts: [message - at, committed - at, notified - committed, message - notified] });
   }
   const line = (label: string, samples: number[]) => {
     const summary = summarize(samples);
     return [label, fmt(summary.p50), fmt(summary.p99), fmt(summary.max)];
   };
-  return [
-    line('  idle subscriber, split: event insert → its commit', insertToCommit),
-    line('    commit → the NOTIFY at a LISTEN connection in the bench process', commitToNotify),
-    line("    commit → the idle subscriber's message", commitToMessage),
-    line("    the control plane's part (message − NOTIFY, per event)", controlPlane),
-  ];
+  // The slowest events one by one: whether their lag lies in one part or is spread over all.
+  const slowest = events
+    .sort((a, b) => b.parts[0]! - a.parts[0]!)
+    .slice(0, SLOWEST)
+    .map((event) => [event.id, ...event.parts.map(fmt)]);
+  return {
+    split: [
+      line('  idle subscriber, split: event insert → its commit', insertToCommit),
+      line('    commit → the NOTIFY at a LISTEN connection in the bench process', commitToNotify),
+      line("    commit → the idle subscriber's message", commitToMessage),
+      line("    the control plane's part (message − NOTIFY, per event)", controlPlane),
+    ],
+    slowest: [['event', 'insert → message', 'insert → commit', 'commit → NOTIFY', "control plane's part"], ...slowest],
+  };
 }
 
 async function firstLoad(browser: Browser, system: System): Promise<string[][]> {
@@ -186,7 +198,10 @@ async function firstLoad(browser: Browser, system: System): Promise<string[][]> 
   return rows;
 }
 
-async function executionPage(browser: Browser, system: System): Promise<{ following: string[][]; split: string[][] }> {
+async function executionPage(
+  browser: Browser,
+  system: System,
+): Promise<{ following: string[][]; split: string[][]; slowest: string[][] }> {
   const context = await browser.newContext();
   await context.addInitScript(INSTRUMENT);
   const page = await context.newPage();
@@ -292,7 +307,7 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
     ['delivery: event timestamp → its WebSocket message', fmt(delivery.p50), fmt(delivery.p99), fmt(delivery.max)],
     ['  the same to an idle subscriber in the bench process', fmt(toNode.p50), fmt(toNode.p99), fmt(toNode.max)],
     ['page: WebSocket message → its row in the DOM', fmt(inPage.p50), fmt(inPage.p99), fmt(inPage.max)],
-    ...hops,
+    ...hops.split,
   ];
   const following = [
     ['node runs', 'events stored', 'on the page', 'each once', 'missing', 'live', 'p50 ms', 'p99 ms', 'max ms'],
@@ -308,7 +323,7 @@ async function executionPage(browser: Browser, system: System): Promise<{ follow
       fmt(lag.max),
     ],
   ];
-  return { following, split };
+  return { following, split, slowest: hops.slowest };
 }
 
 async function main(system: System): Promise<string> {
@@ -322,7 +337,7 @@ async function main(system: System): Promise<string> {
     log(`first load, ${LOADS} times`);
     const load = await firstLoad(browser, system);
     log('an execution page following 500 node runs');
-    const { following, split } = await executionPage(browser, system);
+    const { following, split, slowest } = await executionPage(browser, system);
     return [
       `First load of /console (${found.source} Chromium, a fresh context each time):`,
       table(load),
@@ -332,6 +347,9 @@ async function main(system: System): Promise<string> {
       '',
       "The same live events, the lag split at the page's WebSocket:",
       table(split),
+      '',
+      `The idle subscriber's ${SLOWEST} slowest live events, their delivery's parts (ms):`,
+      table(slowest),
     ].join('\n');
   } finally {
     await browser.close();
