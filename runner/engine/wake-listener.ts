@@ -23,9 +23,10 @@ import { QUEUES } from '../../shared/queue/queues.ts';
 
 /**
  * pg-boss's NOTIFY channel for its schema `pgboss`: `'pgboss_' || left(encode(sha224(schema), 'hex'),
- * 24)` (pg-boss plans.notifyChannelSql); test/runner/work-loop.test.ts checks it against pg-boss.
+ * 24)` (pg-boss plans.notifyChannelSql). test/runner/work-loop.test.ts ("hears pg-boss's
+ * notification") fails if it ever differs: the runner would then wake only at its polls.
  */
-export const PGBOSS_CHANNEL = `pgboss_${createHash('sha224').update('pgboss').digest('hex').slice(0, 24)}`;
+const PGBOSS_CHANNEL = `pgboss_${createHash('sha224').update('pgboss').digest('hex').slice(0, 24)}`;
 
 export interface WakeListenerOptions {
   databaseUrl: string;
