@@ -75,7 +75,8 @@ export async function claimExecutions(
  * (a job another runner's fetch holds is completed once that fetch commits). Their wake-up has been
  * answered by this claim, so no runner fetches it afterwards; a claim that fails or claims nothing
  * leaves the job to the queue. In the claim's own transaction: the job is done exactly when the
- * claim is.
+ * claim is. Every idle runner hears an announcement: the rows another runner is claiming (or anything
+ * else holds locked) are skipped rather than waited for, and their jobs left to the queue.
  */
 function claimSql(announced: boolean): string {
   const completeJobs = announced
@@ -104,7 +105,7 @@ function claimSql(announced: boolean): string {
               AND (e.lease_until IS NULL OR e.lease_until < now())
               AND (e.wake_at IS NULL OR e.wake_at <= now())
             ORDER BY e.id
-              FOR UPDATE OF e) AS locked),
+              FOR UPDATE OF e${announced ? ' SKIP LOCKED' : ''}) AS locked),
      claimed AS (
        UPDATE executions e
           SET status = 'running',
