@@ -57,6 +57,7 @@ export function createExecutionCreator(
     if (isCreated(created))
       await enqueueExecution(queue, tx, created.id, {
         priority: fairPriority((created as CreatedExecution).orgInFlight),
+        announced: true,
       });
     return created;
   }
@@ -95,6 +96,7 @@ export function createExecutionCreator(
           queue,
           tx,
           rows.filter(isCreated).map((row) => ({ id: row.id, orgInFlight: (row as CreatedExecution).orgInFlight })),
+          { announced: true },
         );
         return rows;
       });

@@ -9,6 +9,7 @@ import type { Queryable, Tx } from '../../shared/db/db.ts';
 import { preparedQuery } from '../../shared/db/prepared-query.ts';
 import { announceExecutionEvents, EVENTS_CHANNEL } from '../../shared/events/store.ts';
 import { enqueueExecution, type JobQueue } from '../../shared/queue/execution-jobs.ts';
+import { QUEUES } from '../../shared/queue/queues.ts';
 import type { WorkflowGraph } from '../../shared/workflow/graph.ts';
 import type { RunLimits } from '../../shared/workflow/run-limits.ts';
 import type { ExecutionState } from './persist.ts';
@@ -54,12 +55,38 @@ export async function claimExecutions(
   ids: readonly string[],
   leaseSeconds: number,
   maxRecoveries: number | null = null,
+  options: { announced?: boolean } = {},
 ): Promise<ClaimedExecution[]> {
   if (ids.length === 0) return [];
+  const announced = options.announced === true;
   const { rows } = await preparedQuery<ClaimedExecution>(
     q,
-    'ws_claim',
-    `WITH prev AS (
+    announced ? 'ws_claim_announced' : 'ws_claim',
+    claimSql(announced),
+    [ids, runnerId, leaseSeconds, EVENTS_CHANNEL, maxRecoveries],
+  );
+  return rows;
+}
+
+/**
+ * The claim statement. `announced`: the ids come from their creates' announcements
+ * (EXECUTION_CREATED_CHANNEL), whose wake-up jobs carry the executions' ids as their own; the
+ * statement also completes the jobs of the executions it claims, as pg-boss's completion would
+ * (a job another runner's fetch holds is completed once that fetch commits). Their wake-up has been
+ * answered by this claim, so no runner fetches it afterwards; a claim that fails or claims nothing
+ * leaves the job to the queue. In the claim's own transaction: the job is done exactly when the
+ * claim is. Every idle runner hears an announcement: the rows another runner is claiming (or anything
+ * else holds locked) are skipped rather than waited for, and their jobs left to the queue.
+ */
+function claimSql(announced: boolean): string {
+  const completeJobs = announced
+    ? `
+     answered AS (
+       UPDATE pgboss.job j SET state = 'completed', completed_on = now()
+         FROM claimed c
+        WHERE j.name = '${QUEUES.executions.name}' AND j.id = c.id AND j.state < 'completed'),`
+    : '';
+  return `WITH prev AS (
        SELECT id, status, started_at, lease_owner, attempts_now, deadline_now, processor,
               $5::int IS NOT NULL AND processor IS NOT NULL AND attempts_now <= $5::int
                 AND jsonb_typeof(limits->'workflow.processor_runs_per_execution') = 'number'
@@ -78,7 +105,7 @@ export async function claimExecutions(
               AND (e.lease_until IS NULL OR e.lease_until < now())
               AND (e.wake_at IS NULL OR e.wake_at <= now())
             ORDER BY e.id
-              FOR UPDATE OF e) AS locked),
+              FOR UPDATE OF e${announced ? ' SKIP LOCKED' : ''}) AS locked),
      claimed AS (
        UPDATE executions e
           SET status = 'running',
@@ -111,14 +138,11 @@ export async function claimExecutions(
                 SELECT 'node.started', c.state->>'node', jsonb_build_object('processor', c.processor), 2
                  WHERE c.prestarted) AS x
         ORDER BY c.id, x.ord
-       RETURNING id, kind, at, session_id, execution_id, node, attributes),
+       RETURNING id, kind, at, session_id, execution_id, node, attributes),${completeJobs}
      ${announceExecutionEvents('notified', 'ins', '$4')}
      SELECT claimed.id, claimed.session_id, claimed.org_id, claimed.blob_id, claimed.revision_id, claimed.graph, claimed.limits,
             claimed.state, claimed.node_runs, claimed.attempts, claimed.reason, claimed.prestarted, claimed.traceparent
-       FROM claimed, notified`,
-    [ids, runnerId, leaseSeconds, EVENTS_CHANNEL, maxRecoveries],
-  );
-  return rows;
+       FROM claimed, notified`;
 }
 
 /**

@@ -33,6 +33,7 @@ import { LeaseKeeper } from './lease-keeper.ts';
 import { giveUp, handBack } from './persist.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { RecoverySweep } from './recovery.ts';
+import { WakeListener } from './wake-listener.ts';
 import { WorkLoop } from './work-loop.ts';
 import { FireLoop } from '../scheduler/fire-loop.ts';
 
@@ -437,6 +438,13 @@ export function createEngine(options: EngineOptions): Engine {
     onError: (err) => log.warn({ err }, 'a deferred or early wake-up could not be handled; the recovery sweep will'),
   });
 
+  const wakeUps = new WakeListener({
+    databaseUrl: options.databaseUrl,
+    onCreated: (executionId) => workLoop.announce(executionId),
+    onQueued: () => workLoop.queued(),
+    onError: (err) => log.warn({ err, runner_id: runnerId }, 'wake-up listener connection failed; reconnecting'),
+  });
+
   // The scheduler's fires ride on the same runner (docs/scheduler.md); tests of the engine alone turn them off.
   const fires =
     options.fires === false
@@ -491,6 +499,7 @@ export function createEngine(options: EngineOptions): Engine {
       recovery.start();
       stats.start();
       await workLoop.start();
+      await wakeUps.start();
       await fires?.start();
     },
 
@@ -502,6 +511,7 @@ export function createEngine(options: EngineOptions): Engine {
         clearWakeTimers();
         await Promise.all([recovery.stop(), stats.stop()]);
         await fires?.stop().catch((err: unknown) => log.warn({ err }, 'stopping the schedule fires failed'));
+        await wakeUps.stop();
         await workLoop.stop().catch((err: unknown) => log.warn({ err }, 'stopping the intake failed'));
         if (!(await allLeft(graceMs))) {
           // Nodes still running past the grace period: hand their executions back now, so another
@@ -540,6 +550,7 @@ export function createEngine(options: EngineOptions): Engine {
       await cooldowns.stop();
       await Promise.all([recovery.stop(), stats.stop()]);
       await fires?.stop().catch(() => {});
+      await wakeUps.stop();
       await workLoop.stop().catch(() => {});
       await pool.destroy();
       await allLeft(UNWIND_MS);

@@ -1,10 +1,12 @@
 /**
  * The runner's intake: a pg-boss worker on the `executions` queue that fetches wake-ups in
  * batches, claims their executions in one statement and hands each claimed execution to the
- * runner, which works on many at once. pg-boss wakes the worker by LISTEN/NOTIFY the moment a job
- * is sent (the queue has `notify`, the runner's boss `useListenNotify`), so a new execution does
- * not wait for a poll; polling every `pollSeconds` remains as the backstop and is what finds a
- * sleeping execution's delayed job on runners that did not park it.
+ * runner, which works on many at once. The runner's wake-up listener (wake-listener.ts) wakes the
+ * worker the moment a job is sent (the queue has `notify`), so a new execution does not wait for a
+ * poll; polling every `pollSeconds` remains as the backstop and is what finds a sleeping
+ * execution's delayed job on runners that did not park it. A created execution is usually not
+ * fetched at all: its create announces it, and an idle runner claims it from the announcement
+ * (`announce`), completing its wake-up job in the same statement.
  *
  * Jobs are wake-ups only and complete once their batch is claimed: ownership lives in the lease.
  * The handler returns (letting pg-boss fetch again) only when a whole batch fits under
@@ -72,6 +74,25 @@ export class WorkLoop {
   readonly #deferred = new Set<string>();
   #roomWaiters: Array<() => void> = [];
   #stopping = false;
+  /**
+   * False from a full batch of wake-ups until a batch short of full: wake-ups may be waiting in
+   * the queue, whose fair order then decides what runs next, so announcements are not claimed.
+   */
+  #drained = true;
+  /** Announced executions waiting for the announcement claim in flight. */
+  readonly #announced = new Set<string>();
+  #claimingAnnounced = 0;
+  /** Executions of the fetched batch being claimed now. */
+  #claimingBatch = 0;
+  /** The announcement claims in progress, if any: `stop()` waits for them. */
+  #announcing: Promise<void> | null = null;
+  /** A wake-up job was sent while the announcement claim was in flight: fetch once it is done. */
+  #wakeAfterAnnouncing = false;
+  /**
+   * Executions claimed (or being claimed) from their announcement, until they leave: a fetch of
+   * their create's wake-up, racing the claim that completes it, is answered without a claim.
+   */
+  readonly #fromAnnouncement = new Set<string>();
 
   constructor(options: WorkLoopOptions) {
     this.#options = options;
@@ -113,16 +134,89 @@ export class WorkLoop {
     this.#stopping = true;
     clearInterval(this.#probe);
     for (const resolve of this.#roomWaiters.splice(0)) resolve();
+    this.#announced.clear();
+    await this.#announcing;
     if (this.#workerId === null) return;
     this.#workerId = null;
     await this.#options.boss.offWork(QUEUES.executions.name, { wait: true });
   }
 
+  /**
+   * Executions announced by their create (EXECUTION_CREATED_CHANNEL): claimed at once, without
+   * fetching their wake-up jobs first, when this runner would take them from the queue now anyway —
+   * it has room, is not waiting for room, and its last fetch found the queue drained (so the queue's
+   * fair order has nothing to decide). Otherwise the announcement is dropped and the wake-up job
+   * takes the usual path. Announcements that arrive while a claim of them is in flight leave
+   * together in the next one.
+   */
+  announce(executionId: string): void {
+    if (this.#workerId === null || this.#stopping || !this.#drained || this.#roomWaiters.length > 0) return;
+    if (!isUuid(executionId) || this.#fromAnnouncement.has(executionId) || this.#options.inFlight(executionId)) return;
+    // Room for it and still for a whole batch: a batch of wake-ups the intake is fetching or claiming
+    // now was fetched because a whole one fitted, and must still fit when it is claimed.
+    const taken = this.#inFlight + this.#claimingBatch + this.#claimingAnnounced + this.#announced.size;
+    if (taken + 1 + this.#batchSize > this.#options.concurrency) return;
+    this.#announced.add(executionId);
+    this.#announcing ??= this.#claimAnnounced().finally(() => {
+      this.#announcing = null;
+      if (this.#wakeAfterAnnouncing) {
+        this.#wakeAfterAnnouncing = false;
+        this.wake();
+      }
+    });
+  }
+
+  /**
+   * A wake-up job was sent (pg-boss's notification on the `executions` queue): fetch now, or right
+   * after the announcement claim in flight, which completes the jobs of the executions it claims:
+   * fetching while it runs would race it for them.
+   */
+  queued(): void {
+    if (this.#announcing === null) this.wake();
+    else this.#wakeAfterAnnouncing = true;
+  }
+
+  async #claimAnnounced(): Promise<void> {
+    while (this.#announced.size > 0 && !this.#stopping) {
+      const ids = [...this.#announced];
+      this.#announced.clear();
+      for (const id of ids) this.#fromAnnouncement.add(id);
+      this.#claimingAnnounced = ids.length;
+      let claimed: ClaimedExecution[] = [];
+      try {
+        claimed = await claimExecutions(
+          this.#options.db,
+          this.#options.runnerId,
+          ids,
+          this.#options.leaseSeconds,
+          this.#options.maxRecoveries,
+          { announced: true },
+        );
+      } catch (error) {
+        // Nothing was claimed and no job completed: the wake-up jobs take the usual path.
+        this.#options.onError(error);
+      } finally {
+        this.#claimingAnnounced = 0;
+      }
+      const taken = new Set(claimed.map((execution) => execution.id));
+      // Not claimed (held elsewhere, already ended): their jobs are the queue's again, as any wake-up's.
+      for (const id of ids) if (!taken.has(id)) this.#fromAnnouncement.delete(id);
+      for (const execution of claimed) this.#launch(execution);
+    }
+  }
+
   async #handle(jobs: Job<ExecutionJobData>[]): Promise<void> {
     this.#options.onJobs?.(jobs.length);
+    this.#drained = jobs.length < this.#batchSize;
     const ids: string[] = [];
-    for (const id of new Set(jobs.map((job) => job.data?.execution_id))) {
-      if (typeof id !== 'string' || !isUuid(id)) continue;
+    const seen = new Set<string>();
+    for (const job of jobs) {
+      const id = job.data?.execution_id;
+      if (typeof id !== 'string' || !isUuid(id) || seen.has(id)) continue;
+      seen.add(id);
+      // The create's own wake-up (its id is the execution's) of an execution claimed from its
+      // announcement: answered by that claim.
+      if (job.id === id && this.#fromAnnouncement.has(id)) continue;
       if (this.#options.inFlight(id)) this.#deferred.add(id);
       else ids.push(id);
     }
@@ -130,7 +224,13 @@ export class WorkLoop {
     // Fetched while stopping: fail the batch so pg-boss offers the wake-ups again (to another runner).
     if (this.#stopping) throw new Error('The runner is stopping; the wake-ups go back to the queue.');
     // Thrown errors fail the batch: pg-boss retries its jobs, the recovery sweep backs them up.
-    const claimed = await this.#claim(ids);
+    this.#claimingBatch = ids.length;
+    let claimed: ClaimedExecution[];
+    try {
+      claimed = await this.#claim(ids);
+    } finally {
+      this.#claimingBatch = 0;
+    }
     for (const execution of claimed) this.#launch(execution);
     if (claimed.length < ids.length) {
       const taken = new Set(claimed.map((execution) => execution.id));
@@ -158,6 +258,7 @@ export class WorkLoop {
     this.#orgs.set(org, (this.#orgs.get(org) ?? 0) + 1);
     void this.#options.execute(execution).finally(() => {
       this.#inFlight -= 1;
+      this.#fromAnnouncement.delete(execution.id);
       const left = (this.#orgs.get(org) ?? 1) - 1;
       if (left > 0) this.#orgs.set(org, left);
       else this.#orgs.delete(org);
@@ -255,6 +356,7 @@ export class WorkLoop {
   /** Resolves once a whole batch fits again, or at stop. */
   #roomForBatch(): Promise<void> {
     if (this.#stopping || this.#options.concurrency - this.#inFlight >= this.#batchSize) return Promise.resolve();
+    this.#drained = false;
     return new Promise((resolve) => this.#roomWaiters.push(resolve));
   }
 }

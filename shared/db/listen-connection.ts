@@ -15,8 +15,9 @@ export interface ListenConnectionOptions {
   connection: pg.ClientConfig;
   /** Its `application_name`, so an operator can tell it from pool connections. */
   applicationName: string;
-  channel: string;
-  onNotification(payload: string): void;
+  /** The channel, or the channels, it LISTENs on. */
+  channel: string | readonly string[];
+  onNotification(payload: string, channel: string): void;
   /** The connection was lost, or opening it failed (the `listening()` that asked also rejects). */
   onError(error: unknown): void;
   /** LISTEN is in place again after a loss or a failed open: notifications of the gap were missed. */
@@ -78,14 +79,16 @@ export class ListenConnection {
 
   async #open(): Promise<void> {
     const client = new pg.Client({ ...this.#o.connection, application_name: this.#o.applicationName });
+    const channels = typeof this.#o.channel === 'string' ? [this.#o.channel] : this.#o.channel;
     client.on('notification', (message) => {
-      if (message.channel === this.#o.channel && message.payload) this.#o.onNotification(message.payload);
+      if (channels.includes(message.channel) && message.payload)
+        this.#o.onNotification(message.payload, message.channel);
     });
     client.on('error', (error) => this.#lose(client, error));
-    client.on('end', () => this.#lose(client, new Error(`the LISTEN connection of ${this.#o.channel} ended`)));
+    client.on('end', () => this.#lose(client, new Error(`the LISTEN connection of ${channels.join(', ')} ended`)));
     try {
       await client.connect();
-      await client.query(`LISTEN ${this.#o.channel}`);
+      for (const channel of channels) await client.query(`LISTEN ${channel}`);
       if (this.#closed) throw new Error('the listener is closed');
     } catch (error) {
       await client.end().catch(() => {});

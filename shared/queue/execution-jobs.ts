@@ -12,6 +12,15 @@ export interface JobQueue {
   send(name: string, data?: object | null, options?: SendOptions | null): Promise<string | null>;
 }
 
+/**
+ * NOTIFY channel on which a create announces its execution's id at commit (the create statement's
+ * `pg_notify`, shared/workflow/create-execution.ts), so an idle runner claims it at once instead of
+ * first fetching its wake-up job (runner/engine/work-loop.ts, "announced"). The job is sent all the
+ * same, with the execution's id as its own id: the runner that claims from the announcement
+ * completes it in the claim's statement, and a runner that missed the announcement fetches it.
+ */
+export const EXECUTION_CREATED_CHANNEL = 'ws_execution_created';
+
 /** Data of an `executions` job: a wake-up naming the execution; the state lives in its row. */
 export interface ExecutionJobData {
   execution_id: string;
@@ -22,6 +31,11 @@ export interface EnqueueOptions {
   startAfter?: Date | number;
   /** pg-boss priority (higher first): `fairPriority` for a create's wake-up, else 0. */
   priority?: number;
+  /**
+   * The create's wake-up, announced on `EXECUTION_CREATED_CHANNEL`: the job's id is the execution's,
+   * so a runner claiming from the announcement can complete it knowing only the execution.
+   */
+  announced?: boolean;
 }
 
 /**
@@ -68,6 +82,7 @@ export async function enqueueExecution(
   const sendOptions: SendOptions = { db: inTransaction(tx) };
   if (options.startAfter !== undefined) sendOptions.startAfter = options.startAfter;
   if (options.priority) sendOptions.priority = options.priority;
+  if (options.announced) sendOptions.id = executionId;
   const jobId = await queue.send(QUEUES.executions.name, data, sendOptions);
   // pg-boss answers null only for a throttled or singleton send, which this queue never uses.
   if (jobId === null) throw new Error(`pg-boss did not create the job of execution ${executionId}`);
@@ -78,7 +93,7 @@ export async function enqueueExecution(
 export interface BatchJobQueue extends JobQueue {
   insert?(
     name: string,
-    jobs: Array<{ data: object; priority?: number; startAfter?: Date }>,
+    jobs: Array<{ id?: string; data: object; priority?: number; startAfter?: Date }>,
     options: { db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } },
   ): Promise<string[] | null>;
 }
@@ -92,14 +107,17 @@ export async function enqueueExecutions(
   queue: BatchJobQueue,
   tx: Tx,
   executions: ReadonlyArray<{ id: string; orgInFlight?: number | undefined }>,
+  options: { announced?: boolean } = {},
 ): Promise<void> {
   if (executions.length === 0) return;
+  const announced = options.announced === true;
   if (executions.length === 1 || !queue.insert) {
     for (const execution of executions)
-      await enqueueExecution(queue, tx, execution.id, { priority: fairPriority(execution.orgInFlight) });
+      await enqueueExecution(queue, tx, execution.id, { priority: fairPriority(execution.orgInFlight), announced });
     return;
   }
   const jobs = executions.map((execution) => ({
+    ...(announced ? { id: execution.id } : {}),
     data: { execution_id: execution.id },
     priority: fairPriority(execution.orgInFlight),
   }));

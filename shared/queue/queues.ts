@@ -36,7 +36,9 @@ export type BossRole = 'control-plane' | 'runner' | 'sender';
  */
 export function createBoss(connectionString: string, role: BossRole): PgBoss {
   const options: Record<BossRole, ConstructorOptions> = {
-    runner: { connectionString, application_name: 'workspace-runner-queue', max: 5, useListenNotify: true },
+    // No LISTEN of its own: the runner's wake-up listener hears pg-boss's notifications together with
+    // the creates' announcements and orders the fetch after the claim of those (runner/engine/wake-listener.ts).
+    runner: { connectionString, application_name: 'workspace-runner-queue', max: 5 },
     // The control plane only sends and reads counts: maintenance and cron stay with the runners.
     'control-plane': {
       connectionString,

@@ -254,7 +254,8 @@ async function fireBatch(
         'UPDATE executions e SET schedule_id = s.schedule_id FROM unnest($1::uuid[], $2::uuid[]) AS s (id, schedule_id) WHERE e.id = s.id',
         [started.map((x) => x.id), started.map((x) => x.schedule)],
       );
-      await enqueueExecutions(queue, tx, started);
+      // Announced by the create statement: the jobs take the executions' ids (EXECUTION_CREATED_CHANNEL).
+      await enqueueExecutions(queue, tx, started, { announced: true });
     }
   }
 

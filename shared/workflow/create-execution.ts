@@ -7,6 +7,7 @@ import type { Tx } from '../db/db.ts';
 import { preparedQuery } from '../db/prepared-query.ts';
 import { EVENTS_CHANNEL } from '../events/store.ts';
 import { isUuid } from '../ids.ts';
+import { EXECUTION_CREATED_CHANNEL } from '../queue/execution-jobs.ts';
 import { limitById, type LimitId, type LimitInForce } from '../limits/index.ts';
 import { RUN_LIMIT_IDS, type ExecutionRecordRow } from './execution-record.ts';
 
@@ -42,6 +43,8 @@ interface CreateRow extends Omit<ExecutionRecordRow, 'id'> {
   id: string | null;
   /** The organization's unfinished executions, this one included (batched creates only). */
   org_in_flight?: number | null;
+  /** True once announced on EXECUTION_CREATED_CHANNEL (not part of the record). */
+  announced?: boolean | null;
 }
 
 /** A created execution with the priority of its wake-up job (shared/queue/execution-jobs.ts, `fairPriority`). */
@@ -55,7 +58,12 @@ const ORG_SPEC = spec('workflow.running_executions_per_org');
 const SESSION_SPEC = spec('workflow.executions_per_session');
 const RUN_SPECS = JSON.stringify(RUN_LIMIT_IDS.map((id) => limitById(id)));
 
-const CREATE_SQL = `SELECT r.*, CASE WHEN r.id IS NOT NULL THEN org_running_executions($2::uuid) END AS org_in_flight
+// Each created execution announced at commit for the runners (EXECUTION_CREATED_CHANNEL), in the
+// create's own statement: no round trip more. A refused item announces nothing.
+const ANNOUNCE = `CASE WHEN r.id IS NOT NULL THEN (SELECT true FROM pg_notify('${EXECUTION_CREATED_CHANNEL}', r.id::text)) END AS announced`;
+
+const CREATE_SQL = `SELECT r.*, CASE WHEN r.id IS NOT NULL THEN org_running_executions($2::uuid) END AS org_in_flight,
+                           ${ANNOUNCE}
                       FROM create_execution($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::text, $6::uuid, $7::text, $8::jsonb, $9::int,
                         $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14::text) AS r`;
 
@@ -113,14 +121,15 @@ async function storeTraceparents(tx: Tx, ids: readonly string[], traceparents: r
 // unnested input): each call's statements take their own snapshots, so an item's counts include
 // the items before it in the batch.
 // org_in_flight is read right after each item's call: its wake-up's fair-queueing priority.
-const CREATE_MANY_SQL = `SELECT r.*, CASE WHEN r.id IS NOT NULL THEN org_running_executions(i.org_id) END AS org_in_flight FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::int[])
+const CREATE_MANY_SQL = `SELECT r.*, CASE WHEN r.id IS NOT NULL THEN org_running_executions(i.org_id) END AS org_in_flight, ${ANNOUNCE}
+                          FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::int[])
                           WITH ORDINALITY AS i(revision_id, org_id, blob_id, session_id, session_alias, definition_id, definition_alias, input, input_bytes, ord)
   CROSS JOIN LATERAL create_execution(i.revision_id, i.org_id, i.blob_id, i.session_id, i.session_alias, i.definition_id, i.definition_alias,
                                       i.input::jsonb, i.input_bytes, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14::text) AS r
   ORDER BY i.ord`;
 
 function resultOf(row: CreateRow): CreatedExecution | CreateRefusal {
-  const { refusal, refused_limit, held, id, org_in_flight, ...record } = row;
+  const { refusal, refused_limit, held, id, org_in_flight, announced: _announced, ...record } = row;
   if (refusal === 'limit') return { refusal, limit: refused_limit!, held: held ?? undefined };
   if (refusal !== null) return { refusal };
   return org_in_flight === null || org_in_flight === undefined

@@ -140,6 +140,59 @@ t.test(
   },
 );
 
+t.test('an idle runner claims a created execution from its announcement, without fetching its wake-up', async (t) => {
+  // No poll and no recovery sweep in the way: only the announcement and pg-boss's notifications wake the runner.
+  await startEngine(t, databaseUrl, { pollSeconds: 300, orphanSeconds: 600 });
+  const flow = await createWorkflow(app, alice);
+  const created = await runGraph(app, alice, flow, {
+    start: 'a',
+    nodes: { a: { processor: 'logic.code', config: { code: 'export default () => "announced"' } } },
+  });
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.same([ended.status, ended.output], ['succeeded', 'announced']);
+  const { rows } = await db.query<{ id: string; state: string; fetched: boolean }>(
+    `SELECT id::text, state::text, started_on IS NOT NULL AS fetched FROM pgboss.job
+      WHERE name = 'executions' AND data->>'execution_id' = $1`,
+    [created.id],
+  );
+  t.same(rows, [{ id: created.id, state: 'completed', fetched: false }], "the create's job, completed by the claim");
+});
+
+t.test("a runner hears pg-boss's notification of any other wake-up at once", async (t) => {
+  // The first run gives its execution back (a new wake-up job, announced by pg-boss only); with a
+  // poll every five minutes, only the notification brings it back within the test's time.
+  let runs = 0;
+  const givingBack: Processor = {
+    name: 'logic.switch',
+    async run(ctx, config, input) {
+      runs += 1;
+      if (runs === 1) {
+        const holder = { executionId: ctx.execution.id, runnerId: runner.id, leaseSeconds: 10 };
+        t.ok(await db.transaction((tx) => giveUp(tx, testApp.boss, holder)), 'given back');
+      }
+      return { kind: 'route', route: switchRoute(config, input), output: input };
+    },
+  };
+  const processors = new Map(processorRegistry);
+  processors.set('logic.switch', givingBack);
+  const runner = await startEngine(t, databaseUrl, { processors, pollSeconds: 300, orphanSeconds: 600 });
+  const flow = await createWorkflow(app, alice);
+  const created = await runGraph(
+    app,
+    alice,
+    flow,
+    {
+      start: 'sw',
+      nodes: {
+        sw: { processor: 'logic.switch', config: { cases: [{ when: { path: 'n', gte: 0 }, route: 'done' }] } },
+      },
+    },
+    { n: 2 },
+  );
+  const ended = await waitForEnd(app, alice, flow, created.id);
+  t.same([ended.status, ended.output, runs], ['succeeded', { n: 2 }, 2]);
+});
+
 t.test('the recovery sweep wakes an execution whose wake-up was lost', async (t) => {
   const flow = await createWorkflow(app, alice);
   const created = await runGraph(app, alice, flow, {
