@@ -17,7 +17,8 @@ export interface SessionObjectRow {
 
 /** What one write stores under an alias: a JSON value (serialized) or a file's bytes. */
 export type StoredContent =
-  { kind: 'object'; json: string; size: number } | { kind: 'file'; bytes: Buffer; contentType: string; size: number };
+  | { kind: 'object'; json: string | Uint8Array; size: number }
+  | { kind: 'file'; bytes: Buffer; contentType: string; size: number };
 
 // Never `content`: a file's bytes leave only through downloadable().
 const COLUMNS = `o.id, o.session_id, o.alias, o.kind, CASE WHEN o.kind = 'object' THEN o.value END AS value,
@@ -30,6 +31,8 @@ export function sessionObjectRecord(row: SessionObjectRow): Record<string, unkno
   return { ...base, ...body, size: row.size, created_at: row.created_at, updated_at: row.updated_at };
 }
 
+// An object's JSON is `$4::text::jsonb`: a body thread's (control-plane/bodies/) comes as UTF-8
+// bytes, which node-postgres sends in binary, and a `text` in binary is those bytes.
 function params(sessionId: string, alias: string, content: StoredContent): unknown[] {
   return content.kind === 'object'
     ? [sessionId, alias, 'object', content.json, null, null, content.size]
@@ -76,7 +79,7 @@ export async function replaceContent(
 ): Promise<SessionObjectRow | undefined> {
   const { rows } = await tx.query<SessionObjectRow>(
     `UPDATE session_objects o
-        SET kind = $3, value = $4::jsonb, content = $5::bytea, content_type = $6, size = $7::int, updated_at = now()
+        SET kind = $3, value = $4::text::jsonb, content = $5::bytea, content_type = $6, size = $7::int, updated_at = now()
       WHERE o.session_id = $1::uuid AND o.alias = $2
       RETURNING ${COLUMNS}`,
     params(sessionId, alias, content),
@@ -96,7 +99,7 @@ export async function insertContent(
 ): Promise<{ row: SessionObjectRow; created: boolean }> {
   const { rows } = await tx.query<SessionObjectRow & { created: boolean }>(
     `INSERT INTO session_objects AS o (session_id, alias, kind, value, content, content_type, size)
-     VALUES ($1::uuid, $2, $3, $4::jsonb, $5::bytea, $6, $7::int)
+     VALUES ($1::uuid, $2, $3, $4::text::jsonb, $5::bytea, $6, $7::int)
      ON CONFLICT (session_id, alias) DO UPDATE
         SET kind = EXCLUDED.kind, value = EXCLUDED.value, content = EXCLUDED.content,
             content_type = EXCLUDED.content_type, size = EXCLUDED.size, updated_at = now()
