@@ -77,6 +77,11 @@ export interface BuildAppOptions {
    * response-check.ts); a mismatch is answered 500 `internal_error` naming it. Off in production.
    */
   checkResponses?: boolean;
+  /**
+   * Start the body threads (HEAVY_BODY_THREADS) with the app; otherwise they start at the first
+   * large body. The server does (main.ts), tests need not.
+   */
+  startBodyThreads?: boolean;
   /** Tests: told of every route as it is added, from the first (test/openapi.test.ts compares them with the document). */
   onRoute?: (route: RouteOptions) => void;
 }
@@ -225,6 +230,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Large command bodies are read off the event loop, by threads started at the first one.
   const bodyThreads = new BodyThreads(options.config.heavyWork.threads, (bytes) => heavyWork.isHeavy(bytes));
   app.addHook('onClose', async () => bodyThreads.close());
+  if (options.startBodyThreads) bodyThreads.start();
   registerAudit(app);
 
   await app.register(websocketPlugin, { commands, admission: wsAdmission, heavyWork });

@@ -15,6 +15,7 @@ import { RECORDS_PER_STATEMENT } from '../sql/nlp-records.ts';
 import { checkedRecords, jsonLinesRecords, uploadRecordsParams } from '../commands/nlp-record-checks.ts';
 import { uploadSessionObjectParams } from '../commands/session-object-params.ts';
 import { guardedJson } from './guarded-json.ts';
+import { collectAll } from '../models/reclaim.ts';
 import type { BodyResult, BodyTask, RecordLiterals, Refused, Shell } from './body-messages.ts';
 import type { z } from 'zod';
 
@@ -125,9 +126,23 @@ function transfers(result: BodyResult): ArrayBuffer[] {
     .map((a) => a.buffer as ArrayBuffer);
 }
 
+/** Bodies from this size on leave enough garbage (the parsed body) to collect it at once. */
+const COLLECT_AFTER_BYTES = 1024 * 1024;
+let collecting = false;
+
 /** Reads one body (BodyTask); the result's byte arrays are transferred, not copied. */
 export default function readBody(task: BodyTask): unknown {
+  const large = task.bytes.byteLength >= COLLECT_AFTER_BYTES;
   const result = task.format === 'json' ? readJson(task) : readJsonLines(task);
+  // Once the result is posted, between tasks: the parsed body is garbage by then, and V8 would
+  // keep its tens of megabytes mapped until the thread's heap grew further.
+  if (large && !collecting) {
+    collecting = true;
+    setImmediate(() => {
+      collecting = false;
+      collectAll();
+    });
+  }
   const list = [...new Set(transfers(result))];
   return Piscina.move({
     get [Piscina.transferableSymbol]() {

@@ -40,8 +40,12 @@ export class BodyThreads {
     return this.#threads > 0 && !this.#closed && this.#isHeavy(bytes);
   }
 
-  /** Reads `task.bytes` in a thread; the bytes are transferred (detached here) when they own their buffer. */
-  async read(task: BodyTask): Promise<BodyResult> {
+  /**
+   * Starts the threads now rather than at the first large body (a server starts them with itself:
+   * a thread's start takes the event loop a few milliseconds).
+   */
+  start(): Piscina<BodyTask, BodyResult> | null {
+    if (this.#threads === 0 || this.#closed) return null;
     this.#piscina ??= new Piscina<BodyTask, BodyResult>({
       filename: new URL('./body-thread.ts', import.meta.url).href,
       minThreads: this.#threads,
@@ -49,10 +53,17 @@ export class BodyThreads {
       maxQueue: MAX_WAITING,
       idleTimeout: Number.POSITIVE_INFINITY,
     });
+    return this.#piscina;
+  }
+
+  /** Reads `task.bytes` in a thread; the bytes are transferred (detached here) when they own their buffer. */
+  async read(task: BodyTask): Promise<BodyResult> {
+    const piscina = this.start();
+    if (piscina === null) throw new Error('no body threads');
     const { bytes } = task;
     const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
     try {
-      return await this.#piscina.run(task, { transferList: owned ? [bytes.buffer as ArrayBuffer] : [] });
+      return await piscina.run(task, { transferList: owned ? [bytes.buffer as ArrayBuffer] : [] });
     } catch (error) {
       if (!(error instanceof Error) || error.message !== QUEUE_FULL) throw error;
       const busy = new ServiceError('rate_limited', 'The service is busy with large requests; try again in 1 s.');
