@@ -47,5 +47,8 @@ export type BodyResult =
   | { kind: 'records'; shell: Shell; records: RecordLiterals | Refused }
   /** `upload_records` with a JSON Lines body: the lines' refusal, or the records'. */
   | { kind: 'lines'; lines: Refused | { records: RecordLiterals | Refused } }
-  /** `upload_session_object`: the value serialized (absent when the params have none). */
-  | { kind: 'object'; shell: Shell; json: Uint8Array | null };
+  /**
+   * `upload_session_object`: the value serialized, and as its answer carries it once stored
+   * (shared/prepared-json.ts RawJson); both null when the params have no value or are refused.
+   */
+  | { kind: 'object'; shell: Shell; json: Uint8Array | null; answer: Uint8Array | null };

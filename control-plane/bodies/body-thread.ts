@@ -72,6 +72,27 @@ function shellOf(schema: z.ZodType, body: Record<string, unknown>, field: string
   }
 }
 
+/** UTF-8 bytes compared as PostgreSQL compares `jsonb` keys: shorter first, then byte by byte. */
+function keyOrder(a: Buffer, b: Buffer): number {
+  return a.length - b.length || Buffer.compare(a, b);
+}
+
+/**
+ * `value` as node-postgres parses it back from `jsonb`: every object's keys in `jsonb`'s order
+ * (inserted so, JavaScript then puts integer-like keys first, as for the parsed text). Numbers and
+ * strings come back as they went: `jsonb` keeps a number's decimal exactly, and the same decimal
+ * parses to the same double.
+ */
+function asStored(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(asStored);
+  const keys = Object.keys(value).map((key) => ({ key, bytes: Buffer.from(key, 'utf8') }));
+  keys.sort((a, b) => keyOrder(a.bytes, b.bytes));
+  const stored: Record<string, unknown> = {};
+  for (const { key } of keys) stored[key] = asStored((value as Record<string, unknown>)[key]);
+  return stored;
+}
+
 function readJson(task: BodyTask): BodyResult {
   const parsed = guardedJson(task.bytes);
   if ('refusal' in parsed) return { kind: 'refused', refusal: parsed.refusal };
@@ -86,8 +107,9 @@ function readJson(task: BodyTask): BodyResult {
     }
     if (task.command === 'upload_session_object') {
       const shell = shellOf(uploadSessionObjectParams, params, 'value');
-      const json = 'refusal' in shell || params.value === undefined ? null : bytesOf(JSON.stringify(params.value));
-      return { kind: 'object', shell, json };
+      if ('refusal' in shell || params.value === undefined) return { kind: 'object', shell, json: null, answer: null };
+      const json = bytesOf(JSON.stringify(params.value));
+      return { kind: 'object', shell, json, answer: bytesOf(JSON.stringify(asStored(params.value))) };
     }
   }
   return { kind: 'guarded', bytes: task.bytes };
@@ -119,7 +141,8 @@ function transfers(result: BodyResult): ArrayBuffer[] {
   if (result.kind === 'guarded') arrays.push(result.bytes);
   else if (result.kind === 'records') records(result.records);
   else if (result.kind === 'lines' && 'records' in result.lines) records(result.lines.records);
-  else if (result.kind === 'object' && result.json !== null) arrays.push(result.json);
+  else if (result.kind === 'object' && result.json !== null && result.answer !== null)
+    arrays.push(result.json, result.answer);
   // Only arrays that own their whole buffer can move; the others are copied.
   return arrays
     .filter((a) => a.byteOffset === 0 && a.byteLength === a.buffer.byteLength)

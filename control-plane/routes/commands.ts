@@ -16,7 +16,8 @@ import { errorCatalog, type ErrorCode } from '../../shared/errors.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { jsonLinesRecords, uploadRecordsParams } from '../commands/nlp-record-checks.ts';
 import { uploadSessionObjectParams } from '../commands/session-object-params.ts';
-import { PreparedJson } from '../../shared/prepared-json.ts';
+import { PreparedJson, RawJson } from '../../shared/prepared-json.ts';
+import { randomUUID } from 'node:crypto';
 import type { BodyThreads } from '../bodies/body-threads.ts';
 import type { BodyResult, RecordLiterals, Refused } from '../bodies/body-messages.ts';
 import { PreparedParams, PreparedRecords } from '../bodies/prepared.ts';
@@ -70,13 +71,30 @@ function jsonParams(result: BodyResult): unknown {
     case 'object':
       return new PreparedParams(
         uploadSessionObjectParams,
-        'refusal' in result.shell || result.json === null
+        'refusal' in result.shell || result.json === null || result.answer === null
           ? result.shell
-          : { params: { ...result.shell.params, value: new PreparedJson(result.json) } },
+          : { params: { ...result.shell.params, value: new PreparedJson(result.json, result.answer) } },
       );
     case 'lines':
       throw new Error('a JSON Lines result for a JSON body');
   }
+}
+
+/** The type fastify gives an answer it serializes. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * The answer's bytes when its `object.value` is a body thread's text (RawJson, from
+ * `upload_session_object`): the rest serialized as fastify would, the text spliced in, so the
+ * event loop neither parses nor serializes the value. Null for any other answer.
+ */
+function withRawValue(answer: Record<string, unknown>): Buffer | null {
+  const object = answer.object as Record<string, unknown> | undefined;
+  if (typeof object !== 'object' || object === null || !(object.value instanceof RawJson)) return null;
+  const mark = JSON.stringify(`raw-${randomUUID()}`);
+  const text = JSON.stringify({ ...answer, object: { ...object, value: JSON.parse(mark) } });
+  const at = text.indexOf(mark);
+  return Buffer.concat([Buffer.from(text.slice(0, at)), object.value.bytes, Buffer.from(text.slice(at + mark.length))]);
 }
 
 /**
@@ -199,7 +217,9 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
         },
       });
       // `ok` puts `status` first, so a result's own `status` (check_definition's verdict) wins.
-      return ok(result);
+      const answer = ok(result);
+      const spliced = withRawValue(answer);
+      return spliced === null ? answer : reply.type(JSON_TYPE).send(spliced);
     },
   );
 }

@@ -210,8 +210,10 @@ export async function writeSessionObject(tx: Tx, write: ObjectWrite, limits: Obj
   const quota = expect(limits.objectsQuota, 'workflow.session_objects_per_session');
   const ceiling = expect(limits.objectBytes, 'workflow.session_object_bytes');
   const alias = parseInput(aliasSchema, write.alias, 'alias');
-  // A large request's value comes serialized by a body thread of the control plane.
-  const { json, size } = write.value instanceof PreparedJson ? write.value : serialized(write.value);
+  // A large request's value comes serialized by a body thread of the control plane, with the
+  // text its answer carries: the value is then neither read back nor parsed here.
+  const prepared = write.value instanceof PreparedJson ? write.value : null;
+  const { json, size } = prepared ?? serialized(write.value);
   if (over(ceiling, size)) {
     throw limitRefusal(
       'session_object_too_large',
@@ -220,7 +222,10 @@ export async function writeSessionObject(tx: Tx, write: ObjectWrite, limits: Obj
       `The object is ${size} bytes serialized; ${ceiling.id} is ${String(ceiling.value)}.`,
     );
   }
-  return store(tx, write.sessionId, alias, { kind: 'object', json, size }, quota, write);
+  const content = prepared === null ? { json, size } : { json, size, answer: prepared.answer };
+  const result = await store(tx, write.sessionId, alias, { kind: 'object', ...content }, quota, write);
+  if (prepared !== null) result.row.value = prepared.answer;
+  return result;
 }
 
 /**
