@@ -103,7 +103,9 @@ function readJson(task: BodyTask): BodyResult {
     const params = body as Record<string, unknown>;
     if (task.command === 'upload_records') {
       const shell = shellOf(uploadRecordsParams, params, 'records');
-      return { kind: 'records', shell, records: 'refusal' in shell ? { refusal: '' } : recordLiterals(params.records) };
+      // Refused params are answered before the records would be checked: nothing to encode.
+      const records = 'refusal' in shell ? { count: 0, slices: [] } : recordLiterals(params.records);
+      return { kind: 'records', shell, records };
     }
     if (task.command === 'upload_session_object') {
       const shell = shellOf(uploadSessionObjectParams, params, 'value');
