@@ -435,12 +435,15 @@ function peerSection(): Promise<string> {
 }
 
 /** The shared-processes section (bench/pressure.ts): a quiet tenant's REST calls beside each hostile scenario. */
-function pressureSection(): Promise<string> {
-  // `--only` picks scenarios of bench/pressure/ by file name.
+async function pressureSection(): Promise<string> {
+  // `--only` picks scenarios of bench/pressure/ by file name; `--profile-control-plane` profiles
+  // the section's own control plane (it starts a system of its own).
+  const profile = args['profile-control-plane'];
+  if (profile) await mkdir(resolve(profile), { recursive: true });
   return childSection(
     'pressure.ts',
     'Shared processes under a hostile tenant (docs/benchmarks.md "Shared processes")',
-    args.only ? ['--only', args.only] : [],
+    [...(args.only ? ['--only', args.only] : []), ...(profile ? ['--profile-control-plane', resolve(profile)] : [])],
   );
 }
 

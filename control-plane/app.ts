@@ -15,6 +15,7 @@ import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
 import { registerThrottles } from './plugins/throttle.ts';
 import { registerHeavyWork } from './plugins/heavy-work.ts';
+import { BodyThreads } from './bodies/body-threads.ts';
 import { registerHttpMetrics } from './metrics.ts';
 import { watchPool } from '../shared/metrics.ts';
 import { readinessProbe } from '../shared/probes.ts';
@@ -76,6 +77,11 @@ export interface BuildAppOptions {
    * response-check.ts); a mismatch is answered 500 `internal_error` naming it. Off in production.
    */
   checkResponses?: boolean;
+  /**
+   * Start the body threads (HEAVY_BODY_THREADS) with the app; otherwise they start at the first
+   * large body. The server does (main.ts), tests need not.
+   */
+  startBodyThreads?: boolean;
   /** Tests: told of every route as it is added, from the first (test/openapi.test.ts compares them with the document). */
   onRoute?: (route: RouteOptions) => void;
 }
@@ -221,6 +227,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerAuth(app);
   // After auth: a large body is admitted for its account before it is read.
   const heavyWork = registerHeavyWork(app, options.config.heavyWork);
+  // Large command bodies are read off the event loop, by threads started at the first one.
+  const bodyThreads = new BodyThreads(options.config.heavyWork.threads, (bytes) => heavyWork.isHeavy(bytes));
+  app.addHook('onClose', async () => bodyThreads.close());
+  if (options.startBodyThreads) bodyThreads.start();
   registerAudit(app);
 
   await app.register(websocketPlugin, { commands, admission: wsAdmission, heavyWork });
@@ -239,7 +249,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await v1.register(credentialRoutes);
       await v1.register(serviceAccountRoutes);
       await v1.register(impersonateRoutes);
-      await v1.register(commandRoutes, { commands });
+      await v1.register(commandRoutes, { commands, bodyThreads });
       await v1.register(sessionFileRoutes);
       await v1.register(modelRoutes);
       await v1.register(hookRoutes);

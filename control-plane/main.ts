@@ -69,7 +69,7 @@ async function start(): Promise<void> {
   await boss.start();
   await createQueues(boss);
 
-  app = await buildApp({ config, db, queue: boss, tracing });
+  app = await buildApp({ config, db, queue: boss, tracing, startBodyThreads: true });
   ops = await buildOpsApp({ config, db, boss, tracing: tracing?.tracing ?? null });
   await app.listen({ host: config.host, port: config.port });
   await ops.listen({ host: config.opsHost, port: config.opsPort });

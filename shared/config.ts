@@ -49,6 +49,8 @@ export interface Config {
     bytesInFlight: number;
     /** Admitted heavy requests whose work (handler, database writes) runs at once, one per account, in turns. */
     atOnce: number;
+    /** Threads that parse, check and prepare admitted heavy JSON bodies of the command route; 0: the event loop does. */
+    threads: number;
   };
   /**
    * What one account may keep stored beyond the limits catalog (control-plane/limits/storage-bounds.ts);
@@ -222,6 +224,7 @@ const envSchema = z
     HEAVY_REQUESTS_PER_ADDRESS: intVar('HEAVY_REQUESTS_PER_ADDRESS', 4),
     HEAVY_BYTES_IN_FLIGHT: intVar('HEAVY_BYTES_IN_FLIGHT', 64 * 1024 * 1024),
     HEAVY_REQUESTS_AT_ONCE: intVar('HEAVY_REQUESTS_AT_ONCE', 1),
+    HEAVY_BODY_THREADS: intVar('HEAVY_BODY_THREADS', 1, { max: 16 }),
     IDEMPOTENT_ANSWERS_PER_ACCOUNT: intVar('IDEMPOTENT_ANSWERS_PER_ACCOUNT', 10_000),
     IDEMPOTENT_BYTES_PER_ACCOUNT: intVar('IDEMPOTENT_BYTES_PER_ACCOUNT', 64 * 1024 * 1024),
     NLP_RECORDS_PER_REVISION: intVar('NLP_RECORDS_PER_REVISION', 100_000),
@@ -418,6 +421,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perAddress: v.HEAVY_REQUESTS_PER_ADDRESS,
       bytesInFlight: v.HEAVY_BYTES_IN_FLIGHT,
       atOnce: v.HEAVY_REQUESTS_AT_ONCE,
+      threads: v.HEAVY_BODY_THREADS,
     },
     storage: {
       idempotentAnswersPerAccount: v.IDEMPOTENT_ANSWERS_PER_ACCOUNT,

@@ -94,6 +94,13 @@ t.test("webhooks: defaults, and one organization's deliveries within the runner'
   t.same(seconds.problems, ['HOOK_DELIVERY_SECONDS must be from 1 to 300, got 0']);
 });
 
+t.test('heavy bodies: one body thread by default, at most 16', async (t) => {
+  t.equal(loadConfig({ ...SECRETS }).heavyWork.threads, 1);
+  t.equal(loadConfig({ ...SECRETS, HEAVY_BODY_THREADS: '0' }).heavyWork.threads, 0);
+  const error = t.throws(() => loadConfig({ ...SECRETS, HEAVY_BODY_THREADS: '17' })) as unknown as ConfigError;
+  t.same(error.problems, ['HEAVY_BODY_THREADS must be from 0 to 16, got 17']);
+});
+
 t.test('tracing: off unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and then an http(s) URL', async (t) => {
   t.equal(loadConfig({ ...SECRETS }).tracing, null, 'unset: off');
   t.equal(

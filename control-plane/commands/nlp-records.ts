@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { decodeCursor, encodeCursor, keysetPage, parseLimit } from '../../shared/cursor.ts';
-import { jsonProblem } from '../../shared/json-guard.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { requireEntitlement } from '../limits/entitlement.ts';
-import { insertRecords, listRecords, nlpRecord, type NewNlpRecord } from '../sql/nlp-records.ts';
+import { insertRecords, listRecords, nlpRecord } from '../sql/nlp-records.ts';
+import { checkedRecords, uploadRecordsParams } from './nlp-record-checks.ts';
+import { PreparedRecords } from '../bodies/prepared.ts';
 import { defineCommand } from './command.ts';
 import { nlpRecordSchema } from '../openapi/records.ts';
 import { checkRecordBounds } from '../limits/storage-bounds.ts';
@@ -18,91 +19,6 @@ import { revisionUsage } from '../sql/revision-usage.ts';
 
 const NLP = ['svc.dataset.nlp'] as const;
 
-/** Bounds of one upload and one record (documented in docs/blob-types.md). */
-const NLP_BOUNDS = {
-  recordsPerCall: 10_000,
-  textBytes: 65_536,
-  labels: 64,
-  labelLength: 256,
-  metaBytes: 16_384,
-} as const;
-
-/**
- * Checks every record and says which one is wrong: `records[i]: ...` (400
- * `invalid_request_body`), nothing written. Records are checked here rather than by a zod schema
- * so that every message names the record's index and the rule, however malformed the input.
- */
-function checkedRecords(input: unknown): NewNlpRecord[] {
-  const bad = (index: number, message: string) =>
-    new ServiceError('invalid_request_body', `Invalid params: records[${index}]: ${message}`);
-  if (!Array.isArray(input))
-    throw new ServiceError(
-      'invalid_request_body',
-      'Invalid params: records: an array of {text, labels?, meta?} objects',
-    );
-  if (input.length === 0)
-    throw new ServiceError('invalid_request_body', 'Invalid params: records: at least one record');
-  if (input.length > NLP_BOUNDS.recordsPerCall)
-    throw new ServiceError(
-      'invalid_request_body',
-      `Invalid params: records: at most ${NLP_BOUNDS.recordsPerCall} per call, got ${input.length}`,
-    );
-  return input.map((record, index) => {
-    if (typeof record !== 'object' || record === null || Array.isArray(record))
-      throw bad(index, 'must be an object {text, labels?, meta?}');
-    const { text, labels, meta, ...rest } = record as Record<string, unknown>;
-    const unknown = Object.keys(rest);
-    if (unknown.length > 0) throw bad(index, `unknown field ${JSON.stringify(unknown[0])}`);
-    if (typeof text !== 'string') throw bad(index, 'text must be a string');
-    if (Buffer.byteLength(text, 'utf8') > NLP_BOUNDS.textBytes)
-      throw bad(index, `text is longer than ${NLP_BOUNDS.textBytes} bytes`);
-    if (labels !== undefined) {
-      if (
-        !Array.isArray(labels) ||
-        labels.some((l) => typeof l !== 'string' || l.length === 0 || l.length > NLP_BOUNDS.labelLength)
-      ) {
-        throw bad(index, `labels must be an array of strings of 1-${NLP_BOUNDS.labelLength} characters`);
-      }
-      if (labels.length > NLP_BOUNDS.labels) throw bad(index, `at most ${NLP_BOUNDS.labels} labels`);
-    }
-    if (meta !== undefined && meta !== null) {
-      if (typeof meta !== 'object' || Array.isArray(meta)) throw bad(index, 'meta must be an object');
-      if (Buffer.byteLength(JSON.stringify(meta), 'utf8') > NLP_BOUNDS.metaBytes)
-        throw bad(index, `meta is larger than ${NLP_BOUNDS.metaBytes} bytes`);
-    }
-    return {
-      text,
-      labels: (labels as string[] | undefined) ?? [],
-      meta: (meta as Record<string, unknown> | null | undefined) ?? null,
-    };
-  });
-}
-
-/**
- * Parses a JSON Lines body (REST `upload_records` with `content-type: application/x-ndjson` or
- * `application/jsonl`): one JSON record per non-empty line; a line that is not JSON is refused
- * naming its record index (its line among the non-empty ones). The records then pass the guard
- * every JSON body passes (shared/json-guard.ts: depth, U+0000, unpaired surrogates), counted as
- * the JSON body `{"records": [...]}` they stand for, so either transport refuses the same input.
- */
-export function jsonLinesRecords(body: string): unknown[] {
-  const records: unknown[] = [];
-  for (const line of body.split('\n')) {
-    if (line.trim() === '') continue;
-    try {
-      records.push(JSON.parse(line));
-    } catch {
-      throw new ServiceError(
-        'invalid_request_body',
-        `Invalid params: records[${records.length}]: the line is not JSON`,
-      );
-    }
-  }
-  const problem = jsonProblem({ records });
-  if (problem !== null) throw new ServiceError('invalid_request_body', `Invalid body: ${problem}.`);
-  return records;
-}
-
 /** `upload_records {records}` → `uploaded` (how many), `total` (the revision's records now). */
 const uploadRecords = defineCommand({
   name: 'upload_records',
@@ -110,11 +26,12 @@ const uploadRecords = defineCommand({
   blobTypes: NLP,
   role: 'write',
   creates: true,
-  params: z.strictObject({ records: z.unknown() }),
+  params: uploadRecordsParams,
   async handler(ctx, _principal, params, call) {
     const { blob, revision } = call.revision;
     await requireEntitlement(ctx.db, blob.id, 'nlp.enabled');
-    const records = checkedRecords(params.records);
+    // A large body's records were checked and encoded by a body thread (control-plane/bodies/).
+    const records = params.records instanceof PreparedRecords ? params.records.take() : checkedRecords(params.records);
     const total = await ctx.db.transaction(async (tx) => {
       // Writers of one revision queue here, so `seq` order is commit order (see insertRecords).
       await tx.query('SELECT 1 FROM revisions WHERE id = $1::uuid FOR NO KEY UPDATE', [revision.id]);

@@ -21,6 +21,7 @@ import { triggerCommands } from './triggers.ts';
 import { eventHookCommands } from './event-hooks.ts';
 import { graphBlobCommands } from './graph-blobs.ts';
 import { nlpCommands } from './nlp-records.ts';
+import { PreparedParams } from '../bodies/prepared.ts';
 import { modelCommands } from './models.ts';
 
 /**
@@ -212,7 +213,10 @@ export async function runRevisionCommand(
     header: options.idempotencyKey,
     inParams: options.keyInParams,
   });
-  const parsed = parseInput(command.params, input, 'params');
+  // A large body's params were parsed by a body thread (control-plane/bodies/), never with a key.
+  const prepared = params instanceof PreparedParams ? params : null;
+  if (prepared !== null && key !== undefined) throw new Error('prepared params with an idempotency key');
+  const parsed = prepared?.parsedBy(command.params) ?? parseInput(command.params, input, 'params');
   const call = { connection: options.connection ?? null, revision: scope };
   if (key === undefined) return command.handler(ctx, principal, parsed, call);
   const keyed = { key, name: command.name, revisionId: scope.revision.id, params: parsed };

@@ -8,6 +8,7 @@ import { sessionObjectSchema } from '../openapi/records.ts';
 import type { AppContext } from '../context.ts';
 import { downloadable, listContents, sessionObjectRecord } from '../../shared/session/session-objects-sql.ts';
 import { findSession } from '../workflow/session-ref.ts';
+import { uploadSessionObjectParams } from './session-object-params.ts';
 import {
   contentTypeSchema,
   contentWriteLimits,
@@ -27,9 +28,6 @@ const LIMIT_RANGE = { fallback: 50, max: 200 };
 const PAGE_VALUE_BYTES = 8 * 1024 * 1024;
 /** A position: the `seq` of the last row returned. */
 const positionSchema = z.number().int().nonnegative();
-
-/** `value` may be any JSON value, `null` included, but must be present. */
-const jsonValue = z.custom<unknown>((value) => value !== undefined, 'value is required');
 
 // A single character class: a grouped pattern would backtrack through megabytes of input.
 const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -99,7 +97,7 @@ const uploadSessionObject = defineCommand({
   result: z.strictObject({ object: sessionObjectSchema }),
   blobTypes: WORKFLOW_BLOBS,
   role: 'write',
-  params: z.strictObject({ session_id: refSchema, alias: aliasSchema, value: jsonValue }),
+  params: uploadSessionObjectParams,
   async handler(ctx, _principal, params, call) {
     const { row } = await ctx.db.transaction(async (tx) => {
       const session = await findSession(tx, call.revision.revision.id, params.session_id);

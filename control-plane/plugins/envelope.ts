@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isUtf8 } from 'node:buffer';
 import { databaseUnavailable, isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../shared/db/unavailable.ts';
 import { ServiceError, type ErrorCode } from '../../shared/errors.ts';
-import { jsonProblem, storableText } from '../../shared/json-guard.ts';
+import { storableText } from '../../shared/json-guard.ts';
+import { guardedJson } from '../bodies/guarded-json.ts';
 
 /** Maps fastify's own failures (body parsing, size) onto catalogued codes. */
 function fromFastify(error: FastifyError): ServiceError | undefined {
@@ -38,25 +38,15 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
  */
 export function registerEnvelope(app: FastifyInstance): void {
   // A JSON body is an object wherever one is taken: a bare `null` is refused like malformed JSON
-  // (left to the routes, it read as "no body", which some of them accept). Fastify's own parser
-  // does the parsing (prototype-poisoning checks included).
-  // The bytes must be UTF-8 (not decoded into U+FFFD and stored so), and the value within the
-  // bounds of shared/json-guard.ts (depth, storable text), before any route sees it.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
+  // (left to the routes, it read as "no body", which some of them accept). The bytes must be
+  // UTF-8 (not decoded into U+FFFD and stored so), and the value within the bounds of
+  // shared/json-guard.ts (depth, storable text), before any route sees it
+  // (control-plane/bodies/guarded-json.ts; the command route sends large bodies to a thread).
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const bytes = body as Buffer;
-    if (!isUtf8(bytes))
-      return done(new ServiceError('invalid_request_body', 'The body is not valid UTF-8.'), undefined);
-    void parseJson(request, bytes.toString('utf8'), (error: Error | null, value?: unknown) => {
-      if (error) return done(error, undefined);
-      if (value === null)
-        return done(new ServiceError('invalid_request_body', 'The body is JSON null; send an object.'), undefined);
-      const problem = jsonProblem(value);
-      if (problem !== null)
-        return done(new ServiceError('invalid_request_body', `Invalid body: ${problem}.`), undefined);
-      done(null, value);
-    });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    const parsed = guardedJson(body as Buffer);
+    if ('refusal' in parsed) return done(new ServiceError('invalid_request_body', parsed.refusal), undefined);
+    done(null, parsed.value);
   });
   // Path parameters are text the database compares and stores too.
   app.addHook('preValidation', async (request) => {

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../shared/db/db.ts';
+import { PreparedRecords } from '../bodies/prepared.ts';
 
 /** A record of an NLP dataset revision as stored. */
 export interface NlpRecordRow {
@@ -28,7 +29,7 @@ export function nlpRecord(row: NlpRecordRow): Record<string, unknown> {
  * statement per slice lets other tenants' requests run between slices instead of waiting for the
  * whole upload's (≈ 120 ms at 10,000 records).
  */
-const RECORDS_PER_STATEMENT = 1000;
+export const RECORDS_PER_STATEMENT = 1000;
 
 /**
  * Appends records to a revision, in the order given, a statement per `RECORDS_PER_STATEMENT` in
@@ -38,22 +39,32 @@ const RECORDS_PER_STATEMENT = 1000;
 export async function insertRecords(
   q: Queryable,
   revisionId: string,
-  records: readonly NewNlpRecord[],
+  records: readonly NewNlpRecord[] | PreparedRecords,
 ): Promise<number> {
   let inserted = 0;
-  for (let at = 0; at < records.length; at += RECORDS_PER_STATEMENT) {
-    const slice = records.slice(at, at + RECORDS_PER_STATEMENT);
-    const { rowCount } = await q.query(
-      `INSERT INTO nlp_records (revision_id, text, labels, meta)
-       SELECT $1::uuid, r.text, r.labels, r.meta
-         FROM unnest($2::text[], $3::jsonb[], $4::jsonb[]) WITH ORDINALITY AS r (text, labels, meta, ord)
-        ORDER BY r.ord`,
-      [
-        revisionId,
+  // Each slice's three array literals; a body thread encoded a large upload's already.
+  const slices: Array<[unknown, unknown, unknown]> = [];
+  if (records instanceof PreparedRecords) {
+    for (const slice of records.slices) slices.push([slice.text, slice.labels, slice.meta]);
+  } else {
+    for (let at = 0; at < records.length; at += RECORDS_PER_STATEMENT) {
+      const slice = records.slice(at, at + RECORDS_PER_STATEMENT);
+      slices.push([
         slice.map((r) => r.text),
         slice.map((r) => JSON.stringify(r.labels)),
         slice.map((r) => (r.meta === null ? null : JSON.stringify(r.meta))),
-      ],
+      ]);
+    }
+  }
+  for (const [texts, labels, metas] of slices) {
+    // The literals are typed text and cast: node-postgres sends a JS array as its literal's text,
+    // and a byte array (a body thread's literal) as binary, which for `text` is the UTF-8 itself.
+    const { rowCount } = await q.query(
+      `INSERT INTO nlp_records (revision_id, text, labels, meta)
+       SELECT $1::uuid, r.text, r.labels, r.meta
+         FROM unnest($2::text::text[], $3::text::jsonb[], $4::text::jsonb[]) WITH ORDINALITY AS r (text, labels, meta, ord)
+        ORDER BY r.ord`,
+      [revisionId, texts, labels, metas],
     );
     inserted += rowCount ?? 0;
   }

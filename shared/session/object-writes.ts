@@ -4,6 +4,7 @@ import { ServiceError } from '../errors.ts';
 import { aliasSchema } from '../ids.ts';
 import { limitExceeded, limitRefusal, type LimitId, type LimitInForce } from '../limits/index.ts';
 import { parseInput } from '../validate.ts';
+import { PreparedJson } from '../prepared-json.ts';
 import { appendSessionEvent } from '../events/store.ts';
 import { heldCount } from '../limits/holdings.ts';
 import { limitsInForce } from '../limits/in-force.ts';
@@ -185,6 +186,18 @@ async function store(
   return result;
 }
 
+/** `value` as JSON text and its UTF-8 bytes, or `invalid_request_body` when it is not JSON. */
+function serialized(value: unknown): { json: string; size: number } {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (error) {
+    throw new ServiceError('invalid_request_body', 'The value is not JSON.', {}, { cause: error });
+  }
+  if (json === undefined) throw new ServiceError('invalid_request_body', 'The value is not JSON.');
+  return { json, size: Buffer.byteLength(json, 'utf8') };
+}
+
 /**
  * Writes a JSON value under `alias` (creating it, or replacing an object or a file). Refusals:
  * `invalid_request_body` (alias grammar, a value that is not JSON), `session_object_too_large`
@@ -197,14 +210,10 @@ export async function writeSessionObject(tx: Tx, write: ObjectWrite, limits: Obj
   const quota = expect(limits.objectsQuota, 'workflow.session_objects_per_session');
   const ceiling = expect(limits.objectBytes, 'workflow.session_object_bytes');
   const alias = parseInput(aliasSchema, write.alias, 'alias');
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(write.value);
-  } catch (error) {
-    throw new ServiceError('invalid_request_body', 'The value is not JSON.', {}, { cause: error });
-  }
-  if (json === undefined) throw new ServiceError('invalid_request_body', 'The value is not JSON.');
-  const size = Buffer.byteLength(json, 'utf8');
+  // A large request's value comes serialized by a body thread of the control plane, with the
+  // text its answer carries: the value is then neither read back nor parsed here.
+  const prepared = write.value instanceof PreparedJson ? write.value : null;
+  const { json, size } = prepared ?? serialized(write.value);
   if (over(ceiling, size)) {
     throw limitRefusal(
       'session_object_too_large',
@@ -213,7 +222,10 @@ export async function writeSessionObject(tx: Tx, write: ObjectWrite, limits: Obj
       `The object is ${size} bytes serialized; ${ceiling.id} is ${String(ceiling.value)}.`,
     );
   }
-  return store(tx, write.sessionId, alias, { kind: 'object', json, size }, quota, write);
+  const content = prepared === null ? { json, size } : { json, size, answer: prepared.answer };
+  const result = await store(tx, write.sessionId, alias, { kind: 'object', ...content }, quota, write);
+  if (prepared !== null) result.row.value = prepared.answer;
+  return result;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import type { RawJson } from '../prepared-json.ts';
 
 /** A session object or file as read back, never with a file's bytes. */
 export interface SessionObjectRow {
@@ -17,10 +18,11 @@ export interface SessionObjectRow {
 
 /** What one write stores under an alias: a JSON value (serialized) or a file's bytes. */
 export type StoredContent =
-  { kind: 'object'; json: string; size: number } | { kind: 'file'; bytes: Buffer; contentType: string; size: number };
+  | { kind: 'object'; json: string | Uint8Array; size: number; answer?: RawJson }
+  | { kind: 'file'; bytes: Buffer; contentType: string; size: number };
 
 // Never `content`: a file's bytes leave only through downloadable().
-const COLUMNS = `o.id, o.session_id, o.alias, o.kind, CASE WHEN o.kind = 'object' THEN o.value END AS value,
+const COLUMNS = `o.id, o.session_id, o.alias, o.kind, CASE WHEN o.kind = 'object' AND $8::boolean THEN o.value END AS value,
   o.content_type, o.size, o.created_at, o.updated_at, o.seq`;
 
 /** The object record (docs/session-contents.md, "Records"): a file carries `content_type`, an object its `value`. */
@@ -30,10 +32,14 @@ export function sessionObjectRecord(row: SessionObjectRow): Record<string, unkno
   return { ...base, ...body, size: row.size, created_at: row.created_at, updated_at: row.updated_at };
 }
 
+// An object's JSON is `$4::text::jsonb`: a body thread's (control-plane/bodies/) comes as UTF-8
+// bytes, which node-postgres sends in binary, and a `text` in binary is those bytes.
+// $8: whether the written object's value comes back; a body thread's write has its answer's text
+// already (RawJson), so the value is not read back nor parsed here.
 function params(sessionId: string, alias: string, content: StoredContent): unknown[] {
   return content.kind === 'object'
-    ? [sessionId, alias, 'object', content.json, null, null, content.size]
-    : [sessionId, alias, 'file', null, content.bytes, content.contentType, content.size];
+    ? [sessionId, alias, 'object', content.json, null, null, content.size, content.answer === undefined]
+    : [sessionId, alias, 'file', null, content.bytes, content.contentType, content.size, false];
 }
 
 /**
@@ -76,7 +82,7 @@ export async function replaceContent(
 ): Promise<SessionObjectRow | undefined> {
   const { rows } = await tx.query<SessionObjectRow>(
     `UPDATE session_objects o
-        SET kind = $3, value = $4::jsonb, content = $5::bytea, content_type = $6, size = $7::int, updated_at = now()
+        SET kind = $3, value = $4::text::jsonb, content = $5::bytea, content_type = $6, size = $7::int, updated_at = now()
       WHERE o.session_id = $1::uuid AND o.alias = $2
       RETURNING ${COLUMNS}`,
     params(sessionId, alias, content),
@@ -96,7 +102,7 @@ export async function insertContent(
 ): Promise<{ row: SessionObjectRow; created: boolean }> {
   const { rows } = await tx.query<SessionObjectRow & { created: boolean }>(
     `INSERT INTO session_objects AS o (session_id, alias, kind, value, content, content_type, size)
-     VALUES ($1::uuid, $2, $3, $4::jsonb, $5::bytea, $6, $7::int)
+     VALUES ($1::uuid, $2, $3, $4::text::jsonb, $5::bytea, $6, $7::int)
      ON CONFLICT (session_id, alias) DO UPDATE
         SET kind = EXCLUDED.kind, value = EXCLUDED.value, content = EXCLUDED.content,
             content_type = EXCLUDED.content_type, size = EXCLUDED.size, updated_at = now()
