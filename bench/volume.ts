@@ -3,8 +3,9 @@
  * runner at its defaults. Prints, asserts nothing: the everyday calls of a tenant with little data
  * and of a tenant whose own data is large, three-node throughput and create → first node start,
  * first on the small database, then again once it has been grown by SQL to a year's history; then
- * the retention sweep of the expired half with another tenant's create_execution beside it, the
- * tables' free space after it, and schedule fire lag among the standing schedules.
+ * the retention sweep of the expired half (paced by RETENTION_SWEEP_DUTY_PERCENT, which the
+ * children read from this process's environment) with another tenant's create_execution beside
+ * it, the tables' free space after it, and schedule fire lag among the standing schedules.
  *
  *   ./node_modules/.bin/node --no-node-snapshot bench/volume.ts [--scale 0.1 --samples 100]
  * `npm run bench -- --volume` runs only it (`--volume-scale` sets the scale).
@@ -27,6 +28,7 @@ import { fmt, summarize, table, type Summary } from './stats.ts';
 import { BENCH_GRAPH } from './workflow.ts';
 import { runSection, type System } from './system.ts';
 import { growState, stateCounts, volumeShape, type VolumeShape } from './volume-state.ts';
+import { DEFAULT_SWEEP_DUTY_PERCENT } from '../shared/retention/pacing.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -385,8 +387,10 @@ async function main(system: System): Promise<string> {
     '-',
     'p99 <= 100 ms',
   ]);
+  // The children read RETENTION_SWEEP_DUTY_PERCENT from this process's environment (bench/system.ts).
+  const duty = process.env.RETENTION_SWEEP_DUTY_PERCENT || String(DEFAULT_SWEEP_DUTY_PERCENT);
   rows.push([
-    `retention sweep: ${sweep.removed} expired executions`,
+    `retention sweep (duty ${duty} %): ${sweep.removed} expired executions`,
     '-',
     `${fmt(sweep.seconds, 1)} s (${fmt(sweep.removed / sweep.seconds, 0)}/s)`,
     '-',

@@ -141,7 +141,7 @@ async function start(): Promise<void> {
     nodeRunValueBytes: config.storage.nodeRunValueBytes,
   });
   await engine.start();
-  retention = startRetentionTimer(db, { log });
+  retention = startRetentionTimer(db, { log, dutyPercent: config.retention.sweepDutyPercent });
   // Event hook deliveries (docs/webhooks.md, "Deliveries"), through the egress policy.
   deliveries = new DeliveryLoop({
     db,

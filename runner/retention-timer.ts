@@ -24,6 +24,8 @@ export interface RetentionTimerOptions {
   checkEverySeconds?: number;
   /** Default `RETENTION_DUE_AFTER_SECONDS`. */
   dueAfterSeconds?: number;
+  /** `RETENTION_SWEEP_DUTY_PERCENT` (shared/retention/pacing.ts); default DEFAULT_SWEEP_DUTY_PERCENT. */
+  dutyPercent?: number;
 }
 
 export interface RetentionTimer {
@@ -41,11 +43,12 @@ export interface RetentionTimer {
  */
 export function sweepIfDue(
   db: Db,
-  options: { dueAfterSeconds?: number; signal?: AbortSignal } = {},
+  options: { dueAfterSeconds?: number; dutyPercent?: number; signal?: AbortSignal } = {},
 ): Promise<RecordedSweepResult> {
   return runRecordedSweep(db, {
     trigger: 'daily',
     unlessCompletedWithinSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS,
+    ...(options.dutyPercent === undefined ? {} : { dutyPercent: options.dutyPercent }),
     ...(options.signal ? { signal: options.signal } : {}),
   });
 }
@@ -64,6 +67,7 @@ export function startRetentionTimer(db: Db, options: RetentionTimerOptions): Ret
     try {
       const result = await sweepIfDue(db, {
         dueAfterSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS,
+        ...(options.dutyPercent === undefined ? {} : { dutyPercent: options.dutyPercent }),
         signal: abort.signal,
       });
       if (result.ran) {

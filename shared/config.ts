@@ -7,6 +7,7 @@ import { DEFAULT_SESSION_GRAPH_BOUNDS } from './graph/session-graph-usage.ts';
 import { DEFAULT_NODE_RUN_VALUE_BYTES } from './workflow/run-values.ts';
 import { AddressExemptions } from './egress/addresses.ts';
 import { EGRESS_DEFAULTS, parseOrgHosts, type EgressSettings } from './egress/policy.ts';
+import { DEFAULT_SWEEP_DUTY_PERCENT } from './retention/pacing.ts';
 
 /** Everything a process is configured with. Only entry files call `loadConfig`. */
 export interface Config {
@@ -121,6 +122,11 @@ export interface Config {
     /** Port of the runner's /metrics, /healthz and /readyz (0: none), and its interface. */
     metricsPort: number;
     metricsHost: string;
+  };
+  /** The retention sweep (docs/retention.md, "How it works"). */
+  retention: {
+    /** Percent of a sweep's time spent in its statements; after each batch it pauses for the rest. */
+    sweepDutyPercent: number;
   };
   /** OpenTelemetry tracing (shared/tracing/); null, the default, loads nothing of the SDK. */
   tracing: TracingSettings | null;
@@ -248,6 +254,10 @@ const envSchema = z
     RUNNER_SWEEP_SECONDS: intVar('RUNNER_SWEEP_SECONDS', RUNNER_TIMING_DEFAULTS.sweepSeconds),
     RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', RUNNER_TIMING_DEFAULTS.orphanSeconds),
     RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
+    RETENTION_SWEEP_DUTY_PERCENT: intVar('RETENTION_SWEEP_DUTY_PERCENT', DEFAULT_SWEEP_DUTY_PERCENT, {
+      min: 1,
+      max: 100,
+    }),
     RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
     RUNNER_CODE_CONTEXTS: oneOfVar('RUNNER_CODE_CONTEXTS', ['shared', 'organization']),
     SANDBOX_MEMORY_MB: intVar('SANDBOX_MEMORY_MB', 0),
@@ -464,6 +474,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       metricsPort: v.METRICS_PORT,
       metricsHost: v.METRICS_HOST ?? '127.0.0.1',
     },
+    retention: { sweepDutyPercent: v.RETENTION_SWEEP_DUTY_PERCENT },
     tracing:
       v.OTEL_EXPORTER_OTLP_ENDPOINT === null
         ? null

@@ -41,6 +41,17 @@ t.test('every problem at once, each naming its variable', async (t) => {
   t.equal(loadConfig({ ...SECRETS, LOG_LEVEL: 'debug', PORT: '' }).port, 8080, 'an empty variable is unset');
 });
 
+t.test('retention: the sweep duty cycle, a percentage from 1 to 100', async (t) => {
+  t.same(loadConfig({ ...SECRETS }).retention, { sweepDutyPercent: 50 });
+  t.equal(loadConfig({ ...SECRETS, RETENTION_SWEEP_DUTY_PERCENT: '100' }).retention.sweepDutyPercent, 100);
+  for (const value of ['0', '101']) {
+    const error = t.throws(() =>
+      loadConfig({ ...SECRETS, RETENTION_SWEEP_DUTY_PERCENT: value }),
+    ) as unknown as ConfigError;
+    t.same(error.problems, [`RETENTION_SWEEP_DUTY_PERCENT must be from 1 to 100, got ${value}`]);
+  }
+});
+
 t.test('egress: defaults, and the grammar of addresses and allow-lists', async (t) => {
   t.same(loadConfig({ ...SECRETS }).egress, {
     allowAddresses: [],

@@ -3,6 +3,7 @@ import t, { type Test } from 'tap';
 import { buildOpsApp } from '../control-plane/ops/app.ts';
 import { startRetentionTimer, sweepIfDue } from '../runner/retention-timer.ts';
 import { RETENTION_LOCK, runRecordedSweep } from '../shared/retention/recorded-sweep.ts';
+import { pauseAfterBatch } from '../shared/retention/pacing.ts';
 import { runRetentionSweep } from '../shared/retention/sweep.ts';
 import { buildTestApp, call, setOverride, signInAnonymous, type Caller } from './helpers/app.ts';
 import { createBlob, createOrg } from './helpers/resources.ts';
@@ -306,6 +307,100 @@ t.test("a batch's execution events go in one statement, not one per execution", 
   ]);
   await db.query('DELETE FROM sessions WHERE id = $1::uuid', [rows[0]!.session_id]);
   t.equal(await eventsOf(kept), 0, "a removed session's execution events are gone");
+});
+
+t.test("a batch's re-run links are cleared in one statement, not two per execution", async (t) => {
+  const mine = await place(alice);
+  await runRetentionSweep(db, { dutyPercent: 100 }); // what earlier tests left past retention
+  // Ten originals past retention, each re-run by a young execution, and one young original whose
+  // re-run is past retention: the links are cleared from whichever side stays.
+  const originals: string[] = [];
+  const reruns: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const original = await insertExecution(mine, 100, { status: 'failed' });
+    const rerun = await insertExecution(mine, 1);
+    await db.query('UPDATE executions SET rerun_of = $1::uuid WHERE id = $2::uuid', [original, rerun]);
+    await db.query('UPDATE executions SET rerun_by = $2::uuid WHERE id = $1::uuid', [original, rerun]);
+    originals.push(original);
+    reruns.push(rerun);
+  }
+  const youngOriginal = await insertExecution(mine, 1, { status: 'failed' });
+  const oldRerun = await insertExecution(mine, 100);
+  await db.query('UPDATE executions SET rerun_of = $1::uuid WHERE id = $2::uuid', [youngOriginal, oldRerun]);
+  await db.query('UPDATE executions SET rerun_by = $2::uuid WHERE id = $1::uuid', [youngOriginal, oldRerun]);
+
+  interface Triggered {
+    'Trigger Name': string;
+    'Constraint Name'?: string;
+    Calls: number;
+  }
+  // A retention batch's shape, rolled back: which triggers run, and how often (a foreign key's
+  // ON DELETE SET NULL is a trigger called once per removed row).
+  const triggers = await db
+    .transaction(async (tx) => {
+      const { rows } = await tx.query<{ 'QUERY PLAN': [{ Triggers: Triggered[] }] }>(
+        'EXPLAIN (ANALYZE, FORMAT JSON) DELETE FROM executions WHERE id = ANY($1::uuid[])',
+        [[...originals, oldRerun]],
+      );
+      throw Object.assign(new Error('roll back'), { triggers: rows[0]!['QUERY PLAN'][0].Triggers });
+    })
+    .catch((error: { triggers?: Triggered[] }) => error.triggers ?? []);
+  t.same(
+    triggers.filter((tr) => tr['Constraint Name'] !== undefined).map((tr) => tr['Constraint Name']),
+    [],
+    'no per-row constraint trigger',
+  );
+  t.same(
+    triggers.filter((tr) => tr['Trigger Name'] === 'executions_rerun_unlinked').map((tr) => tr.Calls),
+    [1],
+    'one statement-level unlinking',
+  );
+
+  t.same(await runRetentionSweep(db, { batchSize: 4 }), {
+    executions_removed: 11,
+    runs_removed: 0,
+    idempotency_keys_removed: 0,
+  });
+  for (const id of reruns) {
+    const got = await ok(alice, mine.rev, 'get_execution', { execution_id: id });
+    t.equal(got.execution.rerun_of, null, "a removed original's re-run names none");
+  }
+  const young = await ok(alice, mine.rev, 'get_execution', { execution_id: youngOriginal });
+  t.equal(young.execution.rerun_by, null, 'an original whose re-run was removed names none');
+});
+
+t.test('the sweep pauses after each batch for its duty cycle, never after the last', async (t) => {
+  const mine = await place(alice);
+  for (let i = 0; i < 3; i++) await insertExecution(mine, 100);
+  // Everything else past retention goes first, so the paced sweep below sees only these three.
+  await runRetentionSweep(db, { dutyPercent: 100 });
+  for (let i = 0; i < 3; i++) await insertExecution(mine, 100);
+
+  const pauses: number[] = [];
+  let batches = 0;
+  const counts = await runRetentionSweep(db, {
+    batchSize: 1,
+    dutyPercent: 20,
+    onPause: (ms) => pauses.push(ms),
+    onProgress: () => batches++,
+  });
+  t.equal(counts.executions_removed, 3);
+  // At least three full batches of executions (kept rows of earlier tests may add more), then
+  // the last one; one batch each of runs and keys.
+  t.ok(batches >= 6);
+  t.equal(pauses.length, batches - 3, 'one pause after each batch but the last of each kind');
+  t.ok(
+    pauses.every((ms) => ms > 0),
+    'each pause lasts four times its batch (duty 20 %)',
+  );
+  t.equal(pauseAfterBatch(40, 20), 160);
+  t.equal(pauseAfterBatch(40, 100), 0);
+
+  const none: number[] = [];
+  for (let i = 0; i < 3; i++) await insertExecution(mine, 100);
+  await runRetentionSweep(db, { batchSize: 1, dutyPercent: 100, onPause: (ms) => none.push(ms) });
+  t.same(none, [], 'duty 100: back to back');
+  await t.rejects(runRetentionSweep(db, { dutyPercent: 0 }), RangeError);
 });
 
 t.test('workflow.executions_per_session: removing an execution frees its slot', async (t) => {

@@ -70,7 +70,10 @@ export const retentionOpsModule: OpsModule = {
     },
     Mutation: {
       runRetentionSweep: async () => {
-        const result = await runRecordedSweep(ctx.db, { trigger: 'ops' });
+        const result = await runRecordedSweep(ctx.db, {
+          trigger: 'ops',
+          dutyPercent: ctx.config.retention.sweepDutyPercent,
+        });
         if (!result.ran) {
           throw new mercurius.ErrorWithProps('A retention sweep is already running; see retentionSweeps.', {
             code: 'sweep_in_progress',

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { pacedBatches, type Batching } from './pacing.ts';
 
 /**
  * How long an idempotency key's stored answer is given back to retries (docs/api.md, "Safe retries"). Past
@@ -23,20 +24,19 @@ const KEYS_BATCH_SQL = `
 
 /**
  * Removes the idempotency keys older than IDEMPOTENCY_KEY_SECONDS at `now`, `batchSize` per
- * statement (each its own short transaction), checking `signal` between batches. `onBatch`
- * hears each batch's count.
+ * statement (each its own short transaction), paced and stopped as the rest of the sweep
+ * (`pacedBatches`). `onBatch` hears each batch's count.
  */
 export async function sweepIdempotencyKeys(
   q: Queryable,
   now: Date,
-  options: { batchSize: number; signal?: AbortSignal | undefined },
+  options: Batching,
   onBatch: (removed: number) => void,
 ): Promise<void> {
-  for (;;) {
-    options.signal?.throwIfAborted();
+  await pacedBatches(async () => {
     const { rowCount } = await q.query(KEYS_BATCH_SQL, [now, IDEMPOTENCY_KEY_SECONDS, options.batchSize]);
     const removed = rowCount ?? 0;
     onBatch(removed);
-    if (removed < options.batchSize) break;
-  }
+    return { last: removed < options.batchSize };
+  }, options);
 }

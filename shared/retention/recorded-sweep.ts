@@ -30,7 +30,7 @@ export interface SweepRecord {
 /** A sweep ran (whatever its outcome: see `sweep.status`), or it did not and why. */
 export type RecordedSweepResult = { ran: true; sweep: SweepRecord } | { ran: false; reason: 'in_progress' | 'not_due' };
 
-export interface RecordedSweepOptions extends Pick<SweepOptions, 'now' | 'batchSize' | 'signal'> {
+export interface RecordedSweepOptions extends Pick<SweepOptions, 'now' | 'batchSize' | 'dutyPercent' | 'signal'> {
   trigger: SweepTrigger;
   /**
    * Run only when no sweep completed within this many seconds; checked under the lock, so of

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import { sweepIdempotencyKeys } from './idempotency-keys.ts';
 import { limitById, resolveLimit, type OverrideMap, type OverrideSet } from '../limits/index.ts';
+import { DEFAULT_SWEEP_DUTY_PERCENT, pacedBatches, type Batching } from './pacing.ts';
 
 /** What one sweep removed. */
 export interface SweepCounts {
@@ -15,7 +16,15 @@ export interface SweepOptions {
   now?: Date;
   /** Executions examined per statement (each its own short transaction). Default 500. */
   batchSize?: number;
-  /** Checked between batches: an aborted sweep throws the signal's reason, keeping what it removed. */
+  /**
+   * The share of the sweep's time spent in its statements, in percent (`RETENTION_SWEEP_DUTY_PERCENT`,
+   * default 50): after a batch that took t ms the sweep pauses t × (100 − duty) / duty ms. 100:
+   * batches back to back.
+   */
+  dutyPercent?: number;
+  /** Hears each pause between batches (ms). */
+  onPause?: (ms: number) => void;
+  /** Checked between batches and during pauses: an aborted sweep throws the signal's reason, keeping what it removed. */
   signal?: AbortSignal;
   /** Hears the running totals after every batch, so a sweep that fails midway can still report them. */
   onProgress?: (counts: SweepCounts) => void;
@@ -60,16 +69,20 @@ const RETENTION_OVERRIDES_SQL = `
 // widest cutoff (`$2`, the shortest retention in force anywhere), read from the retention index
 // after the previous batch's last row, so every finished execution is read at most once per
 // sweep however many of them are kept. Of those, the ones past their own blob's retention are
-// deleted; their execution_events go by ON DELETE CASCADE. Running executions have ended_at NULL
-// and never enter the scan. The blob is the session's (a session's limits, and those of every
-// execution in it, come from the session's blob: docs/limits.md,
-// "How the value in force is chosen"), reached through the session's revision. `$4`/`$5` list the
-// blobs with their own retention (NULL days: forever); all other
-// blobs use the default `$3`. The cursor comes back as text: a timestamptz parsed into a JS Date
-// would lose its microseconds and skip or repeat rows.
+// deleted; their execution events, re-run links and session counts follow by statement-level
+// triggers (migrations 033, 041). Running executions have ended_at NULL and never enter the scan.
+// The blob is the session's (a session's limits, and those of every execution in it, come from
+// the session's blob: docs/limits.md, "How the value in force is chosen"), which every create
+// stores on the execution row (`blob_id`); only a row written without it (before migration 010)
+// is looked up through its session's revision, by primary keys. `$4`/`$5` list the blobs with
+// their own retention (NULL days: forever); all other blobs use the default `$3`. The cursor
+// comes back as text: a timestamptz parsed into a JS Date would lose its microseconds and skip or
+// repeat rows.
 const SWEEP_BATCH_SQL = `
   WITH scanned AS (
-    SELECT e.id, e.session_id, e.ended_at
+    SELECT e.id, e.ended_at,
+           coalesce(e.blob_id, (SELECT r.blob_id FROM sessions s JOIN revisions r ON r.id = s.revision_id
+                                 WHERE s.id = e.session_id)) AS blob_id
       FROM executions e
      WHERE e.ended_at IS NOT NULL AND e.ended_at < $2::timestamptz
        AND e.ended_at >= $7::timestamptz AND (e.ended_at, e.id) > ($7::timestamptz, $8::uuid)
@@ -78,9 +91,7 @@ const SWEEP_BATCH_SQL = `
   ), due AS (
     SELECT sc.id
       FROM scanned sc
-      JOIN sessions s ON s.id = sc.session_id
-      JOIN revisions r ON r.id = s.revision_id
-      LEFT JOIN unnest($4::uuid[], $5::int[]) AS p (blob_id, days) ON p.blob_id = r.blob_id
+      LEFT JOIN unnest($4::uuid[], $5::int[]) AS p (blob_id, days) ON p.blob_id = sc.blob_id
      WHERE CASE
              WHEN p.blob_id IS NULL THEN sc.ended_at < $1::timestamptz - make_interval(secs => $3::int * 86400.0)
              WHEN p.days IS NULL THEN false
@@ -142,7 +153,9 @@ export async function runRetentionSweep(q: Queryable, options: SweepOptions = {}
   const now = options.now ?? new Date((await q.query<{ now: string }>('SELECT now() AS now')).rows[0]!.now);
   const counts: SweepCounts = { executions_removed: 0, runs_removed: 0, idempotency_keys_removed: 0 };
 
-  const batching = { batchSize, signal: options.signal };
+  const dutyPercent = options.dutyPercent ?? DEFAULT_SWEEP_DUTY_PERCENT;
+  if (!(dutyPercent > 0 && dutyPercent <= 100)) throw new RangeError('dutyPercent must be in (0, 100]');
+  const batching = { batchSize, signal: options.signal, dutyPercent, onPause: options.onPause };
   await sweepBatches(q, EXECUTION_RETENTION, SWEEP_BATCH_SQL, now, batching, (removed) => {
     counts.executions_removed += removed;
     options.onProgress?.({ ...counts });
@@ -202,7 +215,7 @@ async function sweepBatches(
   limitId: RetentionLimit,
   batchSql: string,
   now: Date,
-  options: { batchSize: number; signal: AbortSignal | undefined },
+  options: Batching,
   onBatch: (removed: number) => void,
 ): Promise<void> {
   const defaultDays = limitById(limitId).default as number;
@@ -214,8 +227,7 @@ async function sweepBatches(
   const days = overridden.map((b) => b.days);
   // The first batch starts before every row; each next one after the last row the previous read.
   let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
-  for (;;) {
-    options.signal?.throwIfAborted();
+  await pacedBatches(async () => {
     const { rows } = await q.query<BatchRow>(batchSql, [
       now,
       widestCutoff,
@@ -228,7 +240,9 @@ async function sweepBatches(
     ]);
     const batch = rows[0]!;
     onBatch(batch.removed);
-    if (batch.scanned < options.batchSize || batch.last_ended_at === null || batch.last_id === null) break;
+    if (batch.scanned < options.batchSize || batch.last_ended_at === null || batch.last_id === null)
+      return { last: true };
     after = { at: batch.last_ended_at, id: batch.last_id };
-  }
+    return { last: false };
+  }, options);
 }

@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import type { NodeResult } from '../../runner/processors/processor.ts';
 import { processorRegistry } from '../../runner/processors/registry.ts';
 import { buildTestApp, call, setOverride, signInAnonymous } from '../helpers/app.ts';
+import { untilLockWaits } from '../helpers/lock-waits.ts';
 import {
   command,
   createWorkflow,
@@ -23,7 +24,7 @@ import {
 // Runners start and stop in most tests, and the machines running the suite are shared: a generous bound.
 t.setTimeout(600_000);
 
-const { app, databaseUrl } = await buildTestApp(t);
+const { app, db, databaseUrl } = await buildTestApp(t);
 const alice = await signInAnonymous(app);
 
 const shared = fileEngine(t, databaseUrl);
@@ -411,4 +412,25 @@ t.test('a double rerun_execution with one idempotency key runs once', async (t) 
   await waitForEnd(app, alice, flow, a.body.execution.id);
   const listed = (await command(app, alice, flow.rev, 'list_executions', { session_id: flow.sessionId })).executions;
   t.equal(listed.length, 2, 'the original and one re-run');
+});
+
+t.test('a re-run of an original being removed waits for the removal, then is refused', async (t) => {
+  await shared.get();
+  const { flow, failed } = await failedAtRead(t);
+  // The original's removal (a retention batch, a session's removal) in flight on another connection.
+  const remover = await db.pool.connect();
+  t.teardown(() => remover.release());
+  await remover.query('BEGIN');
+  await remover.query('DELETE FROM executions WHERE id = $1::uuid', [failed.id]);
+  const rerun = call(app, 'POST', `/v1/revisions/${flow.rev}/rerun_execution`, {
+    as: alice,
+    body: { execution_id: failed.id },
+  });
+  await untilLockWaits(db, 1);
+  await remover.query('COMMIT');
+  const res = await rerun;
+  t.equal(res.status, 404);
+  t.equal(res.body.error, 'not_found');
+  const { rows } = await db.query('SELECT id FROM executions WHERE rerun_of = $1::uuid', [failed.id]);
+  t.same(rows, [], 'no execution names the removed original');
 });
