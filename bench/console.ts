@@ -17,6 +17,7 @@
  * `npm run bench` runs it after the tenant-isolation section (`--console-only` runs only it).
  */
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
@@ -260,6 +261,14 @@ async function executionPage(
   );
   await page.goto(`${system.apiUrl}/console/revisions/${revision.id}/executions/${execution.id}`);
   await page.locator('.node-box[data-node="check"]').waitFor();
+  // CONSOLE_PAGE_PROFILE=FILE: a CPU profile of the page's main thread over the follow (DevTools'
+  // .cpuprofile), to see what the page does between a message and its row.
+  const profileFile = process.env.CONSOLE_PAGE_PROFILE;
+  const cdp = profileFile ? await context.newCDPSession(page) : undefined;
+  if (cdp) {
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.start');
+  }
   // Events written from here on arrive live; those before were replayed on subscribing.
   const subscribedAt = await page.evaluate(() => Date.now());
   // Waited on in the page without polling it: a locator's wait would scan the growing timeline
@@ -269,6 +278,7 @@ async function executionPage(
     () => (globalThis as unknown as { consoleBench: { finished: Promise<void> } }).consoleBench.finished,
   );
   await page.getByTestId('execution-status').getByText('succeeded').waitFor();
+  if (cdp && profileFile) writeFileSync(profileFile, JSON.stringify((await cdp.send('Profiler.stop')).profile));
   const { rows, received } = await page.evaluate(() => {
     const { consoleBench } = globalThis as unknown as {
       consoleBench: { rows: Array<{ id: string; at: string; applied: number }>; received: Record<string, number> };

@@ -20,6 +20,7 @@ const HEIGHT: Record<string, number> = {
   plugins: 5,
   reference: 5,
   commands: 4,
+  bodies: 4,
   'context.ts': 4,
   openapi: 3,
   access: 3,

@@ -1,5 +1,5 @@
 /**
- * A JSON body as the API accepts it (docs/api.md, "JSON bodies"), from its bytes: UTF-8, not
+ * A JSON body as the API accepts it (docs/api.md, "Conventions": JSON bodies), from its bytes: UTF-8, not
  * empty, JSON without prototype-poisoning keys (secure-json-parse, as fastify's own parser), not
  * `null`, and within the bounds of shared/json-guard.ts (depth, storable text). One function for
  * the event loop (small bodies) and the body threads (large ones), so both refuse alike.

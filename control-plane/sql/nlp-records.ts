@@ -1,5 +1,4 @@
 import type { Queryable } from '../../shared/db/db.ts';
-import { PreparedRecords } from '../bodies/prepared.ts';
 
 /** A record of an NLP dataset revision as stored. */
 export interface NlpRecordRow {
@@ -32,6 +31,14 @@ export function nlpRecord(row: NlpRecordRow): Record<string, unknown> {
 export const RECORDS_PER_STATEMENT = 1000;
 
 /**
+ * Records a body thread already checked and encoded as the literals of their INSERTs
+ * (control-plane/bodies/prepared.ts's PreparedRecords is one), RECORDS_PER_STATEMENT per slice.
+ */
+export interface EncodedRecords {
+  readonly slices: ReadonlyArray<{ text: Uint8Array; labels: Uint8Array; meta: Uint8Array }>;
+}
+
+/**
  * Appends records to a revision, in the order given, a statement per `RECORDS_PER_STATEMENT` in
  * the caller's transaction. The caller holds the revision's row lock, so `seq` follows commit
  * order within the revision and a keyset page never skips a record committed late.
@@ -39,12 +46,12 @@ export const RECORDS_PER_STATEMENT = 1000;
 export async function insertRecords(
   q: Queryable,
   revisionId: string,
-  records: readonly NewNlpRecord[] | PreparedRecords,
+  records: readonly NewNlpRecord[] | EncodedRecords,
 ): Promise<number> {
   let inserted = 0;
   // Each slice's three array literals; a body thread encoded a large upload's already.
   const slices: Array<[unknown, unknown, unknown]> = [];
-  if (records instanceof PreparedRecords) {
+  if ('slices' in records) {
     for (const slice of records.slices) slices.push([slice.text, slice.labels, slice.meta]);
   } else {
     for (let at = 0; at < records.length; at += RECORDS_PER_STATEMENT) {
