@@ -498,8 +498,10 @@ export function createEngine(options: EngineOptions): Engine {
       leases.start();
       recovery.start();
       stats.start();
-      await workLoop.start();
+      // LISTEN first: a wake-up sent between the intake's first fetch and LISTEN would otherwise
+      // wait for the next poll; one sent before the first fetch is found by it.
       await wakeUps.start();
+      await workLoop.start();
       await fires?.start();
     },
 
