@@ -11,7 +11,6 @@ import { parseInput } from '../../shared/validate.ts';
 import { blobFor, orgFor, requireRole } from '../access/standing.ts';
 import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { AppContext } from '../context.ts';
-import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { blobSchema, revisionSchema } from '../openapi/records.ts';
@@ -19,7 +18,7 @@ import { blobRecord, deleteBlob, insertBlob, lockBlobByRef, updateBlob } from '.
 import { lockOrgByRef, type OrgRow } from '../sql/orgs.ts';
 import { insertNextRevision, revisionRecord } from '../sql/revisions.ts';
 import { claimingAlias } from '../sql/unique.ts';
-import { nameSchema, visibilitySchema } from './orgs.ts';
+import { nameSchema, roleToChange, sendNamedCreate, visibilitySchema } from './named-resources.ts';
 
 const orgParams = z.strictObject({ org_id: refSchema });
 const blobParams = z.strictObject({ org_id: refSchema, blob_id: refSchema });
@@ -73,25 +72,29 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
       const { org_id } = parseInput(orgParams, request.params, 'path');
       const body = parseInput(createBody, request.body ?? {});
       const principal = request.principal;
-      return sendCreated(ctx, request, reply, { org_id, body }, async (tx) => {
-        await lockOrgByRef(tx, org_id);
-        const { org } = await orgFor(tx, principal, org_id, 'write');
-        const type = body.type;
-        if (!isBlobType(type)) throw new ServiceError('invalid_blob_type', `No blob type is called "${type}".`);
-        await checkBlobCreation(ctx, tx, org, type);
-        const blob = await claimingAlias('blob', () =>
-          insertBlob(tx, {
-            orgId: org.id,
-            type,
-            alias: body.alias,
-            name: body.name ?? '',
-            visibility: body.visibility ?? 'private',
-          }),
-        );
-        // The first revision is part of the blob: created (and counted) in the same transaction.
-        const revision = await insertNextRevision(tx, blob.id);
-        return { status: 201, body: ok({ blob: blobRecord(blob), revision: revisionRecord(revision) }) };
-      });
+      return sendNamedCreate(
+        ctx,
+        request,
+        reply,
+        { org_id, body },
+        {
+          what: 'blob',
+          admit: async (tx) => {
+            await lockOrgByRef(tx, org_id);
+            const { org } = await orgFor(tx, principal, org_id, 'write');
+            const type = body.type;
+            if (!isBlobType(type)) throw new ServiceError('invalid_blob_type', `No blob type is called "${type}".`);
+            await checkBlobCreation(ctx, tx, org, type);
+            return { org, type };
+          },
+          insert: (tx, fields, { org, type }) => insertBlob(tx, { ...fields, orgId: org.id, type }),
+          // The first revision is part of the blob: created (and counted) in the same transaction.
+          answer: async (tx, blob) => {
+            const revision = await insertNextRevision(tx, blob.id);
+            return { blob: blobRecord(blob), revision: revisionRecord(revision) };
+          },
+        },
+      );
     },
   );
 
@@ -135,10 +138,7 @@ export async function blobRoutes(app: FastifyInstance): Promise<void> {
         const { blob, role } = await blobFor(tx, principal, org_id, blob_id, 'read');
         // The perimeter first: a governed change is audited even when the role check would refuse it.
         governVisibilityChange(request, { type: 'blob', id: blob.id }, blob.visibility, body.visibility);
-        // A field set to its stored value is not a change (docs/access.md, "The access perimeter").
-        const aliasChanges = body.alias !== undefined && body.alias !== blob.alias;
-        const visibilityChanges = body.visibility !== undefined && body.visibility !== blob.visibility;
-        requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'blob');
+        requireRole(role, roleToChange(blob, body), 'blob');
         const updated = await claimingAlias('blob', () => updateBlob(tx, blob.id, body));
         if (!updated) throw new ServiceError('not_found', 'No such blob.');
         return updated;

@@ -11,7 +11,6 @@ import { attachBlobGrants, blobStanding, orgFor, requireRole, userStanding } fro
 import { governVisibilityChange } from '../access/visibility-change.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppContext } from '../context.ts';
-import { sendCreated } from '../idempotency/idempotent.ts';
 import { ok } from '../reply.ts';
 import { routeSchema, success } from '../openapi/route-schema.ts';
 import { blobSchema, orgSchema } from '../openapi/records.ts';
@@ -19,10 +18,7 @@ import { blobRecord, listOrgBlobs } from '../sql/blobs.ts';
 import { deleteOrg, insertOrg, lockOrgByRef, lockOrgOwner, orgRecord, updateOrg, type OrgRow } from '../sql/orgs.ts';
 import { claimingAlias } from '../sql/unique.ts';
 import { findUser } from '../sql/users.ts';
-
-/** Shared by organizations and blobs: a display name, and the two visibilities (docs/resources.md, "Common rules"). */
-export const nameSchema = z.string().max(200);
-export const visibilitySchema = z.enum(['private', 'public']);
+import { nameSchema, roleToChange, sendNamedCreate, visibilitySchema } from './named-resources.ts';
 
 const idParams = z.strictObject({ id: refSchema });
 const createBody = z.strictObject({
@@ -95,20 +91,22 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
       const self = userStanding(principal, { id: principal.userId, kind: principal.kind, owner_id: null });
       if (!roleAtLeast(self, 'write'))
         throw new ServiceError('forbidden', 'Creating an organization needs write over your own account.');
-      return sendCreated(ctx, request, reply, { body }, async (tx) => {
-        if (!(await lockOrgOwner(tx, principal.userId)))
-          throw new ServiceError('unauthorized', 'The account no longer exists.');
-        await checkOrgCreation(ctx, tx, principal.userId);
-        const org = await claimingAlias('organization', () =>
-          insertOrg(tx, {
-            alias: body.alias,
-            name: body.name ?? '',
-            visibility: body.visibility ?? 'private',
-            ownerId: principal.userId,
-          }),
-        );
-        return { status: 201, body: ok({ org: orgRecord(org) }) };
-      });
+      return sendNamedCreate(
+        ctx,
+        request,
+        reply,
+        { body },
+        {
+          what: 'organization',
+          admit: async (tx) => {
+            if (!(await lockOrgOwner(tx, principal.userId)))
+              throw new ServiceError('unauthorized', 'The account no longer exists.');
+            await checkOrgCreation(ctx, tx, principal.userId);
+          },
+          insert: (tx, fields) => insertOrg(tx, { ...fields, ownerId: principal.userId }),
+          answer: async (_tx, org) => ({ org: orgRecord(org) }),
+        },
+      );
     },
   );
 
@@ -153,11 +151,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
         const { org, role } = await orgFor(tx, principal, id, 'read');
         // The perimeter first: a governed change is audited even when the role check would refuse it.
         governVisibilityChange(request, { type: 'organization', id: org.id }, org.visibility, body.visibility);
-        // A field set to its stored value is not a change and needs no more than `write`
-        // (docs/access.md, "The access perimeter").
-        const aliasChanges = body.alias !== undefined && body.alias !== org.alias;
-        const visibilityChanges = body.visibility !== undefined && body.visibility !== org.visibility;
-        requireRole(role, aliasChanges || visibilityChanges ? 'admin' : 'write', 'organization');
+        requireRole(role, roleToChange(org, body), 'organization');
         const ownerId =
           body.owner_id === undefined ? undefined : await resolveNewOwner(ctx, tx, principal, body.owner_id);
         if (ownerId !== undefined && ownerId !== org.owner_id) requireOwner(principal, org, role, 'transfer it');

@@ -13,8 +13,9 @@ export function isUniqueViolation(error: unknown, constraint?: RegExp): boolean 
 /**
  * Runs a statement that sets an alias. The unique index is the arbiter (a check-then-insert
  * would race), so its violation is turned into 409 `alias_taken` here, in one place, for every
- * kind: users, organizations, blobs, and the per-revision aliases of later issues (any unique
- * constraint whose name mentions `alias`). Other violations pass through unchanged.
+ * kind: users, organizations, blobs, and the per-revision aliases of definitions, sessions and
+ * schedules (any unique constraint whose name mentions `alias`). Other violations pass through
+ * unchanged.
  */
 export async function claimingAlias<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
