@@ -442,6 +442,9 @@ export class RpcClient {
     void this.#reconnect(lost);
   }
 
+  // The delay doubles up to a bound like shared/backoff.ts's, written here again because this
+  // package is built from client/src alone (rootDir) and ships to browsers and other programs:
+  // it imports nothing of the service.
   async #reconnect(lost: ConnectionError): Promise<void> {
     const outage = this.#outage;
     const options = this.#options.reconnect || {};
