@@ -66,10 +66,14 @@ export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPro
     if (!delete RegExp[statics[i]]) throw new TypeErrorCtor('lockdown could not delete RegExp.' + statics[i]);
   }
 
+  // The values the tamed accessors hold: no property leads to them any more (their getter returns
+  // them), so the walk below takes them as roots, or Object.prototype.toString would stay open.
+  const tamedValues = [];
   function tame(home, key) {
     const desc = getOwnPropertyDescriptor(home, key);
     if (desc === undefined || !hasOwn(desc, 'value')) return;
     const value = desc.value;
+    if (value !== null && (typeof value === 'object' || typeof value === 'function')) tamedValues.push(value);
     defineProperty(home, key, {
       get() { return value; },
       set(next) {
@@ -98,6 +102,7 @@ export const LOCKDOWN_SOURCE = String.raw`function lockdown(extraRoots, errorPro
   // property) of something only an instance leads to.
   const roots = [G];
   for (let i = 0; i < extraRoots.length; i++) roots.push(extraRoots[i]);
+  for (let i = 0; i < tamedValues.length; i++) roots.push(tamedValues[i]);
   roots.push(
     function* () {}, async function () {}, async function* () {},
     [][Symbol.iterator](), new Map().entries(), new Set().values(), ''[Symbol.iterator](), 'a'.matchAll(/a/g),
