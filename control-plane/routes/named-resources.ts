@@ -24,7 +24,7 @@ interface NamedBody {
 }
 
 /** What a named resource is inserted with: the name is '' and the visibility private unless given. */
-export interface NamedFields {
+interface NamedFields {
   alias: string;
   name: string;
   visibility: Visibility;
