@@ -3,7 +3,7 @@
  * 1fa6c227e58f) whose property our lockdown claims, run against our realm through the sandbox.
  * Each case names the SES test file it comes from; SES's `Compartment` is our run's module. Where
  * ours deliberately differs from SES, the case asserts our documented behaviour instead
- * (docs/sandbox.md, "Why the lockdown is our own and not SES's", lists them).
+ * (docs/sandbox.md, "Context reuse", lists them after why the lockdown is our own).
  */
 import t, { type Test } from 'tap';
 import type { CodeResult } from '../../sandbox/messages.ts';
