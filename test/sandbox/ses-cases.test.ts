@@ -6,11 +6,17 @@
  * (docs/sandbox.md, "Context reuse", lists them after why the lockdown is our own).
  */
 import t, { type Test } from 'tap';
+import type { IsolatePool } from '../../sandbox/isolate-pool.ts';
 import type { CodeResult } from '../../sandbox/messages.ts';
 import { runCode } from '../../sandbox/sandbox.ts';
 import { fakeHost, request, testDisposal, testPool } from './fake-host.ts';
 
-const pool = testPool(t, { size: 1 });
+// Contexts made from the snapshot (the default) finish the lockdown per context; without it a
+// context runs the whole of it. Both must pass every case.
+const pools: Array<[string, IsolatePool]> = [
+  ['from the snapshot', testPool(t, { size: 1 })],
+  ['without the snapshot', testPool(t, { size: 1, contextSnapshot: false })],
+];
 
 /** What one case gave: its value, or the name of the error it threw. */
 type Outcome = { value: unknown } | { threw: string };
@@ -19,11 +25,10 @@ const returns = (value: unknown): Outcome => ({ value });
 const throws = (name: string): Outcome => ({ threw: name });
 
 /**
- * Runs every case in one run (strict module code); each case is a function body that returns
- * something JSON can carry. Runs with and without the context snapshot alike: the pool makes its
- * contexts from the snapshot unless V8 refuses it.
+ * Runs every case in one run on `pool` (strict module code); each case is a function body that
+ * returns something JSON can carry.
  */
-async function outcomes(cases: Record<string, string>): Promise<Record<string, Outcome>> {
+async function outcomes(pool: IsolatePool, cases: Record<string, string>): Promise<Record<string, Outcome>> {
   const code = `export default () => {
     const out = {};
     ${Object.entries(cases)
@@ -40,8 +45,11 @@ async function outcomes(cases: Record<string, string>): Promise<Record<string, O
 }
 
 async function check(t: Test, cases: Record<string, [string, Outcome]>): Promise<void> {
-  const got = await outcomes(Object.fromEntries(Object.entries(cases).map(([label, [body]]) => [label, body])));
-  for (const [label, [, expected]] of Object.entries(cases)) t.same(got[label], expected, label);
+  const bodies = Object.fromEntries(Object.entries(cases).map(([label, [body]]) => [label, body]));
+  for (const [contexts, pool] of pools) {
+    const got = await outcomes(pool, bodies);
+    for (const [label, [, expected]] of Object.entries(cases)) t.same(got[label], expected, `${label}, ${contexts}`);
+  }
 }
 
 t.test(
@@ -359,4 +367,7 @@ t.test('differs: errors keep their stack; its limit is fixed (error taming)', as
   });
 });
 
-testDisposal(t, pool);
+testDisposal(
+  t,
+  pools.map(([, pool]) => pool),
+);
