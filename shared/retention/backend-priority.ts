@@ -5,7 +5,7 @@
  * server, or any server reached over loopback or a Unix socket), the backend serving the sweep's
  * connection gets a higher nice value, so the kernel gives the cores to the other backends, the
  * control plane and the runner first, and to the sweep whatever they leave. With cores to spare it
- * changes nothing, so the sweep can run its batches back to back (docs/retention.md, "Pacing").
+ * changes nothing, so the sweep can run its batches back to back (docs/retention.md, "How it works (cost)").
  *
  * The process is reniced only after three checks that it is this connection's backend: the
  * server answers on a loopback address or a Unix socket, it sees this connection's own client
