@@ -141,7 +141,11 @@ async function start(): Promise<void> {
     nodeRunValueBytes: config.storage.nodeRunValueBytes,
   });
   await engine.start();
-  retention = startRetentionTimer(db, { log, dutyPercent: config.retention.sweepDutyPercent });
+  retention = startRetentionTimer(db, {
+    log,
+    ...(config.retention.sweepDutyPercent === null ? {} : { dutyPercent: config.retention.sweepDutyPercent }),
+    backendNice: config.retention.sweepNice,
+  });
   // Event hook deliveries (docs/webhooks.md, "Deliveries"), through the egress policy.
   deliveries = new DeliveryLoop({
     db,

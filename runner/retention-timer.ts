@@ -24,8 +24,13 @@ export interface RetentionTimerOptions {
   checkEverySeconds?: number;
   /** Default `RETENTION_DUE_AFTER_SECONDS`. */
   dueAfterSeconds?: number;
-  /** `RETENTION_SWEEP_DUTY_PERCENT` (shared/retention/pacing.ts); default DEFAULT_SWEEP_DUTY_PERCENT. */
+  /**
+   * `RETENTION_SWEEP_DUTY_PERCENT` (shared/retention/pacing.ts); unset: 100 when the sweep's
+   * backend runs at a lower priority, else DEFAULT_SWEEP_DUTY_PERCENT (shared/retention/recorded-sweep.ts).
+   */
   dutyPercent?: number;
+  /** `RETENTION_SWEEP_NICE` (shared/retention/backend-priority.ts). */
+  backendNice?: number;
 }
 
 export interface RetentionTimer {
@@ -43,12 +48,13 @@ export interface RetentionTimer {
  */
 export function sweepIfDue(
   db: Db,
-  options: { dueAfterSeconds?: number; dutyPercent?: number; signal?: AbortSignal } = {},
+  options: { dueAfterSeconds?: number; dutyPercent?: number; backendNice?: number; signal?: AbortSignal } = {},
 ): Promise<RecordedSweepResult> {
   return runRecordedSweep(db, {
     trigger: 'daily',
     unlessCompletedWithinSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS,
     ...(options.dutyPercent === undefined ? {} : { dutyPercent: options.dutyPercent }),
+    ...(options.backendNice === undefined ? {} : { backendNice: options.backendNice }),
     ...(options.signal ? { signal: options.signal } : {}),
   });
 }
@@ -68,12 +74,23 @@ export function startRetentionTimer(db: Db, options: RetentionTimerOptions): Ret
       const result = await sweepIfDue(db, {
         dueAfterSeconds: options.dueAfterSeconds ?? RETENTION_DUE_AFTER_SECONDS,
         ...(options.dutyPercent === undefined ? {} : { dutyPercent: options.dutyPercent }),
+        ...(options.backendNice === undefined ? {} : { backendNice: options.backendNice }),
         signal: abort.signal,
       });
       if (result.ran) {
         const { id, executions_removed, runs_removed, idempotency_keys_removed } = result.sweep;
+        const backend = result.backend.lowered
+          ? { backend_nice: result.backend.nice }
+          : { backend_priority: result.backend.reason };
         options.log.info(
-          { sweep_id: id, executions_removed, runs_removed, idempotency_keys_removed },
+          {
+            sweep_id: id,
+            executions_removed,
+            runs_removed,
+            idempotency_keys_removed,
+            duty_percent: result.dutyPercent,
+            ...backend,
+          },
           'retention sweep completed',
         );
       }

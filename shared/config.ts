@@ -7,7 +7,7 @@ import { DEFAULT_SESSION_GRAPH_BOUNDS } from './graph/session-graph-usage.ts';
 import { DEFAULT_NODE_RUN_VALUE_BYTES } from './workflow/run-values.ts';
 import { AddressExemptions } from './egress/addresses.ts';
 import { EGRESS_DEFAULTS, parseOrgHosts, type EgressSettings } from './egress/policy.ts';
-import { DEFAULT_SWEEP_DUTY_PERCENT } from './retention/pacing.ts';
+import { DEFAULT_SWEEP_NICE } from './retention/backend-priority.ts';
 
 /** Everything a process is configured with. Only entry files call `loadConfig`. */
 export interface Config {
@@ -125,8 +125,13 @@ export interface Config {
   };
   /** The retention sweep (docs/retention.md, "How it works"). */
   retention: {
-    /** Percent of a sweep's time spent in its statements; after each batch it pauses for the rest. */
-    sweepDutyPercent: number;
+    /**
+     * Percent of a sweep's time spent in its statements; after each batch it pauses for the rest.
+     * null (unset): 100 when the sweep's backend runs at a lower priority, 50 otherwise.
+     */
+    sweepDutyPercent: number | null;
+    /** Nice value of the sweep's PostgreSQL backend when it runs on this host; 0 leaves it alone. */
+    sweepNice: number;
   };
   /** OpenTelemetry tracing (shared/tracing/); null, the default, loads nothing of the SDK. */
   tracing: TracingSettings | null;
@@ -254,10 +259,8 @@ const envSchema = z
     RUNNER_SWEEP_SECONDS: intVar('RUNNER_SWEEP_SECONDS', RUNNER_TIMING_DEFAULTS.sweepSeconds),
     RUNNER_ORPHAN_SECONDS: intVar('RUNNER_ORPHAN_SECONDS', RUNNER_TIMING_DEFAULTS.orphanSeconds),
     RUNNER_NICE: intVar('RUNNER_NICE', 10, { max: 19 }),
-    RETENTION_SWEEP_DUTY_PERCENT: intVar('RETENTION_SWEEP_DUTY_PERCENT', DEFAULT_SWEEP_DUTY_PERCENT, {
-      min: 1,
-      max: 100,
-    }),
+    RETENTION_SWEEP_DUTY_PERCENT: intVar('RETENTION_SWEEP_DUTY_PERCENT', 0, { min: 1, max: 100 }),
+    RETENTION_SWEEP_NICE: intVar('RETENTION_SWEEP_NICE', DEFAULT_SWEEP_NICE, { max: 19 }),
     RUNNER_CPU_SPLIT: oneOfVar('RUNNER_CPU_SPLIT', ['auto', 'off']),
     RUNNER_CODE_CONTEXTS: oneOfVar('RUNNER_CODE_CONTEXTS', ['shared', 'organization']),
     SANDBOX_MEMORY_MB: intVar('SANDBOX_MEMORY_MB', 0),
@@ -474,7 +477,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       metricsPort: v.METRICS_PORT,
       metricsHost: v.METRICS_HOST ?? '127.0.0.1',
     },
-    retention: { sweepDutyPercent: v.RETENTION_SWEEP_DUTY_PERCENT },
+    retention: {
+      sweepDutyPercent: v.RETENTION_SWEEP_DUTY_PERCENT === 0 ? null : v.RETENTION_SWEEP_DUTY_PERCENT,
+      sweepNice: v.RETENTION_SWEEP_NICE,
+    },
     tracing:
       v.OTEL_EXPORTER_OTLP_ENDPOINT === null
         ? null

@@ -41,8 +41,12 @@ t.test('every problem at once, each naming its variable', async (t) => {
   t.equal(loadConfig({ ...SECRETS, LOG_LEVEL: 'debug', PORT: '' }).port, 8080, 'an empty variable is unset');
 });
 
-t.test('retention: the sweep duty cycle, a percentage from 1 to 100', async (t) => {
-  t.same(loadConfig({ ...SECRETS }).retention, { sweepDutyPercent: 50 });
+t.test("retention: the sweep duty cycle, a percentage from 1 to 100, and its backend's nice value", async (t) => {
+  t.same(loadConfig({ ...SECRETS }).retention, { sweepDutyPercent: null, sweepNice: 10 }, 'unset: decided per sweep');
+  t.equal(loadConfig({ ...SECRETS, RETENTION_SWEEP_NICE: '0' }).retention.sweepNice, 0);
+  t.equal(loadConfig({ ...SECRETS, RETENTION_SWEEP_NICE: '19' }).retention.sweepNice, 19);
+  const nice = t.throws(() => loadConfig({ ...SECRETS, RETENTION_SWEEP_NICE: '20' })) as unknown as ConfigError;
+  t.same(nice.problems, ['RETENTION_SWEEP_NICE must be from 0 to 19, got 20']);
   t.equal(loadConfig({ ...SECRETS, RETENTION_SWEEP_DUTY_PERCENT: '100' }).retention.sweepDutyPercent, 100);
   for (const value of ['0', '101']) {
     const error = t.throws(() =>
@@ -152,7 +156,6 @@ t.test('an entry with a bad configuration prints one block and exits 2, without 
         DATABASE_URL: 'postgres://x@127.0.0.1:1/none',
       },
       encoding: 'utf8',
-      timeout: 30_000,
     });
     t.equal(run.status, 2, `${entry} exit code`);
     t.match(

@@ -72,7 +72,10 @@ export const retentionOpsModule: OpsModule = {
       runRetentionSweep: async () => {
         const result = await runRecordedSweep(ctx.db, {
           trigger: 'ops',
-          dutyPercent: ctx.config.retention.sweepDutyPercent,
+          ...(ctx.config.retention.sweepDutyPercent === null
+            ? {}
+            : { dutyPercent: ctx.config.retention.sweepDutyPercent }),
+          backendNice: ctx.config.retention.sweepNice,
         });
         if (!result.ran) {
           throw new mercurius.ErrorWithProps('A retention sweep is already running; see retentionSweeps.', {

@@ -1,5 +1,7 @@
 import type { Db, Queryable } from '../db/db.ts';
 import { runRetentionSweep, type SweepCounts, type SweepOptions } from './sweep.ts';
+import { DEFAULT_SWEEP_NICE, lowerBackendPriority, type BackendPriority } from './backend-priority.ts';
+import { DEFAULT_SWEEP_DUTY_PERCENT } from './pacing.ts';
 
 /**
  * The session advisory lock that serialises sweeps across every process sharing the database
@@ -28,7 +30,16 @@ export interface SweepRecord {
 }
 
 /** A sweep ran (whatever its outcome: see `sweep.status`), or it did not and why. */
-export type RecordedSweepResult = { ran: true; sweep: SweepRecord } | { ran: false; reason: 'in_progress' | 'not_due' };
+export type RecordedSweepResult =
+  | {
+      ran: true;
+      sweep: SweepRecord;
+      /** Whether the sweep's backend ran at a lower CPU priority (shared/retention/backend-priority.ts). */
+      backend: BackendPriority;
+      /** The duty cycle the sweep ran at. */
+      dutyPercent: number;
+    }
+  | { ran: false; reason: 'in_progress' | 'not_due' };
 
 export interface RecordedSweepOptions extends Pick<SweepOptions, 'now' | 'batchSize' | 'dutyPercent' | 'signal'> {
   trigger: SweepTrigger;
@@ -37,6 +48,20 @@ export interface RecordedSweepOptions extends Pick<SweepOptions, 'now' | 'batchS
    * several runners checking at once exactly one sweeps and the others find it done.
    */
   unlessCompletedWithinSeconds?: number;
+  /**
+   * `RETENTION_SWEEP_NICE`: the nice value of the sweep's backend when it is a process of this
+   * host (0 leaves it alone). Default DEFAULT_SWEEP_NICE.
+   */
+  backendNice?: number;
+}
+
+/**
+ * The duty cycle when none is set (`RETENTION_SWEEP_DUTY_PERCENT` unset): batches back to back
+ * when the kernel already gives every other process of the server the cores first, half the
+ * time otherwise.
+ */
+export function defaultDutyPercent(backend: BackendPriority): number {
+  return backend.lowered ? 100 : DEFAULT_SWEEP_DUTY_PERCENT;
 }
 
 // A row is abandoned when it never finished and nobody holds the lock any more: a sweep inserts
@@ -63,6 +88,7 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
   const client = await db.pool.connect();
   const q: Queryable = { query: (text, values) => client.query(text, values) };
   let locked = false;
+  let backend: BackendPriority = { lowered: false, reason: 'no sweep ran' };
   try {
     const { rows: lock } = await q.query<{ locked: boolean }>(
       'SELECT pg_try_advisory_lock($1::int, $2::int) AS locked',
@@ -79,6 +105,8 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
       if (rows.length > 0) return { ran: false, reason: 'not_due' };
     }
 
+    backend = await lowerBackendPriority(client, options.backendNice ?? DEFAULT_SWEEP_NICE);
+    const dutyPercent = options.dutyPercent ?? defaultDutyPercent(backend);
     const { rows: started } = await q.query<{ id: string }>(
       'INSERT INTO retention_sweeps (trigger) VALUES ($1::text) RETURNING id::text AS id',
       [options.trigger],
@@ -97,6 +125,7 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
     try {
       progress = await runRetentionSweep(q, {
         ...options,
+        dutyPercent,
         onProgress: (counts) => {
           progress = counts;
         },
@@ -109,17 +138,18 @@ export async function runRecordedSweep(db: Db, options: RecordedSweepOptions): P
       ).catch(() => {});
       throw error;
     }
-    return { ran: true, sweep: await finish('completed', null) };
+    return { ran: true, sweep: await finish('completed', null), backend, dutyPercent };
   } finally {
     // A connection that could not unlock goes back destroyed: returned to the pool still holding
-    // the lock, it would make every later sweep find one in progress.
+    // the lock, it would make every later sweep find one in progress. So does one whose backend
+    // was lowered: its priority cannot be raised back, and it would serve requests at it.
     let unlockError: Error | undefined;
     if (locked) {
       await q.query('SELECT pg_advisory_unlock($1::int, $2::int)', [...RETENTION_LOCK]).catch((error: unknown) => {
         unlockError = error instanceof Error ? error : new Error(String(error));
       });
     }
-    client.release(unlockError);
+    client.release(unlockError ?? (backend.lowered ? true : undefined));
   }
 }
 
