@@ -22,6 +22,8 @@ import type { BodyThreads } from '../bodies/body-threads.ts';
 import type { BodyResult, RecordLiterals, Refused } from '../bodies/body-messages.ts';
 import { PreparedParams, PreparedRecords } from '../bodies/prepared.ts';
 import { guardedJson } from '../bodies/guarded-json.ts';
+import { readBodyBytes } from '../bodies/body-bytes.ts';
+import type { Readable } from 'node:stream';
 import { IDEMPOTENCY_HEADER } from '../idempotency/idempotency-key.ts';
 import { REPLAYED_HEADER } from '../idempotency/idempotent.ts';
 
@@ -148,14 +150,20 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
   const threads = options.bodyThreads;
   const commandOf = (request: FastifyRequest) => String((request.params as { command?: unknown }).command ?? '');
 
+  // The bytes are copied into one buffer as they arrive (control-plane/bodies/body-bytes.ts),
+  // not joined at the end as fastify's `parseAs: 'buffer'` does, with fastify's refusals.
+  const bytesOf = (request: FastifyRequest, payload: Readable) =>
+    readBodyBytes(payload, request.headers['content-length'], COMMAND_MESSAGE_LIMIT);
+
   // JSON bodies as everywhere (control-plane/bodies/guarded-json.ts), a large one read by a body
   // thread: the event loop then never parses it, and for `upload_records` and
   // `upload_session_object` never holds its parsed records or value either.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(
     'application/json',
-    { parseAs: 'buffer', bodyLimit: COMMAND_MESSAGE_LIMIT },
-    async (request: FastifyRequest, body: Buffer) => {
+    { bodyLimit: COMMAND_MESSAGE_LIMIT },
+    async (request: FastifyRequest, payload: Readable) => {
+      const body = await bytesOf(request, payload);
       if (threads === undefined || !threads.takes(body.byteLength)) {
         const parsed = guardedJson(body);
         if ('refusal' in parsed) throw new ServiceError('invalid_request_body', parsed.refusal);
@@ -172,8 +180,9 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
   // bodies' rule (UTF-8, not decoded into U+FFFD and stored so), the records to their guard.
   app.addContentTypeParser(
     JSON_LINES_TYPES,
-    { parseAs: 'buffer', bodyLimit: COMMAND_MESSAGE_LIMIT },
-    async (request: FastifyRequest, body: Buffer) => {
+    { bodyLimit: COMMAND_MESSAGE_LIMIT },
+    async (request: FastifyRequest, payload: Readable) => {
+      const body = await bytesOf(request, payload);
       let bytes: Uint8Array = body;
       if (threads?.takes(body.byteLength)) {
         const command = commandOf(request);
