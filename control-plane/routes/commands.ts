@@ -10,7 +10,7 @@ import {
   runRevisionCommand,
   type CommandRegistry,
 } from '../commands/registry.ts';
-import { ok } from '../reply.ts';
+import { ok, PiecedAnswer } from '../reply.ts';
 import { routeSchema } from '../openapi/route-schema.ts';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.ts';
 import { ServiceError } from '../../shared/errors.ts';
@@ -88,15 +88,20 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /**
  * The answer's bytes when its `object.value` is a body thread's text (RawJson, from
  * `upload_session_object`): the rest serialized as fastify would, the text spliced in, so the
- * event loop neither parses nor serializes the value. Null for any other answer.
+ * event loop neither parses nor serializes the value; sent a piece per turn, not joined. Null for
+ * any other answer.
  */
-function withRawValue(answer: Record<string, unknown>): Buffer | null {
+function withRawValue(answer: Record<string, unknown>): PiecedAnswer | null {
   const object = answer.object as Record<string, unknown> | undefined;
   if (typeof object !== 'object' || object === null || !(object.value instanceof RawJson)) return null;
   const mark = JSON.stringify(`raw-${randomUUID()}`);
   const text = JSON.stringify({ ...answer, object: { ...object, value: JSON.parse(mark) } });
   const at = text.indexOf(mark);
-  return Buffer.concat([Buffer.from(text.slice(0, at)), object.value.bytes, Buffer.from(text.slice(at + mark.length))]);
+  return new PiecedAnswer([
+    Buffer.from(text.slice(0, at)),
+    object.value.bytes,
+    Buffer.from(text.slice(at + mark.length)),
+  ]);
 }
 
 /**
@@ -228,7 +233,8 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
       // `ok` puts `status` first, so a result's own `status` (check_definition's verdict) wins.
       const answer = ok(result);
       const spliced = withRawValue(answer);
-      return spliced === null ? answer : reply.type(JSON_TYPE).send(spliced);
+      if (spliced === null) return answer;
+      return reply.type(JSON_TYPE).header('content-length', spliced.byteLength).send(spliced);
     },
   );
 }
