@@ -149,6 +149,24 @@ async function measureQuiet(system: System, quiet: QuietTenant, ms: number): Pro
   return figures;
 }
 
+/**
+ * The control plane's event-loop delay (ms) since the previous call: prom-client's
+ * `nodejs_eventloop_lag_*` (monitorEventLoopDelay at 10 ms resolution), which each scrape of the
+ * ops port's /metrics reads and resets. Its max is about the longest stretch the event loop went
+ * without turning; null when the metrics are not served.
+ */
+async function eventLoopDelay(system: System): Promise<{ max: number; p99: number } | null> {
+  const res = await fetch(`${system.opsUrl.replace(/\/graphql$/, '')}/metrics`, {
+    headers: { authorization: `Bearer ${system.opsToken}` },
+  }).catch(() => null);
+  if (res === null || !res.ok) return null;
+  const text = await res.text();
+  const seconds = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
+  const max = seconds('nodejs_eventloop_lag_max_seconds');
+  const p99 = seconds('nodejs_eventloop_lag_p99_seconds');
+  return Number.isFinite(max) && Number.isFinite(p99) ? { max: max * 1000, p99: p99 * 1000 } : null;
+}
+
 async function pressure(system: System): Promise<string> {
   const scenarios = await loadScenarios();
   const quiet = await quietTenant(system);
@@ -162,7 +180,13 @@ async function pressure(system: System): Promise<string> {
     return `${fmt(spent.service ?? 0, 1)} / ${fmt(spent.postgres ?? 0, 1)} s`;
   };
   const aloneCpu = await cpu();
+  await eventLoopDelay(system);
   const alone = await measureQuiet(system, quiet, SECONDS * 1000);
+  const aloneDelay = await eventLoopDelay(system);
+  if (aloneDelay !== null)
+    log(
+      `the control plane's event-loop delay, quiet tenant alone: max ${fmt(aloneDelay.max)} ms, p99 ${fmt(aloneDelay.p99)} ms`,
+    );
   const aloneSpent = await cpuSince(aloneCpu);
   const aloneP99 = summarize(alone.latencies).p99;
   const target = 2 * aloneP99 + 50;
@@ -204,10 +228,16 @@ async function pressure(system: System): Promise<string> {
         });
       }, 200);
       const rowCpu = await cpu();
+      await eventLoopDelay(system);
       attacker.run();
       await sleep(RAMP_MS);
       const figures = await measureQuiet(system, quiet, SECONDS * 1000);
+      const delay = await eventLoopDelay(system);
       attacker.stop();
+      if (delay !== null)
+        log(
+          `${file}: the control plane's event-loop delay over the row: max ${fmt(delay.max)} ms, p99 ${fmt(delay.p99)} ms`,
+        );
       const error = await attacker.ended;
       await sleep(SETTLE_MS);
       clearInterval(sampler);

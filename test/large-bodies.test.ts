@@ -228,3 +228,42 @@ t.test('8 MiB bodies through the thread: ceilings answered as documented', async
   t.equal(over.status, 413, 'past the route body limit');
   t.equal(over.body.error, 'payload_too_large');
 });
+
+t.test('megabytes written to PostgreSQL and answered in chunks arrive intact', async (t) => {
+  // Statements with parameters of 256 KiB or more are written in chunks of 256 KiB
+  // (shared/db/chunked-query.ts), a session object's answer a piece of 256 KiB per turn
+  // (control-plane/reply.ts PiecedAnswer): every boundary here falls somewhere in text of
+  // multi-byte characters and escapes, and nothing may be lost, doubled or split wrongly.
+  const unit = 'é😀"\\,{}€ NULL ';
+  const rev = await nlpRevision();
+  const records = Array.from({ length: 150 }, (_, i) => ({
+    text: `${i}:` + unit.repeat(1500 + i),
+    labels: [`l${i}`, unit.repeat(3)],
+    ...(i % 2 === 0 ? { meta: { i, s: unit.repeat(100) } } : {}),
+  }));
+  const body = JSON.stringify({ records });
+  t.ok(Buffer.byteLength(body) > 4 * 1024 * 1024, 'the text literal spans many chunks');
+  const stored = await post(rev, 'upload_records', body, 'as-is');
+  t.same([stored.status, stored.body], [200, { status: 'success', uploaded: 150, total: 150 }]);
+  const back = await listAll(rev);
+  t.equal(back.length, records.length);
+  t.ok(
+    back.every((r, i) => JSON.stringify(r) === JSON.stringify({ ...records[i], meta: records[i]!.meta ?? null })),
+    'every record read back as sent',
+  );
+
+  const flow = await createBlob(app, caller, org.id, { type: 'svc.compute.workflow' });
+  const session = await createSession(app, caller, flow.revision.id);
+  const value = { a: unit.repeat(60_000), b: [unit, 1, null] };
+  const res = await app.inject({
+    method: 'POST',
+    url: `/v1/revisions/${flow.revision.id}/upload_session_object`,
+    headers: { ...caller.headers, 'content-type': 'application/json' },
+    payload: JSON.stringify({ session_id: session.id, alias: 'chunked', value }),
+  });
+  t.equal(res.statusCode, 200);
+  t.equal(Number(res.headers['content-length']), res.rawPayload.length, 'the announced length is the sent one');
+  t.same(res.json().object.value, value, 'answered as sent');
+  const list = await post(flow.revision.id, 'list_session_objects', JSON.stringify({ session_id: session.id }), false);
+  t.same(list.body.objects[0].value, value, 'stored as sent');
+});

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from '../../shared/errors.ts';
 import { zodProblems } from '../../shared/validate.ts';
+import { PiecedAnswer } from '../reply.ts';
 
 /**
  * What is wrong with an answer against the route's documented responses (`schema.response` of
@@ -23,7 +24,9 @@ export function responseProblem(
       return `status ${status} is documented as JSON, the answer is ${contentType || 'without a content type'}`;
     let body: unknown;
     try {
-      body = JSON.parse(typeof payload === 'string' ? payload : String(payload));
+      body = JSON.parse(
+        typeof payload === 'string' ? payload : payload instanceof PiecedAnswer ? payload.text() : String(payload),
+      );
     } catch {
       return 'the body is not JSON';
     }

@@ -10,7 +10,7 @@ import {
   runRevisionCommand,
   type CommandRegistry,
 } from '../commands/registry.ts';
-import { ok } from '../reply.ts';
+import { ok, PiecedAnswer } from '../reply.ts';
 import { routeSchema } from '../openapi/route-schema.ts';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.ts';
 import { ServiceError } from '../../shared/errors.ts';
@@ -22,6 +22,8 @@ import type { BodyThreads } from '../bodies/body-threads.ts';
 import type { BodyResult, RecordLiterals, Refused } from '../bodies/body-messages.ts';
 import { PreparedParams, PreparedRecords } from '../bodies/prepared.ts';
 import { guardedJson } from '../bodies/guarded-json.ts';
+import { readBodyBytes } from '../bodies/body-bytes.ts';
+import type { Readable } from 'node:stream';
 import { IDEMPOTENCY_HEADER } from '../idempotency/idempotency-key.ts';
 import { REPLAYED_HEADER } from '../idempotency/idempotent.ts';
 
@@ -86,15 +88,20 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /**
  * The answer's bytes when its `object.value` is a body thread's text (RawJson, from
  * `upload_session_object`): the rest serialized as fastify would, the text spliced in, so the
- * event loop neither parses nor serializes the value. Null for any other answer.
+ * event loop neither parses nor serializes the value; sent a piece per turn, not joined. Null for
+ * any other answer.
  */
-function withRawValue(answer: Record<string, unknown>): Buffer | null {
+function withRawValue(answer: Record<string, unknown>): PiecedAnswer | null {
   const object = answer.object as Record<string, unknown> | undefined;
   if (typeof object !== 'object' || object === null || !(object.value instanceof RawJson)) return null;
   const mark = JSON.stringify(`raw-${randomUUID()}`);
   const text = JSON.stringify({ ...answer, object: { ...object, value: JSON.parse(mark) } });
   const at = text.indexOf(mark);
-  return Buffer.concat([Buffer.from(text.slice(0, at)), object.value.bytes, Buffer.from(text.slice(at + mark.length))]);
+  return new PiecedAnswer([
+    Buffer.from(text.slice(0, at)),
+    object.value.bytes,
+    Buffer.from(text.slice(at + mark.length)),
+  ]);
 }
 
 /**
@@ -148,14 +155,20 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
   const threads = options.bodyThreads;
   const commandOf = (request: FastifyRequest) => String((request.params as { command?: unknown }).command ?? '');
 
+  // The bytes are copied into one buffer as they arrive (control-plane/bodies/body-bytes.ts),
+  // not joined at the end as fastify's `parseAs: 'buffer'` does, with fastify's refusals.
+  const bytesOf = (request: FastifyRequest, payload: Readable) =>
+    readBodyBytes(payload, request.headers['content-length'], COMMAND_MESSAGE_LIMIT);
+
   // JSON bodies as everywhere (control-plane/bodies/guarded-json.ts), a large one read by a body
   // thread: the event loop then never parses it, and for `upload_records` and
   // `upload_session_object` never holds its parsed records or value either.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(
     'application/json',
-    { parseAs: 'buffer', bodyLimit: COMMAND_MESSAGE_LIMIT },
-    async (request: FastifyRequest, body: Buffer) => {
+    { bodyLimit: COMMAND_MESSAGE_LIMIT },
+    async (request: FastifyRequest, payload: Readable) => {
+      const body = await bytesOf(request, payload);
       if (threads === undefined || !threads.takes(body.byteLength)) {
         const parsed = guardedJson(body);
         if ('refusal' in parsed) throw new ServiceError('invalid_request_body', parsed.refusal);
@@ -172,8 +185,9 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
   // bodies' rule (UTF-8, not decoded into U+FFFD and stored so), the records to their guard.
   app.addContentTypeParser(
     JSON_LINES_TYPES,
-    { parseAs: 'buffer', bodyLimit: COMMAND_MESSAGE_LIMIT },
-    async (request: FastifyRequest, body: Buffer) => {
+    { bodyLimit: COMMAND_MESSAGE_LIMIT },
+    async (request: FastifyRequest, payload: Readable) => {
+      const body = await bytesOf(request, payload);
       let bytes: Uint8Array = body;
       if (threads?.takes(body.byteLength)) {
         const command = commandOf(request);
@@ -219,7 +233,8 @@ export async function commandRoutes(app: FastifyInstance, options: CommandRoutes
       // `ok` puts `status` first, so a result's own `status` (check_definition's verdict) wins.
       const answer = ok(result);
       const spliced = withRawValue(answer);
-      return spliced === null ? answer : reply.type(JSON_TYPE).send(spliced);
+      if (spliced === null) return answer;
+      return reply.type(JSON_TYPE).header('content-length', spliced.byteLength).send(spliced);
     },
   );
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { fromDatabase, noteDatabaseEndpoint } from './unavailable.ts';
+import { chunkedQuery, chunkedValues } from './chunked-query.ts';
 import type { QueryResult, QueryResultRow } from 'pg';
 
 /** Anything that runs SQL: the pool, or one transaction's client. */
@@ -62,13 +63,20 @@ export function createDb(options: DbOptions): Db {
   pool.on('error', () => {});
   return {
     pool,
-    query: (text, values) => pool.query(text, values).catch(rethrowFromDatabase),
+    query: (text, values) =>
+      (chunkedValues(values) ? chunkedQuery(pool, text, values) : pool.query(text, values)).catch(rethrowFromDatabase),
     async transaction(fn) {
       const client = await pool.connect().catch(rethrowFromDatabase);
       let lost = false;
       try {
         await client.query('BEGIN').catch(rethrowFromDatabase);
-        const tx: Tx = { client, query: (text, values) => client.query(text, values).catch(rethrowFromDatabase) };
+        const tx: Tx = {
+          client,
+          query: (text, values) =>
+            (chunkedValues(values) ? chunkedQuery(client, text, values) : client.query(text, values)).catch(
+              rethrowFromDatabase,
+            ),
+        };
         const result = await fn(tx);
         await client.query('COMMIT').catch(rethrowFromDatabase);
         return result;
