@@ -73,32 +73,52 @@ interface Side {
 /**
  * The product's start path of the latency starts, cut at the database's clock (p50 and p99 of
  * each part; the parts' quantiles need not add up to the whole's):
- * - `create`: the create's transaction from its start (`created_at`, now()) to its commit
- *   (`pg_xact_commit_timestamp` of its `execution.created` row, `track_commit_timestamp` on):
- *   the create statement, the wake-up job's insert, COMMIT and its WAL flush;
- * - `wake`: that commit to the claim statement's start (the `node.started` row's `at`, the claim's
- *   now()): the announcement's delivery to the runner's LISTEN connection, the runner's turn and
- *   the claim's dispatch;
- * - `claim`: the claim statement's start to its commit: after `node.started`'s `at`, so outside
- *   the start latency, but before the first node runs.
+ * - `create`: the create's transaction from its start (`created_at`, now()) to its commit record
+ *   (`pg_xact_commit_timestamp` of its `execution.created` row, `track_commit_timestamp` on; the
+ *   server stamps it before the commit's WAL flush): the create statement, the wake-up job's
+ *   insert and the round trips between them;
+ * - `wake`: that commit record to the claim statement's start (the `node.started` row's `at`, the
+ *   claim's now()): the commit's WAL flush, the announcement's delivery to the runner's LISTEN
+ *   connection, the runner's turn and the claim's dispatch;
+ * - `claim`: the claim statement's start to its commit record: after `node.started`'s `at`, so
+ *   outside the start latency, but before the first node runs;
+ * - `firstNode`: `node.started` to the first node's `node.finished` (the claim, its flush, the hop
+ *   to an engine thread and to a sandbox child, the node's run, the step statement's start);
+ * - `walFsyncMs`: the mean time of one WAL fsync during the latency starts (`pg_stat_io`,
+ *   `track_wal_io_timing` on), the flush each durable commit waits for.
  */
 interface StartPath {
   create: Summary;
   wake: Summary;
   claim: Summary;
+  firstNode: Summary;
+  walFsyncMs: number;
   /** The latency starts' statements: calls per start and mean server ms (pg_stat_statements). */
   statements: Statement[];
 }
 
-async function startPath(system: System, ids: readonly string[], statements: Statement[]): Promise<StartPath> {
-  const { rows } = await system.sql.query<{ create_ms: number; wake_ms: number; claim_ms: number }>(
+async function startPath(
+  system: System,
+  ids: readonly string[],
+  statements: Statement[],
+  walFsyncMs: number,
+): Promise<StartPath> {
+  const { rows } = await system.sql.query<{
+    create_ms: number;
+    wake_ms: number;
+    claim_ms: number;
+    first_node_ms: number | null;
+  }>(
     `SELECT extract(epoch FROM pg_xact_commit_timestamp(c.xmin) - e.created_at)::float8 * 1000 AS create_ms,
             extract(epoch FROM s.at - pg_xact_commit_timestamp(c.xmin))::float8 * 1000 AS wake_ms,
-            extract(epoch FROM pg_xact_commit_timestamp(s.xmin) - s.at)::float8 * 1000 AS claim_ms
+            extract(epoch FROM pg_xact_commit_timestamp(s.xmin) - s.at)::float8 * 1000 AS claim_ms,
+            extract(epoch FROM f.at - s.at)::float8 * 1000 AS first_node_ms
        FROM executions e
        JOIN session_events c ON c.execution_id = e.id AND c.kind = 'execution.created'
        JOIN LATERAL (SELECT v.at, v.xmin FROM execution_events v
                       WHERE v.execution_id = e.id AND v.kind = 'node.started' ORDER BY v.id LIMIT 1) s ON true
+       LEFT JOIN LATERAL (SELECT v.at FROM execution_events v
+                           WHERE v.execution_id = e.id AND v.kind = 'node.finished' ORDER BY v.id LIMIT 1) f ON true
       WHERE e.id = ANY($1::uuid[])`,
     [ids],
   );
@@ -106,8 +126,19 @@ async function startPath(system: System, ids: readonly string[], statements: Sta
     create: summarize(rows.map((r) => r.create_ms)),
     wake: summarize(rows.map((r) => r.wake_ms)),
     claim: summarize(rows.map((r) => r.claim_ms)),
+    firstNode: summarize(rows.flatMap((r) => (r.first_node_ms === null ? [] : [r.first_node_ms]))),
+    walFsyncMs,
     statements,
   };
+}
+
+/** WAL fsyncs and their total time in ms so far (`pg_stat_io`; the time needs `track_wal_io_timing`). */
+async function walFsyncs(system: System): Promise<{ count: number; ms: number }> {
+  const { rows } = await system.sql.query<{ count: string; ms: number }>(
+    `SELECT coalesce(sum(fsyncs), 0)::text AS count, coalesce(sum(fsync_time), 0)::float8 AS ms
+       FROM pg_stat_io WHERE object = 'wal'`,
+  );
+  return { count: Number(rows[0]!.count), ms: rows[0]!.ms };
 }
 
 /** The three steps as graphile-worker tasks: each adds the next, the last one resolves its chain. */
@@ -264,11 +295,18 @@ async function product(system: System): Promise<{ side: Side; account: Account; 
 
   log(`product: ${LATENCY} starts, one every ${GAP_MS} ms`);
   await resetStatements(system);
+  const fsyncsBefore = await walFsyncs(system);
   const latencyIds = await createMany(system, workloads, { count: LATENCY, window: 1, ratePerSecond: 1000 / GAP_MS });
   await waitForEnd(system.sql, latencyIds, BATCH_TIMEOUT_MS);
+  const fsyncsAfter = await walFsyncs(system);
   const latencyStatements = await readStatements(system, LATENCY);
   const { toStart } = await executionLatencies(system.sql, latencyIds);
-  const path = await startPath(system, latencyIds, latencyStatements.topStatements);
+  const path = await startPath(
+    system,
+    latencyIds,
+    latencyStatements.topStatements,
+    (fsyncsAfter.ms - fsyncsBefore.ms) / Math.max(1, fsyncsAfter.count - fsyncsBefore.count),
+  );
 
   log(`product: ${EXECUTIONS} executions, ${IN_FLIGHT} creates in flight`);
   const postmaster = await postmasterPid(system.sql);
@@ -323,8 +361,12 @@ async function roundRobin(system: System): Promise<Omit<Side, 'start'>> {
 }
 
 async function main(): Promise<string> {
-  // track_commit_timestamp: the start path's commits at the database's clock (startPath).
-  const system = await startSystem({ runners: 1, durable: true, serverFlags: ['-c', 'track_commit_timestamp=on'] });
+  // The start path's commits at the database's clock and the WAL flush's time (startPath).
+  const system = await startSystem({
+    runners: 1,
+    durable: true,
+    serverFlags: ['-c', 'track_commit_timestamp=on', '-c', 'track_wal_io_timing=on'],
+  });
   try {
     const ours = await product(system);
     const many = ROUND_ROBIN_ORGS > 0 ? await roundRobin(system) : null;
@@ -387,11 +429,13 @@ async function main(): Promise<string> {
       ['start path of the latency starts (database clock)', 'p50', 'p99'],
       ...(
         [
-          ['create: created_at → its commit (statement, job insert, COMMIT)', sp.create],
-          ['wake: commit → claim statement start (= node.started.at)', sp.wake],
-          ['claim: its start → its commit (after node.started.at)', sp.claim],
+          ['create: created_at → its commit record (statement, job insert, round trips)', sp.create],
+          ['wake: commit record → claim start = node.started.at (flush, NOTIFY, runner)', sp.wake],
+          ['claim: its start → its commit record (after node.started.at)', sp.claim],
+          ['first node: node.started.at → its node.finished.at', sp.firstNode],
         ] as const
       ).map(([name, s]) => [name, `${fmt(s.p50, 2)} ms`, `${fmt(s.p99, 2)} ms`]),
+      ['one WAL fsync during the latency starts (mean)', `${fmt(sp.walFsyncMs, 2)} ms`, ''],
     ];
     const pathStatementRows = [
       ['statements of the latency starts', 'calls / start', 'mean server ms'],
