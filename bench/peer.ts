@@ -28,6 +28,7 @@ import { parseArgs } from 'node:util';
 import '../shared/db/embedded.ts';
 import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import { createOrgWorkloads, createWorkload, type Workload } from './client.ts';
+import { childPids } from '../shared/proc-stat.ts';
 import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
 import { batchSpan, createMany, executionLatencies, waitForEnd } from './executions.ts';
 import { observabilityCost } from './observability-cost.ts';
@@ -310,9 +311,13 @@ async function product(system: System): Promise<{ side: Side; account: Account; 
 
   log(`product: ${EXECUTIONS} executions, ${IN_FLIGHT} creates in flight`);
   const postmaster = await postmasterPid(system.sql);
+  const sandboxChildren = (await Promise.all(system.runners.map((r) => childPids(r.pid)))).flat();
   const groups = {
     'control plane': [system.controlPlane.pid],
     'runner (with its sandbox children)': system.runners.map((r) => r.pid),
+    // The same children counted again on their own (live at the batch's start): what the hop to a
+    // sandbox process and the run in it cost, against the runner's main and engine threads.
+    '  of which its sandbox children': sandboxChildren,
   };
   await resetStatements(system);
   const cpuBefore = await cpuSnapshot(groups, postmaster);
