@@ -15,15 +15,20 @@
  * creates (adds) outstanding at a time, from the first create to the last end. Then the CPU and
  * I/O account of the product's throughput batch per execution: CPU ms of each process group, WAL
  * bytes and WAL fsyncs (pg_stat_io, PostgreSQL 16+), transactions committed (pg_stat_database).
+ * The latency starts' path is cut at the database's clock (`startPath`: the create's transaction,
+ * its commit to the claim, the claim's commit; `track_commit_timestamp` is on for it) with their
+ * statements' mean server times. `--json <file>` writes every figure as JSON as well.
  *
  *   ./node_modules/.bin/node --no-node-snapshot bench/peer.ts [--executions 3000 --in-flight 64 --latency 200 --gap 15]
  * `npm run bench` runs it as a section of its own (`--peer-only` runs only it).
  */
+import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import '../shared/db/embedded.ts';
 import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import { createOrgWorkloads, createWorkload, type Workload } from './client.ts';
+import { childPids } from '../shared/proc-stat.ts';
 import { cpuSnapshot, cpuSpent, postmasterPid } from './cpu.ts';
 import { batchSpan, createMany, executionLatencies, waitForEnd } from './executions.ts';
 import { observabilityCost } from './observability-cost.ts';
@@ -40,6 +45,8 @@ const { values: args } = parseArgs({
     orgs: { type: 'string', default: '1' },
     'round-robin-orgs': { type: 'string', default: '1000' },
     'observability-rounds': { type: 'string', default: '3' },
+    /** Also write the figures as JSON to this file (bench/promise-costs.ts reads it). */
+    json: { type: 'string' },
   },
 });
 const EXECUTIONS = Number(args.executions);
@@ -62,6 +69,77 @@ interface Side {
   start: Summary;
   perSecond: number;
   succeeded: number;
+}
+
+/**
+ * The product's start path of the latency starts, cut at the database's clock (p50 and p99 of
+ * each part; the parts' quantiles need not add up to the whole's):
+ * - `create`: the create's transaction from its start (`created_at`, now()) to its commit record
+ *   (`pg_xact_commit_timestamp` of its `execution.created` row, `track_commit_timestamp` on; the
+ *   server stamps it before the commit's WAL flush): the create statement, the wake-up job's
+ *   insert and the round trips between them;
+ * - `wake`: that commit record to the claim statement's start (the `node.started` row's `at`, the
+ *   claim's now()): the commit's WAL flush, the announcement's delivery to the runner's LISTEN
+ *   connection, the runner's turn and the claim's dispatch;
+ * - `claim`: the claim statement's start to its commit record: after `node.started`'s `at`, so
+ *   outside the start latency, but before the first node runs;
+ * - `firstNode`: `node.started` to the first node's `node.finished` (the claim, its flush, the hop
+ *   to an engine thread and to a sandbox child, the node's run, the step statement's start);
+ * - `walFsyncMs`: the mean time of one WAL fsync during the latency starts (`pg_stat_io`,
+ *   `track_wal_io_timing` on), the flush each durable commit waits for.
+ */
+interface StartPath {
+  create: Summary;
+  wake: Summary;
+  claim: Summary;
+  firstNode: Summary;
+  walFsyncMs: number;
+  /** The latency starts' statements: calls per start and mean server ms (pg_stat_statements). */
+  statements: Statement[];
+}
+
+async function startPath(
+  system: System,
+  ids: readonly string[],
+  statements: Statement[],
+  walFsyncMs: number,
+): Promise<StartPath> {
+  const { rows } = await system.sql.query<{
+    create_ms: number;
+    wake_ms: number;
+    claim_ms: number;
+    first_node_ms: number | null;
+  }>(
+    `SELECT extract(epoch FROM pg_xact_commit_timestamp(c.xmin) - e.created_at)::float8 * 1000 AS create_ms,
+            extract(epoch FROM s.at - pg_xact_commit_timestamp(c.xmin))::float8 * 1000 AS wake_ms,
+            extract(epoch FROM pg_xact_commit_timestamp(s.xmin) - s.at)::float8 * 1000 AS claim_ms,
+            extract(epoch FROM f.at - s.at)::float8 * 1000 AS first_node_ms
+       FROM executions e
+       JOIN session_events c ON c.execution_id = e.id AND c.kind = 'execution.created'
+       JOIN LATERAL (SELECT v.at, v.xmin FROM execution_events v
+                      WHERE v.execution_id = e.id AND v.kind = 'node.started' ORDER BY v.id LIMIT 1) s ON true
+       LEFT JOIN LATERAL (SELECT v.at FROM execution_events v
+                           WHERE v.execution_id = e.id AND v.kind = 'node.finished' ORDER BY v.id LIMIT 1) f ON true
+      WHERE e.id = ANY($1::uuid[])`,
+    [ids],
+  );
+  return {
+    create: summarize(rows.map((r) => r.create_ms)),
+    wake: summarize(rows.map((r) => r.wake_ms)),
+    claim: summarize(rows.map((r) => r.claim_ms)),
+    firstNode: summarize(rows.flatMap((r) => (r.first_node_ms === null ? [] : [r.first_node_ms]))),
+    walFsyncMs,
+    statements,
+  };
+}
+
+/** WAL fsyncs and their total time in ms so far (`pg_stat_io`; the time needs `track_wal_io_timing`). */
+async function walFsyncs(system: System): Promise<{ count: number; ms: number }> {
+  const { rows } = await system.sql.query<{ count: string; ms: number }>(
+    `SELECT coalesce(sum(fsyncs), 0)::text AS count, coalesce(sum(fsync_time), 0)::float8 AS ms
+       FROM pg_stat_io WHERE object = 'wal'`,
+  );
+  return { count: Number(rows[0]!.count), ms: rows[0]!.ms };
 }
 
 /** The three steps as graphile-worker tasks: each adds the next, the last one resolves its chain. */
@@ -148,6 +226,8 @@ interface Statement {
   query: string;
   callsPerExecution: number;
   msPerExecution: number;
+  /** Mean server ms of one call. */
+  meanMs: number;
 }
 
 interface Account {
@@ -189,8 +269,8 @@ async function readStatements(
   const total = await system.sql.query<{ calls: string }>(
     `SELECT coalesce(sum(calls), 0)::text AS calls FROM pg_stat_statements WHERE ${where}`,
   );
-  const { rows } = await system.sql.query<{ query: string; calls: string; ms: number }>(
-    `SELECT query, calls::text AS calls, total_exec_time AS ms FROM pg_stat_statements
+  const { rows } = await system.sql.query<{ query: string; calls: string; ms: number; mean: number }>(
+    `SELECT query, calls::text AS calls, total_exec_time AS ms, mean_exec_time AS mean FROM pg_stat_statements
       WHERE ${where} ORDER BY total_exec_time DESC LIMIT ${Number(process.env.PEER_TOP ?? 12)}`,
   );
   return {
@@ -202,11 +282,12 @@ async function readStatements(
         .slice(0, Number(process.env.PEER_WIDTH ?? 100)),
       callsPerExecution: Number(r.calls) / executions,
       msPerExecution: r.ms / executions,
+      meanMs: r.mean,
     })),
   };
 }
 
-async function product(system: System): Promise<{ side: Side; account: Account }> {
+async function product(system: System): Promise<{ side: Side; account: Account; path: StartPath }> {
   const workloads: Workload[] = [];
   for (let i = 0; i < ORGS; i++)
     workloads.push(await createWorkload(system, BENCH_GRAPH, { sessions: 8, quota: EXECUTIONS + LATENCY + 1000 }));
@@ -214,15 +295,29 @@ async function product(system: System): Promise<{ side: Side; account: Account }
   await waitForEnd(system.sql, warm, BATCH_TIMEOUT_MS);
 
   log(`product: ${LATENCY} starts, one every ${GAP_MS} ms`);
+  await resetStatements(system);
+  const fsyncsBefore = await walFsyncs(system);
   const latencyIds = await createMany(system, workloads, { count: LATENCY, window: 1, ratePerSecond: 1000 / GAP_MS });
   await waitForEnd(system.sql, latencyIds, BATCH_TIMEOUT_MS);
+  const fsyncsAfter = await walFsyncs(system);
+  const latencyStatements = await readStatements(system, LATENCY);
   const { toStart } = await executionLatencies(system.sql, latencyIds);
+  const path = await startPath(
+    system,
+    latencyIds,
+    latencyStatements.topStatements,
+    (fsyncsAfter.ms - fsyncsBefore.ms) / Math.max(1, fsyncsAfter.count - fsyncsBefore.count),
+  );
 
   log(`product: ${EXECUTIONS} executions, ${IN_FLIGHT} creates in flight`);
   const postmaster = await postmasterPid(system.sql);
+  const sandboxChildren = (await Promise.all(system.runners.map((r) => childPids(r.pid)))).flat();
   const groups = {
     'control plane': [system.controlPlane.pid],
     'runner (with its sandbox children)': system.runners.map((r) => r.pid),
+    // The same children counted again on their own (live at the batch's start): what the hop to a
+    // sandbox process and the run in it cost, against the runner's main and engine threads.
+    '  of which its sandbox children': sandboxChildren,
   };
   await resetStatements(system);
   const cpuBefore = await cpuSnapshot(groups, postmaster);
@@ -236,6 +331,7 @@ async function product(system: System): Promise<{ side: Side; account: Account }
   if (open > 0) log(`product: ${open} executions had not ended after ${BATCH_TIMEOUT_MS / 1000} s`);
   const spent = cpuSpent(cpuBefore, cpuAfter);
   return {
+    path,
     side: { start: summarize(toStart), perSecond: span.succeeded / span.seconds, succeeded: span.succeeded },
     account: {
       ...statements,
@@ -270,7 +366,12 @@ async function roundRobin(system: System): Promise<Omit<Side, 'start'>> {
 }
 
 async function main(): Promise<string> {
-  const system = await startSystem({ runners: 1, durable: true });
+  // The start path's commits at the database's clock and the WAL flush's time (startPath).
+  const system = await startSystem({
+    runners: 1,
+    durable: true,
+    serverFlags: ['-c', 'track_commit_timestamp=on', '-c', 'track_wal_io_timing=on'],
+  });
   try {
     const ours = await product(system);
     const many = ROUND_ROBIN_ORGS > 0 ? await roundRobin(system) : null;
@@ -328,7 +429,39 @@ async function main(): Promise<string> {
       ['costliest statements (pg_stat_statements)', 'calls / execution', 'server ms / execution'],
       ...a.topStatements.map((st) => [st.query, fmt(st.callsPerExecution, 2), fmt(st.msPerExecution, 3)]),
     ];
-    return [table(rows), '', table(accountRows), '', table(statementRows)].join('\n');
+    const sp = ours.path;
+    const pathRows = [
+      ['start path of the latency starts (database clock)', 'p50', 'p99'],
+      ...(
+        [
+          ['create: created_at → its commit record (statement, job insert, round trips)', sp.create],
+          ['wake: commit record → claim start = node.started.at (flush, NOTIFY, runner)', sp.wake],
+          ['claim: its start → its commit record (after node.started.at)', sp.claim],
+          ['first node: node.started.at → its node.finished.at', sp.firstNode],
+        ] as const
+      ).map(([name, s]) => [name, `${fmt(s.p50, 2)} ms`, `${fmt(s.p99, 2)} ms`]),
+      ['one WAL fsync during the latency starts (mean)', `${fmt(sp.walFsyncMs, 2)} ms`, ''],
+    ];
+    const pathStatementRows = [
+      ['statements of the latency starts', 'calls / start', 'mean server ms'],
+      ...sp.statements.slice(0, 8).map((st) => [st.query, fmt(st.callsPerExecution, 2), fmt(st.meanMs, 3)]),
+    ];
+    if (args.json !== undefined)
+      await writeFile(
+        args.json,
+        JSON.stringify({ product: ours, peer: theirs, roundRobin: many, executions: EXECUTIONS }, null, 2),
+      );
+    return [
+      table(rows),
+      '',
+      table(pathRows),
+      '',
+      table(pathStatementRows),
+      '',
+      table(accountRows),
+      '',
+      table(statementRows),
+    ].join('\n');
   } finally {
     await system.stop();
   }
