@@ -97,7 +97,7 @@ function GraphCanvas({ graph, states, taken, issues, selected, onSelect, label }
   const [measured, setMeasured] = useState<Record<string, { width: number; height: number }>>({});
   // A node or edge object changes only when what it shows does, and the lists only when one of
   // theirs does. A node's state is not in its object (StatesContext): an execution's event
-  // re-renders the boxes whose state changed and nothing else of the canvas.
+  // re-renders the boxes, which read the states, and nothing else of the canvas.
   const keptNode = useKept<Node<BoxData>>();
   const keptEdge = useKept<Edge>();
   const nodes = useSameArray(
