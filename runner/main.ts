@@ -170,7 +170,15 @@ async function start(): Promise<void> {
       'runner metrics and probes listening',
     );
   }
-  log.info({ runner_id: registration.id, version: VERSION, nice: priority?.nice ?? null }, 'runner started');
+  log.info(
+    {
+      runner_id: registration.id,
+      version: VERSION,
+      nice: priority?.nice ?? null,
+      autogroup_nice: priority?.autogroup ?? null,
+    },
+    'runner started',
+  );
 }
 
 runEntry({ name: 'runner', start, stop, log, graceMs: GRACE_MS });

@@ -8,8 +8,16 @@
  * Linux keeps a nice value per thread, and a thread starts with its creator's: the threads that
  * exist when this runs (V8's platform threads) are reniced one by one, and every thread started
  * later (the engine workers, isolated-vm's threads) inherits the value from the main thread.
+ *
+ * With autogroup scheduling (`/proc/sys/kernel/sched_autogroup_enabled`, on in many distributions'
+ * kernels) Linux shares the CPU between sessions first, by each session's autogroup nice value,
+ * and only then between a session's threads by theirs: a process that leads a session of its own
+ * (a systemd service, anything started with `setsid`) would get as large a share as the control
+ * plane's session however nice its threads. Such a process raises its session's autogroup nice
+ * value as well. One that shares its session (`npm start`, a terminal) leaves it alone: raising
+ * it would lower everyone else's in the session too, the control plane's under `npm start`.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 
 /** The highest nice value (the lowest priority) the kernel accepts. */
@@ -28,6 +36,11 @@ export interface PriorityResult {
   nice: number;
   /** Threads whose nice value was raised. */
   raised: number;
+  /**
+   * The autogroup nice value of this process's session afterwards, when the process leads its
+   * session and the kernel has autogroups; otherwise null (nothing was changed).
+   */
+  autogroup: number | null;
 }
 
 /**
@@ -48,7 +61,45 @@ export function yieldCpu(nice: number): PriorityResult {
       // The thread ended between the listing and the call.
     }
   }
-  return { nice: getPriority(0), raised };
+  return { nice: getPriority(0), raised, autogroup: yieldAutogroup(nice) };
+}
+
+const AUTOGROUP = '/proc/self/autogroup';
+
+/**
+ * Raises the autogroup nice value of this process's session to `nice` when this process leads the
+ * session (so the autogroup holds nothing but it and its children); null when it does not, or
+ * without autogroups. Never lowers the value (that needs privilege, as for a thread).
+ */
+function yieldAutogroup(nice: number): number | null {
+  if (process.platform !== 'linux') return null;
+  let current: number;
+  try {
+    if (sessionOf(readFileSync('/proc/self/stat', 'utf8')) !== process.pid) return null;
+    current = autogroupNice(readFileSync(AUTOGROUP, 'utf8'));
+  } catch {
+    return null;
+  }
+  if (current >= nice) return current;
+  try {
+    writeFileSync(AUTOGROUP, String(nice));
+    return autogroupNice(readFileSync(AUTOGROUP, 'utf8'));
+  } catch {
+    // Refused (a kernel that rate-limits the change, a security module): the threads' values hold.
+    return current;
+  }
+}
+
+/** The session id in a `/proc/<pid>/stat` line (its sixth field; the second, the name, may hold spaces). */
+function sessionOf(stat: string): number {
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+}
+
+/** The nice value in `/proc/<pid>/autogroup` (`/autogroup-7 nice 0`). */
+function autogroupNice(text: string): number {
+  const match = /nice (-?\d+)/.exec(text);
+  if (!match) throw new Error(`unexpected autogroup line: ${text}`);
+  return Number(match[1]);
 }
 
 /**

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { yieldCpu } from '../../shared/priority.ts';
 import { threadNices } from '../helpers/threads.ts';
@@ -10,8 +12,12 @@ const PRIORITY_MODULE = new URL('../../shared/priority.ts', import.meta.url).hre
  * Runs `body` in a child process that has `yieldCpu` in scope and then starts a worker thread, so
  * the threads that exist before the call and one started after it are both there to read.
  * Resolves with the child's pid and what it printed, while it still runs; `stop` ends it.
+ * `detached`: the child leads a session of its own (as a systemd service does).
  */
-async function child(body: string): Promise<{ pid: number; printed: unknown; stop: () => Promise<void> }> {
+async function child(
+  body: string,
+  options: { detached?: boolean } = {},
+): Promise<{ pid: number; printed: unknown; stop: () => Promise<void> }> {
   const source = `
     import { yieldCpu } from ${JSON.stringify(PRIORITY_MODULE)};
     import { Worker } from 'node:worker_threads';
@@ -20,7 +26,10 @@ async function child(body: string): Promise<{ pid: number; printed: unknown; sto
     worker.on('online', () => process.stdout.write(JSON.stringify(printed) + '\\n'));
     process.stdin.on('end', () => process.exit(0));
     process.stdin.resume();`;
-  const proc = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', source], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    detached: options.detached ?? false,
+  });
   let out = '';
   proc.stdout.setEncoding('utf8');
   proc.stdout.on('data', (chunk: string) => (out += chunk));
@@ -65,7 +74,33 @@ t.test(
   async (t) => {
     const proc = await child('yieldCpu(12); return yieldCpu(7);');
     t.teardown(proc.stop);
-    t.same(proc.printed, { nice: 12, raised: 0 });
+    t.same(proc.printed, { nice: 12, raised: 0, autogroup: null });
     t.same([...new Set(await threadNices(proc.pid))], [12]);
+  },
+);
+
+const AUTOGROUPS = (() => {
+  try {
+    readFileSync('/proc/self/autogroup');
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+t.test(
+  "a process leading its own session raises its session's autogroup nice value too; one sharing a session does not",
+  { skip: !AUTOGROUPS && 'the kernel has no autogroup scheduling' },
+  async (t) => {
+    const before = await readFile('/proc/self/autogroup', 'utf8');
+    const shared = await child('return yieldCpu(7);');
+    t.teardown(shared.stop);
+    t.equal((shared.printed as { autogroup: unknown }).autogroup, null, 'not its session leader: left alone');
+    t.equal(await readFile('/proc/self/autogroup', 'utf8'), before, "the parent's session keeps its value");
+    const leader = await child('return yieldCpu(7);', { detached: true });
+    t.teardown(leader.stop);
+    t.equal((leader.printed as { autogroup: unknown }).autogroup, 7);
+    t.match(await readFile(`/proc/${leader.pid}/autogroup`, 'utf8'), / nice 7\n?$/);
+    t.equal(await readFile('/proc/self/autogroup', 'utf8'), before);
   },
 );

@@ -31,7 +31,9 @@ export function ExecutionPage({ revisionId, executionId }: { revisionId: string;
   const [rerunError, setRerunError] = useState<unknown>(null);
   const [rerunning, setRerunning] = useState(false);
   // One key per intent to re-run: a double click, or a retry after a lost answer, runs once.
-  const rerunKey = useRef(newIdempotencyKey());
+  // Made on the first render only: the page renders once per frame of events while it follows one.
+  const rerunKey = useRef('');
+  if (rerunKey.current === '') rerunKey.current = newIdempotencyKey();
   const record = execution.state === 'ready' ? execution.data.execution : null;
   // The events folded as they arrive (each once), not refolded from the first on every render.
   const fold = useRef(new ExecutionFold());
