@@ -30,6 +30,7 @@ import { runSection, type System } from './system.ts';
 import { growState, stateCounts, volumeShape, type VolumeShape } from './volume-state.ts';
 import { defaultDutyPercent, RETENTION_LOCK } from '../shared/retention/recorded-sweep.ts';
 import { getPriority } from 'node:os';
+import { readFileSync } from 'node:fs';
 
 const { values: args } = parseArgs({
   options: {
@@ -284,6 +285,7 @@ async function retention(
  * The nice value of the backend holding the sweep lock, once it holds it (this process and the
  * bench's server share the host); null when the sweep ended before it was seen.
  */
+let backendAutogroup: number | null = null;
 async function sweepBackendNice(system: System): Promise<number | null> {
   for (let i = 0; i < 200; i++) {
     const { rows } = await system.sql.query<{ pid: number }>(
@@ -293,6 +295,12 @@ async function sweepBackendNice(system: System): Promise<number | null> {
     );
     if (rows[0]) {
       await sleep(200); // past the lock, the sweep sets its backend's priority before its first batch
+      try {
+        const autogroup = /nice (-?\d+)/.exec(readFileSync(`/proc/${rows[0].pid}/autogroup`, 'utf8'));
+        backendAutogroup = autogroup ? Number(autogroup[1]) : null;
+      } catch {
+        backendAutogroup = null;
+      }
       try {
         return getPriority(rows[0].pid);
       } catch {
@@ -423,11 +431,9 @@ async function main(system: System): Promise<string> {
   // The children read RETENTION_SWEEP_DUTY_PERCENT and RETENTION_SWEEP_NICE from this process's
   // environment (bench/system.ts); unset, the duty follows the backend's priority.
   const lowered = (sweep.backendNice ?? 0) > 0;
-  const duty =
-    process.env.RETENTION_SWEEP_DUTY_PERCENT ||
-    String(defaultDutyPercent(lowered ? { lowered, pid: 0, nice: sweep.backendNice! } : { lowered, reason: '' }));
+  const duty = process.env.RETENTION_SWEEP_DUTY_PERCENT || String(defaultDutyPercent({ lowered }));
   rows.push([
-    `retention sweep (duty ${duty} %, backend at nice ${sweep.backendNice ?? '?'}): ${sweep.removed} expired executions`,
+    `retention sweep (duty ${duty} %, backend at nice ${sweep.backendNice ?? '?'}, its autogroup at ${backendAutogroup ?? '-'}): ${sweep.removed} expired executions`,
     '-',
     `${fmt(sweep.seconds, 1)} s (${fmt(sweep.removed / sweep.seconds, 0)}/s)`,
     '-',

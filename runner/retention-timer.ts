@@ -80,7 +80,7 @@ export function startRetentionTimer(db: Db, options: RetentionTimerOptions): Ret
       if (result.ran) {
         const { id, executions_removed, runs_removed, idempotency_keys_removed } = result.sweep;
         const backend = result.backend.lowered
-          ? { backend_nice: result.backend.nice }
+          ? { backend_nice: result.backend.nice, backend_autogroup_nice: result.backend.autogroup }
           : { backend_priority: result.backend.reason };
         options.log.info(
           {

@@ -64,26 +64,27 @@ export function yieldCpu(nice: number): PriorityResult {
   return { nice: getPriority(0), raised, autogroup: yieldAutogroup(nice) };
 }
 
-const AUTOGROUP = '/proc/self/autogroup';
-
 /**
- * Raises the autogroup nice value of this process's session to `nice` when this process leads the
- * session (so the autogroup holds nothing but it and its children); null when it does not, or
- * without autogroups. Never lowers the value (that needs privilege, as for a thread).
+ * Raises the autogroup nice value of process `pid`'s session (this process's by default) to
+ * `nice` when that process leads the session (so the autogroup holds nothing but it and its
+ * children); null when it does not, or without autogroups. Never lowers the value (that needs
+ * privilege, as for a thread). Also used for a PostgreSQL backend, each of which leads a session
+ * of its own (shared/retention/backend-priority.ts).
  */
-function yieldAutogroup(nice: number): number | null {
+export function yieldAutogroup(nice: number, pid: number = process.pid): number | null {
   if (process.platform !== 'linux') return null;
+  const file = `/proc/${pid}/autogroup`;
   let current: number;
   try {
-    if (sessionOf(readFileSync('/proc/self/stat', 'utf8')) !== process.pid) return null;
-    current = autogroupNice(readFileSync(AUTOGROUP, 'utf8'));
+    if (sessionOf(readFileSync(`/proc/${pid}/stat`, 'utf8')) !== pid) return null;
+    current = autogroupNice(readFileSync(file, 'utf8'));
   } catch {
     return null;
   }
   if (current >= nice) return current;
   try {
-    writeFileSync(AUTOGROUP, String(nice));
-    return autogroupNice(readFileSync(AUTOGROUP, 'utf8'));
+    writeFileSync(file, String(nice));
+    return autogroupNice(readFileSync(file, 'utf8'));
   } catch {
     // Refused (a kernel that rate-limits the change, a security module): the threads' values hold.
     return current;

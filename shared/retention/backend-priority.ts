@@ -16,11 +16,26 @@
 import { readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import type pg from 'pg';
+import { yieldAutogroup } from '../priority.ts';
 
 /** The sweep backend's nice value by default (`RETENTION_SWEEP_NICE`): the runner's and the model processes'. */
 export const DEFAULT_SWEEP_NICE = 10;
 
-export type BackendPriority = { lowered: true; pid: number; nice: number } | { lowered: false; reason: string };
+export type BackendPriority =
+  | {
+      lowered: true;
+      pid: number;
+      nice: number;
+      /**
+       * The autogroup nice value of the backend's session. With autogroup scheduling the kernel
+       * shares the CPU between sessions first and a nice value counts only within its session;
+       * PostgreSQL starts every backend as a session of its own (`setsid`), so its own nice value
+       * alone would change nothing: the session's is raised too, touching nobody else. Null when
+       * the kernel has no autogroups or refused.
+       */
+      autogroup: number | null;
+    }
+  | { lowered: false; reason: string };
 
 interface BackendIdentity {
   pid: number;
@@ -65,7 +80,12 @@ export async function lowerBackendPriority(client: pg.PoolClient, nice: number):
     return { lowered: false, reason: 'the backend pid is not a PostgreSQL process of this host' };
   try {
     if (getPriority(backend.pid) < nice) setPriority(backend.pid, nice);
-    return { lowered: true, pid: backend.pid, nice: getPriority(backend.pid) };
+    return {
+      lowered: true,
+      pid: backend.pid,
+      nice: getPriority(backend.pid),
+      autogroup: yieldAutogroup(nice, backend.pid),
+    };
   } catch (error) {
     return {
       lowered: false,

@@ -60,7 +60,7 @@ export interface RecordedSweepOptions extends Pick<SweepOptions, 'now' | 'batchS
  * when the kernel already gives every other process of the server the cores first, half the
  * time otherwise.
  */
-export function defaultDutyPercent(backend: BackendPriority): number {
+export function defaultDutyPercent(backend: Pick<BackendPriority, 'lowered'>): number {
   return backend.lowered ? 100 : DEFAULT_SWEEP_DUTY_PERCENT;
 }
 
