@@ -95,6 +95,30 @@ t.test('an applied migration changed afterwards stops start-up with a clear mess
     status.find((r) => r.name === '999_from_elsewhere.sql'),
     { state: 'unknown' },
   );
+  // A file whose comments alone changed since it was applied (COMMENT_ONLY_EDITS) is not refused,
+  // and its stored checksum is brought up to date; any other earlier text still is.
+  const { COMMENT_ONLY_EDITS } = await import('../shared/db/migrate.ts');
+  const [edited, earlier] = Object.entries(COMMENT_ONLY_EDITS)[0]!;
+  await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [files[1], null]);
+  await client.query(`DELETE FROM schema_migrations WHERE name = '999_from_elsewhere.sql'`);
+  await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [edited, earlier[0]]);
+  t.match(
+    (await migrationStatus(url)).find((r) => r.name === edited),
+    { state: 'applied' },
+  );
+  t.same(await migrate(url), [], 'an earlier text differing in comments only: nothing to apply, no complaint');
+  const { rows: updated } = await client.query<{ checksum: string }>(
+    'SELECT checksum FROM schema_migrations WHERE name = $1',
+    [edited],
+  );
+  t.not(updated[0]!.checksum, earlier[0], 'the stored checksum is the current text');
+  const { readFileSync } = await import('node:fs');
+  const { createHash } = await import('node:crypto');
+  const current = readFileSync(new URL(`../shared/db/migrations/${edited}`, import.meta.url), 'utf8');
+  t.equal(updated[0]!.checksum, createHash('sha256').update(current).digest('hex'));
+  await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [edited, 'e'.repeat(64)]);
+  t.ok((await migrate(url).catch((e: unknown) => e)) instanceof ChangedMigrationError, 'any other text still stops it');
+  await client.query(`INSERT INTO schema_migrations (name, checksum) VALUES ('999_from_elsewhere.sql', NULL)`);
   // A row applied before checksums existed takes the file's on the next start.
   await client.query('UPDATE schema_migrations SET checksum = NULL');
   t.same(await migrate(url), [], 'nothing to apply, no complaint');

@@ -1,4 +1,4 @@
--- Safe retries (issue 19, item 4): a creating route or command sent with an idempotency key
+-- Safe retries: a creating route or command sent with an idempotency key
 -- (`Idempotency-Key` over REST, `idempotency_key` over JSON-RPC) stores its answer here, in the
 -- transaction that creates. The row is inserted first in that transaction, so the primary key
 -- makes a concurrent duplicate wait for the first request's commit (then it finds the answer) or
