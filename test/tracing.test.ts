@@ -445,6 +445,8 @@ function recordingTracing(): Tracing & {
     ended: string | null;
     traceparent: string;
   }>;
+  /** Resolves once a span named `name` has ended: the engine ends a turn's span after its commit, which a reader may see first. */
+  ended(name: string): Promise<void>;
 } {
   const spans: Array<{
     name: string;
@@ -453,6 +455,7 @@ function recordingTracing(): Tracing & {
     ended: string | null;
     traceparent: string;
   }> = [];
+  const waiters: Array<{ name: string; resolve: () => void }> = [];
   const startSpan = (name: string, options: SpanOptions = {}): TraceSpan => {
     const span = {
       name,
@@ -467,11 +470,19 @@ function recordingTracing(): Tracing & {
       setAttributes: (attributes) => Object.assign(span.attributes, attributes),
       end: (errorCode) => {
         span.ended = errorCode ?? 'ok';
+        for (const waiter of waiters.filter((w) => w.name === name)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve();
+        }
       },
     };
   };
   return {
     spans,
+    ended: (name) =>
+      spans.some((span) => span.name === name && span.ended !== null)
+        ? Promise.resolve()
+        : new Promise((resolve) => waiters.push({ name, resolve })),
     startSpan,
     inSpan: async (name, options, fn) => fn(startSpan(name, options)),
     shutdown: async () => {},
@@ -564,6 +575,7 @@ t.test(
     await runner.start();
     t.teardown(() => runner.stop());
     t.match(await waitForEnd(app, alice, flow, execution.id), { status: 'succeeded', output: 'mended' });
+    await tracing.ended('execution');
 
     const turn = tracing.spans.find((span) => span.name === 'execution');
     t.match(
