@@ -24,7 +24,7 @@ import { loadTracing, type ProcessTracing } from '../shared/tracing/load-tracing
 import { VERSION } from '../shared/version.ts';
 import { createEngine, type Engine } from './engine/engine.ts';
 import { startCpuSplit } from './cpu-split.ts';
-import { yieldCpu } from '../shared/priority.ts';
+import { reclaimCpu, yieldCpu } from '../shared/priority.ts';
 import { startRetentionTimer, type RetentionTimer } from './retention-timer.ts';
 import type { Periodic } from '../shared/periodic.ts';
 import { createBoss, createQueues } from '../shared/queue/queues.ts';
@@ -67,6 +67,8 @@ const SERVICE_NAME = 'workspace-runner';
 /** Undoes whatever has started, in the order that keeps `stopped_at` honest. Runs once. */
 function stop(): Promise<void> {
   stopping ??= (async () => {
+    // The drain is bounded work with a deadline: it runs at the default priority where permitted.
+    if (priority) reclaimCpu();
     await retention?.stop();
     // Attempts in flight end within HOOK_DELIVERY_SECONDS; one cut short is tried again after its lease.
     await deliveries?.stop();

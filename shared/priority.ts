@@ -65,6 +65,36 @@ export function yieldCpu(nice: number): PriorityResult {
 }
 
 /**
+ * Gives this process's threads (and its session's autogroup, when it leads the session) the
+ * default priority back, where the process may (root, or CAP_SYS_NICE; otherwise nothing changes):
+ * a runner that stops has a bounded drain to finish (the nodes in flight handed back, its
+ * registration closed) within its grace, and on a host whose cores are taken by work of a higher
+ * priority a yielding runner would run out of that grace and leave its executions to their leases.
+ * Returns the threads whose value was lowered.
+ */
+export function reclaimCpu(): number {
+  let lowered = 0;
+  for (const thread of threadIds()) {
+    try {
+      if (getPriority(thread) <= 0) continue;
+      setPriority(thread, 0);
+      lowered++;
+    } catch {
+      // Not permitted (an unprivileged process), or the thread ended: it keeps its value.
+    }
+  }
+  if (process.platform === 'linux') {
+    try {
+      if (sessionOf(readFileSync('/proc/self/stat', 'utf8')) === process.pid)
+        writeFileSync('/proc/self/autogroup', '0');
+    } catch {
+      // Not permitted: the session keeps its value.
+    }
+  }
+  return lowered;
+}
+
+/**
  * Raises the autogroup nice value of process `pid`'s session (this process's by default) to
  * `nice` when that process leads the session (so the autogroup holds nothing but it and its
  * children); null when it does not, or without autogroups. Never lowers the value (that needs

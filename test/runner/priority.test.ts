@@ -19,7 +19,7 @@ async function child(
   options: { detached?: boolean } = {},
 ): Promise<{ pid: number; printed: unknown; stop: () => Promise<void> }> {
   const source = `
-    import { yieldCpu } from ${JSON.stringify(PRIORITY_MODULE)};
+    import { reclaimCpu, yieldCpu } from ${JSON.stringify(PRIORITY_MODULE)};
     import { Worker } from 'node:worker_threads';
     const printed = (() => { ${body} })();
     const worker = new Worker('setInterval(() => {}, 1000)', { eval: true });
@@ -65,6 +65,24 @@ t.test(
     t.ok(printed.raised >= 2, `raised ${printed.raised} threads`);
     t.ok(nices.length > printed.raised, 'the worker thread started after the call is counted too');
     t.same([...new Set(nices)], [7], `thread nice values: ${nices.join(', ')}`);
+  },
+);
+
+t.test(
+  'a stopping runner takes the default priority back where it may (root), and keeps its value where it may not',
+  { skip: process.platform !== 'linux' && 'nice values per thread are read from Linux /proc' },
+  async (t) => {
+    const proc = await child('yieldCpu(9); return reclaimCpu();');
+    t.teardown(proc.stop);
+    const root = process.getuid?.() === 0;
+    const nices = [...new Set(await threadNices(proc.pid))];
+    if (root) {
+      t.ok((proc.printed as number) >= 2, `lowered ${String(proc.printed)} threads`);
+      t.same(nices, [0], 'every thread back at 0');
+    } else {
+      t.equal(proc.printed, 0, 'an unprivileged process lowers nothing');
+      t.same(nices, [9]);
+    }
   },
 );
 
