@@ -30,7 +30,7 @@ import { runSection, type System } from './system.ts';
 import { growState, stateCounts, volumeShape, type VolumeShape } from './volume-state.ts';
 import { defaultDutyPercent, RETENTION_LOCK } from '../shared/retention/recorded-sweep.ts';
 import { getPriority } from 'node:os';
-import { readFileSync } from 'node:fs';
+import { autogroupNiceOf } from '../shared/priority.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -299,12 +299,7 @@ async function sweepBackendNice(system: System): Promise<number | null> {
     );
     if (rows[0]) {
       await sleep(200); // past the lock, the sweep sets its backend's priority before its first batch
-      try {
-        const autogroup = /nice (-?\d+)/.exec(readFileSync(`/proc/${rows[0].pid}/autogroup`, 'utf8'));
-        backendAutogroup = autogroup ? Number(autogroup[1]) : null;
-      } catch {
-        backendAutogroup = null;
-      }
+      backendAutogroup = autogroupNiceOf(rows[0].pid);
       try {
         return getPriority(rows[0].pid);
       } catch {

@@ -121,6 +121,15 @@ export function yieldAutogroup(nice: number, pid: number = process.pid): number 
   }
 }
 
+/** The autogroup nice value of process `pid`'s session; null without autogroups or when unreadable. */
+export function autogroupNiceOf(pid: number): number | null {
+  try {
+    return autogroupNice(readFileSync(`/proc/${pid}/autogroup`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
 /** The session id in a `/proc/<pid>/stat` line (its sixth field; the second, the name, may hold spaces). */
 function sessionOf(stat: string): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
